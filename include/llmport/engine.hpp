@@ -1,0 +1,99 @@
+#pragma once
+// The engine: one data-driven decoder forward pass for every in-scope architecture
+// (HF modeling_llama.py / modeling_qwen2.py / modeling_qwen3.py semantics), prefill over
+// many tokens at once and decode from a preallocated KV cache.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llmport/kernels.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport {
+
+/// Test-only faults planted into one layer (or globally) to prove the gates catch them.
+struct FaultInjection {
+  enum class Kind {
+    None,
+    RopeInterleaved,  ///< RoPE on (2i, 2i+1) pairs instead of rotate-half
+    DropQkvBias,      ///< skip the q/k/v bias add
+    SkipQkNorm,       ///< skip Qwen3 per-head q/k RMSNorm
+    WrongRopeTheta,   ///< rope_theta multiplied by `value` (default 2)
+    KvOffByOne,       ///< decode writes K/V one position late
+    LogitScale,       ///< logits multiplied by `value` (default 1.25)
+  };
+  Kind kind = Kind::None;
+  int layer = 0;       ///< layer the fault applies to (layer faults)
+  double value = 0.0;  ///< kind-specific parameter (0 = default)
+  /// Parses "kind[@layer][=value]", kinds: rope_interleaved, drop_qkv_bias, skip_qk_norm,
+  /// wrong_rope_theta, kv_off_by_one, logit_scale. Throws UsageError.
+  static FaultInjection parse(const std::string& spec);
+};
+
+/// Engine construction options.
+struct EngineOptions {
+  std::string backend = "cpu";      ///< "reference" | "cpu"
+  std::optional<DType> dtype;       ///< compute dtype of weights; default: checkpoint dtype
+  int threads = 0;                  ///< 0 = all cores
+  int max_seq = 0;                  ///< KV-cache capacity; 0 = cfg.max_seq
+  FaultInjection fault;             ///< test-only
+};
+
+/// Probe callback: `name` in {"embedding", "attn_norm", "q", "k", "v", "attn_out",
+/// "ffn_norm", "ffn_out", "layer_out", "final_norm"}, `layer` (-1 for global), data
+/// [n_tokens, dim] fp32. Called only when set, so the normal path pays one branch.
+using ProbeFn = std::function<void(std::string_view name, int layer, const float* data,
+                                   int n_tokens, int dim)>;
+
+/// Per-op wall time, accumulated while profiling is enabled.
+struct OpProfile {
+  std::string op;
+  double ms = 0;
+  uint64_t calls = 0;
+};
+
+/// One model instance with its KV cache ([n_layers, n_kv_heads, max_seq, head_dim], fp32,
+/// preallocated; no per-token allocation).
+class Engine {
+ public:
+  Engine(const ModelConfig& cfg, const WeightStore& weights, const EngineOptions& opt = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Runs `tokens` at positions pos()..pos()+n-1, appending to the KV cache.
+  /// Returns logits [vocab] of the last position, or [n, vocab] when all_logits.
+  /// Throws UsageError when pos()+n exceeds the context (before any work).
+  std::vector<float> forward(std::span<const int> tokens, bool all_logits = false);
+  /// reset() then forward(tokens): the prefill.
+  std::vector<float> prefill(std::span<const int> tokens);
+  /// forward({token}): one decode step; returns logits [vocab].
+  std::vector<float> decode_step(int token);
+  /// Empties the KV cache (pos() = 0).
+  void reset();
+  /// Drops KV entries at positions >= n.
+  void truncate(int n);
+  /// Number of positions in the KV cache.
+  int pos() const;
+  /// KV-cache capacity in tokens.
+  int max_seq() const;
+
+  void set_probe(ProbeFn fn);
+  void set_profiling(bool on);
+  std::vector<OpProfile> profile() const;
+
+  const ModelConfig& config() const;
+  DType dtype() const;
+  Backend& backend();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace llmport

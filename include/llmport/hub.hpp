@@ -1,0 +1,31 @@
+#pragma once
+// Model sources: a local path, the Hugging Face cache (standard layout) or a download
+// from the hub's resolve endpoint into that cache.
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace llmport {
+
+/// Options of model resolution.
+struct ResolveOptions {
+  bool offline = false;      ///< also implied by HF_HUB_OFFLINE=1
+  bool config_only = false;  ///< fetch only config.json (+ generation_config.json)
+  bool quiet = false;        ///< no progress bar
+};
+
+/// Where a model came from.
+struct ResolvedModel {
+  std::filesystem::path dir;     ///< directory holding config.json etc.
+  std::string repo_id;           ///< "org/name" when it came from the hub, else ""
+  std::string revision;          ///< requested revision ("main" default)
+  std::string commit;            ///< resolved commit hash, when known
+};
+
+/// Resolves MODEL: a local directory / config.json path if it exists; else an HF id
+/// `org/name[@revision]` from the HF cache; else a download (unless offline).
+/// Throws UsageError (exit 2) for a path that does not exist and is not an id, and for
+/// download failures (401/403 gated, 404, no network, disk full) with one actionable line.
+ResolvedModel resolve_model(const std::string& model, const ResolveOptions& opt = {});
+
+}  // namespace llmport

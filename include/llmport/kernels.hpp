@@ -1,0 +1,104 @@
+#pragma once
+// The kernel interface: every leaf op of the decoder, implemented by the `reference`
+// backend (scalar fp32 oracle, src/kernels/reference/) and the fast `cpu` backend
+// (src/kernels/cpu/, ISA-dispatched). Activations are fp32 everywhere; weights are
+// stored in the compute dtype; accumulation is fp32.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmport/dtype.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport {
+
+/// Tile/blocking parameters of one kernel for one shape (e.g. {"mc":64,"nc":256,"kc":256}).
+/// Empty means the backend's heuristic default.
+using TileConfig = std::map<std::string, int>;
+
+/// A linear layer's weight W [n_out, n_in] (nn.Linear layout: y = x W^T), converted to
+/// the compute dtype and laid out however the backend wants (packed panels for GEMM).
+class LinearWeight {
+ public:
+  virtual ~LinearWeight() = default;
+  int n_out = 0;
+  int n_in = 0;
+  DType dtype = DType::F32;  ///< compute dtype of the stored values
+  TileConfig config;         ///< config it was packed for
+  /// Bytes held by this weight in the backend's memory.
+  virtual std::size_t bytes() const = 0;
+};
+
+/// Calls per kernel name since the last reset (phase-7 audit: no reference fallback).
+struct DispatchCounters {
+  std::map<std::string, uint64_t> calls;
+  void add(const std::string& kernel) { ++calls[kernel]; }
+};
+
+/// One compute backend. All pointers are fp32 row-major unless stated.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// "reference" or "cpu" (or "cuda").
+  virtual std::string name() const = 0;
+  /// Instruction set in use, e.g. "avx512bf16", "avx512", "avx2", "scalar".
+  virtual std::string isa() const { return "scalar"; }
+  /// Worker threads (0 = all cores).
+  virtual void set_threads(int n) { (void)n; }
+
+  /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
+  /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).
+  virtual std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
+                                                    const TileConfig& cfg = {}) = 0;
+  /// y[m, n_out] = x[m, n_in] . W^T (+ bias[n_out] when non-null). m = 1 is the decode
+  /// GEMV, m > 1 the prefill GEMM. x is rounded to the weight dtype where the kernel
+  /// multiplies in that dtype (bf16 dot products); accumulation is fp32.
+  virtual void linear(const LinearWeight& w, const float* x, int m, float* y,
+                      const float* bias = nullptr) = 0;
+  /// RMSNorm over rows: y[i,:] = x[i,:] / sqrt(mean(x[i,:]^2) + eps) * w[:]
+  /// (HF LlamaRMSNorm: statistics in fp32). x, y: [m, dim]; y may alias x.
+  virtual void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) = 0;
+  /// Rotate-half RoPE in place (HF `apply_rotary_pos_emb`): for each row and pair
+  /// i < head_dim/2: angle = positions[t] * inv_freq[i];
+  /// (x_i, x_{i+d/2}) <- (x_i cos - x_{i+d/2} sin, x_{i+d/2} cos + x_i sin).
+  /// x: [m, n_heads, head_dim]; positions: [m]; inv_freq: [head_dim/2].
+  virtual void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
+                    const float* inv_freq) = 0;
+  /// Causal GQA attention of m new query rows at positions start_pos..start_pos+m-1
+  /// against a layer's KV cache (which already holds those positions).
+  /// q: [m, n_heads, head_dim]; k_cache, v_cache: [n_kv_heads, max_seq, head_dim];
+  /// out: [m, n_heads, head_dim]. Query head h reads kv head h / (n_heads / n_kv_heads).
+  /// scores = q.k * scale, softmax over positions 0..start_pos+t (fp32).
+  virtual void attention(const float* q, const float* k_cache, const float* v_cache,
+                         int max_seq, int start_pos, int m, int n_heads, int n_kv_heads,
+                         int head_dim, float scale, float* out) = 0;
+  /// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias.
+  virtual void swiglu(const float* gate, const float* up, float* out, std::size_t n) = 0;
+  /// Residual add: x[i] += y[i].
+  virtual void add(float* x, const float* y, std::size_t n) = 0;
+
+  /// Kernel calls counted since the last reset_counters().
+  const DispatchCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
+
+ protected:
+  DispatchCounters counters_;
+};
+
+/// Backends built into this binary, e.g. {"reference", "cpu"}.
+std::vector<std::string> available_backends();
+/// Creates a backend by name; throws UsageError naming the available ones otherwise.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+/// Embedding lookup: out[t, :] = table[ids[t], :] converted to fp32 after rounding through
+/// `compute` (so every backend sees the same values). table: [vocab, dim] any dtype.
+/// Throws UsageError for an id outside [0, vocab).
+void embedding_lookup(const TensorView& table, DType compute, const int* ids, int m, float* out);
+
+/// Softmax in place over n values (max-subtracted, fp32).
+void softmax(float* x, std::size_t n);
+
+}  // namespace llmport

@@ -1,0 +1,102 @@
+#pragma once
+// ModelConfig: every architecture difference llmport supports is a field here, read by
+// one engine. Resolution follows transformers' defaults for LlamaConfig, MistralConfig,
+// Qwen2Config and Qwen3Config (configuration_*.py).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace llmport {
+
+/// RoPE frequency scaling, as in HF `modeling_rope_utils.py`.
+struct RopeScaling {
+  /// "none" (also for "default"/absent), "linear" or "llama3". Other types are rejected
+  /// by the architecture gate (reason unsupported_rope_scaling).
+  std::string type = "none";
+  double factor = 1.0;                        ///< linear and llama3
+  double low_freq_factor = 1.0;               ///< llama3
+  double high_freq_factor = 4.0;              ///< llama3
+  int original_max_position_embeddings = 0;  ///< llama3
+};
+
+/// Sampling defaults and stop ids from generation_config.json (all optional).
+struct GenerationConfig {
+  bool present = false;
+  std::vector<int> eos_token_ids;
+  std::optional<int> bos_token_id;
+  std::optional<bool> do_sample;
+  std::optional<double> temperature;
+  std::optional<int> top_k;
+  std::optional<double> top_p;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+  std::optional<int> max_length;
+  std::optional<int> max_new_tokens;
+};
+
+/// The resolved decoder configuration of one accepted model.
+struct ModelConfig {
+  std::string architecture;  ///< e.g. "LlamaForCausalLM"
+  std::string model_type;    ///< e.g. "llama"
+  int n_layers = 0;          ///< num_hidden_layers
+  int emb_dim = 0;           ///< hidden_size
+  int n_heads = 0;           ///< num_attention_heads
+  int n_kv_heads = 0;        ///< num_key_value_heads (default n_heads)
+  int head_dim = 0;          ///< explicit head_dim wins, else emb_dim / n_heads
+  int hidden_dim = 0;        ///< intermediate_size (SwiGLU width)
+  int vocab_size = 0;
+  int max_position_embeddings = 0;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;  ///< Qwen2 always; Llama/Qwen3 via attention_bias; Mistral false
+  bool qk_norm = false;   ///< Qwen3: per-head RMSNorm on q and k before RoPE
+  std::optional<int> bos_token_id;
+  std::vector<int> eos_token_ids;  ///< config eos (int or list); union with generation_config
+  std::string torch_dtype;         ///< "bfloat16" | "float16" | "float32" | "" (from torch_dtype or dtype)
+  std::optional<int> sliding_window;  ///< effective window, if any (only accepted when capped)
+  /// Usable context in tokens: max_position_embeddings, or the --max-seq cap.
+  int max_seq = 0;
+  GenerationConfig generation;
+  std::filesystem::path dir;  ///< model directory the config came from (may be empty)
+
+  /// Stop ids: config eos ids union generation_config eos ids (sorted, unique).
+  std::vector<int> stop_ids() const;
+  /// n_heads / n_kv_heads (query heads per KV head).
+  int gqa_group() const { return n_heads / n_kv_heads; }
+  /// 1/sqrt(head_dim): softmax scale of scaled dot-product attention.
+  double attn_scale() const;
+  /// JSON object with the `resolved` field names of configs/expected.json plus the rest.
+  nlohmann::json to_json() const;
+};
+
+/// Locates config.json: `path` may be a model directory or a config.json file.
+/// Throws ConfigError when neither exists.
+std::filesystem::path find_config_json(const std::filesystem::path& path);
+
+/// Reads and parses a JSON file. Throws ConfigError "<file>: <what>" on I/O or parse errors.
+nlohmann::json read_json_file(const std::filesystem::path& file);
+
+/// Resolves a raw config.json object (plus optional generation_config.json object) into
+/// a ModelConfig. Throws ConfigError naming the missing/invalid field.
+/// Does not judge scope: call check_compat for that.
+ModelConfig resolve_model_config(const nlohmann::json& config,
+                                 const nlohmann::json* generation_config = nullptr);
+
+/// Loads config.json (and generation_config.json when present) from a model directory or
+/// config.json path, checks the architecture gate and returns the resolved config.
+/// `max_seq` caps the context (needed for models with a sliding window).
+/// Throws UnsupportedError (exit 3) on REJECT, ConfigError (exit 2) on bad input.
+ModelConfig load_model_config(const std::filesystem::path& path,
+                              std::optional<int> max_seq = std::nullopt);
+
+/// RoPE inverse frequencies [head_dim/2] after rope_scaling, as HF
+/// `_compute_default_rope_parameters` / `_compute_linear_scaling_rope_parameters` /
+/// `_compute_llama3_parameters` compute them (fp64 math, returned as fp32).
+std::vector<float> rope_inv_freq(const ModelConfig& cfg);
+
+}  // namespace llmport

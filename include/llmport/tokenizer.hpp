@@ -1,0 +1,69 @@
+#pragma once
+// Hugging Face tokenizer.json, id-for-id with the Rust `tokenizers` library: BPE (with
+// byte fallback, ignore_merges), normalizers, pre-tokenizers, post-processor, decoders,
+// added tokens matched before the model.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmport {
+
+/// Options of one encode call.
+struct EncodeOptions {
+  bool add_special_tokens = true;  ///< apply the post-processor (e.g. BOS)
+  /// Treat special-token text as plain text (transformers split_special_tokens=True);
+  /// non-special added tokens are still matched. Safe mode for untrusted input.
+  bool split_special_tokens = false;
+};
+
+/// A loaded tokenizer. Thread-compatible (const methods may share the word cache under a lock).
+class Tokenizer {
+ public:
+  /// Loads tokenizer.json (+ tokenizer_config.json, special_tokens_map.json when present)
+  /// from `dir`. Throws ConfigError naming the file and the component/field at fault.
+  static std::unique_ptr<Tokenizer> load(const std::filesystem::path& dir);
+  /// True if `dir` holds a tokenizer.json.
+  static bool exists(const std::filesystem::path& dir);
+  virtual ~Tokenizer() = default;
+
+  /// Text -> ids, as HF `tokenizer.encode(text, add_special_tokens=...)`.
+  virtual std::vector<int> encode(std::string_view text, const EncodeOptions& opt = {}) const = 0;
+  /// Ids -> text, as HF `decode(ids, skip_special_tokens=...)` without cleanup.
+  virtual std::string decode(const std::vector<int>& ids, bool skip_special_tokens = false) const = 0;
+  /// Token string of an id (vocab or added token); throws UsageError when out of range.
+  virtual std::string id_to_token(int id) const = 0;
+  /// Id of a token string, if any.
+  virtual std::optional<int> token_to_id(std::string_view token) const = 0;
+  /// Vocabulary size including added tokens (max id + 1).
+  virtual int vocab_size() const = 0;
+  /// Whether `id` is a special added token.
+  virtual bool is_special(int id) const = 0;
+  /// Token strings from tokenizer_config.json (bos_token, eos_token...), empty if absent.
+  virtual std::string bos_token() const = 0;
+  virtual std::string eos_token() const = 0;
+  /// chat_template from tokenizer_config.json or chat_template.jinja ("" when none).
+  virtual std::string chat_template() const = 0;
+};
+
+/// Streaming decoder: feed ids one at a time, get the text that became complete. Never
+/// returns half a UTF-8 character; the decoder's leading-space strip applies once.
+class IncrementalDecoder {
+ public:
+  explicit IncrementalDecoder(const Tokenizer& tok, bool skip_special_tokens = false);
+  /// Appends `id` and returns the newly completed text (possibly empty).
+  std::string push(int id);
+  /// Text still held back (an incomplete UTF-8 tail), flushed as is.
+  std::string flush();
+
+ private:
+  const Tokenizer& tok_;
+  bool skip_special_;
+  std::vector<int> ids_;
+  std::size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+};
+
+}  // namespace llmport

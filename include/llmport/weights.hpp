@@ -1,0 +1,99 @@
+#pragma once
+// Weight loading: memory-mapped safetensors (single file or sharded through
+// model.safetensors.index.json), validated before use, checked against the tensor set
+// the config implies (tensor-role table).
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "llmport/dtype.hpp"
+#include "llmport/model_config.hpp"
+
+namespace llmport {
+
+/// A read-only view of one tensor inside a mapped file. Row-major, as stored.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;  ///< e.g. q_proj: [n_heads*head_dim, emb_dim]
+  const void* data = nullptr;  ///< points into the mmap; valid while the WeightStore lives
+  std::size_t nbytes = 0;
+  std::filesystem::path file;  ///< file it lives in (for error messages)
+  int64_t numel() const;
+};
+
+/// What a tensor is for. One table maps HF names to roles; loader, probes, errors use it.
+enum class TensorRole {
+  Embed, AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, QNorm, KNorm, FfnNorm, WGate, WUp, WDown,
+  FinalNorm, LmHead
+};
+
+/// One expected tensor: HF name, role, layer index (-1 for global), expected shape.
+struct TensorSpec {
+  std::string name;  ///< e.g. "model.layers.3.self_attn.q_proj.weight"
+  TensorRole role;
+  int layer = -1;
+  std::vector<int64_t> shape;
+};
+
+/// The tensor set a config implies (lm_head omitted when tied).
+std::vector<TensorSpec> expected_tensors(const ModelConfig& cfg);
+/// Short role name used by probes and reports ("wq", "attn_norm", ...).
+std::string_view role_name(TensorRole r) noexcept;
+
+/// One mapped safetensors file, validated on open (header length inside the file, JSON
+/// well formed, dtype known, shape x dtype size == byte range, ranges inside the data
+/// area and not overlapping). Throws WeightsError "<file>: <tensor>: <problem>".
+class SafetensorsFile {
+ public:
+  explicit SafetensorsFile(const std::filesystem::path& file);
+  ~SafetensorsFile();
+  SafetensorsFile(const SafetensorsFile&) = delete;
+  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+  const std::map<std::string, TensorView>& tensors() const { return tensors_; }
+  const std::filesystem::path& path() const { return path_; }
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::filesystem::path path_;
+  void* map_ = nullptr;
+  std::size_t size_ = 0;
+  std::map<std::string, TensorView> tensors_;
+  std::map<std::string, std::string> metadata_;
+};
+
+/// All weights of one model, strictly checked against expected_tensors(cfg): a missing
+/// tensor, a wrong shape, or a tensor the model does not consume is a WeightsError/
+/// ShapeError naming file and tensor. Known leftovers (`*.rotary_emb.inv_freq`; a tied
+/// model's `lm_head.weight`, which only warns when it differs from the embedding) pass.
+class WeightStore {
+ public:
+  /// Opens `dir` (model.safetensors or model.safetensors.index.json + the shards it names;
+  /// only those files are read).
+  static WeightStore open(const std::filesystem::path& dir, const ModelConfig& cfg);
+  /// Tensor by HF name. Throws WeightsError when absent.
+  const TensorView& get(const std::string& name) const;
+  /// Tensor by role and layer (layer -1 for global tensors).
+  const TensorView& get(TensorRole role, int layer = -1) const;
+  bool has(const std::string& name) const;
+  /// Warnings collected while loading (e.g. tied lm_head differing from the embedding).
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  /// Files actually mapped.
+  std::vector<std::filesystem::path> files() const;
+  /// Dominant stored dtype of the matrices (for --dtype defaulting).
+  DType stored_dtype() const;
+  /// Total bytes of the tensors the model consumes.
+  std::size_t total_bytes() const;
+
+ private:
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const TensorView*> by_name_;
+  std::map<std::pair<int, int>, const TensorView*> by_role_;  // (role, layer)
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace llmport

@@ -1,0 +1,44 @@
+// llmport command-line entry: dispatches to the registered subcommands and maps
+// library errors to one line on stderr and the shared exit codes.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/command.hpp"
+#include "llmport/error.hpp"
+
+int main(int argc, char** argv) {
+  using namespace llmport;
+  CLI::App app{"llmport: bring a Hugging Face decoder-only LLM up on a compute target, "
+               "verify it against a reference, make it fast, deploy it"};
+  app.set_version_flag("--version", std::string("llmport ") + LLMPORT_VERSION);
+  app.require_subcommand(1);
+
+  auto& cmds = cli::commands();
+  std::sort(cmds.begin(), cmds.end(), [](auto& a, auto& b) { return a.name < b.name; });
+  std::function<int()> run;
+  for (auto& c : cmds) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    auto fn = c.setup(*sub);
+    sub->callback([&run, fn] { run = fn; });
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitBadInput;
+  }
+  try {
+    return run ? run() : kExitBadInput;
+  } catch (const Error& e) {
+    std::fflush(stdout);
+    std::cerr << "error: " << e.what() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+}

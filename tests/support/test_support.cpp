@@ -1,0 +1,113 @@
+#include "support/test_support.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace llmport::test {
+namespace fs = std::filesystem;
+
+fs::path shared_dir() {
+  const char* env = std::getenv("LLMPORT_SHARED");
+  fs::path p = (env && *env) ? fs::path(env) : fs::path(LLMPORT_SOURCE_DIR) / ".." / "shared";
+  if (!fs::is_directory(p)) {
+    ADD_FAILURE() << "shared data not found at " << p << " (set LLMPORT_SHARED)";
+    throw std::runtime_error("shared data missing: " + p.string());
+  }
+  return fs::weakly_canonical(p);
+}
+
+fs::path shared_path(const std::string& rel) {
+  fs::path p = shared_dir() / rel;
+  if (!fs::exists(p)) {
+    ADD_FAILURE() << "shared data missing: " << p;
+    throw std::runtime_error("shared data missing: " + p.string());
+  }
+  return p;
+}
+
+static std::string slurp_fd(int fd) {
+  std::string s;
+  char buf[65536];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return s;
+}
+
+RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text) {
+  int in_p[2], out_p[2], err_p[2];
+  if (pipe(in_p) || pipe(out_p) || pipe(err_p)) throw std::runtime_error("pipe failed");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(in_p[0], 0);
+    dup2(out_p[1], 1);
+    dup2(err_p[1], 2);
+    close(in_p[1]);
+    close(out_p[0]);
+    close(err_p[0]);
+    std::vector<char*> argv;
+    std::string bin = LLMPORT_BIN;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  close(in_p[0]);
+  close(out_p[1]);
+  close(err_p[1]);
+  std::thread writer([&] {
+    size_t off = 0;
+    while (off < stdin_text.size()) {
+      ssize_t n = ::write(in_p[1], stdin_text.data() + off, stdin_text.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    close(in_p[1]);
+  });
+  RunResult r;
+  std::thread err_reader([&] { r.err = slurp_fd(err_p[0]); });
+  r.out = slurp_fd(out_p[0]);
+  err_reader.join();
+  writer.join();
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path_ = fs::temp_directory_path() / ("llmport-test-" + std::to_string(getpid()) + "-" +
+                                       std::to_string(rd()));
+  fs::create_directories(path_);
+}
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const fs::path& p, const std::string& data) {
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream f(p, std::ios::binary);
+  f << data;
+}
+
+}  // namespace llmport::test

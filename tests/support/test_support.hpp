@@ -1,0 +1,38 @@
+#pragma once
+// Helpers shared by all test executables.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace llmport::test {
+
+/// Shared data root: $LLMPORT_SHARED, else ../shared relative to the source tree.
+/// Fails the calling test (ADD_FAILURE) when missing; tests never skip on missing data.
+std::filesystem::path shared_dir();
+/// shared_dir()/rel, asserting it exists.
+std::filesystem::path shared_path(const std::string& rel);
+
+/// Result of running the llmport binary.
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  ///< stdout
+  std::string err;  ///< stderr
+};
+/// Runs `llmport <args>` (no shell; args passed verbatim), optional stdin text.
+RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text = "");
+
+/// A fresh temporary directory removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string read_file(const std::filesystem::path& p);
+void write_file(const std::filesystem::path& p, const std::string& data);
+
+}  // namespace llmport::test
