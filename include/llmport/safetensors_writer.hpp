@@ -1,0 +1,33 @@
+#pragma once
+// Writing safetensors files (synthetic models, kernel cache, record side files, tests).
+// Format: 8-byte little-endian header length, JSON header {name: {dtype, shape,
+// data_offsets}, "__metadata__": {str: str}}, then the data area (8-byte aligned header).
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "llmport/dtype.hpp"
+
+namespace llmport {
+
+/// One tensor to write: raw little-endian bytes of `dtype` with `shape` (row-major).
+struct TensorData {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;  ///< numel(shape) * dtype_size(dtype) bytes
+};
+
+/// Builds a TensorData from fp32 values, converting to `dtype` (round-to-nearest-even).
+TensorData make_tensor(std::string name, DType dtype, std::vector<int64_t> shape,
+                       const std::vector<float>& values);
+
+/// Writes `tensors` to `file` atomically (temp file + rename). Tensors are laid out in the
+/// given order. Throws ShapeError when a tensor's byte size does not match its shape, and
+/// WeightsError on I/O failure.
+void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace llmport
