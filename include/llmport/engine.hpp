@@ -16,6 +16,8 @@
 
 namespace llmport {
 
+struct KernelSelection;  // llmport/registry.hpp
+
 /// Test-only faults planted into one layer (or globally) to prove the gates catch them.
 struct FaultInjection {
   enum class Kind {
@@ -28,7 +30,9 @@ struct FaultInjection {
     LogitScale,       ///< logits multiplied by `value` (default 1.25)
   };
   Kind kind = Kind::None;
-  int layer = 0;       ///< layer the fault applies to (layer faults)
+  /// Layer the fault applies to (RopeInterleaved, DropQkvBias, SkipQkNorm, WrongRopeTheta);
+  /// KvOffByOne (every layer, decode steps only) and LogitScale are global.
+  int layer = 0;
   double value = 0.0;  ///< kind-specific parameter (0 = default)
   /// Parses "kind[@layer][=value]", kinds: rope_interleaved, drop_qkv_bias, skip_qk_norm,
   /// wrong_rope_theta, kv_off_by_one, logit_scale. Throws UsageError.
@@ -40,13 +44,28 @@ struct EngineOptions {
   std::string backend = "cpu";      ///< "reference" | "cpu"
   std::optional<DType> dtype;       ///< compute dtype of weights; default: checkpoint dtype
   int threads = 0;                  ///< 0 = all cores
-  int max_seq = 0;                  ///< KV-cache capacity; 0 = cfg.max_seq
+  /// KV-cache capacity in tokens; 0 = min(cfg.max_seq, kDefaultMaxSeq). Larger than
+  /// cfg.max_seq is a UsageError.
+  int max_seq = 0;
   FaultInjection fault;             ///< test-only
+  /// Tile configs from the kernel registry (and the packed-weight kernel cache) for the
+  /// cpu backend's linears; null = the backend's heuristic defaults, no cache
+  /// (llmport/registry.hpp). Records which shapes used a heuristic config.
+  std::shared_ptr<KernelSelection> kernels;
+  /// KV-cache capacity used when max_seq is 0 (bounds memory for 128k-context models).
+  static constexpr int kDefaultMaxSeq = 4096;
 };
+
+/// The checkpoint's dtype: config torch_dtype when set, else the dominant stored dtype.
+DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights);
 
 /// Probe callback: `name` in {"embedding", "attn_norm", "q", "k", "v", "attn_out",
 /// "ffn_norm", "ffn_out", "layer_out", "final_norm"}, `layer` (-1 for global), data
 /// [n_tokens, dim] fp32. Called only when set, so the normal path pays one branch.
+/// q and k are reported after bias, q/k norm and RoPE (what attention consumes), dims
+/// n_heads*head_dim and n_kv_heads*head_dim; attn_out and ffn_out are the o_proj and
+/// down_proj outputs (before the residual add); layer_out is the residual stream after
+/// layer `layer` (HF hidden_states[layer + 1]); final_norm covers every position.
 using ProbeFn = std::function<void(std::string_view name, int layer, const float* data,
                                    int n_tokens, int dim)>;
 
@@ -90,6 +109,10 @@ class Engine {
   const ModelConfig& config() const;
   DType dtype() const;
   Backend& backend();
+  /// Bytes of the weights as held by the backend (bytes).
+  std::size_t weight_bytes() const;
+  /// Bytes of the KV cache (bytes).
+  std::size_t kv_cache_bytes() const;
 
  private:
   struct Impl;

@@ -54,6 +54,9 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool qkv_bias = false;  ///< Qwen2 always; Llama/Qwen3 via attention_bias; Mistral false
+  /// o_proj bias [emb_dim]: HF LlamaAttention/Qwen3Attention give o_proj bias=attention_bias;
+  /// Qwen2 (o_proj bias=False) and Mistral never have one.
+  bool o_bias = false;
   bool qk_norm = false;   ///< Qwen3: per-head RMSNorm on q and k before RoPE
   std::optional<int> bos_token_id;
   std::vector<int> eos_token_ids;  ///< config eos (int or list); union with generation_config
@@ -80,6 +83,10 @@ std::filesystem::path find_config_json(const std::filesystem::path& path);
 
 /// Reads and parses a JSON file. Throws ConfigError "<file>: <what>" on I/O or parse errors.
 nlohmann::json read_json_file(const std::filesystem::path& file);
+
+/// Parses a generation_config.json object (eos_token_id int or list, bos, sampling
+/// defaults). Throws ConfigError naming a field of the wrong type.
+GenerationConfig parse_generation_config(const nlohmann::json& generation_config);
 
 /// Resolves a raw config.json object (plus optional generation_config.json object) into
 /// a ModelConfig. Throws ConfigError naming the missing/invalid field.

@@ -4,6 +4,8 @@
 // data_offsets}, "__metadata__": {str: str}}, then the data area (8-byte aligned header).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <ostream>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,5 +31,15 @@ TensorData make_tensor(std::string name, DType dtype, std::vector<int64_t> shape
 /// WeightsError on I/O failure.
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+/// Streams a safetensors file whose tensor data is produced one tensor at a time (models too
+/// large to hold in memory): `tensors` give names, dtypes and shapes (their `bytes` are
+/// ignored); `produce(i, out)` must write exactly numel * dtype_size bytes of tensor i to
+/// `out`. Same layout and atomic temp file + rename as write_safetensors. Throws ShapeError
+/// when `produce` wrote a different byte count, WeightsError on I/O failure.
+void write_safetensors_streamed(const std::filesystem::path& file,
+                                const std::vector<TensorData>& tensors,
+                                const std::function<void(std::size_t, std::ostream&)>& produce,
+                                const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace llmport

@@ -20,7 +20,13 @@ struct EncodeOptions {
   bool split_special_tokens = false;
 };
 
-/// A loaded tokenizer. Thread-compatible (const methods may share the word cache under a lock).
+/// A loaded tokenizer. const methods are thread-safe (the word cache is behind a lock).
+///
+/// Behaviour follows the Hugging Face Rust `tokenizers` library (what transformers' fast
+/// tokenizers run): added tokens are split out of the raw text first (leftmost-longest),
+/// each remaining piece goes through normalizer -> pre-tokenizer -> BPE, and the
+/// post-processor adds BOS/EOS only when add_special_tokens is set. Input text must be
+/// valid UTF-8 (UsageError otherwise).
 class Tokenizer {
  public:
   /// Loads tokenizer.json (+ tokenizer_config.json, special_tokens_map.json when present)
@@ -32,7 +38,8 @@ class Tokenizer {
 
   /// Text -> ids, as HF `tokenizer.encode(text, add_special_tokens=...)`.
   virtual std::vector<int> encode(std::string_view text, const EncodeOptions& opt = {}) const = 0;
-  /// Ids -> text, as HF `decode(ids, skip_special_tokens=...)` without cleanup.
+  /// Ids -> text, as HF `decode(ids, skip_special_tokens=...)` without cleanup. Ids with no
+  /// token (e.g. the padding rows of a larger embedding) are skipped, as the reference does.
   virtual std::string decode(const std::vector<int>& ids, bool skip_special_tokens = false) const = 0;
   /// Token string of an id (vocab or added token); throws UsageError when out of range.
   virtual std::string id_to_token(int id) const = 0;
@@ -42,11 +49,17 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   /// Whether `id` is a special added token.
   virtual bool is_special(int id) const = 0;
-  /// Token strings from tokenizer_config.json (bos_token, eos_token...), empty if absent.
+  /// Token strings from tokenizer_config.json (a string or {"content": ...}), else from
+  /// special_tokens_map.json; empty if absent.
   virtual std::string bos_token() const = 0;
   virtual std::string eos_token() const = 0;
-  /// chat_template from tokenizer_config.json or chat_template.jinja ("" when none).
+  /// Chat template: chat_template.jinja beside tokenizer.json when present (it takes
+  /// precedence, as in transformers), else tokenizer_config.json "chat_template" (a string,
+  /// or a list of {name, template}: the one named "default"); "" when none.
   virtual std::string chat_template() const = 0;
+  /// Id of bos_token()/eos_token() when they name a token, else nullopt.
+  std::optional<int> bos_id() const { return bos_token().empty() ? std::nullopt : token_to_id(bos_token()); }
+  std::optional<int> eos_id() const { return eos_token().empty() ? std::nullopt : token_to_id(eos_token()); }
 };
 
 /// Streaming decoder: feed ids one at a time, get the text that became complete. Never
@@ -60,10 +73,15 @@ class IncrementalDecoder {
   std::string flush();
 
  private:
+  // The HF tokenizers DecodeStream scheme: decode a short window of ids, and emit the text
+  // past the window's already-emitted prefix once it no longer ends in U+FFFD (an
+  // incomplete character). The window restarts at the last emitted token, so the cost of a
+  // push does not grow with the length of the stream.
   const Tokenizer& tok_;
   bool skip_special_;
-  std::vector<int> ids_;
-  std::size_t emitted_ = 0;  // bytes of decode(ids_) already returned
+  std::vector<int> ids_;          // window of recent ids
+  std::string prefix_;            // decode(ids_[0, prefix_index_)) within the window
+  std::size_t prefix_index_ = 0;  // ids of the window already emitted
 };
 
 }  // namespace llmport

@@ -29,7 +29,8 @@ struct TensorView {
 /// What a tensor is for. One table maps HF names to roles; loader, probes, errors use it.
 enum class TensorRole {
   Embed, AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, QNorm, KNorm, FfnNorm, WGate, WUp, WDown,
-  FinalNorm, LmHead
+  FinalNorm, LmHead,
+  Bo,  ///< o_proj bias [emb_dim], only when cfg.o_bias (Llama/Qwen3 attention_bias)
 };
 
 /// One expected tensor: HF name, role, layer index (-1 for global), expected shape.
@@ -77,7 +78,8 @@ class WeightStore {
   static WeightStore open(const std::filesystem::path& dir, const ModelConfig& cfg);
   /// Tensor by HF name. Throws WeightsError when absent.
   const TensorView& get(const std::string& name) const;
-  /// Tensor by role and layer (layer -1 for global tensors).
+  /// Tensor by role and layer (layer -1 for global tensors). LmHead in a tied model
+  /// returns the embedding [vocab_size, emb_dim]. Throws WeightsError when absent.
   const TensorView& get(TensorRole role, int layer = -1) const;
   bool has(const std::string& name) const;
   /// Warnings collected while loading (e.g. tied lm_head differing from the embedding).

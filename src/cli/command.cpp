@@ -1,5 +1,6 @@
 #include "cli/command.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "llmport/error.hpp"
@@ -18,6 +19,11 @@ void add_model_arg(CLI::App& sub, std::string* out, bool required) {
   pos->excludes(alias);
   alias->excludes(pos);
   (void)required;  // checked after parse so both spellings are accepted
+  // --offline goes through the environment, so every resolve_model call in the process honors it.
+  if (!sub.get_option_no_throw("--offline")) {
+    sub.add_flag_callback("--offline", [] { ::setenv("HF_HUB_OFFLINE", "1", 1); },
+                          "never touch the network: use the Hugging Face cache only (as HF_HUB_OFFLINE=1)");
+  }
 }
 
 std::string resolve_model_dir(const std::string& model, bool config_only) {

@@ -25,7 +25,8 @@ struct Registrar {
 
 /// Adds the positional MODEL argument and its `--model` alias to `sub`; after parsing,
 /// the value is in `*out`. MODEL is a model directory, a config.json path where the
-/// command allows it, or an HF id org/name[@revision].
+/// command allows it, or an HF id org/name[@revision]. Also adds `--offline` (sets
+/// HF_HUB_OFFLINE=1: the HF cache only, never the network).
 void add_model_arg(CLI::App& sub, std::string* out, bool required = true);
 
 /// Resolves MODEL through llmport::resolve_model (local path, HF cache, download) and

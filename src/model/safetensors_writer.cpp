@@ -62,4 +62,55 @@ void write_safetensors(const std::filesystem::path& file, const std::vector<Tens
   if (ec) throw WeightsError(file.string() + ": cannot rename temp file: " + ec.message());
 }
 
+void write_safetensors_streamed(const std::filesystem::path& file,
+                                const std::vector<TensorData>& tensors,
+                                const std::function<void(std::size_t, std::ostream&)>& produce,
+                                const std::map<std::string, std::string>& metadata) {
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::vector<std::size_t> sizes;
+  std::size_t offset = 0;
+  for (const auto& t : tensors) {
+    int64_t numel = 1;
+    for (auto d : t.shape) numel *= d;
+    sizes.push_back(static_cast<std::size_t>(numel) * dtype_size(t.dtype));
+    header[t.name] = {{"dtype", std::string(dtype_safetensors_name(t.dtype))},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + sizes.back()}}};
+    offset += sizes.back();
+  }
+  std::string h = header.dump();
+  while ((h.size() + 8) % 8 != 0) h.push_back(' ');
+  const uint64_t hlen = h.size();
+  auto tmp = file;
+  tmp += ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw WeightsError(file.string() + ": cannot open for writing");
+    unsigned char lenb[8];
+    for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xff);
+    f.write(reinterpret_cast<const char*>(lenb), 8);
+    f.write(h.data(), static_cast<std::streamsize>(h.size()));
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const auto before = f.tellp();
+      produce(i, f);
+      if (!f) throw WeightsError(file.string() + ": write failed (disk full?)");
+      const auto written = static_cast<long long>(f.tellp() - before);
+      if (written < 0 || static_cast<std::size_t>(written) != sizes[i]) {
+        f.close();
+        std::filesystem::remove(tmp);
+        throw ShapeError(file.string() + ": tensor " + tensors[i].name + ": produced " +
+                         std::to_string(written) + " bytes, its shape needs " +
+                         std::to_string(sizes[i]));
+      }
+    }
+    f.flush();
+    if (!f) throw WeightsError(file.string() + ": write failed (disk full?)");
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) throw WeightsError(file.string() + ": cannot rename temp file: " + ec.message());
+}
+
 }  // namespace llmport
+

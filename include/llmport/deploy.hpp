@@ -1,0 +1,128 @@
+#pragma once
+// `llmport deploy`: the phased deployment pipeline (phases 0-7 with hard gates), its
+// workspace (`<workspace>/<name>/`), the independent evaluation (phase 7) and the
+// `status` / `regress` views over existing deployments.
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace llmport::deploy {
+
+/// Outcome of one phase gate. NotRun: never run, or reset by --from-phase.
+enum class PhaseStatus { NotRun, Pass, PassWithWarnings, Fail, Blocked };
+
+/// "NOT-RUN", "PASS", "PASS-with-warnings", "FAIL", "BLOCKED".
+std::string_view status_name(PhaseStatus s) noexcept;
+/// Inverse of status_name. Throws ConfigError for anything else.
+PhaseStatus parse_status(std::string_view s);
+/// PASS or PASS-with-warnings: the pipeline may advance past it.
+bool is_pass(PhaseStatus s) noexcept;
+
+/// Number of phases (0..7).
+inline constexpr int kNumPhases = 8;
+/// Short name of phase `i` ("Reference baseline", ..., "Independent evaluation").
+std::string_view phase_name(int i);
+
+/// Wall-clock accounting of one phase (phase_timing.md).
+struct PhaseTiming {
+  std::string start;        ///< ISO-8601 UTC timestamp
+  std::string end;          ///< ISO-8601 UTC timestamp
+  double wall_min = 0;      ///< end - start, minutes
+  double compile_min = 0;   ///< kernel build, weight packing, tuning sweeps, minutes
+  double runtime_s = 0;     ///< time spent running the model (forward passes), seconds
+  /// wall - compile - runtime, minutes: orchestration, file I/O, report writing.
+  double residual_min() const { return wall_min - compile_min - runtime_s / 60.0; }
+  nlohmann::json to_json() const;
+  static PhaseTiming from_json(const nlohmann::json& j);
+};
+
+/// What one phase returns: the verdict with its numbers and reason.
+struct PhaseResult {
+  int phase = 0;
+  PhaseStatus status = PhaseStatus::NotRun;
+  std::string reason;                 ///< one line: why (or what passed)
+  nlohmann::json numbers = nlohmann::json::object();  ///< measured values the gate used
+  std::vector<std::string> warnings;  ///< reasons for PASS-with-warnings
+  std::vector<std::string> artifacts; ///< files written, relative to the deployment dir
+  PhaseTiming timing;
+  nlohmann::json to_json() const;
+  static PhaseResult from_json(const nlohmann::json& j);
+};
+
+/// `--reference golden:FILE | hf | oracle`.
+struct ReferenceSpec {
+  std::string kind = "oracle";  ///< "golden" | "hf" | "oracle"
+  std::filesystem::path file;   ///< golden file (absolute) for kind "golden"
+  /// A reference computed outside llmport (golden, hf). The oracle is llmport's own fp32
+  /// reference kernels: allowed, but it caps the evaluation at PASS-with-warnings.
+  bool independent() const { return kind != "oracle"; }
+  /// The spelling `llmport verify --reference` takes ("golden:/abs/file", "hf", "oracle").
+  std::string to_arg() const;
+  /// Parses the CLI spelling; a golden file must exist (made absolute). Throws UsageError.
+  static ReferenceSpec parse(const std::string& s);
+};
+
+/// Options of `llmport deploy`.
+struct DeployOptions {
+  std::string model;              ///< model directory or HF id, as given
+  std::filesystem::path model_dir;  ///< resolved model directory
+  std::string repo_id;            ///< HF id when it came from the hub
+  std::string name;               ///< deployment name; empty = default_deployment_name
+  std::string target = "cpu";     ///< a backend of available_backends() (not "reference")
+  std::string dtype;              ///< "bf16"|"fp16"|"fp32"; empty = checkpoint torch_dtype
+  std::filesystem::path workspace = "deployments";
+  std::string reference = "oracle";  ///< golden:FILE | hf | oracle
+  /// Prompt file for the deployment's checks and verify (`verify --prompts` format);
+  /// empty = the reference's sequences (golden) or verify's built-in set.
+  std::filesystem::path prompts;
+  std::optional<int> from_phase;  ///< resume at phase N (every phase < N must have passed)
+  bool resume = false;            ///< resume an existing deployment at its first unpassed phase
+  bool interactive = false;       ///< ask before advancing past each PASS
+  int threads = 0;                ///< 0 = all cores
+  /// Test-only: planted engine fault (FaultInjection::parse syntax), applied to the
+  /// target engine, never to the reference.
+  std::string fault;
+  /// Test-only: fewer timing repetitions and shorter sweeps in phases 4-5 (tiny models).
+  bool quick = false;
+  /// Stop after this phase (inclusive); default all phases.
+  int last_phase = kNumPhases - 1;
+};
+
+/// Default deployment name: the model directory's name (or HF id) lower-cased, '/' -> '_'.
+std::string default_deployment_name(const std::string& model_arg,
+                                    const std::filesystem::path& model_dir);
+
+/// Runs `llmport deploy`. Questions (existing workspace, --interactive) go to `out` and
+/// answers are read from `in` (a line; no answer = no). Returns the exit code:
+/// 0 all phases PASS / PASS-with-warnings, 1 a gate failed or is blocked (or the user
+/// stopped), 2 bad input (also: existing workspace and nobody to ask), 3 architecture
+/// rejected (nothing written). Throws llmport::Error for bad input.
+int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out);
+
+/// Phase 7, run inside a fresh `llmport evaluate DIR` process: reads only the deployment
+/// (deployment.json, registry/, the model it names), audits the gates, re-runs verify
+/// --full from a cleared kernel cache and writes docs/evaluation_report.md.
+/// Returns 0 for PASS / PASS-with-warnings, 1 for FAIL.
+int evaluate_deployment(const std::filesystem::path& deployment_dir, std::ostream& out);
+
+/// `llmport status [NAME]`: phase table of one deployment or all under `workspace`.
+/// Throws UsageError when NAME (or the workspace) does not exist.
+int print_status(const std::filesystem::path& workspace, const std::string& name,
+                 std::ostream& out, bool json);
+
+/// `llmport regress`: re-verifies every deployment under `workspace` (`make verify`
+/// semantics: the deployment's backend, dtype and tuned kernels against its reference),
+/// one deployment per device at a time (file lock `<workspace>/.lock-<target>`).
+/// Returns 0 when all pass, 1 when any fails.
+int run_regress(const std::filesystem::path& workspace, std::ostream& out);
+
+/// Path of the running llmport executable (the evaluator and Makefile call it).
+std::filesystem::path self_executable();
+
+}  // namespace llmport::deploy

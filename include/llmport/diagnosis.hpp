@@ -1,0 +1,83 @@
+#pragma once
+// Diagnosis: where along the depth two sides of a prefill part ways. Per layer, the
+// per-position cosine of the block output (residual stream after layer il) and error
+// magnitudes; the last row compares the final normed hidden. Also the phase-2
+// single-block gate (layer 0 only).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/records.hpp"
+#include "llmport/runner.hpp"
+#include "llmport/verify.hpp"
+
+namespace llmport {
+
+/// Flag thresholds (not a gate): per-position min cosine under kFlagMinCosine, or a median
+/// drop of more than kFlagMedianDrop from the previous layer (layer 0 compares with 1.0).
+inline constexpr double kFlagMinCosine = 0.85;
+inline constexpr double kFlagMedianDrop = 0.05;
+
+/// One row of the diagnosis table.
+struct DiagnosisRow {
+  std::string name;  ///< "layer 0" .. "layer L-1", "final_norm"
+  int layer = -1;    ///< il, or -1 for final_norm
+  CosineStats stats;
+  bool flagged = false;
+  std::string reason;  ///< why flagged ("" otherwise)
+};
+
+/// Diagnosis of one prompt.
+struct DiagnosisResult {
+  std::string model;
+  std::optional<std::string> prompt;
+  std::vector<int> prompt_ids;
+  RunnerInfo engine, reference;
+  int n_positions = 0;  ///< positions compared per layer (1 with a golden reference)
+  std::vector<DiagnosisRow> rows;  ///< n_layers rows, then final_norm
+  int first_suspicious_layer = -1;  ///< -1 when nothing is flagged
+  int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
+
+  nlohmann::json to_json() const;
+  /// Markdown table (one row per layer + final_norm) with the flag summary.
+  std::string to_markdown() const;
+  /// Standalone SVG line plot of min/median/mean cosine per layer.
+  std::string to_svg() const;
+};
+
+/// Compares two prefills' hidden states (engine vs reference). Rows are matched by
+/// position (a golden has only the last position). Throws UsageError when the two
+/// records share no position or have different layer counts / emb_dim.
+DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference);
+
+/// Prefills both runners on `prompt_ids` with hidden states and diagnoses.
+DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids);
+
+/// Per-position min cosine threshold of the single-block gate by head_dim:
+/// 0.99 (head_dim <= 64), 0.98 (<= 128), 0.97 (> 128).
+double single_block_position_threshold(int head_dim);
+
+/// Outcome of the phase-2 single-block gate.
+struct SingleBlockResult {
+  bool pass = false;
+  double whole_cosine = 0;       ///< flattened layer-0 output, >= 0.99 required
+  double min_position_cosine = 0;  ///< >= single_block_position_threshold(head_dim)
+  double position_threshold = 0;
+  bool has_nan = false;
+  int n_positions = 0;
+  std::string message;  ///< reason on FAIL, summary on PASS
+  nlohmann::json to_json() const;
+};
+
+/// The single-block gate on two prefills' layer-0 outputs (engine vs reference).
+/// Throws UsageError when either lacks layer 0 or they share no position.
+SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference,
+                                    int head_dim);
+/// Prefills both runners on prompt_ids and applies the single-block gate.
+SingleBlockResult run_single_block_gate(Runner& engine, Runner& reference,
+                                        const std::vector<int>& prompt_ids, int head_dim);
+
+}  // namespace llmport

@@ -1,0 +1,40 @@
+#pragma once
+// Kernel cache: packed weights written once per (weight content hash, kernel, tile
+// config, dtype, llmport version) and read back into backend-owned memory on later runs.
+// A changed weight (different bytes) or llmport version gives a different key, so a stale
+// file is never used; no entry is keyed by a tensor name alone.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "llmport/kernels.hpp"
+
+namespace llmport {
+
+/// 64-bit content hash (xxHash64 round structure) of n bytes, as 16 hex digits.
+std::string content_hash(const void* data, std::size_t n);
+
+/// A directory of packed weights (e.g. <deployment>/kernel_cache/).
+class KernelCache {
+ public:
+  explicit KernelCache(std::filesystem::path dir);
+  /// Cache file name of `w` packed for `backend` in `dtype` with `cfg`:
+  /// "<content hash>-<kernel key hash>.bin" where the kernel key covers backend, dtype,
+  /// shape, config and llmport version.
+  static std::string key(const TensorView& w, DType dtype, const TileConfig& cfg,
+                         const std::string& backend);
+  /// The packed weight from the cache when present and its header matches, else packs
+  /// with `backend` and writes the file (atomically). Only the "cpu" backend is cached;
+  /// others pack directly. `*hit` tells which happened. I/O errors on write are ignored
+  /// (the weight is still returned); a corrupt file is repacked and overwritten.
+  std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
+                                            const TileConfig& cfg, bool* hit = nullptr);
+  const std::filesystem::path& dir() const { return dir_; }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace llmport

@@ -1,0 +1,105 @@
+#pragma once
+// Records that verification compares: what one side (engine, oracle, a golden file
+// produced elsewhere) computed at each position, and the record files that hold them.
+// Three file formats are read as they are:
+//   - llmport's own `llmport-records/1` JSON (+ a safetensors side file for full logits
+//     and hidden states), written by write_record_file and tools/hf_reference.py;
+//   - the stories260K golden (`cases[]` with text prompts, `steps[].top5`, logsumexp);
+//   - the synthetic golden `llmport-synthetic-golden/1` (`sequences[]` of input ids).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace llmport {
+
+/// Number of top entries the gates look at (top-5, as vLLM `check_logprobs_close`).
+inline constexpr int kTopK = 5;
+
+/// One (id, logit) entry of a top-k list.
+struct TopEntry {
+  int id = -1;
+  float logit = 0.0f;
+};
+
+/// The k highest logits of `logits` [vocab], sorted by logit descending, ties toward the
+/// smaller id (the goldens' convention). NaN logits sort last.
+std::vector<TopEntry> top_k(std::span<const float> logits, int k = kTopK);
+/// Greedy choice: the largest logit, ties toward the smaller id; -1 for an empty span.
+int argmax_lowest_id(std::span<const float> logits);
+/// log(sum(exp(logits))) in fp64 (max-subtracted).
+double log_sum_exp(std::span<const float> logits);
+
+/// What one side computed at one position: the distribution over the next token.
+struct StepRecord {
+  int token = -1;                   ///< token this side chose here (greedy)
+  std::vector<TopEntry> top;        ///< top-k, sorted (logit desc, id asc)
+  std::optional<double> logsumexp;  ///< over the whole vocabulary, when known
+  std::vector<float> logits;        ///< [vocab] full logits; empty when not recorded
+  /// Builds a record from full logits: token = argmax (ties -> smaller id), top-k,
+  /// logsumexp; keeps the logits only when keep_logits.
+  static StepRecord from_logits(std::span<const float> logits, bool keep_logits, int k = kTopK);
+  /// Whether any of the recorded logits is NaN or infinite.
+  bool non_finite() const;
+};
+
+/// Hidden states of a prefill at some positions (all of them for a computing runner,
+/// only the last one for the shared goldens).
+struct HiddenStates {
+  int emb_dim = 0;
+  std::vector<int> positions;                 ///< [n_rows] positions the rows refer to
+  std::vector<float> embedding;               ///< [n_rows, emb_dim], may be empty
+  std::vector<std::vector<float>> layer_out;  ///< [n_layers][n_rows, emb_dim] residual after layer il
+  std::vector<float> final_norm;              ///< [n_rows, emb_dim] after model.norm
+  int n_rows() const { return static_cast<int>(positions.size()); }
+  bool empty() const { return layer_out.empty() && final_norm.empty(); }
+};
+
+/// Result of a prefill: the distribution at the last prompt position (step 0) and, when
+/// asked for, the hidden states.
+struct PrefillRecord {
+  StepRecord last;
+  HiddenStates hidden;
+};
+
+/// One prompt's reference trajectory: prompt ids and the greedy steps from it.
+/// steps[i] is the distribution at position prompt_ids.size() - 1 + i and steps[i].token
+/// is generated token i (steps[i + 1] comes from feeding steps[i].token).
+struct RecordSequence {
+  std::string name;
+  std::optional<std::string> prompt;  ///< prompt text when the file has one
+  std::string prompt_rendering = "raw";  ///< "raw", "chat_template" or "ids"
+  std::vector<int> prompt_ids;
+  std::vector<StepRecord> steps;
+  HiddenStates hidden;  ///< at the last prompt position (goldens) or all prompt positions
+  /// Generated tokens (steps[i].token).
+  std::vector<int> tokens() const;
+};
+
+/// A whole record file.
+struct RecordFile {
+  std::string format;  ///< "llmport-records/1", "stories-golden", "llmport-synthetic-golden/1"
+  std::filesystem::path path;
+  std::string model;        ///< model name the file states
+  std::string producer;     ///< tool that produced it (e.g. numpy reference, transformers)
+  std::string compute_dtype;  ///< e.g. "float32", "bfloat16" ("" when unstated)
+  bool independent = true;  ///< false when produced by llmport itself (oracle/engine)
+  int n_steps = 0;          ///< steps per sequence
+  std::vector<RecordSequence> sequences;
+};
+
+/// Reads a record file in any of the three formats (detected from its content).
+/// Throws ConfigError "<file>: <field>: <problem>" for malformed JSON, missing fields,
+/// inconsistent lengths (e.g. generated ids vs steps) or a missing/corrupt side file.
+RecordFile read_record_file(const std::filesystem::path& file);
+
+/// Writes `rf` as `llmport-records/1`: `file` (JSON: ids, top-k, logsumexp) plus, when any
+/// sequence carries full logits or hidden states, the side file `<file stem>.safetensors`
+/// next to it (tensors `seq<i>.logits` [n_steps, vocab], `seq<i>.embedding`,
+/// `seq<i>.layer_out` [n_layers, n_rows, emb_dim], `seq<i>.final_norm`, fp32).
+/// Throws WeightsError/ConfigError on I/O failure.
+void write_record_file(const std::filesystem::path& file, const RecordFile& rf);
+
+}  // namespace llmport

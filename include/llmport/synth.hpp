@@ -1,0 +1,65 @@
+#pragma once
+// Synthetic models: Hugging Face-format directories (config.json, generation_config.json,
+// model.safetensors, optionally a copied tokenizer) with random weights at real or tiny
+// shapes, deterministic by seed on every platform (llmport's own splitmix64 + Box-Muller,
+// not std::normal_distribution). Weight scales (fan_in = input width):
+//   embeddings N(0, 1); q/k/v/gate/up N(0, 1/sqrt(fan_in)); o_proj/down_proj
+//   N(0, out_scale/sqrt(fan_in)) (out_scale per preset); RMSNorm weights 1 + N(0, 0.1);
+//   q/k/v biases N(0, 0.5); untied lm_head N(0, logit_std/sqrt(emb_dim)); a tied model's final
+//   norm is multiplied by logit_std/sqrt(emb_dim) instead — so logits have a standard deviation
+//   of about logit_std (well spread, not near-uniform) at any width.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/dtype.hpp"
+
+namespace llmport {
+
+/// A named synthetic architecture.
+struct SynthPreset {
+  std::string name;            ///< e.g. "tiny-qwen3", "llama-3.2-1b"
+  std::string description;
+  nlohmann::json config;       ///< config.json (HF field names, torch_dtype included)
+  double out_scale = 1.0;      ///< o_proj / down_proj std multiplier
+  double logit_std = 10.0;     ///< target std of the logits
+  bool tiny = false;           ///< small enough for tests
+};
+
+/// All presets: tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b, qwen3-0.6b, mistral-7b (real
+/// shapes) and tiny-llama, tiny-qwen2, tiny-qwen3, tiny-mistral (tests).
+const std::vector<SynthPreset>& synth_presets();
+/// Preset by name; throws UsageError listing the names.
+const SynthPreset& synth_preset(const std::string& name);
+
+/// Options of one synthetic model.
+struct SynthOptions {
+  std::string preset;
+  std::filesystem::path out;            ///< output directory (created; must be empty or absent)
+  uint64_t seed = 0;
+  std::optional<DType> dtype;           ///< stored dtype; default the preset's torch_dtype
+  std::filesystem::path tokenizer_dir;  ///< copy tokenizer files from here (optional)
+  std::optional<int> vocab_size;        ///< overrides the preset's (the tokenizer's size)
+  std::optional<int> bos_token_id;      ///< overrides (from the tokenizer)
+  std::vector<int> eos_token_ids;       ///< overrides when non-empty (from the tokenizer)
+  bool force = false;                   ///< allow writing into a non-empty directory
+};
+
+/// What was written.
+struct SynthResult {
+  std::filesystem::path dir;
+  uint64_t n_params = 0;       ///< values written
+  uint64_t bytes = 0;          ///< size of model.safetensors (bytes)
+  nlohmann::json config;       ///< the config.json written
+};
+
+/// Writes the model directory, streaming the weights (bounded memory, multi-threaded
+/// generation, output independent of the thread count). Throws UsageError for an unknown
+/// preset or a non-empty output directory without `force`, WeightsError on I/O failure.
+SynthResult write_synthetic_model(const SynthOptions& opt);
+
+}  // namespace llmport

@@ -1,0 +1,233 @@
+#pragma once
+// The correctness gate: the engine against a reference that is not llmport itself.
+// Two checks per prompt, both required:
+//  - free-running token sets (vLLM tests/models/utils.py `check_logprobs_close`): each side
+//    decodes greedily; at the first step where the tokens differ, each side's token must be
+//    in the other's top-5; a side that produced fewer tokens than asked, or none, FAILS;
+//  - teacher-forced: the engine is fed the reference's tokens; at every step the top-1s
+//    must be in the other side's top-5, and the mean KL(reference || engine) per step over
+//    the whole run must be under kKlBound (docs/verification.md gives the measurements).
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/engine.hpp"
+#include "llmport/records.hpp"
+
+namespace llmport {
+
+/// Bound on the mean KL divergence per step (nats), teacher-forced, over a whole run.
+/// Measured (docs/verification.md): bf16 engines on stories260K and the synthetic models
+/// stay far under it; a uniform 1.25x logit scale exceeds it on every golden.
+inline constexpr double kKlBound = 2.5e-3;
+/// Steps generated per prompt without a golden (1 from prefill + 31 decode steps).
+inline constexpr int kDefaultSteps = 32;
+/// Prompts `verify` runs from a built-in set without --full (with --full: all 8).
+inline constexpr int kQuickPrompts = 2;
+
+// ---------------------------------------------------------------- comparators
+
+/// Outcome of the free-running token-set check of one prompt.
+struct FreeRunResult {
+  bool pass = false;
+  int n_expected = 0;
+  int n_engine = 0;
+  int n_reference = 0;
+  int first_divergence = -1;  ///< first step where the tokens differ, -1 if none
+  int engine_token = -1;      ///< at first_divergence
+  int reference_token = -1;
+  std::vector<TopEntry> engine_top;     ///< top-5 at first_divergence (or the failing step)
+  std::vector<TopEntry> reference_top;
+  std::string message;  ///< why it failed ("" on PASS)
+};
+
+/// The free-running check. `engine`/`reference`: each side's greedy steps
+/// (steps[i].token = token i, steps[i].top = its top-k). n_expected > 0 tokens must come
+/// from both sides; otherwise (unequal lengths, empty generation) FAIL. At the first
+/// differing step the engine token must be in the reference top-k and vice versa.
+FreeRunResult check_free_running(std::span<const StepRecord> engine,
+                                 std::span<const StepRecord> reference, int n_expected,
+                                 int k = kTopK);
+
+/// Which KL a teacher-forced step used.
+enum class KlKind {
+  Full,       ///< sum over the vocabulary of p (log p - log q)
+  Coarsened,  ///< reference top-5 ids + one "rest" bucket (needs logsumexp)
+};
+
+/// KL(P || Q) over the whole vocabulary, P = softmax(reference), Q = softmax(engine),
+/// fp64. Both spans [vocab].
+double kl_full(std::span<const float> reference_logits, std::span<const float> engine_logits);
+/// KL of the distributions coarsened to the reference's top-k ids plus one "rest" bucket:
+/// sum_{i in top-k} p_i (log p_i - log q_i) + (1 - P5) log((1 - P5) / (1 - Q5)), with
+/// p_i = exp(logit_i - reference.logsumexp), P5 = sum p_i, Q5 = engine mass on the same
+/// ids. Never negative up to rounding (a coarsening of a KL). Throws UsageError when the
+/// reference lacks logsumexp. engine_logits: [vocab].
+double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits,
+                    int k = kTopK);
+
+/// One teacher-forced step.
+struct TeacherForcedStep {
+  int step = 0;
+  int reference_token = -1;  ///< reference top-1 (= its greedy token)
+  int engine_top1 = -1;
+  bool top1_agree = false;
+  bool engine_in_reference_top = false;  ///< engine top-1 in reference top-5
+  bool reference_in_engine_top = false;  ///< reference top-1 in engine top-5
+  double kl = 0.0;
+  std::vector<TopEntry> engine_top;
+  std::vector<TopEntry> reference_top;
+  bool pass() const { return engine_in_reference_top && reference_in_engine_top; }
+};
+
+/// Compares one step: reference record vs the engine's full logits [vocab].
+TeacherForcedStep compare_step(int step, const StepRecord& reference,
+                               std::span<const float> engine_logits, KlKind kind,
+                               int k = kTopK);
+
+/// The KL kind a reference trajectory allows: Full when every step has full logits,
+/// else Coarsened when every step has logsumexp; throws UsageError otherwise.
+KlKind kl_kind_for(std::span<const StepRecord> reference);
+
+// ---------------------------------------------------------------- cosine statistics
+
+/// Statistics of a per-position comparison of two [n_rows, dim] fp32 arrays.
+struct CosineStats {
+  int n_rows = 0;
+  double min = 0, p5 = 0, median = 0, mean = 0;  ///< per-position cosine
+  double whole = 0;        ///< cosine of the flattened arrays
+  double max_abs = 0;      ///< max |a - b| over elements
+  double mean_abs = 0;     ///< mean |a - b|
+  double max_rel = 0;      ///< max over positions of ||a - b|| / ||b||
+  double mean_rel = 0;     ///< mean over positions of ||a - b|| / ||b||
+  bool has_nan = false;    ///< any NaN/inf in a (the engine side) or b
+  std::vector<double> per_position;  ///< [n_rows] cosine per position
+};
+
+/// Cosine of two vectors, zero-norm safe: both zero -> 1, one zero -> 0; NaN propagates.
+double cosine(const float* a, const float* b, std::size_t n);
+/// Per-position comparison of a (engine) against b (reference), both [n_rows, dim].
+/// Non-finite cosines count as -1 in the order statistics (and set has_nan).
+CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim);
+
+// ---------------------------------------------------------------- the gate
+
+/// Options of one verify run.
+struct VerifyOptions {
+  EngineOptions engine;  ///< the engine runner's backend, dtype, threads (and test faults)
+  /// "oracle" | "golden:FILE" | "hf" (runs tools/hf_reference.py; needs python3 + torch +
+  /// transformers, else UsageError).
+  std::string reference = "oracle";
+  bool full = false;  ///< all 8 prompts of a built-in set (implied with a golden)
+  std::optional<std::filesystem::path> prompts_file;  ///< --prompts FILE
+  /// Where the engine's tile configs came from ("heuristic-default" before tuning; the
+  /// deploy pipeline passes e.g. "tuned:<registry file>").
+  std::string kernel_configs = "heuristic-default";
+  std::filesystem::path report_dir;  ///< empty: no files written
+  int n_steps = kDefaultSteps;       ///< ignored with a golden (its own count)
+  /// Progress lines (prompt set chosen, per-prompt verdicts); may be empty.
+  std::function<void(const std::string&)> log;
+  /// Python interpreter for the hf reference.
+  std::string python = "python3";
+};
+
+/// Result of one prompt.
+struct PromptVerdict {
+  std::string name;
+  std::optional<std::string> prompt;
+  std::vector<int> prompt_ids;
+  std::vector<int> engine_tokens;
+  std::vector<int> reference_tokens;
+  FreeRunResult free_running;
+  std::vector<TeacherForcedStep> teacher_forced;
+  double mean_kl = 0, max_kl = 0;
+  double top1_agreement = 0;  ///< fraction of teacher-forced steps, 0..1
+  bool teacher_forced_top5_ok = true;
+  std::string tokenization;  ///< "" or a mismatch/skip note for golden text prompts
+  bool tokenization_ok = true;
+};
+
+/// Result of one verify run (also the content of report.json).
+struct VerifyResult {
+  bool pass = false;
+  std::string model;       ///< model directory
+  std::string model_name;  ///< directory name
+  // engine runner
+  std::string runner_kind = "engine";
+  std::string backend, isa, dtype;
+  std::string kernel_configs;
+  bool heuristic_default_configs = true;
+  std::map<std::string, uint64_t> dispatch_counters;  ///< Backend::counters() of the run
+  // reference
+  std::string reference_kind;  ///< "golden" | "oracle" | "hf"
+  std::string reference_source;
+  bool reference_independent = false;
+  std::string reference_dtype;
+  // prompt set
+  std::string prompt_set;        ///< "golden", "base", "instruct" or "file"
+  std::string prompt_rendering;  ///< "raw", "chat_template", "ids", or a fallback note
+  bool full = false;
+  int n_prompts = 0;
+  int n_steps = 0;
+  int64_t engine_tokens_generated = 0;  ///< free-running tokens, all prompts
+  int64_t teacher_forced_steps = 0;
+  int64_t engine_forward_calls = 0;     ///< prefill + decode calls on the engine runner
+  // tolerances and summary
+  int top_k = kTopK;
+  double kl_bound = kKlBound;
+  KlKind kl_kind = KlKind::Coarsened;
+  double mean_kl = 0, max_kl = 0;
+  double top1_agreement = 0;  ///< 0..1 over all teacher-forced steps
+  bool free_running_pass = false, teacher_forced_pass = false;
+  std::vector<PromptVerdict> prompts;
+  std::vector<std::string> failures;  ///< one line each; failures[0] is the first
+  std::vector<std::string> warnings;
+  std::string started_at;  ///< ISO 8601 UTC
+  double wall_s = 0;
+  std::filesystem::path report_dir;  ///< where report.json/report.md went ("" if none)
+
+  nlohmann::json to_json() const;
+  std::string to_markdown() const;
+};
+
+/// Runs the gate on the model in `model_dir` (loads config, weights, tokenizer if any).
+/// Returns PASS/FAIL in the result (never throws for a FAIL); writes report.json and
+/// report.md into opt.report_dir when set. Throws UsageError/ConfigError (exit 2) for bad
+/// input: unreadable golden, ids outside the vocabulary, no prompts for a model without
+/// tokenizer, hf reference unavailable.
+VerifyResult run_verify(const std::filesystem::path& model_dir, const VerifyOptions& opt);
+
+/// Writes report.json and report.md of `r` into `dir` (created; existing files are not
+/// overwritten: throws UsageError).
+void write_verify_report(const std::filesystem::path& dir, const VerifyResult& r);
+
+/// Default report directory: `<cwd>/verify/reports/<time>/` when the current directory is
+/// a deployment (holds deployment.json), else `<cwd>/llmport-reports/<time>/`; <time> is
+/// UTC YYYYmmdd-HHMMSS, with a -N suffix when that directory exists.
+std::filesystem::path default_report_dir();
+
+// ---------------------------------------------------------------- prompts
+
+/// One prompt: text (rendered through the chat template for an instruct set) or ids.
+struct PromptSpec {
+  std::string name;
+  std::optional<std::string> text;
+  std::optional<std::vector<int>> ids;
+};
+
+/// Reads a prompt file: {"name":..., "prompts":[{"name", "text"|"prompt", "prompt_ids"}]},
+/// a JSON array of such objects, or a JSON array of strings. Throws ConfigError naming
+/// the file and entry.
+std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file);
+/// Directory of the built-in prompt sets (data/prompts): $LLMPORT_DATA_DIR/prompts when
+/// that environment variable is set, else the source tree's data/prompts.
+std::filesystem::path prompt_set_dir();
+
+}  // namespace llmport

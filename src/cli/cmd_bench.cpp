@@ -1,0 +1,237 @@
+// `llmport bench MODEL [-p 128,512] [-n 128] [-r 3] [-t 2] [--dtype bf16] [-o md|json|csv]
+// [--roofline] [--registry DIR] [--kernel-cache DIR]`: llama-bench style prompt
+// processing (ppN) and text generation (tgN) throughput, mean +- stddev tokens/s over
+// repetitions, each with its fraction of this machine's roofline measured in the same run.
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "llmport/engine.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/registry.hpp"
+#include "llmport/roofline.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct BArgs {
+  std::string model, prompts = "512", dtype, output = "md", registry, kernel_cache;
+  std::string backend = "cpu";
+  int n_gen = 128, reps = 3, threads = 0;
+  bool roofline_only = false, no_roofline = false;
+};
+
+struct TestResult {
+  std::string test;
+  int n_prompt = 0, n_gen = 0;
+  std::vector<double> samples;  // tokens/s
+  double avg = 0, stddev = 0, bound = 0, fraction = 0;
+};
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::vector<int> parse_list(const std::string& s, const char* flag) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string it;
+  while (std::getline(ss, it, ',')) {
+    if (it.empty()) continue;
+    char* end = nullptr;
+    const long v = std::strtol(it.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > 1 << 20)
+      throw UsageError(std::string(flag) + ": '" + it + "' is not a token count");
+    if (v > 0) out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+double peak_rss_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+void finish(TestResult& t) {
+  double s = 0;
+  for (double v : t.samples) s += v;
+  t.avg = t.samples.empty() ? 0 : s / t.samples.size();
+  double q = 0;
+  for (double v : t.samples) q += (v - t.avg) * (v - t.avg);
+  t.stddev = t.samples.size() > 1 ? std::sqrt(q / (t.samples.size() - 1)) : 0;
+  t.fraction = t.bound > 0 ? t.avg / t.bound : 0;
+}
+
+int run_bench(const BArgs& a) {
+  if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
+  if (a.output != "md" && a.output != "json" && a.output != "csv")
+    throw UsageError("-o/--output must be md, json or csv (got '" + a.output + "')");
+  const std::vector<int> pps = parse_list(a.prompts, "-p/--n-prompt");
+  const std::string dir = resolve_model_dir(a.model);
+  const ModelConfig cfg = load_model_config(dir);
+  const DType dtype = !a.dtype.empty() ? parse_dtype(a.dtype)
+                      : cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(cfg.torch_dtype);
+  const ModelCost cost = model_cost(cfg, dtype);
+  std::string name = std::filesystem::absolute(dir).lexically_normal().filename().string();
+  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+
+  Roofline roof;
+  if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
+  if (a.roofline_only) {
+    std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
+              << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
+                             roof.read_gbps_1t)
+              << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n",
+                             roof.bf16_gflops, roof.f32_gflops)
+              << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP/token\n", name,
+                             dtype_name(dtype), cost.weight_bytes / (1 << 20),
+                             cost.flops_per_token * 1e-9)
+              << fmt::format("  decode bound (ctx {}): {:.1f} tokens/s\n", a.n_gen,
+                             decode_bound_tps(roof, cost, a.n_gen))
+              << fmt::format("  prefill bound: {:.1f} tokens/s\n", prefill_bound_tps(roof, cost, dtype));
+    return kExitOk;
+  }
+
+  const double t_open = now();
+  const WeightStore weights = WeightStore::open(dir, cfg);
+  EngineOptions opt;
+  opt.backend = a.backend;
+  opt.dtype = dtype;
+  opt.threads = a.threads;
+  int need = a.n_gen + 1;
+  for (int p : pps) need = std::max(need, p + 1);
+  const int ctx = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+  if (ctx > 0 && need > ctx)
+    throw UsageError(fmt::format("bench: {} tokens exceed the model context of {}", need - 1, ctx));
+  opt.max_seq = need;
+  auto sel = std::make_shared<KernelSelection>();
+  if (!a.registry.empty())
+    sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), std::filesystem::path(a.registry));
+  else
+    sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), std::nullopt);
+  if (!a.kernel_cache.empty()) sel->cache_dir = a.kernel_cache;
+  int max_pp = 0;
+  for (int p : pps) max_pp = std::max(max_pp, p);
+  sel->prefill_m = max_pp > 0 ? max_pp : 512;
+  opt.kernels = sel;
+  Engine eng(cfg, weights, opt);
+  const double load_s = now() - t_open;
+
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int> tok(0, cfg.vocab_size - 1);
+  auto ids = [&](int n) {
+    std::vector<int> v(n);
+    for (auto& x : v) x = tok(rng);
+    return v;
+  };
+  {  // warmup: page in, spin up threads
+    eng.reset();
+    eng.prefill(ids(std::min(8, need - 1)));
+    eng.decode_step(tok(rng));
+  }
+  std::vector<TestResult> results;
+  for (int p : pps) {
+    TestResult t;
+    t.test = "pp" + std::to_string(p);
+    t.n_prompt = p;
+    t.bound = prefill_bound_tps(roof, cost, dtype);
+    for (int r = 0; r < a.reps; ++r) {
+      const auto prompt = ids(p);
+      eng.reset();
+      const double t0 = now();
+      eng.prefill(prompt);
+      t.samples.push_back(p / (now() - t0));
+    }
+    finish(t);
+    results.push_back(t);
+  }
+  if (a.n_gen > 0) {
+    TestResult t;
+    t.test = "tg" + std::to_string(a.n_gen);
+    t.n_gen = a.n_gen;
+    t.bound = decode_bound_tps(roof, cost, a.n_gen / 2);
+    for (int r = 0; r < a.reps; ++r) {
+      eng.reset();
+      int next = tok(rng);
+      const double t0 = now();
+      for (int i = 0; i < a.n_gen; ++i) eng.decode_step(next), next = tok(rng);
+      t.samples.push_back(a.n_gen / (now() - t0));
+    }
+    finish(t);
+    results.push_back(t);
+  }
+  const double rss = peak_rss_mib();
+  const std::string isa = eng.backend().isa();
+  const int threads = a.threads > 0 ? a.threads : roof.threads;
+  if (a.output == "json") {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& t : results)
+      arr.push_back({{"model", name}, {"backend", a.backend}, {"isa", isa}, {"threads", threads},
+                     {"dtype", std::string(dtype_name(dtype))}, {"test", t.test},
+                     {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.avg},
+                     {"stddev_ts", t.stddev}, {"samples_ts", t.samples},
+                     {"roofline_fraction", t.fraction}, {"roofline_bound_ts", t.bound},
+                     {"load_s", load_s}, {"peak_rss_mib", rss},
+                     {"weight_mib", cost.weight_bytes / (1 << 20)},
+                     {"kv_cache_mib", cost.kv_bytes_per_pos * need / (1 << 20)},
+                     {"heuristic_configs", sel->heuristic_used.size()},
+                     {"roofline", {{"threads", roof.threads}, {"read_gbps", roof.read_gbps},
+                                   {"read_gbps_1t", roof.read_gbps_1t},
+                                   {"bf16_gflops", roof.bf16_gflops},
+                                   {"f32_gflops", roof.f32_gflops}}}});
+    std::cout << arr.dump(1) << "\n";
+  } else if (a.output == "csv") {
+    std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
+    for (const auto& t : results)
+      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f}\n", name, a.backend, isa,
+                               threads, dtype_name(dtype), t.test, t.n_prompt, t.n_gen, t.avg,
+                               t.stddev, t.fraction);
+  } else {
+    std::cout << "| model | size | backend | isa | threads | dtype | test | t/s | roofline |\n"
+                 "| --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n";
+    for (const auto& t : results)
+      std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.0f}% |\n",
+                               name, cost.weight_bytes / (1 << 30), a.backend, isa, threads,
+                               dtype_name(dtype), t.test, t.avg, t.stddev, 100 * t.fraction);
+    std::cout << fmt::format("\nroofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
+                             "GFLOP/s; load {:.2f} s; peak RSS {:.0f} MiB\n",
+                             roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops, load_s, rss);
+    if (!sel->heuristic_used.empty())
+      std::cout << fmt::format("note: {} kernel shape(s) ran with the heuristic default config "
+                               "(not in the registry)\n", sel->heuristic_used.size());
+  }
+  return kExitOk;
+}
+
+Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roofline fractions",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto a = std::make_shared<BArgs>();
+                       add_model_arg(sub, &a->model);
+                       sub.add_option("-p,--n-prompt", a->prompts, "Prompt lengths, comma separated (default 512)");
+                       sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
+                       sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
+                       sub.add_option("-t,--threads", a->threads, "Threads (0 = all cores)");
+                       sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
+                       sub.add_option("-o,--output", a->output, "md|json|csv");
+                       sub.add_option("--backend", a->backend, "cpu|reference");
+                       sub.add_option("--registry", a->registry, "Writable kernel registry dir (looked up first)");
+                       sub.add_option("--kernel-cache", a->kernel_cache, "Packed-weight cache dir");
+                       sub.add_flag("--roofline", a->roofline_only, "Only measure the roofline and print the model's bounds");
+                       sub.add_flag("--no-roofline", a->no_roofline, "Skip the roofline measurement");
+                       return [a] { return run_bench(*a); };
+                     }});
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,107 @@
+// `llmport chat-template MODEL --messages FILE.json [--add-generation-prompt]
+//  [--var NAME=JSON ...] [--template FILE] [--ids]`: prints exactly what an instruct model
+// is fed: the chat template rendered (no newline added), or with --ids its token ids as
+// one JSON array (encoded with add_special_tokens=false: the template writes the BOS).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/tokenizer_dir.hpp"
+#include "llmport/chat_template.hpp"
+#include "llmport/error.hpp"
+#include "llmport/tokenizer.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct ChatTemplateArgs {
+  std::string model;
+  std::string messages;
+  std::string template_file;
+  std::vector<std::string> vars;
+  bool add_generation_prompt = false;
+  bool ids = false;
+};
+
+std::string read_text(const std::string& path, const char* flag) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UsageError(std::string(flag) + " " + path + ": cannot open");
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+nlohmann::ordered_json read_messages(const std::string& path) {
+  nlohmann::ordered_json m;
+  try {
+    m = nlohmann::ordered_json::parse(read_text(path, "--messages"));
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError("--messages " + path + ": not valid JSON (" + e.what() + ")");
+  }
+  if (!m.is_array()) throw UsageError("--messages " + path + ": expected a JSON array of {role, content} objects");
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (!m[i].is_object() || !m[i].contains("role"))
+      throw UsageError("--messages " + path + ": message " + std::to_string(i) + " is not a {role, content} object");
+  return m;
+}
+
+/// --var NAME=JSON, e.g. enable_thinking=false, date_string="\"26 Jul 2024\"".
+void add_var(nlohmann::ordered_json& vars, const std::string& spec) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0) throw UsageError("--var " + spec + ": expected NAME=JSON");
+  std::string name = spec.substr(0, eq);
+  try {
+    vars[name] = nlohmann::ordered_json::parse(spec.substr(eq + 1));
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError("--var " + spec + ": the value is not JSON (write a string as \"\\\"text\\\"\")");
+  }
+}
+
+int run_chat_template(const ChatTemplateArgs& a) {
+  std::string dir = tokenizer_dir(a.model);
+  std::unique_ptr<Tokenizer> tok;
+  // A template given with --template renders without a tokenizer unless ids are wanted.
+  if (a.template_file.empty() || a.ids || Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
+  std::string source = a.template_file.empty() ? tok->chat_template() : read_text(a.template_file, "--template");
+  if (source.empty())
+    throw UsageError(dir + ": the tokenizer has no chat_template (tokenizer_config.json or chat_template.jinja); "
+                           "give one with --template FILE");
+  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
+  if (tok) {
+    // As transformers' special_tokens_map: an absent token is not passed at all.
+    if (!tok->bos_token().empty()) vars["bos_token"] = tok->bos_token();
+    if (!tok->eos_token().empty()) vars["eos_token"] = tok->eos_token();
+  }
+  for (const auto& v : a.vars) add_var(vars, v);
+  std::string rendered = ChatTemplate(source).render(read_messages(a.messages), a.add_generation_prompt, vars);
+  if (a.ids) {
+    EncodeOptions opt;
+    opt.add_special_tokens = false;
+    std::cout << nlohmann::json(tok->encode(rendered, opt)).dump() << '\n';
+  } else {
+    std::cout << rendered << std::flush;
+  }
+  return kExitOk;
+}
+
+const Registrar reg{Command{
+    "chat-template", "render the model's chat template for a conversation (exactly what the model is fed)",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<ChatTemplateArgs>();
+      add_model_arg(sub, &a->model);
+      sub.add_option("--messages", a->messages, "JSON file ('-' = stdin): array of {role, content} objects")
+          ->required();
+      sub.add_flag("--add-generation-prompt", a->add_generation_prompt,
+                   "end with the assistant header so the model answers");
+      sub.add_option("--var", a->vars, "extra template variable NAME=JSON (e.g. enable_thinking=false); repeatable");
+      sub.add_option("--template", a->template_file, "render this template file instead of the model's");
+      sub.add_flag("--ids", a->ids, "print the token ids (add_special_tokens=false) as a JSON array");
+      return [a] { return run_chat_template(*a); };
+    }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,96 @@
+// `llmport check MODEL [--json] [--max-seq N] [--weights]`: the architecture gate, and
+// with --weights the phase-0 checks (every tensor loadable with the right shape).
+#include <iostream>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "llmport/compat.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_checks.hpp"
+#include "llmport/model_config.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct CheckArgs {
+  std::string model;
+  bool json = false;
+  bool weights = false;
+  bool scan_values = false;
+  int max_seq = 0;
+};
+
+void print_text(const CompatResult& r, const nlohmann::json& resolved) {
+  std::cout << r.message << "\n";
+  if (!r.accepted && r.reasons.size() > 1) {
+    std::cout << "  reasons:";
+    for (const auto& x : r.reasons) std::cout << " " << x;
+    std::cout << "\n";
+  }
+  for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  for (const char* k : {"n_layers", "emb_dim", "n_heads", "n_kv_heads", "head_dim", "hidden_dim", "vocab_size",
+                        "rope_theta", "rope_scaling_type", "tie_word_embeddings", "qkv_bias", "qk_norm",
+                        "max_position_embeddings", "max_seq", "rms_norm_eps", "torch_dtype", "stop_ids"})
+    if (resolved.contains(k)) std::cout << "  " << k << ": " << resolved[k].dump() << "\n";
+}
+
+int run_check(const CheckArgs& a) {
+  const std::string where = resolve_model_dir(a.model, /*config_only=*/!a.weights);
+  const std::optional<int> max_seq = a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt;
+  const auto file = find_config_json(where);
+  const auto raw = read_json_file(file);
+  if (!raw.is_object()) throw ConfigError(file.string() + ": not a JSON object");
+  CompatResult r = check_compat(raw, max_seq);
+  nlohmann::json resolved = r.resolved;
+  std::optional<Phase0Report> report;
+  if (r.accepted) {
+    // An accepted architecture must resolve fully; a missing field is bad input (exit 2).
+    ModelConfig cfg = load_model_config(file, max_seq);
+    resolved = cfg.to_json();
+    if (a.weights) report = check_model_dir(file.parent_path(), max_seq, a.scan_values);
+  }
+  if (a.json) {
+    nlohmann::json out = {{"verdict", r.accepted ? "ACCEPT" : "REJECT"},
+                          {"reason", r.accepted ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
+                          {"reasons", r.reasons},
+                          {"message", r.message},
+                          {"notes", r.notes},
+                          {"context_cap", r.context_cap ? nlohmann::json(*r.context_cap) : nlohmann::json(nullptr)},
+                          {"config", file.string()},
+                          {"resolved", resolved}};
+    if (report) out["phase0"] = report->to_json();
+    std::cout << out.dump(1) << "\n";
+  } else {
+    print_text(r, resolved);
+    if (report) std::cout << report->to_text();
+  }
+  if (!r.accepted) return kExitRejected;
+  if (report && !report->pass) {
+    std::cout.flush();
+    std::cerr << "error: " << report->error << "\n";
+    return report->exit_code;
+  }
+  return kExitOk;
+}
+
+const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json; --weights also loads "
+                              "and validates the safetensors",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto a = std::make_shared<CheckArgs>();
+                       add_model_arg(sub, &a->model);
+                       sub.add_flag("--json", a->json, "print one JSON object");
+                       sub.add_option("--max-seq", a->max_seq,
+                                      "context cap in tokens (<= a sliding window makes it harmless)")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_flag("--weights", a->weights,
+                                    "also run the phase-0 checks: load every tensor and check its shape");
+                       sub.add_flag("--scan-values", a->scan_values,
+                                    "with --weights (implied): also fail on NaN/Inf in any weight (reads all bytes)");
+                       return [a] {
+                         if (a->scan_values) a->weights = true;
+                         return run_check(*a);
+                       };
+                     }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,77 @@
+// `llmport deploy MODEL ...`: the phased deployment pipeline, and the hidden
+// `llmport evaluate DIR` that phase 7 runs in a fresh process.
+#include <poll.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "cli/command.hpp"
+#include "llmport/deploy.hpp"
+#include "llmport/error.hpp"
+#include "llmport/hub.hpp"
+
+namespace llmport::cli {
+namespace {
+
+// Whether a question can get an answer: a terminal, or stdin already holding input/EOF
+// (a pipe or file). An idle inherited pipe must not hang the run.
+bool stdin_answerable() {
+  if (::isatty(0)) return true;
+  pollfd p{0, POLLIN, 0};
+  return ::poll(&p, 1, 200) > 0 && (p.revents & (POLLIN | POLLHUP));
+}
+
+Registrar deploy_cmd{Command{
+    "deploy", "bring a model up on a target through gated phases 0-7 into a deployment workspace",
+    [](CLI::App& sub) -> std::function<int()> {
+      struct Opts {
+        std::string model, reference = "oracle", prompts;
+        deploy::DeployOptions d;
+        int from_phase = -1;
+        std::string workspace = "deployments";
+      };
+      auto o = std::make_shared<Opts>();
+      add_model_arg(sub, &o->model);
+      sub.add_option("--name", o->d.name, "deployment name (default: the model's name, lower-cased, / -> _)");
+      sub.add_option("--target", o->d.target, "compute target (a backend built into this binary)")
+          ->default_val("cpu");
+      sub.add_option("--dtype", o->d.dtype, "bf16|fp16|fp32 (default: the checkpoint's torch_dtype)");
+      sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");
+      sub.add_option("--reference", o->reference, "golden:FILE | hf | oracle")->default_val("oracle");
+      sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
+      sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
+          ->check(CLI::Range(0, deploy::kNumPhases - 1));
+      sub.add_flag("--resume", o->d.resume, "resume an existing deployment at its first unpassed phase");
+      sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
+      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+      // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
+      sub.add_option("--fault", o->d.fault, "")->group("");
+      sub.add_flag("--quick", o->d.quick, "")->group("");
+      sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(CLI::Range(0, deploy::kNumPhases - 1));
+      return [o]() {
+        if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
+        auto r = resolve_model(o->model);
+        o->d.model = o->model;
+        o->d.model_dir = r.dir;
+        o->d.repo_id = r.repo_id;
+        o->d.reference = o->reference;
+        o->d.prompts = o->prompts;
+        o->d.workspace = o->workspace;
+        if (o->from_phase >= 0) o->d.from_phase = o->from_phase;
+        std::istringstream none;
+        std::istream& in = stdin_answerable() ? std::cin : static_cast<std::istream&>(none);
+        return deploy::run_deploy(o->d, in, std::cout);
+      };
+    }}};
+
+Registrar evaluate_cmd{Command{
+    "evaluate", "", [](CLI::App& sub) -> std::function<int()> {
+      sub.group("");  // hidden: phase 7 of deploy runs it in a fresh process
+      auto dir = std::make_shared<std::string>();
+      sub.add_option("DIR", *dir, "deployment directory")->required();
+      return [dir]() { return deploy::evaluate_deployment(*dir, std::cout); };
+    }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,157 @@
+// `llmport diagnosis MODEL --prompt TEXT`: per-layer cosine of the engine against the
+// oracle or a golden file; markdown (default), JSON (--json), SVG plot (--svg FILE).
+// Flags are not a gate: exit 0 unless the input is bad.
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli/command.hpp"
+#include "llmport/diagnosis.hpp"
+#include "llmport/dtype.hpp"
+#include "llmport/error.hpp"
+#include "llmport/tokenizer.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct DiagArgs {
+  std::string model;
+  std::string prompt;
+  bool prompt_is_ids = false;
+  std::string reference = "oracle";
+  bool json = false;
+  std::string svg;
+  std::string out_dir;
+  std::string dtype;
+  std::string backend = "cpu";
+  std::string fault;
+  int threads = 0;
+};
+
+std::vector<int> parse_ids(const std::string& s) {
+  std::vector<int> ids;
+  std::string t = s;
+  for (char& c : t)
+    if (c == ',' || c == '[' || c == ']') c = ' ';
+  std::istringstream in(t);
+  std::string tok;
+  while (in >> tok) {
+    try {
+      std::size_t used = 0;
+      const int v = std::stoi(tok, &used);
+      if (used != tok.size()) throw std::invalid_argument(tok);
+      ids.push_back(v);
+    } catch (const std::exception&) {
+      throw UsageError("--prompt-ids: '" + tok + "' is not a token id");
+    }
+  }
+  if (ids.empty()) throw UsageError("--prompt-ids: no token ids in '" + s + "'");
+  return ids;
+}
+
+int run_diagnosis_cmd(const DiagArgs& a) {
+  namespace fs = std::filesystem;
+  const std::string dir = resolve_model_dir(a.model);
+  const ModelConfig cfg = load_model_config(dir);
+  const WeightStore weights = WeightStore::open(dir, cfg);
+  std::unique_ptr<Tokenizer> tok;
+  if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
+
+  std::shared_ptr<RecordFile> golden;
+  if (a.reference.rfind("golden:", 0) == 0) {
+    golden = std::make_shared<RecordFile>(read_record_file(a.reference.substr(7)));
+  } else if (a.reference != "oracle") {
+    throw UsageError("--reference: unknown value '" + a.reference + "' (expected oracle or golden:FILE)");
+  }
+  std::vector<int> ids;
+  std::optional<std::string> text;
+  if (!a.prompt.empty()) {
+    if (a.prompt_is_ids) {
+      ids = parse_ids(a.prompt);
+    } else {
+      if (!tok)
+        throw UsageError(dir + " has no tokenizer.json: pass token ids with --prompt-ids");
+      ids = tok->encode(a.prompt);
+      text = a.prompt;
+    }
+  }
+  int seq_index = -1;
+  if (golden) {
+    for (std::size_t i = 0; i < golden->sequences.size() && seq_index < 0; ++i) {
+      const auto& s = golden->sequences[i];
+      if ((!ids.empty() && s.prompt_ids == ids) || (a.prompt.empty() && i == 0) ||
+          (!a.prompt_is_ids && (s.name == a.prompt || (s.prompt && *s.prompt == a.prompt))))
+        seq_index = static_cast<int>(i);
+    }
+    if (seq_index < 0) {
+      std::string names;
+      for (const auto& s : golden->sequences) names += (names.empty() ? "" : ", ") + s.name;
+      throw UsageError(golden->path.string() + ": no sequence with this prompt (the golden has: " + names + ")");
+    }
+    const auto& s = golden->sequences[static_cast<std::size_t>(seq_index)];
+    ids = s.prompt_ids;
+    text = s.prompt;
+  }
+  if (ids.empty()) throw UsageError("diagnosis: --prompt TEXT is required (or --reference golden:FILE)");
+  for (int id : ids)
+    if (id < 0 || id >= cfg.vocab_size)
+      throw UsageError("--prompt: token id " + std::to_string(id) + " outside the vocabulary [0, " +
+                       std::to_string(cfg.vocab_size) + ")");
+
+  EngineOptions eo;
+  eo.backend = a.backend;
+  eo.threads = a.threads;
+  if (!a.dtype.empty()) eo.dtype = parse_dtype(a.dtype);
+  if (!a.fault.empty()) eo.fault = FaultInjection::parse(a.fault);
+  EngineRunner engine(cfg, weights, eo, "engine");
+  std::unique_ptr<Runner> ref;
+  if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
+  else ref = make_oracle_runner(cfg, weights, a.threads);
+  DiagnosisResult d = run_diagnosis(engine, *ref, ids);
+  d.model = dir;
+  d.prompt = text;
+  if (!a.svg.empty()) {
+    std::ofstream f(a.svg);
+    if (!f) throw UsageError(a.svg + ": cannot write the SVG plot");
+    f << d.to_svg();
+  }
+  if (!a.out_dir.empty()) {
+    const fs::path od = a.out_dir;
+    fs::create_directories(od);
+    for (const char* name : {"diagnosis.md", "diagnosis.json", "diagnosis.svg"})
+      if (fs::exists(od / name)) throw UsageError((od / name).string() + " exists; not overwriting");
+    std::ofstream(od / "diagnosis.md") << d.to_markdown();
+    std::ofstream(od / "diagnosis.json") << d.to_json().dump(1) << "\n";
+    std::ofstream(od / "diagnosis.svg") << d.to_svg();
+  }
+  if (a.json) std::cout << d.to_json().dump(1) << "\n";
+  else std::cout << d.to_markdown();
+  return kExitOk;
+}
+
+Registrar reg{Command{
+    "diagnosis", "Per-layer cosine of the engine against a reference; flags the first suspicious layer",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<DiagArgs>();
+      add_model_arg(sub, &a->model);
+      sub.add_option("--prompt", a->prompt, "prompt text (or ids with --prompt-ids)");
+      sub.add_flag("--prompt-ids", a->prompt_is_ids, "--prompt holds token ids (\"1,2,3\")");
+      sub.add_option("--reference", a->reference, "oracle | golden:FILE")->capture_default_str();
+      sub.add_flag("--json", a->json, "print JSON instead of the markdown table");
+      sub.add_option("--svg", a->svg, "write an SVG plot of cosine per layer to FILE");
+      sub.add_option("--out", a->out_dir, "also write diagnosis.md, diagnosis.json and diagnosis.svg into DIR");
+      sub.add_option("--dtype", a->dtype, "engine compute dtype (default: checkpoint dtype)");
+      sub.add_option("--backend", a->backend, "engine backend")->capture_default_str();
+      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)");
+      sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")
+          ->group("");
+      return [a] {
+        if (a->model.empty()) throw UsageError("diagnosis: MODEL is required");
+        return run_diagnosis_cmd(*a);
+      };
+    }}};
+
+}  // namespace
+}  // namespace llmport::cli

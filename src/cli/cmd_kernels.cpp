@@ -1,0 +1,201 @@
+// `llmport kernels list|validate|sweep`: the kernel registry from the command line.
+//   list     [--registry DIR] [--markdown] [--kernel K] [--dtype D]
+//   validate MODEL [--dtype D] [--threads N] [--isa L] [--prefill-m P] [--registry DIR --name N] [--json]
+//   sweep    MODEL (--prefill|--decode) --registry DIR [--dtype D] [--threads N] [--prefill-m P] [--reps R] [--name N]
+#include <algorithm>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/registry.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct KArgs {
+  std::string model, dtype, registry, isa, kernel, name;
+  int threads = 0, prefill_m = 0, reps = 3;
+  bool markdown = false, json = false, prefill = false, decode = false;
+};
+
+std::string cfg_string(const TileConfig& c) {
+  std::string s;
+  for (const auto& [k, v] : c) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s.empty() ? "-" : s;
+}
+
+std::optional<std::filesystem::path> opt_path(const std::string& s) {
+  return s.empty() ? std::nullopt : std::optional<std::filesystem::path>(s);
+}
+
+struct ModelInfo {
+  ModelConfig cfg;
+  DType dtype;
+  std::string name;
+  int prefill_m;
+};
+
+ModelInfo load_info(const KArgs& a) {
+  ModelInfo mi;
+  const std::string dir = resolve_model_dir(a.model, true);
+  mi.cfg = load_model_config(dir);
+  mi.dtype = !a.dtype.empty() ? parse_dtype(a.dtype)
+             : mi.cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(mi.cfg.torch_dtype);
+  std::filesystem::path p(dir);
+  if (p.filename() == "config.json") p = p.parent_path();
+  std::string nm = a.name.empty() ? std::filesystem::absolute(p).lexically_normal().filename().string() : a.name;
+  if (nm.empty()) nm = std::filesystem::absolute(p).lexically_normal().parent_path().filename().string();
+  std::transform(nm.begin(), nm.end(), nm.begin(), [](unsigned char c) { return std::tolower(c); });
+  mi.name = nm;
+  const int ctx = mi.cfg.max_seq > 0 ? mi.cfg.max_seq : mi.cfg.max_position_embeddings;
+  mi.prefill_m = a.prefill_m > 0 ? a.prefill_m : std::max(1, std::min(512, ctx > 0 ? ctx : 512));
+  return mi;
+}
+
+int run_list(const KArgs& a) {
+  KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
+  std::vector<RegistryEntry> es;
+  for (auto& e : reg.entries())
+    if ((a.kernel.empty() || e.kernel == a.kernel) &&
+        (a.dtype.empty() || e.dtype == std::string(dtype_name(parse_dtype(a.dtype)))))
+      es.push_back(e);
+  if (a.markdown) {
+    std::cout << supported_kernels_markdown(es);
+    return kExitOk;
+  }
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& e : es) {
+      auto j = to_json(e);
+      j["kernel"] = e.kernel;
+      j["dtype"] = e.dtype;
+      arr.push_back(j);
+    }
+    std::cout << arr.dump(1) << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("{:<18} {:<5} {:<11} {:<34} {:<40} {:>12} {}\n", "kernel", "dtype",
+                           "isa", "shape", "best config", "throughput", "used_by");
+  for (const auto& e : es) {
+    std::string users;
+    for (const auto& u : e.used_by) users += (users.empty() ? "" : ",") + u;
+    double thr = 0;
+    bool flops = false;
+    for (const auto& c : e.candidates)
+      if (c.config == e.best) thr = c.gflops > 0 ? (flops = true, c.gflops) : c.gbps;
+    std::cout << fmt::format("{:<18} {:<5} {:<11} {:<34} {:<40} {:>12} {}\n", e.kernel, e.dtype,
+                             e.isa, shape_string(e.shape), cfg_string(e.best),
+                             thr > 0 ? fmt::format("{:.1f} {}", thr, flops ? "GF/s" : "GB/s") : "-",
+                             users);
+  }
+  if (es.empty()) std::cout << "(no entries)\n";
+  return kExitOk;
+}
+
+int run_validate(const KArgs& a) {
+  const ModelInfo mi = load_info(a);
+  auto backend = a.isa.empty() ? make_backend("cpu", a.threads)
+                               : cpu::make_cpu_backend_isa(a.threads, cpu::parse_isa(a.isa));
+  std::shared_ptr<KernelRegistry> reg;
+  if (!a.registry.empty())
+    reg = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
+  KernelSelection sel;
+  sel.registry = reg;
+  sel.prefill_m = mi.prefill_m;
+  const auto rows = validate_kernels(mi.cfg, mi.dtype, *backend, &sel, mi.prefill_m);
+  int fails = 0;
+  for (const auto& r : rows) fails += r.pass ? 0 : 1;
+  if (a.json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& r : rows)
+      arr.push_back({{"kernel", r.kernel}, {"shape", r.shape}, {"config", r.config},
+                     {"max_abs_err", r.max_abs_err}, {"max_rel_err", r.max_rel_err},
+                     {"mean_rel_l1", r.mean_rel_l1}, {"atol", r.atol}, {"rtol", r.rtol},
+                     {"n_checked", r.n_checked}, {"pass", r.pass}});
+    std::cout << nlohmann::json{{"model", mi.name}, {"dtype", std::string(dtype_name(mi.dtype))},
+                                {"isa", backend->isa()}, {"rows", arr}, {"failed", fails}}
+                     .dump(1)
+              << "\n";
+  } else {
+    std::cout << fmt::format("kernels validate {} dtype={} backend=cpu isa={}\n", mi.name,
+                             dtype_name(mi.dtype), backend->isa());
+    std::cout << fmt::format("{:<18} {:<38} {:<36} {:>10} {:>10} {:>9} {}\n", "kernel", "shape",
+                             "config", "max_abs", "max_rel", "atol", "result");
+    for (const auto& r : rows)
+      std::cout << fmt::format("{:<18} {:<38} {:<36} {:>10.2e} {:>10.2e} {:>9.1e} {}\n", r.kernel,
+                               shape_string(r.shape), cfg_string(r.config), r.max_abs_err,
+                               r.max_rel_err, r.atol, r.pass ? "PASS" : "FAIL");
+    std::cout << fmt::format("{} of {} kernel shapes pass\n", rows.size() - fails, rows.size());
+    if (!sel.heuristic_used.empty())
+      std::cout << fmt::format("note: {} linear shape(s) used the heuristic default config "
+                               "(not swept)\n", sel.heuristic_used.size());
+  }
+  if (reg) {
+    record_validation(rows, mi.dtype, backend->isa(), *reg, mi.name, a.threads);
+    reg->save();
+  }
+  return fails == 0 ? kExitOk : kExitCheckFailed;
+}
+
+int run_sweep(const KArgs& a) {
+  if (a.prefill == a.decode) throw UsageError("kernels sweep: give exactly one of --prefill or --decode");
+  if (a.registry.empty())
+    throw UsageError("kernels sweep: the shipped registry is read-only; pass --registry DIR");
+  const ModelInfo mi = load_info(a);
+  KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
+  const auto es = sweep_kernels(mi.cfg, mi.dtype, a.prefill, reg, mi.name, a.threads, mi.prefill_m,
+                                std::max(1, a.reps));
+  std::cout << fmt::format("kernels sweep {} {} dtype={} -> {}\n", mi.name,
+                           a.prefill ? "prefill" : "decode", dtype_name(mi.dtype), a.registry);
+  for (const auto& e : es) {
+    double thr = 0;
+    for (const auto& c : e.candidates)
+      if (c.config == e.best) thr = a.prefill ? c.gflops : c.gbps;
+    std::cout << fmt::format("{:<6} {:<30} best {:<40} {:.1f} {} ({} candidates)\n", e.kernel,
+                             shape_string(e.shape), cfg_string(e.best), thr,
+                             a.prefill ? "GFLOP/s" : "GB/s", e.candidates.size());
+  }
+  return kExitOk;
+}
+
+Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's kernels, sweep tile configs",
+                       [](CLI::App& sub) -> std::function<int()> {
+                         auto a = std::make_shared<KArgs>();
+                         sub.require_subcommand(1);
+                         auto* list = sub.add_subcommand("list", "List registry entries");
+                         list->add_option("--registry", a->registry, "Writable registry dir (looked up first)");
+                         list->add_flag("--markdown", a->markdown, "Print supported_kernels.md");
+                         list->add_flag("--json", a->json, "Print JSON");
+                         list->add_option("--kernel", a->kernel, "Only this kernel");
+                         list->add_option("--dtype", a->dtype, "Only this dtype");
+                         auto* val = sub.add_subcommand("validate", "Every kernel x shape of MODEL vs the reference kernels");
+                         auto* sw = sub.add_subcommand("sweep", "Try tile configs for MODEL's linears, record the best");
+                         for (CLI::App* s : {val, sw}) {
+                           add_model_arg(*s, &a->model);
+                           s->add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
+                           s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)");
+                           s->add_option("--registry", a->registry, "Writable registry dir");
+                           s->add_option("--prefill-m", a->prefill_m, "Prefill rows (default min(512, context))");
+                           s->add_option("--name", a->name, "Model name for used_by (default: directory name)");
+                         }
+                         val->add_option("--isa", a->isa, "Force the ISA level (avx512bf16|avx512|avx2|scalar)");
+                         val->add_flag("--json", a->json, "Print JSON");
+                         sw->add_flag("--prefill", a->prefill, "Sweep the prefill GEMM");
+                         sw->add_flag("--decode", a->decode, "Sweep the decode GEMV");
+                         sw->add_option("--reps", a->reps, "Timed repetitions per candidate");
+                         return [a, list, val, sw]() -> int {
+                           if (list->parsed()) return run_list(*a);
+                           if (val->parsed()) return run_validate(*a);
+                           if (sw->parsed()) return run_sweep(*a);
+                           return kExitBadInput;
+                         };
+                       }});
+
+}  // namespace
+}  // namespace llmport::cli

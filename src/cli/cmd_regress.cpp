@@ -1,0 +1,19 @@
+// `llmport regress [--workspace DIR]`: re-verify every deployment (one per device at a time).
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "llmport/deploy.hpp"
+
+namespace llmport::cli {
+namespace {
+
+Registrar regress_cmd{Command{
+    "regress", "re-verify every deployment in the workspace (e.g. after the kernel registry changed)",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto ws = std::make_shared<std::string>("deployments");
+      sub.add_option("--workspace", *ws, "directory holding deployments")->default_val("deployments");
+      return [ws]() { return deploy::run_regress(*ws, std::cout); };
+    }}};
+
+}  // namespace
+}  // namespace llmport::cli

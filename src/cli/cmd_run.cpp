@@ -1,0 +1,277 @@
+// `llmport run MODEL (--prompt TEXT | --prompt-ids 1,2,3) [--n-tokens N] [--temperature T]
+// [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--backend B]
+// [--threads N] [--profile] [--dtype D] [--json]`: generate from a prompt, streaming text.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "llmport/engine.hpp"
+#include "llmport/error.hpp"
+#include "llmport/generate.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/tokenizer.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::optional<std::string> prompt;
+  std::optional<std::string> prompt_ids;
+  std::optional<int> n_tokens;
+  std::optional<double> temperature, top_p, min_p, repeat_penalty;
+  std::optional<int> top_k;
+  uint64_t seed = 0;
+  std::string backend = "cpu";
+  int threads = 0;
+  bool profile = false;
+  std::optional<std::string> dtype;
+  bool json = false;
+  bool ignore_eos = false;
+  int max_seq = 0;
+  std::string fault;
+};
+
+std::vector<int> parse_ids(const std::string& s) {
+  std::vector<int> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    const std::string t = b == std::string::npos ? "" : item.substr(b, e - b + 1);
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end != '\0' || v < 0 || v > 0x7fffffff)
+      throw UsageError("--prompt-ids: '" + t + "' is not a token id (expected e.g. 1,2,3)");
+    ids.push_back(static_cast<int>(v));
+  }
+  if (ids.empty()) throw UsageError("--prompt-ids: no token ids given");
+  return ids;
+}
+
+std::string read_stdin() {
+  std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  // `echo text | llmport run --prompt -`: the shell's final newline is not part of the prompt.
+  if (!s.empty() && s.back() == '\n') s.pop_back();
+  if (!s.empty() && s.back() == '\r') s.pop_back();
+  return s;
+}
+
+// Sampling defaults from generation_config.json (HF: do_sample absent = greedy), then flags.
+SamplingParams sampling_from(const RunArgs& a, const GenerationConfig& g) {
+  SamplingParams p;
+  const bool sample = g.do_sample.value_or(false);
+  p.temperature = sample ? g.temperature.value_or(1.0) : 0.0;
+  if (sample) {
+    p.top_k = g.top_k.value_or(0);
+    p.top_p = g.top_p.value_or(1.0);
+    p.min_p = g.min_p.value_or(0.0);
+  }
+  p.repetition_penalty = g.repetition_penalty.value_or(1.0);
+  if (a.temperature) p.temperature = *a.temperature;
+  if (a.top_k) p.top_k = *a.top_k;
+  if (a.top_p) p.top_p = *a.top_p;
+  if (a.min_p) p.min_p = *a.min_p;
+  if (a.repeat_penalty) p.repetition_penalty = *a.repeat_penalty;
+  p.seed = a.seed;
+  p.validate();
+  return p;
+}
+
+void print_profile(std::ostream& os, const Engine& eng, const GenerateResult& r) {
+  const double prefill_tps = r.prefill_ms > 0 ? 1000.0 * r.prompt_ids.size() / r.prefill_ms : 0;
+  const double decode_ms_tok = r.n_decode > 0 ? r.decode_ms / r.n_decode : 0;
+  const double decode_tps = decode_ms_tok > 0 ? 1000.0 / decode_ms_tok : 0;
+  double total = 0;
+  const auto ops = eng.profile();
+  for (const auto& o : ops) total += o.ms;
+  os << fmt::format("\n{:<16} {:>10} {:>8} {:>7}\n", "op", "ms", "calls", "%");
+  for (const auto& o : ops)
+    os << fmt::format("{:<16} {:>10.3f} {:>8} {:>6.1f}%\n", o.op, o.ms, o.calls,
+                      total > 0 ? 100.0 * o.ms / total : 0.0);
+  os << fmt::format("prefill: {} tokens, {:.3f} ms, {:.2f} tokens/s\n", r.prompt_ids.size(),
+                    r.prefill_ms, prefill_tps);
+  os << fmt::format("decode: {} tokens, {:.3f} ms/token, {:.2f} tokens/s\n", r.n_decode,
+                    decode_ms_tok, decode_tps);
+}
+
+int run_run(const RunArgs& a) {
+  if (a.prompt && a.prompt_ids) throw UsageError("give either --prompt or --prompt-ids, not both");
+  if (!a.prompt && !a.prompt_ids) throw UsageError("a prompt is required: --prompt TEXT or --prompt-ids 1,2,3");
+  const std::string dir = resolve_model_dir(a.model);
+  const ModelConfig cfg =
+      load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
+  const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+
+  // Prompt -> ids (before loading weights: bad input fails fast).
+  std::unique_ptr<Tokenizer> tok;
+  if (Tokenizer::exists(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir))
+    tok = Tokenizer::load(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir);
+  std::string prompt_text;
+  std::vector<int> prompt;
+  if (a.prompt_ids) {
+    prompt = parse_ids(*a.prompt_ids);
+  } else {
+    if (!tok) throw UsageError(dir + ": the model has no tokenizer.json; use --prompt-ids 1,2,3");
+    prompt_text = *a.prompt == "-" ? read_stdin() : *a.prompt;
+    prompt = tok->encode(prompt_text);
+    if (prompt.empty()) throw UsageError("the prompt encodes to zero tokens");
+  }
+  for (int id : prompt)
+    if (id >= cfg.vocab_size)
+      throw UsageError("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(cfg.vocab_size) + ")");
+  const int n_prompt = static_cast<int>(prompt.size());
+  if (n_prompt > context)
+    throw UsageError("the prompt is " + std::to_string(n_prompt) +
+                     " tokens, longer than the model context of " + std::to_string(context) + " tokens");
+
+  // Token budget: --n-tokens (an overflow is an error), else generation_config, clamped.
+  int n_tokens = 0;
+  if (a.n_tokens) {
+    n_tokens = *a.n_tokens;
+    if (n_prompt + n_tokens > context)
+      throw UsageError("prompt (" + std::to_string(n_prompt) + " tokens) + --n-tokens " +
+                       std::to_string(n_tokens) + " exceed the model context of " +
+                       std::to_string(context) + " tokens");
+  } else {
+    const auto& g = cfg.generation;
+    n_tokens = g.max_new_tokens ? *g.max_new_tokens
+               : g.max_length   ? *g.max_length - n_prompt
+                                : 256;
+    n_tokens = std::min(n_tokens, context - n_prompt);
+    if (n_tokens < 1)
+      throw UsageError("the prompt (" + std::to_string(n_prompt) +
+                       " tokens) leaves no room to generate within the context of " +
+                       std::to_string(context) + " tokens");
+  }
+
+  GenerateOptions gopt;
+  gopt.n_tokens = n_tokens;
+  gopt.sampling = sampling_from(a, cfg.generation);
+  gopt.stop_ids = cfg.stop_ids();
+  gopt.ignore_stop = a.ignore_eos;
+  gopt.record_top = a.json ? 5 : 0;
+
+  const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
+  for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
+  EngineOptions eopt;
+  eopt.backend = a.backend;
+  eopt.threads = a.threads;
+  if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
+  eopt.max_seq = n_prompt + n_tokens;
+  if (!a.fault.empty()) eopt.fault = FaultInjection::parse(a.fault);
+  Engine engine(cfg, weights, eopt);
+  engine.set_profiling(a.profile);
+
+  std::optional<IncrementalDecoder> dec;
+  if (tok) {
+    dec.emplace(*tok, /*skip_special_tokens=*/true);
+    for (int id : prompt) dec->push(id);  // the prompt's text is printed as the user wrote it
+  }
+  std::string text;  // generated text
+  std::function<void(int)> on_token;
+  if (!a.json) {
+    if (a.prompt_ids) {
+      if (dec) {
+        std::cout << tok->decode(prompt, true);
+      } else {
+        for (std::size_t i = 0; i < prompt.size(); ++i) std::cout << (i ? " " : "") << prompt[i];
+      }
+    } else {
+      std::cout << prompt_text;
+    }
+    std::cout.flush();
+  }
+  on_token = [&](int id) {
+    if (dec) {
+      std::string piece = dec->push(id);
+      text += piece;
+      if (!a.json) std::cout << piece << std::flush;
+    } else if (!a.json) {
+      std::cout << " " << id << std::flush;
+    }
+  };
+  const GenerateResult r = generate(engine, prompt, gopt, on_token);
+  if (dec) {
+    std::string tail = dec->flush();
+    text += tail;
+    if (!a.json) std::cout << tail;
+  }
+
+  if (a.json) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const auto& s : r.steps) {
+      nlohmann::json top = nlohmann::json::array();
+      for (const auto& [id, logit] : s.top) top.push_back({{"id", id}, {"logit", logit}});
+      steps.push_back({{"token", s.token}, {"top5", top}});
+    }
+    nlohmann::json out = {{"model", dir},
+                          {"backend", engine.backend().name()},
+                          {"dtype", std::string(dtype_name(engine.dtype()))},
+                          {"prompt_ids", r.prompt_ids},
+                          {"generated_ids", r.generated_ids},
+                          {"text", tok ? nlohmann::json(text) : nlohmann::json(nullptr)},
+                          {"stop_reason", r.stop_reason},
+                          {"steps", steps},
+                          {"prefill_ms", r.prefill_ms},
+                          {"decode_ms", r.decode_ms},
+                          {"n_decode", r.n_decode}};
+    if (a.profile) {
+      nlohmann::json ops = nlohmann::json::array();
+      for (const auto& o : engine.profile())
+        ops.push_back({{"op", o.op}, {"ms", o.ms}, {"calls", o.calls}});
+      out["profile"] = ops;
+    }
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "\n" << std::flush;
+    if (a.profile) print_profile(std::cerr, engine, r);
+  }
+  return kExitOk;
+}
+
+const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache decode), streaming the output",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto a = std::make_shared<RunArgs>();
+                       add_model_arg(sub, &a->model);
+                       sub.add_option("--prompt", a->prompt, "prompt text ('-' reads stdin)");
+                       sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
+                       sub.add_option("--n-tokens,-n", a->n_tokens, "maximum new tokens")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--temperature", a->temperature, "sampling temperature (0: greedy)")
+                           ->check(CLI::NonNegativeNumber);
+                       sub.add_option("--top-k", a->top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
+                       sub.add_option("--top-p", a->top_p, "top-p in (0, 1]")->check(CLI::Range(0.0, 1.0));
+                       sub.add_option("--min-p", a->min_p, "min-p in [0, 1]")->check(CLI::Range(0.0, 1.0));
+                       sub.add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1: off)")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--seed", a->seed, "random seed for sampling");
+                       sub.add_option("--backend", a->backend, "reference | cpu")
+                           ->check(CLI::IsMember(available_backends()));
+                       sub.add_option("--threads,-t", a->threads, "worker threads (0: all cores)")
+                           ->check(CLI::NonNegativeNumber);
+                       sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
+                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
+                                                           "(default: the checkpoint's torch_dtype)");
+                       sub.add_flag("--json", a->json, "print one JSON object instead of streaming text");
+                       sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
+                       sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")
+                           ->check(CLI::PositiveNumber);
+                       sub.add_option("--fault", a->fault, "test-only planted fault kind[@layer][=value]")
+                           ->group("");
+                       return [a] { return run_run(*a); };
+                     }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,77 @@
+// `llmport verify MODEL`: the correctness gate (free-running + teacher-forced) against a
+// golden file, the oracle, or transformers; exit 0 PASS, 1 FAIL, 2 bad input.
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "llmport/dtype.hpp"
+#include "llmport/error.hpp"
+#include "llmport/verify.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct VerifyArgs {
+  std::string model;
+  std::string reference = "oracle";
+  bool full = false;
+  std::string dtype;
+  std::string backend = "cpu";
+  std::string report_dir;
+  std::string prompts;
+  std::string fault;
+  std::string kernel_configs = "heuristic-default";
+  int threads = 0;
+};
+
+int run_verify_cmd(const VerifyArgs& a) {
+  const std::string dir = resolve_model_dir(a.model);
+  VerifyOptions opt;
+  opt.reference = a.reference;
+  opt.full = a.full;
+  opt.engine.backend = a.backend;
+  opt.engine.threads = a.threads;
+  if (!a.dtype.empty()) opt.engine.dtype = parse_dtype(a.dtype);
+  if (!a.fault.empty()) opt.engine.fault = FaultInjection::parse(a.fault);
+  if (!a.prompts.empty()) opt.prompts_file = a.prompts;
+  opt.kernel_configs = a.kernel_configs;
+  opt.report_dir = a.report_dir.empty() ? default_report_dir() : std::filesystem::path(a.report_dir);
+  opt.log = [](const std::string& s) { std::cout << s << std::endl; };
+  if (const char* py = std::getenv("LLMPORT_PYTHON"); py && *py) opt.python = py;
+  const VerifyResult r = run_verify(dir, opt);
+  if (!r.pass) {
+    for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";
+  }
+  for (const auto& w : r.warnings) std::cout << "warning: " << w << "\n";
+  std::cout << "report: " << (r.report_dir / "report.md").string() << "\n";
+  std::cout << (r.pass ? "PASS" : "FAIL") << std::endl;
+  return r.pass ? kExitOk : kExitCheckFailed;
+}
+
+Registrar reg{Command{
+    "verify", "Verify the engine against an independent reference (exit 0 PASS, 1 FAIL, 2 bad input)",
+    [](CLI::App& sub) -> std::function<int()> {
+      auto a = std::make_shared<VerifyArgs>();
+      add_model_arg(sub, &a->model);
+      sub.add_option("--reference", a->reference, "golden:FILE | oracle (not independent) | hf (needs transformers)")
+          ->capture_default_str();
+      sub.add_flag("--full", a->full, "all 8 prompts of the built-in set (implied with a golden)");
+      sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32 (default: checkpoint dtype)");
+      sub.add_option("--backend", a->backend, "engine backend (cpu, reference, ...)")->capture_default_str();
+      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)");
+      sub.add_option("--report-dir", a->report_dir,
+                     "report directory (default ./llmport-reports/<time>/, or verify/reports/<time>/ in a deployment)");
+      sub.add_option("--prompts", a->prompts, "prompt file (JSON: texts or prompt_ids) instead of the built-in set");
+      sub.add_option("--kernel-configs", a->kernel_configs, "where the engine's tile configs came from (for the report)")
+          ->group("");
+      sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")
+          ->group("");
+      return [a] {
+        if (a->model.empty()) throw UsageError("verify: MODEL is required");
+        return run_verify_cmd(*a);
+      };
+    }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,142 @@
+// The pipeline's use of the registry module (registry.hpp): phase-1 validation, phase-4/5
+// sweeps, and per-stage kernel selection. The registry logic itself lives there.
+#include "deploy/kernel_tuning.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "deploy/util.hpp"
+#include "llmport/error.hpp"
+#include "llmport/registry.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Rows of the prefill GEMM entries: min(512, context), as the deploy issue times prefill.
+int prefill_m_of(const Manifest& m) {
+  int max_seq = m.resolved_config.value("max_seq", 0);
+  return max_seq > 0 ? std::min(512, max_seq) : 512;
+}
+
+fs::path prefill_snapshot(const fs::path& deployment_dir) {
+  return deployment_dir / "phases" / "phase4" / "registry";
+}
+
+std::shared_ptr<KernelSelection> selection(const Manifest& m, const fs::path& dir, ConfigStage stage) {
+  auto sel = std::make_shared<KernelSelection>();
+  sel->prefill_m = prefill_m_of(m);
+  sel->cache_dir = dir / "kernel_cache";
+  switch (stage) {
+    case ConfigStage::Default:  // phases 1-3: heuristic defaults only
+      sel->allow_heuristic = true;
+      break;
+    case ConfigStage::Prefill:  // phase 4's tuned GEMM configs, GEMV still default
+      sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir(m.target),
+                                                       prefill_snapshot(dir));
+      sel->allow_heuristic = true;
+      break;
+    case ConfigStage::Tuned:  // every linear shape must be measured
+      sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir(m.target), dir / "registry");
+      sel->allow_heuristic = false;
+      break;
+  }
+  return sel;
+}
+
+nlohmann::json shape_json(const KernelShape& s) { return nlohmann::json(s); }
+
+}  // namespace
+
+EngineOptions stage_engine_options(const Manifest& m, const fs::path& deployment_dir, ConfigStage stage,
+                                   int threads, const FaultInjection& fault) {
+  EngineOptions e;
+  e.backend = m.target;
+  e.dtype = parse_dtype(m.dtype);
+  e.threads = threads;
+  e.fault = fault;
+  e.kernels = selection(m, deployment_dir, stage);
+  return e;
+}
+
+std::string stage_label(const fs::path& deployment_dir, ConfigStage stage) {
+  switch (stage) {
+    case ConfigStage::Default: return "heuristic-default";
+    case ConfigStage::Prefill: return "tuned-prefill:" + prefill_snapshot(deployment_dir).string();
+    case ConfigStage::Tuned: break;
+  }
+  return "tuned:" + (deployment_dir / "registry").string();
+}
+
+KernelValidation validate_deployment_kernels(Context& ctx) {
+  auto backend = make_backend(ctx.m.target, ctx.opt.threads);
+  auto sel = selection(ctx.m, ctx.ws.dir(), ConfigStage::Default);
+  std::vector<ValidationRow> rows = validate_kernels(ctx.cfg, ctx.dtype, *backend, sel.get(), prefill_m_of(ctx.m));
+  KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
+  record_validation(rows, ctx.dtype, backend->isa(), reg, ctx.m.name, ctx.opt.threads);
+  reg.save();
+  KernelValidation kv;
+  kv.n_checked = static_cast<int>(rows.size());
+  kv.pass = true;
+  for (const auto& r : rows) {
+    kv.rows.push_back({{"kernel", r.kernel},
+                       {"shape", shape_json(r.shape)},
+                       {"config", nlohmann::json(r.config)},
+                       {"isa", backend->isa()},
+                       {"max_abs_err", r.max_abs_err},
+                       {"max_rel_err", r.max_rel_err},
+                       {"mean_rel_l1", r.mean_rel_l1},
+                       {"atol", r.atol},
+                       {"rtol", r.rtol},
+                       {"elements", r.n_checked},
+                       {"pass", r.pass}});
+    if (!r.pass) {
+      ++kv.n_failed;
+      kv.pass = false;
+      if (kv.first_failure.empty())
+        kv.first_failure = fmt::format("{} {}: max abs err {:.3g}, max rel err {:.3g} (atol {:.3g}, rtol {:.3g})",
+                                       r.kernel, shape_string(r.shape), r.max_abs_err, r.max_rel_err, r.atol, r.rtol);
+    }
+  }
+  return kv;
+}
+
+SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
+  KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
+  const int reps = ctx.opt.quick ? 1 : 3;
+  std::vector<RegistryEntry> entries =
+      sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads, prefill_m_of(ctx.m), reps);
+  if (entries.empty()) throw GateError(std::string("kernels sweep recorded no ") + (prefill ? "GEMM" : "GEMV") + " entry");
+  if (prefill) {  // phase 5 compares against phase 4's configs: keep them as they are now
+    fs::path snap = prefill_snapshot(ctx.ws.dir());
+    fs::remove_all(snap);
+    fs::create_directories(snap.parent_path());
+    fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
+  }
+  // Same configs as the previous stage? Compare what each stage's selection gives every
+  // linear weight shape.
+  const ConfigStage before = prefill ? ConfigStage::Default : ConfigStage::Prefill;
+  const ConfigStage after = prefill ? ConfigStage::Prefill : ConfigStage::Tuned;
+  auto backend = make_backend(ctx.m.target, ctx.opt.threads);
+  auto sb = selection(ctx.m, ctx.ws.dir(), before), sa = selection(ctx.m, ctx.ws.dir(), after);
+  SweepOutcome out;
+  out.same_as_current = true;
+  for (const auto& e : entries) {
+    const int n = e.shape.at("n"), k = e.shape.at("k");
+    TileConfig cb = sb->linear_config(*backend, n, k, ctx.dtype);
+    TileConfig ca = sa->linear_config(*backend, n, k, ctx.dtype);
+    if (cb != ca) out.same_as_current = false;
+    double best = e.best_throughput();
+    out.best.push_back({{"kernel", e.kernel},
+                        {"shape", shape_json(e.shape)},
+                        {"best", nlohmann::json(e.best)},
+                        {"previous", nlohmann::json(cb)},
+                        {"candidates", e.candidates.size()},
+                        {prefill ? "gflops" : "gbps", best}});
+  }
+  return out;
+}
+
+}  // namespace llmport::deploy

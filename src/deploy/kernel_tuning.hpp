@@ -1,0 +1,46 @@
+#pragma once
+// ADAPTER between the pipeline and the registry module (fastcpu issue): phase-1 kernel
+// validation, phase-4/5 sweeps, and the engine options that select a stage's kernel
+// configs. Only calls into registry.hpp; no registry logic lives here.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "deploy/phase.hpp"
+#include "deploy/stage.hpp"
+
+namespace llmport::deploy {
+
+/// Phase 1 outcome.
+struct KernelValidation {
+  bool pass = false;
+  int n_checked = 0;
+  int n_failed = 0;
+  nlohmann::json rows = nlohmann::json::array();  ///< one per (kernel, shape, dtype)
+  std::string first_failure;
+};
+
+/// Validates every (kernel, shape) the model needs on the target against the reference
+/// kernels and records each verified row (used_by = deployment name) in the deployment's
+/// registry (<ws>/registry).
+KernelValidation validate_deployment_kernels(Context& ctx);
+
+/// Phase 4/5 sweep outcome.
+struct SweepOutcome {
+  bool same_as_current = false;  ///< best configs == the ones the previous phase used
+  nlohmann::json best = nlohmann::json::array();  ///< chosen configs per (kernel, shape)
+};
+
+/// Sweeps the prefill (GEMM etc.) or decode (GEMV etc.) kernels of this model, recording
+/// the measured configs in the deployment registry.
+SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill);
+
+/// Engine options of the target with the kernel configs of `stage` from the deployment
+/// registry. Works from the manifest alone (the evaluator and regress use it too).
+EngineOptions stage_engine_options(const Manifest& m, const std::filesystem::path& deployment_dir,
+                                   ConfigStage stage, int threads, const FaultInjection& fault = {});
+
+/// Label verify reports carry for the stage ("heuristic-default", "tuned:<registry dir>").
+std::string stage_label(const std::filesystem::path& deployment_dir, ConfigStage stage);
+
+}  // namespace llmport::deploy

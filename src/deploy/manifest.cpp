@@ -1,0 +1,143 @@
+#include "deploy/manifest.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "deploy/util.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+Manifest::Manifest() {
+  for (int i = 0; i < kNumPhases; ++i) phases[static_cast<std::size_t>(i)].phase = i;
+}
+
+nlohmann::json Manifest::to_json() const {
+  nlohmann::json ph = nlohmann::json::array();
+  for (const auto& p : phases) ph.push_back(p.to_json());
+  nlohmann::json ref = {{"kind", reference.kind}, {"independent", reference.independent()}};
+  if (reference.kind == "golden") {
+    ref["file"] = reference.file.string();
+    ref["sha256"] = reference_hash;
+  }
+  return {{"format", kFormat},
+          {"name", name},
+          {"model", {{"path", model_dir.string()},
+                     {"repo_id", repo_id},
+                     {"architecture", architecture},
+                     {"content_hash", content_hash},
+                     {"files", file_hashes},
+                     {"has_tokenizer", has_tokenizer}}},
+          {"target", target},
+          {"dtype", dtype},
+          {"threads", threads},
+          {"reference", ref},
+          {"prompts_file", prompts_file.string()},
+          {"llmport_version", llmport_version},
+          {"created", created},
+          {"updated", updated},
+          {"phases", ph},
+          {"kernel_configs", kernel_configs},
+          {"resolved_config", resolved_config},
+          {"measured", measured},
+          {"test_options", {{"fault", fault}, {"quick", quick}}},
+          {"needs_human_review", needs_human_review}};
+}
+
+Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
+  try {
+    if (j.value("format", "") != kFormat)
+      throw ConfigError(file.string() + ": format is not " + std::string(kFormat));
+    Manifest m;
+    m.name = j.at("name").get<std::string>();
+    const auto& mo = j.at("model");
+    m.model_dir = mo.at("path").get<std::string>();
+    m.repo_id = mo.value("repo_id", "");
+    m.architecture = mo.value("architecture", "");
+    m.content_hash = mo.value("content_hash", "");
+    m.file_hashes = mo.value("files", std::map<std::string, std::string>{});
+    m.has_tokenizer = mo.value("has_tokenizer", false);
+    m.target = j.at("target").get<std::string>();
+    m.dtype = j.at("dtype").get<std::string>();
+    m.threads = j.value("threads", 0);
+    const auto& r = j.at("reference");
+    m.reference.kind = r.at("kind").get<std::string>();
+    if (m.reference.kind == "golden") {
+      m.reference.file = r.at("file").get<std::string>();
+      m.reference_hash = r.value("sha256", "");
+    }
+    m.prompts_file = j.value("prompts_file", "");
+    m.llmport_version = j.value("llmport_version", "");
+    m.created = j.value("created", "");
+    m.updated = j.value("updated", "");
+    const auto& ph = j.at("phases");
+    if (!ph.is_array() || ph.size() != static_cast<std::size_t>(kNumPhases))
+      throw ConfigError(file.string() + ": phases must list " + std::to_string(kNumPhases) + " phases");
+    for (std::size_t i = 0; i < ph.size(); ++i) {
+      m.phases[i] = PhaseResult::from_json(ph[i]);
+      m.phases[i].phase = static_cast<int>(i);
+    }
+    if (j.contains("kernel_configs")) m.kernel_configs = j["kernel_configs"];
+    if (j.contains("resolved_config")) m.resolved_config = j["resolved_config"];
+    if (j.contains("measured")) m.measured = j["measured"];
+    if (j.contains("test_options")) {
+      m.fault = j["test_options"].value("fault", "");
+      m.quick = j["test_options"].value("quick", false);
+    }
+    m.needs_human_review = j.value("needs_human_review", false);
+    return m;
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(file.string() + ": " + e.what());
+  }
+}
+
+Manifest Manifest::load(const fs::path& file) {
+  return from_json(read_json_file(file), file);
+}
+
+void Manifest::save(const fs::path& file) {
+  updated = now_iso();
+  atomic_write(file, to_json().dump(2) + "\n");
+}
+
+int Manifest::first_unpassed() const {
+  for (int i = 0; i < kNumPhases; ++i)
+    if (!is_pass(phases[static_cast<std::size_t>(i)].status)) return i;
+  return kNumPhases;
+}
+
+std::map<std::string, std::string> hash_model_files(const fs::path& model_dir) {
+  std::map<std::string, std::string> out;
+  // With an index only the shards it names are model files (a stray
+  // consolidated.safetensors is not read by llmport, so it is not part of the model).
+  std::set<std::string> shards;
+  bool indexed = fs::is_regular_file(model_dir / "model.safetensors.index.json");
+  if (indexed) {
+    auto idx = read_json_file(model_dir / "model.safetensors.index.json");
+    if (idx.contains("weight_map") && idx["weight_map"].is_object())
+      for (const auto& [k, v] : idx["weight_map"].items())
+        if (v.is_string()) shards.insert(v.get<std::string>());
+  }
+  for (const auto& e : fs::directory_iterator(model_dir)) {
+    if (!e.is_regular_file()) continue;
+    std::string n = e.path().filename().string();
+    bool wanted = n == "config.json" || n == "generation_config.json" ||
+                  n == "tokenizer.json" || n == "tokenizer_config.json" ||
+                  n == "special_tokens_map.json" || n == "chat_template.jinja" ||
+                  n == "model.safetensors.index.json" ||
+                  (n.ends_with(".safetensors") && (!indexed || shards.count(n)));
+    if (wanted) out[n] = sha256_file(e.path());
+  }
+  return out;
+}
+
+std::string combine_hashes(const std::map<std::string, std::string>& hashes) {
+  std::string s;
+  for (const auto& [k, v] : hashes) s += k + ":" + v + "\n";
+  return sha256_string(s);
+}
+
+}  // namespace llmport::deploy

@@ -1,0 +1,63 @@
+// Phase 2, single block: layer 0 on the target vs the reference (verify's single-block
+// gate: whole-tensor cosine >= 0.99, per-position min cosine by head_dim, no NaN).
+// Compared against the fp32 oracle at every prompt position, and also against a golden
+// reference's own layer-0 output when the golden records one.
+#include <fmt/format.h>
+
+#include "deploy/phase.hpp"
+#include "deploy/prompts.hpp"
+#include "deploy/util.hpp"
+#include "llmport/diagnosis.hpp"
+#include "llmport/runner.hpp"
+
+namespace llmport::deploy {
+namespace {
+
+class Phase2 : public Phase {
+ public:
+  int index() const override { return 2; }
+  std::string gate() const override { return "single block"; }
+
+  PhaseResult run(Context& ctx) override {
+    // The golden prompt with the most positions (per-position minimum over more rows).
+    const int seq = longest_golden_sequence(ctx.ref);
+    auto golden = golden_records(ctx.ref);
+    std::vector<int> ids = golden ? golden->sequences[static_cast<std::size_t>(seq)].prompt_ids : first_prompt_ids(ctx);
+    Stopwatch sw;
+    EngineRunner engine(ctx.cfg, ctx.weights(), ctx.target_engine_options(ConfigStage::Default));
+    ctx.compile_s += sw.seconds();  // weight conversion / packing
+    sw = Stopwatch();
+    PrefillRecord e = engine.prefill(ids, /*want_hidden=*/true);
+    auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads);
+    PrefillRecord o = oracle->prefill(ids, true);
+    ctx.runtime_s += sw.seconds();
+    nlohmann::json num;
+    num["prompt_ids"] = ids;
+    SingleBlockResult vs_oracle = single_block_gate(e.hidden, o.hidden, ctx.cfg.head_dim);
+    num["vs_oracle"] = vs_oracle.to_json();
+    std::string summary = fmt::format("vs fp32 oracle: {}", vs_oracle.message);
+    bool pass = vs_oracle.pass;
+    std::string fail_reason = pass ? "" : "layer 0 vs the fp32 oracle: " + vs_oracle.message;
+    if (golden) {
+      const auto& gh = golden->sequences[static_cast<std::size_t>(seq)].hidden;
+      if (!gh.layer_out.empty()) {
+        SingleBlockResult vs_golden = single_block_gate(e.hidden, gh, ctx.cfg.head_dim);
+        num["vs_golden"] = vs_golden.to_json();
+        summary += fmt::format("; vs golden: {}", vs_golden.message);
+        if (!vs_golden.pass && pass) {
+          pass = false;
+          fail_reason = "layer 0 vs the golden: " + vs_golden.message;
+        }
+      } else {
+        num["vs_golden"] = "golden has no layer outputs";
+      }
+    }
+    return make_result(2, pass ? PhaseStatus::Pass : PhaseStatus::Fail, pass ? summary : fail_reason, num);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Phase> make_phase2_single_block() { return std::make_unique<Phase2>(); }
+
+}  // namespace llmport::deploy

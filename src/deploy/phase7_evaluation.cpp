@@ -1,0 +1,62 @@
+// Phase 7, independent evaluation: a fresh `llmport evaluate DIR` process (reading only the
+// deployment) audits the gates, re-runs verify --full from a cleared kernel cache and
+// writes docs/evaluation_report.md; this phase reads back its verdict.
+#include <fmt/format.h>
+
+#include "deploy/evaluation_report.hpp"
+#include "deploy/phase.hpp"
+#include "deploy/process.hpp"
+#include "deploy/util.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+namespace {
+
+class Phase7 : public Phase {
+ public:
+  int index() const override { return 7; }
+  std::string gate() const override { return "independent evaluation"; }
+
+  PhaseResult run(Context& ctx) override {
+    ctx.m.save(ctx.ws.manifest());  // the evaluator reads the manifest as it is now
+    fs::path report = ctx.ws.evaluation_report();
+    fs::remove(report);
+    fs::path log = ctx.ws.phase_dir(7) / "evaluate.log";
+    fs::remove(log);
+    std::vector<std::string> argv = {self_executable().string(), "evaluate", ctx.ws.dir().string()};
+    Stopwatch sw;
+    int rc = run_process(argv, log);
+    ctx.runtime_s += sw.seconds();
+    nlohmann::json num = {{"evaluator_exit", rc}, {"log", "phases/phase7/evaluate.log"}};
+    if (!fs::exists(report))
+      return make_result(7, PhaseStatus::Fail,
+                         fmt::format("the evaluator (exit {}) wrote no docs/evaluation_report.md; see "
+                                     "phases/phase7/evaluate.log",
+                                     rc),
+                         num);
+    std::string verdict = read_verdict(report);
+    num["verdict"] = verdict;
+    PhaseResult r;
+    if (verdict == "PASS") {
+      r = make_result(7, PhaseStatus::Pass, "evaluation verdict PASS (docs/evaluation_report.md)", num);
+    } else if (verdict == "PASS-with-warnings") {
+      r = make_result(7, PhaseStatus::PassWithWarnings,
+                      "evaluation verdict PASS-with-warnings (docs/evaluation_report.md)", num);
+      r.warnings = read_report_warnings(report);
+    } else {
+      r = make_result(7, PhaseStatus::Fail,
+                      "evaluation verdict " + (verdict.empty() ? std::string("missing") : verdict) +
+                          ": needs-human-review (docs/evaluation_report.md)",
+                      num);
+      ctx.m.needs_human_review = true;
+    }
+    r.artifacts = {"docs/evaluation_report.md", "phases/phase7/evaluate.log"};
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Phase> make_phase7_evaluation() { return std::make_unique<Phase7>(); }
+
+}  // namespace llmport::deploy

@@ -1,0 +1,268 @@
+// `llmport deploy`: validation before anything is written, workspace creation or resume,
+// then phases 0..7 in order, stopping at the first gate that does not pass.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <unistd.h>
+
+#include "deploy/docs_writer.hpp"
+#include "deploy/manifest.hpp"
+#include "deploy/phase.hpp"
+#include "deploy/util.hpp"
+#include "llmport/compat.hpp"
+#include "llmport/engine.hpp"
+#include "llmport/error.hpp"
+#include "llmport/kernels.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> ask(std::istream& in, std::ostream& out, const std::string& question) {
+  out << question << " " << std::flush;
+  std::string line;
+  if (!std::getline(in, line)) {
+    out << "\n";
+    return std::nullopt;
+  }
+  return line;
+}
+
+bool yes(const std::optional<std::string>& a) {
+  if (!a || a->empty()) return false;
+  char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*a)[0])));
+  return c == 'y' || c == 'r';
+}
+
+std::vector<std::string> deploy_targets() {
+  std::vector<std::string> t;
+  for (const auto& b : available_backends())
+    if (b != "reference") t.push_back(b);  // the oracle is the reference, never a target
+  return t;
+}
+
+void check_name(const std::string& n) {
+  if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos)
+    throw UsageError("--name '" + n + "': a deployment name is one path component (no '/')");
+}
+
+std::string passed_summary(const Manifest& m) {
+  std::vector<std::string> s;
+  for (const auto& p : m.phases) s.push_back(fmt::format("{}:{}", p.phase, status_name(p.status)));
+  return join(s, " ");
+}
+
+}  // namespace
+
+std::string default_deployment_name(const std::string& model_arg, const fs::path& model_dir) {
+  std::string n;
+  bool is_local = !model_arg.empty() && fs::exists(model_arg);
+  if (!is_local && !model_arg.empty()) {
+    n = model_arg.substr(0, model_arg.find('@'));  // HF id org/name[@rev]
+  } else {
+    fs::path p = fs::weakly_canonical(fs::absolute(model_dir.empty() ? fs::path(model_arg) : model_dir));
+    if (p.filename() == "config.json") p = p.parent_path();
+    if (p.filename().empty()) p = p.parent_path();
+    n = p.filename().string();
+  }
+  std::transform(n.begin(), n.end(), n.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::replace(n.begin(), n.end(), '/', '_');
+  return n;
+}
+
+int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
+  // --- everything below up to the workspace is validation: nothing is written ---
+  auto targets = deploy_targets();
+  if (std::find(targets.begin(), targets.end(), opt.target) == targets.end())
+    throw UsageError(fmt::format("--target {}: not built into this binary; available targets: {}",
+                                 opt.target, join(targets, ", ")));
+  if (opt.from_phase && (*opt.from_phase < 0 || *opt.from_phase >= kNumPhases))
+    throw UsageError(fmt::format("--from-phase {}: phases are 0-{}", *opt.from_phase, kNumPhases - 1));
+  if (opt.last_phase < 0 || opt.last_phase >= kNumPhases)
+    throw UsageError(fmt::format("--last-phase {}: phases are 0-{}", opt.last_phase, kNumPhases - 1));
+  if (opt.model_dir.empty()) opt.model_dir = opt.model;
+  fs::path cfg_file = find_config_json(opt.model_dir);
+  fs::path model_dir = fs::weakly_canonical(fs::absolute(cfg_file.parent_path()));
+  auto raw = read_json_file(cfg_file);
+  CompatResult compat = check_compat(raw);
+  if (!compat.accepted)
+    throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
+                                       cfg_file.string(), compat.reason, compat.message));
+  ModelConfig cfg = load_model_config(model_dir);
+  ReferenceSpec ref = ReferenceSpec::parse(opt.reference);
+  if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
+    throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
+  FaultInjection fault;
+  if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
+  std::string dtype;
+  if (!opt.dtype.empty()) {
+    dtype = std::string(dtype_name(parse_dtype(opt.dtype)));
+  } else if (!cfg.torch_dtype.empty()) {
+    dtype = std::string(dtype_name(parse_dtype(cfg.torch_dtype)));
+  } else {
+    // No torch_dtype: the dominant stored dtype. A store that does not open is phase 0's
+    // finding (BLOCKED with the loader's message), so fall back to fp32 here.
+    try {
+      dtype = std::string(dtype_name(checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg))));
+    } catch (const Error&) {
+      dtype = "fp32";
+    }
+  }
+  std::string name = opt.name.empty() ? default_deployment_name(opt.model, model_dir) : opt.name;
+  check_name(name);
+  opt.name = name;
+  Workspace ws(opt.workspace / name);
+  auto hashes = hash_model_files(model_dir);
+  std::string content_hash = combine_hashes(hashes);
+
+  Manifest m;
+  int start = 0;
+  if (fs::exists(ws.dir())) {
+    if (!ws.is_deployment())
+      throw UsageError(ws.dir().string() +
+                       " exists and is not an llmport deployment (no deployment.json); refusing "
+                       "to touch it: choose another --name or --workspace");
+    m = Manifest::load(ws.manifest());
+    std::vector<std::string> diffs;
+    if (m.content_hash != content_hash) diffs.push_back("model content hash");
+    if (m.target != opt.target) diffs.push_back("target " + m.target + " -> " + opt.target);
+    if (m.dtype != dtype) diffs.push_back("dtype " + m.dtype + " -> " + dtype);
+    if (m.reference.to_arg() != ref.to_arg())
+      diffs.push_back("reference " + m.reference.to_arg() + " -> " + ref.to_arg());
+    if (!diffs.empty() && opt.from_phase.value_or(-1) != 0)
+      throw UsageError(fmt::format("deployment {} exists with a different {}; nothing was changed: "
+                                   "restart it with --from-phase 0, or choose another --name",
+                                   ws.dir().string(), join(diffs, ", ")));
+    int fu = m.first_unpassed();
+    if (opt.from_phase) {
+      start = *opt.from_phase;
+      if (start > fu)
+        throw UsageError(fmt::format(
+            "--from-phase {}: phase {} ({}) has not passed ({}); a resume never skips it: use "
+            "--from-phase {} or earlier",
+            start, fu, phase_name(fu), status_name(m.phases[static_cast<std::size_t>(fu)].status), fu));
+    } else if (opt.resume) {
+      start = fu;
+    } else {
+      auto a = ask(in, out,
+                   fmt::format("deployment '{}' exists at {} ({}). Resume at phase {}? [y/N]", name,
+                               ws.dir().string(), passed_summary(m), std::min(fu, kNumPhases - 1)));
+      if (!a)
+        throw UsageError(fmt::format(
+            "deployment {} already exists and nobody answered whether to resume it; nothing was "
+            "changed: pass --resume or --from-phase N (phases passed: up to {}), or choose another "
+            "--name/--workspace",
+            ws.dir().string(), fu - 1));
+      if (!yes(a)) {
+        out << "left deployment " << ws.dir().string() << " unchanged\n";
+        return kExitOk;
+      }
+      start = fu;
+    }
+    if (start >= kNumPhases) {
+      out << "deployment " << name << ": every phase has passed; nothing to do (re-run a phase "
+             "with --from-phase N)\n";
+      return kExitOk;
+    }
+    log_progress(ws, fmt::format("resumed at phase {} ({})", start, phase_name(start)));
+  } else {
+    if (opt.from_phase.value_or(0) > 0)
+      throw UsageError(fmt::format("--from-phase {}: no deployment at {} yet, so phase 0 has not "
+                                   "passed; start without --from-phase",
+                                   *opt.from_phase, ws.dir().string()));
+    m.created = now_iso();
+  }
+
+  // --- workspace ---
+  ws.create_dirs();
+  m.name = name;
+  m.model_dir = model_dir;
+  m.repo_id = opt.repo_id;
+  m.file_hashes = hashes;
+  m.content_hash = content_hash;
+  m.architecture = cfg.architecture;
+  m.target = opt.target;
+  m.dtype = dtype;
+  m.threads = opt.threads;
+  m.reference = ref;
+  m.reference_hash = ref.kind == "golden" ? sha256_file(ref.file) : "";
+  m.has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
+  m.prompts_file = opt.prompts.empty() ? fs::path() : fs::weakly_canonical(fs::absolute(opt.prompts));
+  m.llmport_version = LLMPORT_VERSION;
+  m.resolved_config = cfg.to_json();
+  m.fault = opt.fault;
+  m.quick = opt.quick;
+  for (int i = start; i < kNumPhases; ++i) {
+    m.phases[static_cast<std::size_t>(i)] = PhaseResult{};
+    m.phases[static_cast<std::size_t>(i)].phase = i;
+  }
+  if (start <= 7) m.needs_human_review = false;
+  m.save(ws.manifest());
+  init_progress_files(ws, m);
+  if (start == 0) log_progress(ws, fmt::format("deployment created: model {} target {} dtype {} reference {}",
+                                               model_dir.string(), m.target, m.dtype, ref.to_arg()));
+  write_all(ws, m, cfg);
+  out << fmt::format("deploy {}: model {} ({}), target {}, dtype {}, reference {}{}\n", name,
+                     model_dir.string(), cfg.architecture, m.target, m.dtype, ref.to_arg(),
+                     ref.independent() ? "" : " (not independent)");
+  out << "workspace: " << ws.dir().string() << "\n";
+
+  Context ctx(opt, ws, m, cfg, out);
+  ctx.dtype = parse_dtype(dtype);
+  ctx.ref = ref;
+  ctx.fault = fault;
+  auto phases = make_phases();
+  for (int i = start; i <= opt.last_phase; ++i) {
+    ctx.compile_s = ctx.runtime_s = 0;
+    std::string t0 = now_iso();
+    Stopwatch sw;
+    out << fmt::format("phase {} ({}) ...\n", i, phase_name(i)) << std::flush;
+    log_progress(ws, fmt::format("phase {} ({}) started", i, phase_name(i)));
+    PhaseResult r;
+    try {
+      r = phases[static_cast<std::size_t>(i)]->run(ctx);
+    } catch (const GateError& e) {
+      r = make_result(i, PhaseStatus::Fail, e.what());
+    } catch (const Error& e) {
+      r = make_result(i, PhaseStatus::Blocked, e.what());
+    } catch (const std::exception& e) {
+      r = make_result(i, PhaseStatus::Blocked, std::string("internal error: ") + e.what());
+    }
+    r.phase = i;
+    r.timing.start = t0;
+    r.timing.end = now_iso();
+    r.timing.wall_min = sw.seconds() / 60.0;
+    r.timing.compile_min = ctx.compile_s / 60.0;
+    r.timing.runtime_s = ctx.runtime_s;
+    m.phases[static_cast<std::size_t>(i)] = r;
+    if (i == 7 && r.status == PhaseStatus::Fail) m.needs_human_review = true;
+    m.save(ws.manifest());
+    log_phase(ws, r);
+    write_all(ws, m, cfg);
+    out << fmt::format("phase {} ({}): {}{}{}\n", i, phase_name(i), status_name(r.status),
+                       r.reason.empty() ? "" : " — ", r.reason);
+    for (const auto& w : r.warnings) out << "  warning: " << w << "\n";
+    if (!is_pass(r.status)) {
+      out << fmt::format("stopped at phase {}: see {}; after the fix resume with --from-phase {}\n", i,
+                         ws.todo().string(), i);
+      return kExitCheckFailed;
+    }
+    if (opt.interactive && i < opt.last_phase) {
+      auto a = ask(in, out, fmt::format("advance to phase {} ({})? [y/N]", i + 1, phase_name(i + 1)));
+      if (!yes(a)) {
+        out << fmt::format("stopped after phase {} at your request; resume with --from-phase {}\n", i, i + 1);
+        log_progress(ws, fmt::format("stopped by the user after phase {}", i));
+        return kExitOk;
+      }
+    }
+  }
+  out << fmt::format("deploy {}: phases {}-{} passed; workspace {}\n", name, start, opt.last_phase,
+                     ws.dir().string());
+  return kExitOk;
+}
+
+}  // namespace llmport::deploy

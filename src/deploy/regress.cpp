@@ -1,0 +1,67 @@
+// `llmport regress`: re-verify every deployment of a workspace with its own settings (the
+// deployment's backend, dtype, tuned kernels and reference), one deployment per device at a
+// time (an flock per target, shared by every llmport process on the machine).
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "deploy/docs_writer.hpp"
+#include "deploy/kernel_tuning.hpp"
+#include "deploy/manifest.hpp"
+#include "deploy/util.hpp"
+#include "deploy/verify_step.hpp"
+#include "deploy/workspace.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path device_lock(const std::string& target) {
+  const char* d = std::getenv("LLMPORT_LOCK_DIR");
+  fs::path dir = (d && *d) ? fs::path(d) : fs::temp_directory_path();
+  return dir / fmt::format("llmport-device-{}.lock", target);
+}
+}  // namespace
+
+int run_regress(const fs::path& workspace, std::ostream& out) {
+  if (!fs::is_directory(workspace)) throw UsageError("workspace " + workspace.string() + " does not exist");
+  auto deps = list_deployments(workspace);
+  if (deps.empty()) {
+    out << "no deployments in " << workspace.string() << "\n";
+    return kExitOk;
+  }
+  int failed = 0;
+  for (const auto& d : deps) {
+    Workspace ws(fs::weakly_canonical(d));
+    Manifest m = Manifest::load(ws.manifest());
+    if (m.first_unpassed() < 4) {
+      out << fmt::format("{:<28} SKIP (not deployed: phase {} has not passed)\n", m.name, m.first_unpassed());
+      continue;
+    }
+    FileLock lock(device_lock(m.target));  // one deployment per device at a time
+    fs::path dir = fresh_dir(ws.verify_reports(), "regress");
+    fs::remove(dir);
+    EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
+    VerifyOptions vo = deployment_verify_options(m, eo, /*full=*/false, dir);
+    vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
+    std::string line;
+    bool pass = false;
+    try {
+      VerifyResult r = run_verify(m.model_dir, vo);
+      pass = r.pass;
+      line = verify_summary(r);
+    } catch (const std::exception& e) {
+      line = std::string("ERROR: ") + e.what();
+    }
+    failed += pass ? 0 : 1;
+    m.measured["last regress"] = fmt::format("{} {}", now_iso(), pass ? "PASS" : "FAIL");
+    m.save(ws.manifest());
+    log_progress(ws, "regress: " + line);
+    out << fmt::format("{:<28} {:<6} {:<5} {}\n", m.name, m.target, m.dtype, line);
+  }
+  out << fmt::format("regress: {} of {} deployments FAIL\n", failed, deps.size());
+  return failed ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace llmport::deploy

@@ -1,0 +1,98 @@
+// `llmport status [NAME]`: the phase table of one deployment or of all in a workspace.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ostream>
+
+#include "deploy/manifest.hpp"
+#include "deploy/workspace.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<fs::path> deployments_in_dir(const fs::path& workspace) {
+  std::vector<fs::path> v;
+  if (!fs::is_directory(workspace)) return v;
+  for (const auto& e : fs::directory_iterator(workspace))
+    if (e.is_directory() && Workspace(e.path()).is_deployment()) v.push_back(e.path());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+std::string short_status(PhaseStatus s) {
+  switch (s) {
+    case PhaseStatus::Pass: return "PASS";
+    case PhaseStatus::PassWithWarnings: return "PASS~";
+    case PhaseStatus::Fail: return "FAIL";
+    case PhaseStatus::Blocked: return "BLOCK";
+    default: return "-";
+  }
+}
+
+std::string state_of(const Manifest& m) {
+  if (m.needs_human_review) return "needs-human-review";
+  int fu = m.first_unpassed();
+  if (fu == kNumPhases) return "deployed";
+  const auto& p = m.phases[static_cast<std::size_t>(fu)];
+  if (p.status == PhaseStatus::NotRun) return fmt::format("in progress (next: phase {})", fu);
+  return fmt::format("stopped at phase {} ({})", fu, status_name(p.status));
+}
+
+}  // namespace
+
+std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
+
+int print_status(const fs::path& workspace, const std::string& name, std::ostream& out, bool json) {
+  if (!name.empty()) {
+    Workspace ws(workspace / name);
+    if (!ws.is_deployment())
+      throw UsageError(fmt::format("no deployment '{}' in {} (no {})", name, workspace.string(),
+                                   ws.manifest().string()));
+    Manifest m = Manifest::load(ws.manifest());
+    if (json) {
+      out << m.to_json().dump(2) << "\n";
+      return kExitOk;
+    }
+    out << fmt::format("deployment {}: {}\nmodel {} ({})\ntarget {}, dtype {}, reference {}\n\n", m.name,
+                       state_of(m), m.model_dir.string(), m.architecture, m.target, m.dtype, m.reference.to_arg());
+    out << fmt::format("{:<6} {:<24} {:<20} {:>9}  {}\n", "phase", "name", "status", "wall min", "reason");
+    for (const auto& p : m.phases)
+      out << fmt::format("{:<6} {:<24} {:<20} {:>9.3f}  {}\n", p.phase, phase_name(p.phase), status_name(p.status),
+                         p.timing.wall_min, p.reason);
+    return kExitOk;
+  }
+  auto deps = deployments_in_dir(workspace);
+  if (!fs::is_directory(workspace))
+    throw UsageError("workspace " + workspace.string() + " does not exist");
+  if (json) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& d : deps) {
+      Manifest m = Manifest::load(Workspace(d).manifest());
+      nlohmann::json ph = nlohmann::json::array();
+      for (const auto& p : m.phases) ph.push_back(std::string(status_name(p.status)));
+      a.push_back({{"name", m.name}, {"target", m.target}, {"dtype", m.dtype}, {"state", state_of(m)}, {"phases", ph}});
+    }
+    out << a.dump(2) << "\n";
+    return kExitOk;
+  }
+  if (deps.empty()) {
+    out << "no deployments in " << workspace.string() << "\n";
+    return kExitOk;
+  }
+  out << fmt::format("{:<28} {:<6} {:<5}", "name", "target", "dtype");
+  for (int i = 0; i < kNumPhases; ++i) out << fmt::format(" {:<5}", fmt::format("p{}", i));
+  out << "  state\n";
+  for (const auto& d : deps) {
+    Manifest m = Manifest::load(Workspace(d).manifest());
+    out << fmt::format("{:<28} {:<6} {:<5}", m.name, m.target, m.dtype);
+    for (const auto& p : m.phases) out << fmt::format(" {:<5}", short_status(p.status));
+    out << "  " << state_of(m) << "\n";
+  }
+  out << "(PASS~ = PASS-with-warnings)\n";
+  return kExitOk;
+}
+
+}  // namespace llmport::deploy

@@ -1,0 +1,110 @@
+#include "deploy/util.hpp"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "llmport/error.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+namespace {
+std::string format_now(const char* fmt) {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, fmt, &tm);
+  return buf;
+}
+
+std::string to_hex(const unsigned char* d, unsigned n) {
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * n);
+  for (unsigned i = 0; i < n; ++i) {
+    s.push_back(hex[d[i] >> 4]);
+    s.push_back(hex[d[i] & 15]);
+  }
+  return s;
+}
+
+struct MdCtx {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  MdCtx() { EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr); }
+  ~MdCtx() { EVP_MD_CTX_free(ctx); }
+  void update(const void* p, std::size_t n) { EVP_DigestUpdate(ctx, p, n); }
+  std::string hex() {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_DigestFinal_ex(ctx, md, &n);
+    return to_hex(md, n);
+  }
+};
+}  // namespace
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += sep;
+    s += v[i];
+  }
+  return s;
+}
+
+std::string now_iso() { return format_now("%Y-%m-%dT%H:%M:%SZ"); }
+std::string now_compact() { return format_now("%Y%m%d-%H%M%S"); }
+
+void atomic_write(const fs::path& file, const std::string& text) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  fs::path tmp = file;
+  tmp += ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    if (!o) throw UsageError(file.string() + ": cannot write");
+    o << text;
+    if (!o.flush()) throw UsageError(file.string() + ": write failed");
+  }
+  fs::rename(tmp, file);
+}
+
+void append_file(const fs::path& file, const std::string& text) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  std::ofstream o(file, std::ios::binary | std::ios::app);
+  if (!o) throw UsageError(file.string() + ": cannot append");
+  o << text;
+}
+
+std::string slurp(const fs::path& file) {
+  std::ifstream i(file, std::ios::binary);
+  if (!i) throw UsageError(file.string() + ": cannot read");
+  std::ostringstream s;
+  s << i.rdbuf();
+  return s.str();
+}
+
+std::string sha256_file(const fs::path& file) {
+  std::ifstream i(file, std::ios::binary);
+  if (!i) throw UsageError(file.string() + ": cannot read for hashing");
+  MdCtx md;
+  std::array<char, 1 << 16> buf;
+  while (i) {
+    i.read(buf.data(), buf.size());
+    if (i.gcount() > 0) md.update(buf.data(), static_cast<std::size_t>(i.gcount()));
+  }
+  return md.hex();
+}
+
+std::string sha256_string(const std::string& s) {
+  MdCtx md;
+  md.update(s.data(), s.size());
+  return md.hex();
+}
+
+}  // namespace llmport::deploy

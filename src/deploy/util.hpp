@@ -1,0 +1,40 @@
+#pragma once
+// Small helpers of the deploy module: timestamps, atomic file writes, content hashes.
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace llmport::deploy {
+
+/// Current UTC time as ISO-8601 ("2026-11-29T18:09:57Z").
+std::string now_iso();
+/// Current UTC time for directory names ("20261129-180957").
+std::string now_compact();
+/// Writes `text` to `file` through a temporary file + rename (never a half-written file).
+void atomic_write(const std::filesystem::path& file, const std::string& text);
+/// Appends `text` to `file` (created when absent).
+void append_file(const std::filesystem::path& file, const std::string& text);
+/// Whole file as a string. Throws UsageError when unreadable.
+std::string slurp(const std::filesystem::path& file);
+/// SHA-256 of a file's bytes, lower-case hex. Throws UsageError when unreadable.
+std::string sha256_file(const std::filesystem::path& file);
+/// SHA-256 of a string, lower-case hex.
+std::string sha256_string(const std::string& s);
+
+/// Elements joined by `sep`.
+std::string join(const std::vector<std::string>& v, const std::string& sep);
+
+/// Monotonic stopwatch in seconds.
+class Stopwatch {
+ public:
+  Stopwatch() : t0_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace llmport::deploy

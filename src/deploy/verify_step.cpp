@@ -1,0 +1,77 @@
+#include "deploy/verify_step.hpp"
+
+#include <fmt/format.h>
+
+#include "deploy/kernel_tuning.hpp"
+#include "deploy/util.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+fs::path fresh_dir(const fs::path& parent, const std::string& stem) {
+  fs::path base = parent / (stem + "-" + now_compact());
+  fs::path d = base;
+  for (int i = 1; fs::exists(d); ++i) d = base.string() + "-" + std::to_string(i);
+  fs::create_directories(d);
+  return d;
+}
+
+VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& engine, bool full,
+                                        const fs::path& report_dir) {
+  VerifyOptions v;
+  v.engine = engine;
+  v.reference = m.reference.to_arg();
+  v.full = full;
+  if (!m.prompts_file.empty()) v.prompts_file = m.prompts_file;
+  v.report_dir = report_dir;
+  return v;
+}
+
+VerifyResult run_deployment_verify(Context& ctx, ConfigStage stage, bool full,
+                                   const std::string& stem) {
+  fs::path dir = fresh_dir(ctx.ws.verify_reports(), stem);
+  fs::remove(dir);  // verify creates it and refuses to overwrite an existing report
+  VerifyOptions v = deployment_verify_options(ctx.m, ctx.target_engine_options(stage), full, dir);
+  v.kernel_configs = stage_label(ctx.ws.dir(), stage);
+  v.log = [&](const std::string& line) { ctx.log << "  " << line << "\n"; };
+  Stopwatch sw;
+  VerifyResult r = run_verify(ctx.m.model_dir, v);
+  ctx.runtime_s += sw.seconds();
+  return r;
+}
+
+nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_dir) {
+  nlohmann::json j = {{"pass", r.pass},
+                      {"free_running_pass", r.free_running_pass},
+                      {"teacher_forced_pass", r.teacher_forced_pass},
+                      {"n_prompts", r.n_prompts},
+                      {"n_steps", r.n_steps},
+                      {"prompt_set", r.prompt_set},
+                      {"mean_kl", r.mean_kl},
+                      {"max_kl", r.max_kl},
+                      {"kl_bound", r.kl_bound},
+                      {"top1_agreement", r.top1_agreement},
+                      {"backend", r.backend},
+                      {"isa", r.isa},
+                      {"dtype", r.dtype},
+                      {"kernel_configs", r.kernel_configs},
+                      {"reference", r.reference_kind},
+                      {"reference_independent", r.reference_independent}};
+  if (!r.report_dir.empty()) {
+    std::error_code ec;
+    auto rel = fs::relative(r.report_dir, deployment_dir, ec);
+    j["report_dir"] = ec ? r.report_dir.string() : rel.string();
+  }
+  if (!r.failures.empty()) j["first_failure"] = r.failures.front();
+  return j;
+}
+
+std::string verify_summary(const VerifyResult& r) {
+  std::string s = fmt::format("{}: {} prompts x {} steps, mean KL {:.3g} (bound {:.3g}), max KL {:.3g}, top-1 agreement {:.1f}%",
+                              r.pass ? "PASS" : "FAIL", r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
+                              r.max_kl, 100.0 * r.top1_agreement);
+  if (!r.pass && !r.failures.empty()) s += "; " + r.failures.front();
+  return s;
+}
+
+}  // namespace llmport::deploy

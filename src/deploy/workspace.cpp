@@ -1,0 +1,55 @@
+#include "deploy/workspace.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "llmport/error.hpp"
+
+namespace llmport::deploy {
+namespace fs = std::filesystem;
+
+fs::path Workspace::phase_dir(int phase) const {
+  return dir_ / "phases" / fmt::format("phase{}", phase);
+}
+
+bool Workspace::is_deployment() const { return fs::is_regular_file(manifest()); }
+
+void Workspace::create_dirs() const {
+  for (const auto& d : {dir_, progress_dir(), registry(), verify_reports(), dir_ / "phases"})
+    fs::create_directories(d);
+}
+
+FileLock::FileLock(const fs::path& file) {
+  if (file.has_parent_path()) fs::create_directories(file.parent_path());
+  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      ::close(fd_);
+      throw UsageError(file.string() + ": cannot lock: " + std::strerror(errno));
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+bool FileLock::try_probe(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  if (ok) ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace llmport::deploy

@@ -1,0 +1,39 @@
+// Backend dispatch by name, plus the backend-independent ops (embedding lookup, softmax).
+#include <cstring>
+
+#include "kernels/backend_impls.hpp"
+#include "kernels/reference/reference_ops.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+
+std::vector<std::string> available_backends() { return {"reference", "cpu"}; }
+
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
+  if (name == "reference") return make_reference_backend();
+  if (name == "cpu") return make_cpu_backend(threads);
+  std::string list;
+  for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
+  throw UsageError("unknown backend '" + name + "' (available: " + list + ")");
+}
+
+void embedding_lookup(const TensorView& table, DType compute, const int* ids, int m, float* out) {
+  if (table.shape.size() != 2)
+    throw ShapeError(table.file.string() + ": " + table.name + ": embedding must be 2-D");
+  const int64_t vocab = table.shape[0];
+  const std::size_t dim = static_cast<std::size_t>(table.shape[1]);
+  const std::size_t es = dtype_size(table.dtype);
+  for (int t = 0; t < m; ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab)
+      throw UsageError("token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ")");
+    const auto* row = static_cast<const unsigned char*>(table.data) + static_cast<std::size_t>(ids[t]) * dim * es;
+    float* o = out + static_cast<std::size_t>(t) * dim;  // [dim]
+    to_f32(table.dtype, row, o, dim);
+    round_through(compute, o, o, dim);
+  }
+}
+
+void softmax(float* x, std::size_t n) { reference::softmax(x, n); }
+
+}  // namespace llmport

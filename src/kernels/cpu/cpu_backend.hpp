@@ -1,0 +1,67 @@
+#pragma once
+// The fast CPU backend's internals shared with its tests, the kernel registry
+// (src/registry/) and the kernel cache: ISA forcing, tile configs and packed weights.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "llmport/kernels.hpp"
+
+namespace llmport::cpu {
+
+/// Creates the CPU backend at a forced ISA level (tests, `kernels validate --isa`).
+/// Throws UsageError when this CPU cannot run `isa`.
+std::unique_ptr<Backend> make_cpu_backend_isa(int threads, Isa isa);
+/// Parses "avx512bf16" | "avx512" | "avx2" | "scalar". Throws UsageError otherwise.
+Isa parse_isa(const std::string& name);
+/// Levels this CPU can run, best first.
+std::vector<Isa> supported_isas();
+/// The level make_cpu_backend uses: env LLMPORT_CPU_ISA when set (must be supported),
+/// else detect_isa().
+Isa default_isa();
+
+/// TileConfig keys the linear kernels understand: mr, np, kc, mc, nc (prefill GEMM)
+/// and gnp (decode GEMV). Unknown keys or values < 1 throw UsageError naming the key.
+Blocking blocking_from_config(const TileConfig& cfg);
+/// Heuristic default config for a linear of W [n, k] in `dtype` at level `isa`
+/// (used until a sweep measured the shape).
+TileConfig default_tile_config(Isa isa, DType dtype, int n, int k);
+/// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
+std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
+
+/// A weight packed in 16-column panels (see PackedView) in backend-owned, 64-byte
+/// aligned memory (2 MiB aligned + MADV_HUGEPAGE when large).
+class CpuLinear : public LinearWeight {
+ public:
+  CpuLinear(int n, int k, DType dt, const TileConfig& cfg);
+  ~CpuLinear() override;
+  CpuLinear(const CpuLinear&) = delete;
+  CpuLinear& operator=(const CpuLinear&) = delete;
+  std::size_t bytes() const override { return nbytes_; }
+  const PackedView& view() const { return view_; }
+  void* data() { return data_; }
+  const Blocking& blocking() const { return blk_; }
+  /// Re-blocks for another tile config without repacking (the panel layout does not
+  /// depend on the config). Throws UsageError for a bad config.
+  void set_config(const TileConfig& cfg) {
+    blk_ = blocking_from_config(cfg);
+    config = cfg;
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t nbytes_ = 0;
+  PackedView view_;
+  Blocking blk_;
+};
+
+/// Packed byte count of W [n, k] in `dtype`.
+std::size_t packed_bytes(int n, int k, DType dtype);
+/// Packs `w` [n_out, n_in] (any stored dtype) into a new CpuLinear of dtype `compute`.
+/// Throws ShapeError for a tensor that is not 2-D.
+std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute,
+                                       const TileConfig& cfg, int threads);
+
+}  // namespace llmport::cpu

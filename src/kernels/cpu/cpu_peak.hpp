@@ -1,0 +1,17 @@
+#pragma once
+// Micro-benchmarks of this machine's limits for the roofline (`llmport bench --roofline`):
+// instruction throughput loops with independent accumulator chains and a streaming read.
+#include <cstddef>
+
+namespace llmport::cpu {
+/// Runs `iters` x 12 independent vdpbf16ps (zmm) on one thread; returns FLOPs done
+/// (64 per instruction). Only on AVX512_BF16 CPUs.
+double peak_bf16_avx512bf16(long iters);
+/// Runs `iters` x 12 independent fp32 FMAs (zmm); returns FLOPs (32 per instruction).
+double peak_f32_avx512(long iters);
+/// Same with ymm FMAs (16 FLOPs per instruction).
+double peak_f32_avx2(long iters);
+/// Sums n floats with wide loads (streaming read); returns the sum (keeps it live).
+float read_sum_avx512(const float* x, std::size_t n);
+float read_sum_avx2(const float* x, std::size_t n);
+}  // namespace llmport::cpu

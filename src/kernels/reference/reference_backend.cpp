@@ -1,0 +1,73 @@
+// The reference Backend: scalar fp32 oracle. Weights are rounded once to the compute dtype
+// and then widened to fp32, so the oracle sees exactly the values a bf16/fp16 kernel sees.
+#include <vector>
+
+#include "kernels/backend_impls.hpp"
+#include "kernels/reference/reference_ops.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+namespace {
+
+class RefLinear final : public LinearWeight {
+ public:
+  std::vector<float> w;  // [n_out, n_in], values representable in `dtype`
+  std::size_t bytes() const override { return w.size() * sizeof(float); }
+};
+
+class ReferenceBackend final : public Backend {
+ public:
+  std::string name() const override { return "reference"; }
+
+  std::unique_ptr<LinearWeight> make_linear(const TensorView& t, DType compute,
+                                            const TileConfig& cfg) override {
+    if (t.shape.size() != 2)
+      throw ShapeError(t.file.string() + ": " + t.name + ": linear weight must be 2-D");
+    auto lw = std::make_unique<RefLinear>();
+    lw->n_out = static_cast<int>(t.shape[0]);
+    lw->n_in = static_cast<int>(t.shape[1]);
+    lw->dtype = compute;
+    lw->config = cfg;
+    const std::size_t n = static_cast<std::size_t>(t.numel());
+    lw->w.resize(n);
+    to_f32(t.dtype, t.data, lw->w.data(), n);
+    round_through(compute, lw->w.data(), lw->w.data(), n);
+    return lw;
+  }
+
+  void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias) override {
+    counters_.add(m == 1 ? "gemv" : "gemm");
+    const auto& rw = dynamic_cast<const RefLinear&>(w);
+    reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
+  }
+  void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
+    counters_.add("rmsnorm");
+    reference::rmsnorm(x, w, y, m, dim, eps);
+  }
+  void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
+            const float* inv_freq) override {
+    counters_.add("rope");
+    reference::rope(x, m, n_heads, head_dim, positions, inv_freq);
+  }
+  void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
+                 int start_pos, int m, int n_heads, int n_kv_heads, int head_dim, float scale,
+                 float* out) override {
+    counters_.add("attention");
+    reference::attention(q, k_cache, v_cache, max_seq, start_pos, m, n_heads, n_kv_heads,
+                         head_dim, scale, out);
+  }
+  void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
+    counters_.add("swiglu");
+    reference::swiglu(gate, up, out, n);
+  }
+  void add(float* x, const float* y, std::size_t n) override {
+    counters_.add("add");
+    reference::add(x, y, n);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
+
+}  // namespace llmport

@@ -1,0 +1,27 @@
+#pragma once
+// Scalar fp32 reference ops (the oracle). One .cpp per op; the reference Backend forwards
+// to these. Every function is deliberately a plain loop: obviously right, never optimized.
+#include <cstddef>
+
+namespace llmport::reference {
+
+/// y[m, n_out] = x[m, n_in] . W^T (+ bias[n_out]); W: [n_out, n_in] fp32. fp64 accumulation
+/// is not used on purpose: the oracle matches an fp32 engine (HF float32 matmul).
+void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y,
+            const float* bias);
+/// HF LlamaRMSNorm: y = x / sqrt(mean(x^2) + eps) * w, x/y: [m, dim] (y may alias x).
+void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps);
+/// Rotate-half RoPE (HF apply_rotary_pos_emb), x: [m, n_heads, head_dim] in place.
+void rope(float* x, int m, int n_heads, int head_dim, const int* positions, const float* inv_freq);
+/// Causal GQA attention against a KV cache [n_kv_heads, max_seq, head_dim].
+void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
+               int start_pos, int m, int n_heads, int n_kv_heads, int head_dim, float scale,
+               float* out);
+/// out = silu(gate) * up.
+void swiglu(const float* gate, const float* up, float* out, std::size_t n);
+/// x += y.
+void add(float* x, const float* y, std::size_t n);
+/// Max-subtracted softmax in place.
+void softmax(float* x, std::size_t n);
+
+}  // namespace llmport::reference

@@ -1,0 +1,186 @@
+// Architecture gate: the rules written at the top of shared/configs/expected.json, plus our
+// own lowest-precedence class unsupported_rope_scaling. Never throws on config content.
+#include "llmport/compat.hpp"
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "model/json_fields.hpp"
+
+namespace llmport {
+
+using nlohmann::json;
+using namespace detail;
+
+namespace {
+
+bool is_seq2seq_model_type(const std::string& mt) {
+  static constexpr std::array<std::string_view, 24> kSeq2Seq = {
+      "t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "pegasus_x", "marian", "m2m_100",
+      "blenderbot", "blenderbot-small", "led", "prophetnet", "xlm-prophetnet", "fsmt", "plbart",
+      "bigbird_pegasus", "switch_transformers", "nllb-moe", "whisper", "speech_to_text", "mvp",
+      "seamless_m4t"};
+  return std::find(kSeq2Seq.begin(), kSeq2Seq.end(), mt) != kSeq2Seq.end();
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+/// Informational resolved fields; exact for the four accepted classes (transformers'
+/// defaults), null where a foreign config has no such notion.
+json informational_resolved(const json& c, const std::string& arch, bool mla) {
+  const bool family = is_accepted_architecture(arch);
+  auto num = [](std::optional<long long> v) { return v ? json(*v) : json(nullptr); };
+  json r = json::object();
+  r["architecture"] = arch.empty() ? json(nullptr) : json(arch);
+  r["model_type"] = field(c, "model_type") && field(c, "model_type")->is_string() ? *field(c, "model_type")
+                                                                                   : json(nullptr);
+  auto n_layers = lenient_int_any(c, {"num_hidden_layers", "n_layer", "num_layers"});
+  auto emb = lenient_int_any(c, {"hidden_size", "n_embd", "d_model"});
+  auto heads = lenient_int_any(c, {"num_attention_heads", "n_head", "num_heads"});
+  auto kv = lenient_int(c, "num_key_value_heads");
+  if (!kv && family) kv = heads;
+  std::optional<long long> hd;
+  if (!mla) {
+    hd = lenient_int_any(c, {"head_dim", "d_kv"});
+    if (!hd && emb && heads && *heads > 0) hd = *emb / *heads;
+  }
+  auto hidden = lenient_int_any(c, {"intermediate_size", "n_inner", "d_ff", "ffn_dim"});
+  if (!hidden && lenient_int(c, "n_embd")) hidden = 4 * *lenient_int(c, "n_embd");  // GPT-2 default
+  r["n_layers"] = num(n_layers);
+  r["emb_dim"] = num(emb);
+  r["n_heads"] = num(heads);
+  r["n_kv_heads"] = num(kv);
+  r["head_dim"] = num(hd);
+  r["hidden_dim"] = num(hidden);
+  r["vocab_size"] = num(lenient_int(c, "vocab_size"));
+  const json* rs = rope_scaling_of(c);
+  std::optional<double> theta = lenient_double(c, "rope_theta");
+  if (!theta && rs) theta = lenient_double(*rs, "rope_theta");
+  if (!theta && family) theta = 10000.0;
+  r["rope_theta"] = theta ? json(*theta) : json(nullptr);
+  auto tie = lenient_bool(c, "tie_word_embeddings");
+  if (!tie && family) tie = false;
+  r["tie_word_embeddings"] = tie ? json(*tie) : json(nullptr);
+  std::optional<bool> qkv_bias = lenient_bool(c, "attention_bias");
+  if (arch == "Qwen2ForCausalLM") qkv_bias = true;
+  else if (arch == "MistralForCausalLM") qkv_bias = false;
+  else if (family && !qkv_bias) qkv_bias = false;
+  r["qkv_bias"] = qkv_bias ? json(*qkv_bias) : json(nullptr);
+  r["qk_norm"] = family ? json(arch == "Qwen3ForCausalLM") : json(nullptr);
+  std::string rt = rope_type_of(rs);
+  r["rope_scaling_type"] = (rt == "none" || rt.empty()) ? json(nullptr) : json(rt);
+  r["max_position_embeddings"] = num(lenient_int_any(c, {"max_position_embeddings", "n_positions"}));
+  r["rms_norm_eps"] = lenient_double(c, "rms_norm_eps") ? json(*lenient_double(c, "rms_norm_eps")) : json(nullptr);
+  std::string dt = torch_dtype_of(c);
+  r["torch_dtype"] = dt.empty() ? json(nullptr) : json(dt);
+  return r;
+}
+
+}  // namespace
+
+CompatResult check_compat(const json& config, std::optional<int> max_seq) {
+  static const json kEmpty = json::object();
+  const json& c = config.is_object() ? config : kEmpty;
+  CompatResult res;
+  const std::string arch = architecture_of(c);
+  const std::string model_type = lenient_string(c, "model_type").value_or("");
+  std::vector<std::string> details;  // one short phrase per reason, same order
+
+  // encoder_decoder
+  bool enc_dec = lenient_bool(c, "is_encoder_decoder").value_or(false);
+  if (!enc_dec && ends_with(arch, "ForConditionalGeneration"))
+    enc_dec = is_seq2seq_model_type(model_type) || field(c, "num_decoder_layers") ||
+              field(c, "decoder_layers") || field(c, "encoder_layers");
+  if (enc_dec) {
+    res.reasons.push_back("encoder_decoder");
+    details.push_back("encoder-decoder (seq2seq) model");
+  }
+
+  // mla
+  bool mla = false;
+  for (const char* k : {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"}) {
+    if (field(c, k)) {
+      mla = true;
+      details.push_back(std::string("multi-head latent attention (") + k + " = " + show(*field(c, k)) + ")");
+      break;
+    }
+  }
+  if (mla) res.reasons.push_back("mla");
+
+  // moe
+  for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"}) {
+    auto n = lenient_int(c, k);
+    if (n && *n > 0) {
+      res.reasons.push_back("moe");
+      details.push_back("mixture of experts (" + std::string(k) + " = " + std::to_string(*n) + ")");
+      break;
+    }
+  }
+
+  // sliding_window ("effective")
+  auto window = lenient_int_any(c, {"sliding_window", "sliding_window_size"});
+  auto mpe = lenient_int(c, "max_position_embeddings");
+  auto use_sw = lenient_bool(c, "use_sliding_window");
+  std::string sw_why;
+  if (use_sw && *use_sw) {
+    sw_why = "use_sliding_window true";
+  } else if (const json* lt = field(c, "layer_types");
+             lt && lt->is_array() && std::find(lt->begin(), lt->end(), json("sliding_attention")) != lt->end()) {
+    sw_why = "layer_types contains sliding_attention";
+  } else if (!use_sw && window && (!mpe || *window < *mpe)) {
+    sw_why = "sliding_window " + std::to_string(*window) +
+             (mpe ? " < max_position_embeddings " + std::to_string(*mpe) : std::string());
+  }
+  if (!sw_why.empty()) {
+    if (max_seq && window && *max_seq > 0 && *max_seq <= *window) {
+      res.context_cap = *max_seq;
+      res.notes.push_back(sw_why + ": --max-seq " + std::to_string(*max_seq) + " <= window " +
+                          std::to_string(*window) +
+                          ", so sliding-window attention equals full attention; context capped at " +
+                          std::to_string(*max_seq) + " tokens");
+    } else {
+      res.reasons.push_back("sliding_window");
+      details.push_back("sliding-window attention (" + sw_why +
+                        (window ? "; --max-seq N <= " + std::to_string(*window) + " would accept it)" : ")"));
+    }
+  }
+
+  // unsupported_architecture
+  const json* act = field(c, "hidden_act");
+  if (!act) act = field(c, "hidden_activation");
+  const bool act_not_silu = act && act->is_string() && act->get<std::string>() != "silu";
+  if (!is_accepted_architecture(arch)) {
+    res.reasons.push_back("unsupported_architecture");
+    details.push_back("architecture " + (arch.empty() ? std::string("(none given)") : arch) +
+                      " is not one of LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
+  } else if (act_not_silu) {
+    res.reasons.push_back("unsupported_architecture");
+    details.push_back("hidden_act " + act->get<std::string>() + " is not silu");
+  }
+
+  // unsupported_rope_scaling: only for an otherwise accepted model.
+  if (res.reasons.empty()) {
+    const json* rs = rope_scaling_of(c);
+    std::string rt = rope_type_of(rs);
+    if (!rt.empty() && rt != "none" && rt != "linear" && rt != "llama3") {
+      res.reasons.push_back("unsupported_rope_scaling");
+      details.push_back("rope_scaling type '" + rt + "' is not supported (none, linear, llama3)");
+    }
+  }
+
+  res.accepted = res.reasons.empty();
+  res.resolved = informational_resolved(c, arch, mla);
+  if (res.accepted) {
+    res.message = "ACCEPT: " + arch + " (" + (model_type.empty() ? "?" : model_type) + ")";
+  } else {
+    res.reason = res.reasons.front();
+    res.message = "REJECT (" + res.reason + "): " + (arch.empty() ? std::string("?") : arch) + ": ";
+    for (std::size_t i = 0; i < details.size(); ++i) res.message += (i ? "; " : "") + details[i];
+  }
+  return res;
+}
+
+}  // namespace llmport

@@ -1,0 +1,299 @@
+// config.json -> ModelConfig, following transformers' LlamaConfig / MistralConfig /
+// Qwen2Config / Qwen3Config defaults (configuration_*.py).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "llmport/compat.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+#include "model/json_fields.hpp"
+
+namespace llmport {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace detail;
+
+namespace {
+
+/// transformers' default max_position_embeddings per accepted class.
+int default_max_position_embeddings(const std::string& arch) {
+  if (arch == "MistralForCausalLM") return 4096 * 32;
+  if (arch == "Qwen2ForCausalLM" || arch == "Qwen3ForCausalLM") return 32768;
+  return 2048;  // LlamaConfig
+}
+
+double positive_double(const json& j, const char* key, double dflt) {
+  auto v = strict_double(j, key);
+  if (!v) return dflt;
+  if (!(*v > 0) || !std::isfinite(*v))
+    throw ConfigError(std::string("field '") + key + "': " + show(*field(j, key)) + " must be > 0");
+  return *v;
+}
+
+RopeScaling resolve_rope_scaling(const json& config) {
+  RopeScaling rs;
+  const json* r = rope_scaling_of(config);
+  if (!r) return rs;
+  const char* key = field(config, "rope_scaling") ? "rope_scaling" : "rope_parameters";
+  if (!r->is_object()) throw ConfigError(std::string("field '") + key + "': expected an object, got " + show(*r));
+  std::string type = rope_type_of(r);
+  if (type.empty()) throw ConfigError(std::string("field '") + key + "': rope_type/type must be a string");
+  rs.type = type;
+  if (type == "none") return rs;
+  auto need = [&](const char* f) {
+    if (!field(*r, f)) throw ConfigError(std::string("field '") + key + "." + f + "' is missing (needed by " +
+                                         type + " RoPE scaling)");
+    auto v = lenient_double(*r, f);
+    if (!v || !(*v > 0)) throw ConfigError(std::string("field '") + key + "." + f + "': expected a number > 0, got " +
+                                           show(*field(*r, f)));
+    return *v;
+  };
+  if (type == "linear") {
+    rs.factor = need("factor");
+  } else if (type == "llama3") {
+    rs.factor = need("factor");
+    rs.low_freq_factor = need("low_freq_factor");
+    rs.high_freq_factor = need("high_freq_factor");
+    rs.original_max_position_embeddings = static_cast<int>(need("original_max_position_embeddings"));
+    if (rs.high_freq_factor <= rs.low_freq_factor)
+      throw ConfigError(std::string("field '") + key + "': high_freq_factor must exceed low_freq_factor");
+  } else {
+    throw UnsupportedError("rope_scaling type '" + type + "' is not supported (none, linear, llama3)");
+  }
+  return rs;
+}
+
+std::optional<int> first_id(const json& j, const char* key) {
+  auto ids = strict_ids(j, key);
+  if (ids.empty()) return std::nullopt;
+  return ids.front();
+}
+
+}  // namespace
+
+fs::path find_config_json(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    fs::path f = path / "config.json";
+    if (!fs::is_regular_file(f, ec)) throw ConfigError(path.string() + ": no config.json in this directory");
+    return f;
+  }
+  if (fs::is_regular_file(path, ec)) return path;
+  throw ConfigError(path.string() + ": no such model directory or config.json file");
+}
+
+json read_json_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string() + ": cannot open for reading");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) throw ConfigError(file.string() + ": read error");
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    // nlohmann's message names the byte offset; keep it on one line.
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    throw ConfigError(file.string() + ": malformed JSON: " + what);
+  }
+}
+
+GenerationConfig parse_generation_config(const json& g) {
+  GenerationConfig gc;
+  if (!g.is_object()) throw ConfigError("generation_config is not a JSON object");
+  gc.present = true;
+  gc.eos_token_ids = strict_ids(g, "eos_token_id");
+  gc.bos_token_id = first_id(g, "bos_token_id");
+  gc.do_sample = strict_bool(g, "do_sample");
+  gc.temperature = strict_double(g, "temperature");
+  gc.top_p = strict_double(g, "top_p");
+  gc.min_p = strict_double(g, "min_p");
+  gc.repetition_penalty = strict_double(g, "repetition_penalty");
+  auto opt_int = [&](const char* k) -> std::optional<int> {
+    auto v = strict_int(g, k, false, 0, "generation_config");
+    return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+  };
+  gc.top_k = opt_int("top_k");
+  gc.max_length = opt_int("max_length");
+  gc.max_new_tokens = opt_int("max_new_tokens");
+  return gc;
+}
+
+ModelConfig resolve_model_config(const json& config, const json* generation_config) {
+  if (!config.is_object()) throw ConfigError("config is not a JSON object");
+  ModelConfig cfg;
+  cfg.architecture = architecture_of(config);
+  cfg.model_type = lenient_string(config, "model_type").value_or("");
+  const std::string who = cfg.architecture.empty() ? std::string("the model") : cfg.architecture;
+  auto as_int = [](std::optional<long long> v) { return static_cast<int>(*v); };
+
+  cfg.n_layers = as_int(strict_int(config, "num_hidden_layers", true, 1, who));
+  cfg.emb_dim = as_int(strict_int(config, "hidden_size", true, 1, who));
+  cfg.n_heads = as_int(strict_int(config, "num_attention_heads", true, 1, who));
+  auto kv = strict_int(config, "num_key_value_heads", false, 1, who);
+  cfg.n_kv_heads = kv ? as_int(kv) : cfg.n_heads;
+  if (cfg.n_heads % cfg.n_kv_heads != 0)
+    throw ConfigError("num_attention_heads " + std::to_string(cfg.n_heads) + " is not a multiple of num_key_value_heads " +
+                      std::to_string(cfg.n_kv_heads));
+  // An explicit head_dim wins even when it differs from hidden_size / num_attention_heads
+  // (Mistral-Nemo, Qwen3): TRAPS #1.
+  if (auto hd = strict_int(config, "head_dim", false, 1, who)) {
+    cfg.head_dim = as_int(hd);
+  } else {
+    if (cfg.emb_dim % cfg.n_heads != 0)
+      throw ConfigError("hidden_size " + std::to_string(cfg.emb_dim) + " is not divisible by num_attention_heads " +
+                        std::to_string(cfg.n_heads) + " and no head_dim is given");
+    cfg.head_dim = cfg.emb_dim / cfg.n_heads;
+  }
+  if (cfg.head_dim % 2 != 0)
+    throw ConfigError("head_dim " + std::to_string(cfg.head_dim) + " is odd: RoPE rotates pairs of dimensions");
+  cfg.hidden_dim = as_int(strict_int(config, "intermediate_size", true, 1, who));
+  cfg.vocab_size = as_int(strict_int(config, "vocab_size", true, 1, who));
+  auto mpe = strict_int(config, "max_position_embeddings", false, 1, who);
+  cfg.max_position_embeddings = mpe ? as_int(mpe) : default_max_position_embeddings(cfg.architecture);
+
+  cfg.rope_theta = positive_double(config, "rope_theta", 10000.0);
+  if (!field(config, "rope_theta"))
+    if (const json* rp = field(config, "rope_parameters"); rp && rp->is_object())
+      cfg.rope_theta = positive_double(*rp, "rope_theta", 10000.0);
+  cfg.rope_scaling = resolve_rope_scaling(config);
+  cfg.rms_norm_eps = positive_double(config, "rms_norm_eps", 1e-6);
+
+  if (const json* act = field(config, "hidden_act")) {
+    if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + show(*act));
+    if (act->get<std::string>() != "silu")
+      throw UnsupportedError("hidden_act '" + act->get<std::string>() + "' is not supported (silu only)");
+  }
+  cfg.tie_word_embeddings = strict_bool(config, "tie_word_embeddings").value_or(false);
+  const bool attention_bias = strict_bool(config, "attention_bias").value_or(false);
+  if (cfg.architecture == "Qwen2ForCausalLM") {
+    cfg.qkv_bias = true;  // Qwen2Attention: q/k/v bias=True, o_proj bias=False (TRAPS #5)
+  } else if (cfg.architecture == "MistralForCausalLM") {
+    cfg.qkv_bias = false;
+  } else {
+    cfg.qkv_bias = attention_bias;
+    cfg.o_bias = attention_bias;
+  }
+  cfg.qk_norm = cfg.architecture == "Qwen3ForCausalLM";
+
+  cfg.bos_token_id = first_id(config, "bos_token_id");
+  cfg.eos_token_ids = strict_ids(config, "eos_token_id");
+  cfg.torch_dtype = torch_dtype_of(config);
+  cfg.max_seq = cfg.max_position_embeddings;
+  if (generation_config) {
+    try {
+      cfg.generation = parse_generation_config(*generation_config);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("generation_config.json: ") + e.what());
+    }
+  }
+  return cfg;
+}
+
+ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) {
+  const fs::path file = find_config_json(path);
+  const json j = read_json_file(file);
+  if (!j.is_object()) throw ConfigError(file.string() + ": not a JSON object");
+  if (max_seq && *max_seq <= 0) throw UsageError("--max-seq " + std::to_string(*max_seq) + " must be > 0");
+  CompatResult compat = check_compat(j, max_seq);
+  if (!compat.accepted) throw UnsupportedError(file.string() + ": " + compat.message);
+
+  const fs::path dir = file.parent_path();
+  std::optional<json> gen;
+  const fs::path gen_file = dir / "generation_config.json";
+  if (std::error_code ec; fs::is_regular_file(gen_file, ec)) {
+    gen = read_json_file(gen_file);
+    if (!gen->is_object()) throw ConfigError(gen_file.string() + ": not a JSON object");
+  }
+  ModelConfig cfg;
+  try {
+    cfg = resolve_model_config(j, gen ? &*gen : nullptr);
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(file.string() + ": " + e.what());
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    if (what.rfind("generation_config.json: ", 0) == 0)
+      throw ConfigError(gen_file.string() + ": " + what.substr(24));
+    throw ConfigError(file.string() + ": " + what);
+  }
+  cfg.dir = dir;
+  if (compat.context_cap) {
+    cfg.sliding_window = static_cast<int>(*lenient_int_any(j, {"sliding_window", "sliding_window_size"}));
+    cfg.max_seq = std::min(*compat.context_cap, cfg.max_position_embeddings);
+  } else if (max_seq) {
+    if (*max_seq > cfg.max_position_embeddings)
+      throw UsageError("--max-seq " + std::to_string(*max_seq) + " exceeds max_position_embeddings " +
+                       std::to_string(cfg.max_position_embeddings) + " of " + file.string());
+    cfg.max_seq = *max_seq;
+  }
+  return cfg;
+}
+
+std::vector<int> ModelConfig::stop_ids() const {
+  std::vector<int> ids = eos_token_ids;
+  ids.insert(ids.end(), generation.eos_token_ids.begin(), generation.eos_token_ids.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+double ModelConfig::attn_scale() const { return 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+
+json ModelConfig::to_json() const {
+  json j = json::object();
+  j["architecture"] = architecture;
+  j["model_type"] = model_type;
+  j["n_layers"] = n_layers;
+  j["emb_dim"] = emb_dim;
+  j["n_heads"] = n_heads;
+  j["n_kv_heads"] = n_kv_heads;
+  j["head_dim"] = head_dim;
+  j["hidden_dim"] = hidden_dim;
+  j["vocab_size"] = vocab_size;
+  j["rope_theta"] = rope_theta;
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  j["qkv_bias"] = qkv_bias;
+  j["o_bias"] = o_bias;
+  j["qk_norm"] = qk_norm;
+  j["rope_scaling_type"] = rope_scaling.type == "none" ? json(nullptr) : json(rope_scaling.type);
+  if (rope_scaling.type == "linear") {
+    j["rope_scaling"] = {{"type", "linear"}, {"factor", rope_scaling.factor}};
+  } else if (rope_scaling.type == "llama3") {
+    j["rope_scaling"] = {{"type", "llama3"},
+                         {"factor", rope_scaling.factor},
+                         {"low_freq_factor", rope_scaling.low_freq_factor},
+                         {"high_freq_factor", rope_scaling.high_freq_factor},
+                         {"original_max_position_embeddings", rope_scaling.original_max_position_embeddings}};
+  } else {
+    j["rope_scaling"] = nullptr;
+  }
+  j["rms_norm_eps"] = rms_norm_eps;
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["max_seq"] = max_seq;
+  j["sliding_window"] = sliding_window ? json(*sliding_window) : json(nullptr);
+  j["bos_token_id"] = bos_token_id ? json(*bos_token_id) : json(nullptr);
+  j["eos_token_ids"] = eos_token_ids;
+  j["stop_ids"] = stop_ids();
+  j["torch_dtype"] = torch_dtype.empty() ? json(nullptr) : json(torch_dtype);
+  if (generation.present) {
+    json g = json::object();
+    g["eos_token_ids"] = generation.eos_token_ids;
+    auto put = [&](const char* k, const auto& v) { g[k] = v ? json(*v) : json(nullptr); };
+    put("bos_token_id", generation.bos_token_id);
+    put("do_sample", generation.do_sample);
+    put("temperature", generation.temperature);
+    put("top_k", generation.top_k);
+    put("top_p", generation.top_p);
+    put("min_p", generation.min_p);
+    put("repetition_penalty", generation.repetition_penalty);
+    put("max_length", generation.max_length);
+    put("max_new_tokens", generation.max_new_tokens);
+    j["generation"] = g;
+  }
+  return j;
+}
+
+}  // namespace llmport

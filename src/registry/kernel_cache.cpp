@@ -1,0 +1,137 @@
+#include "llmport/kernel_cache.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+
+namespace {
+constexpr uint64_t P1 = 11400714785074694791ull, P2 = 14029467366897019727ull,
+                   P3 = 1609587929392839161ull, P4 = 9650029242287828579ull,
+                   P5 = 2870177450012600261ull;
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t round64(uint64_t acc, uint64_t in) { return rotl(acc + in * P2, 31) * P1; }
+inline uint64_t merge(uint64_t acc, uint64_t v) { return (acc ^ round64(0, v)) * P1 + P4; }
+inline uint64_t rd64(const unsigned char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+constexpr char kMagic[8] = {'L', 'L', 'M', 'P', 'K', 'C', '1', '\0'};
+}  // namespace
+
+std::string content_hash(const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* end = p + n;
+  uint64_t h;
+  if (n >= 32) {
+    uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+    for (; p + 32 <= end; p += 32) {
+      v1 = round64(v1, rd64(p));
+      v2 = round64(v2, rd64(p + 8));
+      v3 = round64(v3, rd64(p + 16));
+      v4 = round64(v4, rd64(p + 24));
+    }
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(merge(merge(merge(h, v1), v2), v3), v4);
+  } else {
+    h = P5;
+  }
+  h += n;
+  for (; p + 8 <= end; p += 8) h = rotl(h ^ round64(0, rd64(p)), 27) * P1 + P4;
+  for (; p < end; ++p) h = rotl(h ^ (*p * P5), 11) * P1;
+  h ^= h >> 33;
+  h *= P2;
+  h ^= h >> 29;
+  h *= P3;
+  h ^= h >> 32;
+  return fmt::format("{:016x}", h);
+}
+
+KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+namespace {
+nlohmann::json header_of(const TensorView& w, DType dtype, const TileConfig& cfg,
+                         const std::string& backend, const std::string& chash) {
+  nlohmann::json h;
+  h["content_hash"] = chash;
+  h["backend"] = backend;
+  h["kernel"] = "linear_packed_panels16";
+  h["dtype"] = std::string(dtype_name(dtype));
+  h["shape"] = w.shape;
+  h["config"] = cfg;
+  h["llmport_version"] = LLMPORT_VERSION;
+  return h;
+}
+}  // namespace
+
+std::string KernelCache::key(const TensorView& w, DType dtype, const TileConfig& cfg,
+                             const std::string& backend) {
+  const std::string chash = content_hash(w.data, w.nbytes);
+  const std::string hk = header_of(w, dtype, cfg, backend, chash).dump();
+  return chash + "-" + content_hash(hk.data(), hk.size()) + ".bin";
+}
+
+std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const TensorView& w,
+                                                       DType dtype, const TileConfig& cfg,
+                                                       bool* hit) {
+  if (hit) *hit = false;
+  if (backend.name() != "cpu" || w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
+  const std::string chash = content_hash(w.data, w.nbytes);
+  const nlohmann::json header = header_of(w, dtype, cfg, backend.name(), chash);
+  const std::string hk = header.dump();
+  const auto file = dir_ / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
+  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
+  const std::size_t nbytes = cpu::packed_bytes(n, k, dtype);
+  {
+    std::ifstream in(file, std::ios::binary);
+    if (in) {
+      char magic[8];
+      uint64_t hlen = 0;
+      in.read(magic, 8);
+      in.read(reinterpret_cast<char*>(&hlen), 8);
+      if (in && std::memcmp(magic, kMagic, 8) == 0 && hlen == hk.size()) {
+        std::string stored(hlen, '\0');
+        in.read(stored.data(), static_cast<std::streamsize>(hlen));
+        if (in && stored == hk) {
+          auto lw = std::make_unique<cpu::CpuLinear>(n, k, dtype, cfg);
+          in.read(static_cast<char*>(lw->data()), static_cast<std::streamsize>(nbytes));
+          if (in && in.gcount() == static_cast<std::streamsize>(nbytes) && in.peek() == EOF) {
+            if (hit) *hit = true;
+            return lw;
+          }
+        }
+      }
+    }
+  }
+  auto packed = backend.make_linear(w, dtype, cfg);
+  auto* cl = dynamic_cast<cpu::CpuLinear*>(packed.get());
+  if (!cl) return packed;
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  const auto tmp = file.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    const uint64_t hlen = hk.size();
+    out.write(kMagic, 8);
+    out.write(reinterpret_cast<const char*>(&hlen), 8);
+    out.write(hk.data(), static_cast<std::streamsize>(hlen));
+    out.write(static_cast<const char*>(cl->view().data), static_cast<std::streamsize>(nbytes));
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return packed;
+    }
+  }
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+  return packed;
+}
+
+}  // namespace llmport

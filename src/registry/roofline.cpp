@@ -1,0 +1,103 @@
+#include "llmport/roofline.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/cpu_peak.hpp"
+
+namespace llmport {
+
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Best-of-3 streaming read of `n` floats split over `threads`.
+double read_gbps(const float* buf, std::size_t n, int threads, bool avx512) {
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t0 = now();
+    float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    {
+      const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
+      const std::size_t i0 = n * t / T, i1 = n * (t + 1) / T;
+      total += avx512 ? cpu::read_sum_avx512(buf + i0, i1 - i0) : cpu::read_sum_avx2(buf + i0, i1 - i0);
+    }
+    const double dt = now() - t0;
+    volatile float sink = total;
+    (void)sink;
+    best = std::max(best, n * 4.0 / dt * 1e-9);
+  }
+  return best;
+}
+
+template <class F>
+double peak(int threads, F&& f) {
+  // Calibrate to ~0.15 s per thread, then run all threads at once.
+  long iters = 1 << 16;
+  for (;;) {
+    const double t0 = now();
+    f(iters);
+    if (now() - t0 > 0.02 || iters > (1L << 30)) break;
+    iters *= 4;
+  }
+  iters *= 6;
+  double flops = 0;
+  const double t0 = now();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+  flops += f(iters);
+  return flops / (now() - t0) * 1e-9;
+}
+}  // namespace
+
+Roofline measure_roofline(int threads) {
+  Roofline r;
+  r.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
+  const bool avx512 = cpu::isa_supported(cpu::Isa::Avx512);
+  const bool avx2 = cpu::isa_supported(cpu::Isa::Avx2);
+  r.isa = avx512 ? "avx512" : (avx2 ? "avx2" : "scalar");
+  if (!avx2) return r;
+  const std::size_t n = (std::size_t{512} << 20) / 4;  // 512 MiB of floats
+  std::unique_ptr<float, decltype(&std::free)> buf(
+      static_cast<float*>(std::aligned_alloc(64, n * 4)), &std::free);
+#pragma omp parallel for num_threads(r.threads) schedule(static)
+  for (long i = 0; i < static_cast<long>(n); ++i) buf.get()[i] = 1.0f;  // fault pages in
+  r.read_gbps_1t = read_gbps(buf.get(), n, 1, avx512);
+  r.read_gbps = read_gbps(buf.get(), n, r.threads, avx512);
+  if (cpu::isa_supported(cpu::Isa::Avx512Bf16))
+    r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
+  r.f32_gflops = avx512 ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
+                        : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
+  return r;
+}
+
+ModelCost model_cost(const ModelConfig& cfg, DType dtype) {
+  const double e = cfg.emb_dim, hd = cfg.head_dim;
+  const double per_layer = e * cfg.n_heads * hd * 2 + e * cfg.n_kv_heads * hd * 2 +
+                           3.0 * e * cfg.hidden_dim;
+  const double params = per_layer * cfg.n_layers + static_cast<double>(cfg.vocab_size) * e;
+  ModelCost c;
+  c.weight_bytes = params * static_cast<double>(dtype_size(dtype));
+  c.flops_per_token = 2.0 * params;
+  c.kv_bytes_per_pos = 2.0 * cfg.n_layers * cfg.n_kv_heads * hd * 4.0;
+  return c;
+}
+
+double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx) {
+  const double bytes = c.weight_bytes + c.kv_bytes_per_pos * ctx;
+  return bytes > 0 ? r.read_gbps * 1e9 / bytes : 0;
+}
+
+double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype) {
+  const double peak = (dtype == DType::BF16 && r.bf16_gflops > 0) ? r.bf16_gflops : r.f32_gflops;
+  return c.flops_per_token > 0 ? peak * 1e9 / c.flops_per_token : 0;
+}
+
+}  // namespace llmport

@@ -1,0 +1,109 @@
+// `kernels validate`: every kernel x shape a model needs vs the reference kernels.
+#include <set>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+#include "llmport/registry.hpp"
+#include "registry/kernel_check.hpp"
+
+namespace llmport {
+
+std::pair<double, double> kernel_tolerance(const std::string& kernel, DType dtype) {
+  if (dtype == DType::F32) return {1e-4, 1e-4};
+  const double rtol = 1.6e-2;
+  if (kernel == "gemv") return {1e-3, rtol};
+  if (kernel == "gemm") return {1.5e-3, rtol};
+  if (kernel == "swiglu") return {8e-2, rtol};
+  if (kernel == "attention_prefill" || kernel == "attention_decode") return {1e-1, rtol};
+  return {5e-2, rtol};  // rmsnorm, rope, add
+}
+
+std::vector<std::pair<std::string, KernelShape>> model_kernel_shapes(const ModelConfig& cfg,
+                                                                     int prefill_m) {
+  const int P = std::max(1, prefill_m);
+  const int hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, e = cfg.emb_dim;
+  std::vector<std::pair<std::string, KernelShape>> out;
+  std::set<std::pair<int, int>> linears = {{nh * hd, e}, {nkv * hd, e}, {e, nh * hd},
+                                           {cfg.hidden_dim, e}, {e, cfg.hidden_dim},
+                                           {cfg.vocab_size, e}};
+  for (const auto& [n, k] : linears) {
+    out.push_back({"gemm", {{"m", P}, {"n", n}, {"k", k}}});
+    out.push_back({"gemv", {{"n", n}, {"k", k}}});
+  }
+  for (int m : {P, 1}) {
+    out.push_back({"rmsnorm", {{"m", m}, {"dim", e}}});
+    if (cfg.qk_norm) out.push_back({"rmsnorm", {{"m", m * nh}, {"dim", hd}}});
+    out.push_back({"rope", {{"m", m}, {"n_heads", nh}, {"head_dim", hd}}});
+    if (nkv != nh) out.push_back({"rope", {{"m", m}, {"n_heads", nkv}, {"head_dim", hd}}});
+    out.push_back({"swiglu", {{"n", m * cfg.hidden_dim}}});
+    out.push_back({"add", {{"n", m * e}}});
+  }
+  out.push_back({"attention_prefill", {{"m", P}, {"n_heads", nh}, {"n_kv_heads", nkv}, {"head_dim", hd}}});
+  out.push_back({"attention_decode", {{"ctx", P}, {"n_heads", nh}, {"n_kv_heads", nkv}, {"head_dim", hd}}});
+  return out;
+}
+
+std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
+                                            KernelSelection* sel, int prefill_m) {
+  std::vector<ValidationRow> rows;
+  for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
+    TileConfig tc;
+    if ((kernel == "gemm" || kernel == "gemv") && backend.name() == "cpu") {
+      const int n = shape.at("n"), k = shape.at("k");
+      tc = sel ? sel->linear_config(backend, n, k, dtype)
+               : cpu::default_tile_config(cpu::parse_isa(backend.isa()), dtype, n, k);
+    }
+    const auto r = detail::check_kernel(kernel, shape, dtype, backend, tc, 0);
+    ValidationRow row;
+    row.kernel = kernel;
+    row.shape = shape;
+    row.config = tc;
+    row.max_abs_err = r.max_abs_err;
+    row.max_rel_err = r.max_rel_err;
+    row.mean_rel_l1 = r.mean_rel_l1;
+    std::tie(row.atol, row.rtol) = kernel_tolerance(kernel, dtype);
+    row.pass = r.pass && r.n_checked > 0;
+    row.n_checked = r.n_checked;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void record_validation(const std::vector<ValidationRow>& rows, DType dtype, const std::string& isa,
+                       KernelRegistry& registry, const std::string& model_name, int threads) {
+  const std::string dt(dtype_name(dtype));
+  for (const auto& row : rows) {
+    RegistryEntry e;
+    if (const auto* old = registry.find(row.kernel, dt, isa, row.shape)) e = *old;
+    e.kernel = row.kernel;
+    e.dtype = dt;
+    e.isa = isa;
+    e.shape = row.shape;
+    bool have = false;
+    for (auto& c : e.candidates)
+      if (c.config == row.config) {
+        c.mean_rel_l1 = row.mean_rel_l1;
+        c.max_abs_err = row.max_abs_err;
+        c.pass = row.pass;
+        have = true;
+      }
+    if (!have) {
+      Candidate c;
+      c.config = row.config;
+      c.mean_rel_l1 = row.mean_rel_l1;
+      c.max_abs_err = row.max_abs_err;
+      c.pass = row.pass;
+      e.candidates.push_back(c);
+    }
+    if (e.best.empty() || e.best == row.config) {
+      e.heuristic = e.best.empty() ? true : e.heuristic;
+      e.best = row.config;
+    }
+    e.validated = row.pass && e.best == row.config;
+    e.used_by = {model_name};
+    if (e.provenance.date.empty()) e.provenance = Provenance::current(threads);
+    registry.record(e);
+  }
+}
+
+}  // namespace llmport

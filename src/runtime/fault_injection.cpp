@@ -1,0 +1,65 @@
+// FaultInjection::parse: "kind[@layer][=value]" (test-only faults; see engine.hpp).
+#include <cstdlib>
+#include <utility>
+
+#include "llmport/engine.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+namespace {
+
+const std::pair<const char*, FaultInjection::Kind> kKinds[] = {
+    {"none", FaultInjection::Kind::None},
+    {"rope_interleaved", FaultInjection::Kind::RopeInterleaved},
+    {"drop_qkv_bias", FaultInjection::Kind::DropQkvBias},
+    {"skip_qk_norm", FaultInjection::Kind::SkipQkNorm},
+    {"wrong_rope_theta", FaultInjection::Kind::WrongRopeTheta},
+    {"kv_off_by_one", FaultInjection::Kind::KvOffByOne},
+    {"logit_scale", FaultInjection::Kind::LogitScale},
+};
+
+std::string kind_list() {
+  std::string s;
+  for (const auto& [n, k] : kKinds) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+}  // namespace
+
+FaultInjection FaultInjection::parse(const std::string& spec) {
+  FaultInjection f;
+  std::string kind = spec, layer, value;
+  if (auto eq = kind.find('='); eq != std::string::npos) {
+    value = kind.substr(eq + 1);
+    kind.resize(eq);
+  }
+  if (auto at = kind.find('@'); at != std::string::npos) {
+    layer = kind.substr(at + 1);
+    kind.resize(at);
+  }
+  bool found = false;
+  for (const auto& [n, k] : kKinds)
+    if (kind == n) {
+      f.kind = k;
+      found = true;
+    }
+  if (!found)
+    throw UsageError("fault '" + spec + "': unknown kind '" + kind + "' (expected one of " +
+                     kind_list() + ")");
+  if (!layer.empty()) {
+    char* end = nullptr;
+    const long il = std::strtol(layer.c_str(), &end, 10);
+    if (*end != '\0' || il < 0 || il > 1000000)
+      throw UsageError("fault '" + spec + "': layer '" + layer + "' is not a layer index");
+    f.layer = static_cast<int>(il);
+  }
+  if (!value.empty()) {
+    char* end = nullptr;
+    f.value = std::strtod(value.c_str(), &end);
+    if (*end != '\0' || !(f.value > 0.0))
+      throw UsageError("fault '" + spec + "': value '" + value + "' is not a positive number");
+  }
+  return f;
+}
+
+}  // namespace llmport

@@ -1,0 +1,60 @@
+#include "llmport/generate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "llmport/error.hpp"
+
+namespace llmport {
+
+GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opt,
+                        const std::function<void(int)>& on_token) {
+  using clock = std::chrono::steady_clock;
+  if (prompt.empty()) throw UsageError("the prompt is empty (at least one token is needed)");
+  if (opt.n_tokens < 1)
+    throw UsageError("n-tokens must be >= 1, got " + std::to_string(opt.n_tokens));
+  const long total = static_cast<long>(prompt.size()) + opt.n_tokens;
+  if (static_cast<long>(prompt.size()) > engine.max_seq())
+    throw UsageError("the prompt is " + std::to_string(prompt.size()) +
+                     " tokens, longer than the context of " + std::to_string(engine.max_seq()) +
+                     " tokens");
+  if (total > engine.max_seq())
+    throw UsageError("prompt (" + std::to_string(prompt.size()) + " tokens) + n-tokens (" +
+                     std::to_string(opt.n_tokens) + ") exceed the context of " +
+                     std::to_string(engine.max_seq()) + " tokens");
+  Sampler sampler(opt.sampling);
+
+  GenerateResult r;
+  r.prompt_ids.assign(prompt.begin(), prompt.end());
+  std::vector<int> history(prompt.begin(), prompt.end());  // [prompt + generated]
+  history.reserve(static_cast<std::size_t>(total));
+  r.stop_reason = "n_tokens";
+
+  auto t0 = clock::now();
+  std::vector<float> logits = engine.prefill(prompt);  // [vocab]
+  r.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  for (int step = 0; step < opt.n_tokens; ++step) {
+    const int id = sampler.sample(logits, history);
+    GenerationStep st;
+    st.token = id;
+    if (opt.record_top > 0) st.top = top_k_logits(logits, opt.record_top);
+    r.steps.push_back(std::move(st));
+    if (!opt.ignore_stop &&
+        std::find(opt.stop_ids.begin(), opt.stop_ids.end(), id) != opt.stop_ids.end()) {
+      r.stop_reason = "stop_id";
+      break;
+    }
+    r.generated_ids.push_back(id);
+    history.push_back(id);
+    if (on_token) on_token(id);
+    if (step + 1 == opt.n_tokens) break;
+    auto t1 = clock::now();
+    logits = engine.decode_step(id);
+    r.decode_ms += std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+    ++r.n_decode;
+  }
+  return r;
+}
+
+}  // namespace llmport

@@ -1,0 +1,221 @@
+// Tokenizer::load: the tokenizer.json pipeline (added tokens -> normalizer -> pre-tokenizer
+// -> BPE -> post-processor; decoders for the way back) plus tokenizer_config.json /
+// special_tokens_map.json / chat_template.jinja metadata.
+#include <fstream>
+
+#include "llmport/error.hpp"
+#include "llmport/tokenizer.hpp"
+#include "tokenizer/added_vocabulary.hpp"
+#include "tokenizer/bpe_model.hpp"
+#include "tokenizer/components.hpp"
+#include "tokenizer/tokenizer_json.hpp"
+#include "tokenizer/utf8.hpp"
+
+namespace llmport {
+namespace {
+
+namespace fs = std::filesystem;
+using tok::json;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary | std::ios::ate);
+  if (!f) throw ConfigError(p.string() + ": cannot open");
+  std::string s(static_cast<std::size_t>(f.tellg()), '\0');
+  f.seekg(0);
+  if (!f.read(s.data(), static_cast<std::streamsize>(s.size()))) throw ConfigError(p.string() + ": read failed");
+  return s;
+}
+
+json parse_json(const fs::path& p) {
+  std::string text = read_text(p);
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(p.string() + ": invalid JSON: " + e.what());
+  }
+}
+
+/// bos_token / eos_token value: a string or an AddedToken object {"content": ...}.
+std::string token_field(const json& j, const char* key) {
+  if (!j.is_object()) return "";
+  auto it = j.find(key);
+  if (it == j.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
+    return (*it)["content"].get<std::string>();
+  return "";
+}
+
+class HfTokenizer final : public Tokenizer {
+ public:
+  HfTokenizer(const fs::path& file, const fs::path& dir) {
+    const std::string where = file.string();
+    tok::TokenizerJson parsed = tok::parse_tokenizer_json(read_text(file), where);
+    const json& j = parsed.doc;
+    try {
+      if (!j.is_object()) throw ConfigError(where + ": top level must be an object");
+      model_ = tok::BpeModel::from_json(tok::require(j, "model", where), std::move(parsed.vocab),
+                                        std::move(parsed.merges), where);
+      normalizer_ = tok::make_normalizer(j.value("normalizer", json()), where);
+      pre_tokenizer_ = tok::make_pre_tokenizer(j.value("pre_tokenizer", json()), where);
+      post_processor_ = tok::make_post_processor(j.value("post_processor", json()), where);
+      decoder_ = tok::make_decoder(j.value("decoder", json()), where);
+      std::vector<tok::AddedToken> added;
+      if (auto it = j.find("added_tokens"); it != j.end() && !it->is_null()) {
+        if (!it->is_array()) throw ConfigError(where + ": 'added_tokens' must be an array");
+        for (const auto& a : *it) {
+          tok::AddedToken t;
+          if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
+              !a["content"].is_string())
+            throw ConfigError(where + ": each added_tokens entry needs an integer 'id' and a string 'content'");
+          t.id = a["id"].get<int>();
+          if (t.id < 0) throw ConfigError(where + ": added token '" + t.content + "' has a negative id");
+          t.content = a["content"].get<std::string>();
+          t.special = tok::get_bool(a, "special", false);
+          t.lstrip = tok::get_bool(a, "lstrip", false);
+          t.rstrip = tok::get_bool(a, "rstrip", false);
+          t.single_word = tok::get_bool(a, "single_word", false);
+          t.normalized = tok::get_bool(a, "normalized", !t.special);
+          added.push_back(std::move(t));
+        }
+      }
+      added_.build(std::move(added), normalizer_.get());
+    } catch (const json::exception& e) {
+      throw ConfigError(where + ": " + e.what());
+    }
+    vocab_size_ = std::max(model_->size(), added_.max_id() + 1);
+    load_metadata(dir);
+  }
+
+  std::vector<int> encode(std::string_view text, const EncodeOptions& opt) const override {
+    if (std::size_t bad = tok::utf8_first_invalid(text); bad != text.size())
+      throw UsageError("text to tokenize is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
+    std::vector<int> ids;
+    ids.reserve(text.size() / 3 + 4);
+    std::vector<tok::Segment> raw, norm;
+    added_.split(text, false, opt.split_special_tokens, raw);
+    std::string piece;
+    for (const auto& seg : raw) {
+      if (seg.id >= 0) {
+        ids.push_back(seg.id);
+        continue;
+      }
+      piece.assign(text.substr(seg.b, seg.e - seg.b));
+      if (normalizer_) normalizer_->normalize(piece);
+      norm.clear();
+      added_.split(piece, true, opt.split_special_tokens, norm);
+      for (const auto& s2 : norm) {
+        if (s2.id >= 0) {
+          ids.push_back(s2.id);
+          continue;
+        }
+        encode_piece(std::string_view(piece).substr(s2.b, s2.e - s2.b), seg.b == 0 && s2.b == 0, ids);
+      }
+    }
+    if (opt.add_special_tokens && post_processor_) post_processor_->process(ids);
+    return ids;
+  }
+
+  std::string decode(const std::vector<int>& ids, bool skip_special_tokens) const override {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (int id : ids) {
+      if (const tok::AddedToken* a = added_.by_id(id)) {
+        if (skip_special_tokens && a->special) continue;
+        tokens.push_back(a->content);
+      } else if (const std::string* t = model_->id_to_token(id)) {
+        tokens.push_back(*t);
+      }
+    }
+    std::string out;
+    if (decoder_) {
+      decoder_->decode_chain(tokens);
+      for (const auto& t : tokens) out += t;
+    } else {
+      for (std::size_t i = 0; i < tokens.size(); ++i) out += (i ? " " : "") + tokens[i];
+    }
+    return out;
+  }
+
+  std::string id_to_token(int id) const override {
+    if (const tok::AddedToken* a = added_.by_id(id)) return a->content;
+    if (const std::string* t = model_->id_to_token(id)) return *t;
+    throw UsageError("token id " + std::to_string(id) + " is out of range (vocab size " +
+                     std::to_string(vocab_size_) + ")");
+  }
+  std::optional<int> token_to_id(std::string_view token) const override {
+    if (const tok::AddedToken* a = added_.by_content(token)) return a->id;
+    return model_->token_to_id(token);
+  }
+  int vocab_size() const override { return vocab_size_; }
+  bool is_special(int id) const override {
+    const tok::AddedToken* a = added_.by_id(id);
+    return a && a->special;
+  }
+  std::string bos_token() const override { return bos_; }
+  std::string eos_token() const override { return eos_; }
+  std::string chat_template() const override { return chat_template_; }
+
+ private:
+  void encode_piece(std::string_view text, bool at_start, std::vector<int>& ids) const {
+    if (text.empty()) return;
+    if (!pre_tokenizer_) {
+      model_->tokenize(text, ids);
+      return;
+    }
+    std::vector<tok::PreToken> pieces;
+    pieces.push_back({std::string(text), at_start});
+    pre_tokenizer_->pre_tokenize(pieces);
+    for (const auto& p : pieces) model_->tokenize(p.text, ids);
+  }
+
+  void load_metadata(const fs::path& dir) {
+    json cfg;
+    if (fs::path p = dir / "tokenizer_config.json"; fs::exists(p)) {
+      cfg = parse_json(p);
+      bos_ = token_field(cfg, "bos_token");
+      eos_ = token_field(cfg, "eos_token");
+      if (auto it = cfg.find("chat_template"); it != cfg.end()) {
+        if (it->is_string()) {
+          chat_template_ = it->get<std::string>();
+        } else if (it->is_array()) {
+          for (const auto& t : *it)
+            if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string())
+              chat_template_ = t["template"].get<std::string>();
+        }
+      }
+    }
+    if (fs::path p = dir / "special_tokens_map.json"; fs::exists(p) && (bos_.empty() || eos_.empty())) {
+      json m = parse_json(p);
+      if (bos_.empty()) bos_ = token_field(m, "bos_token");
+      if (eos_.empty()) eos_ = token_field(m, "eos_token");
+    }
+    if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) chat_template_ = read_text(p);
+  }
+
+  std::unique_ptr<tok::BpeModel> model_;
+  std::unique_ptr<tok::Normalizer> normalizer_;
+  std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<tok::PostProcessor> post_processor_;
+  std::unique_ptr<tok::Decoder> decoder_;
+  tok::AddedVocabulary added_;
+  int vocab_size_ = 0;
+  std::string bos_, eos_, chat_template_;
+};
+
+}  // namespace
+
+bool Tokenizer::exists(const fs::path& dir) { return fs::is_regular_file(dir / "tokenizer.json"); }
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& dir) {
+  fs::path file = dir, base = dir;
+  if (fs::is_directory(dir)) {
+    file = dir / "tokenizer.json";
+  } else {
+    base = dir.parent_path();
+  }
+  if (!fs::is_regular_file(file)) throw ConfigError(file.string() + ": no tokenizer.json there");
+  return std::make_unique<HfTokenizer>(file, base);
+}
+
+}  // namespace llmport

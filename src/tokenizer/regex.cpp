@@ -1,0 +1,80 @@
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "tokenizer/regex.hpp"
+
+#include <pcre2.h>
+
+#include "llmport/error.hpp"
+#include "tokenizer/utf8.hpp"
+
+namespace llmport::tok {
+
+struct Regex::Impl {
+  pcre2_code* code = nullptr;
+};
+
+Regex::Regex(const std::string& pattern, const std::string& where) : impl_(std::make_unique<Impl>()) {
+  int err = 0;
+  PCRE2_SIZE off = 0;
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+                              PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &off, nullptr);
+  if (!impl_->code) {
+    PCRE2_UCHAR buf[256];
+    pcre2_get_error_message(err, buf, sizeof buf);
+    throw ConfigError(where + ": bad regex '" + pattern + "' at offset " + std::to_string(off) + ": " +
+                      reinterpret_cast<const char*>(buf));
+  }
+  // JIT is an optimisation only: the interpreter gives the same matches.
+  (void)pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);
+}
+
+Regex::~Regex() {
+  if (impl_ && impl_->code) pcre2_code_free(impl_->code);
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_view text) const {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  // Per call (not per match) so that one Regex can be used by several threads.
+  pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
+  pcre2_match_context* mc = pcre2_match_context_create(nullptr);
+  pcre2_jit_stack* js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
+  if (js) pcre2_jit_stack_assign(mc, nullptr, js);
+  auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, mc);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0) {
+      if (js) pcre2_jit_stack_free(js);
+      pcre2_match_context_free(mc);
+      pcre2_match_data_free(md);
+      PCRE2_UCHAR buf[256];
+      pcre2_get_error_message(rc, buf, sizeof buf);
+      throw Error(std::string("tokenizer regex match failed: ") + reinterpret_cast<const char*>(buf));
+    }
+    PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
+    std::size_t s = ov[0], e = ov[1];
+    out.emplace_back(s, e);
+    if (e == s) {
+      if (e >= text.size()) break;
+      std::size_t n = utf8_valid_len(text, e);
+      pos = e + (n ? n : 1);
+    } else {
+      pos = e;
+    }
+  }
+  if (js) pcre2_jit_stack_free(js);
+  pcre2_match_context_free(mc);
+  pcre2_match_data_free(md);
+  return out;
+}
+
+std::string regex_escape(std::string_view literal) {
+  std::string out;
+  for (char c : literal) {
+    if (std::string_view("\\^$.|?*+()[]{}-/#").find(c) != std::string_view::npos) out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace llmport::tok

@@ -1,0 +1,33 @@
+#pragma once
+// PCRE2 (UTF + UCP, JIT when available) wrapper for the regexes of tokenizer.json, which
+// the reference compiles with Oniguruma: \p{L}, \p{N}, \s are Unicode-aware in both.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace llmport::tok {
+
+class Regex {
+ public:
+  /// Compiles `pattern`; throws ConfigError "<where>: bad regex ..." on a syntax error.
+  Regex(const std::string& pattern, const std::string& where);
+  ~Regex();
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+
+  /// All non-overlapping matches [start, end) in byte offsets, left to right. `text` must be
+  /// valid UTF-8. An empty match advances the search by one character.
+  std::vector<std::pair<std::size_t, std::size_t>> find_all(std::string_view text) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Escapes `literal` so that it matches itself in a PCRE2 pattern.
+std::string regex_escape(std::string_view literal);
+
+}  // namespace llmport::tok

@@ -1,0 +1,172 @@
+// Diagnosis: per-layer comparison of two prefills' hidden states, flags, and the
+// phase-2 single-block gate.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "llmport/diagnosis.hpp"
+#include "llmport/error.hpp"
+#include "verify/format.hpp"
+
+namespace llmport {
+
+namespace {
+
+// Rows of `data` ([n_rows, dim], rows for `positions`) at the positions in `want`.
+std::vector<float> gather(const std::vector<float>& data, const std::vector<int>& positions,
+                          const std::vector<int>& want, int dim) {
+  std::map<int, std::size_t> row;
+  for (std::size_t i = 0; i < positions.size(); ++i) row[positions[i]] = i;
+  std::vector<float> out;  // [want.size(), dim]
+  out.reserve(want.size() * static_cast<std::size_t>(dim));
+  for (int p : want) {
+    const std::size_t r = row.at(p);
+    out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(r * static_cast<std::size_t>(dim)),
+               data.begin() + static_cast<std::ptrdiff_t>((r + 1) * static_cast<std::size_t>(dim)));
+  }
+  return out;
+}
+
+std::vector<int> common(std::vector<int> a, std::vector<int> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  std::vector<int> c;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(c));
+  return c;
+}
+
+// Positions of the final_norm rows: the engine may normalize only the last rows.
+std::vector<int> final_norm_positions(const HiddenStates& h) {
+  if (h.emb_dim <= 0 || h.final_norm.empty()) return {};
+  const auto n = h.final_norm.size() / static_cast<std::size_t>(h.emb_dim);
+  if (n > h.positions.size()) return {};
+  return std::vector<int>(h.positions.end() - static_cast<std::ptrdiff_t>(n), h.positions.end());
+}
+
+CosineStats compare_at(const std::vector<float>& a, const std::vector<int>& pa, const std::vector<float>& b,
+                       const std::vector<int>& pb, const std::vector<int>& at, int dim) {
+  const auto ga = gather(a, pa, at, dim);
+  const auto gb = gather(b, pb, at, dim);
+  return compare_rows(ga.data(), gb.data(), static_cast<int>(at.size()), dim);
+}
+
+void check_pair(const HiddenStates& e, const HiddenStates& r) {
+  if (e.empty() || r.empty()) throw UsageError("diagnosis: a side recorded no hidden states");
+  if (e.emb_dim != r.emb_dim)
+    throw UsageError("diagnosis: emb_dim differs (engine " + std::to_string(e.emb_dim) + ", reference " +
+                     std::to_string(r.emb_dim) + ")");
+  if (e.layer_out.size() != r.layer_out.size())
+    throw UsageError("diagnosis: engine has " + std::to_string(e.layer_out.size()) + " layer outputs, reference " +
+                     std::to_string(r.layer_out.size()));
+  const auto rows = [](const HiddenStates& h, const std::vector<float>& v) {
+    return v.size() == static_cast<std::size_t>(h.n_rows()) * static_cast<std::size_t>(h.emb_dim);
+  };
+  for (std::size_t l = 0; l < e.layer_out.size(); ++l)
+    if (!rows(e, e.layer_out[l]) || !rows(r, r.layer_out[l]))
+      throw UsageError("diagnosis: layer " + std::to_string(l) + " output missing or of the wrong size");
+}
+
+}  // namespace
+
+DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference) {
+  const HiddenStates& e = engine.hidden;
+  const HiddenStates& r = reference.hidden;
+  check_pair(e, r);
+  const auto at = common(e.positions, r.positions);
+  if (at.empty()) throw UsageError("diagnosis: the two sides share no prompt position");
+  DiagnosisResult d;
+  d.n_positions = static_cast<int>(at.size());
+  d.engine_top1 = engine.last.token;
+  d.reference_top1 = reference.last.token;
+  double prev_median = 1.0;
+  for (std::size_t l = 0; l < e.layer_out.size(); ++l) {
+    DiagnosisRow row;
+    row.layer = static_cast<int>(l);
+    row.name = "layer " + std::to_string(l);
+    row.stats = compare_at(e.layer_out[l], e.positions, r.layer_out[l], r.positions, at, e.emb_dim);
+    std::string why;
+    if (row.stats.has_nan) why = "NaN/inf in the engine output";
+    else if (row.stats.min < kFlagMinCosine)
+      why = "per-position min cosine " + verify_detail::fmt_g(row.stats.min, 4) + " < " +
+            verify_detail::fmt_g(kFlagMinCosine);
+    else if (prev_median - row.stats.median > kFlagMedianDrop)
+      why = "median cosine drops " + verify_detail::fmt_g(prev_median - row.stats.median, 3) +
+            " from the previous layer (> " + verify_detail::fmt_g(kFlagMedianDrop) + ")";
+    if (!why.empty()) {
+      row.flagged = true;
+      row.reason = why;
+      if (d.first_suspicious_layer < 0) d.first_suspicious_layer = row.layer;
+    }
+    prev_median = row.stats.median;
+    d.rows.push_back(std::move(row));
+  }
+  const auto fe = final_norm_positions(e), fr = final_norm_positions(r);
+  const auto fat = common(fe, fr);
+  if (!fat.empty()) {
+    DiagnosisRow row;
+    row.name = "final_norm";
+    row.stats = compare_at(e.final_norm, fe, r.final_norm, fr, fat, e.emb_dim);
+    d.rows.push_back(std::move(row));
+  }
+  return d;
+}
+
+DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids) {
+  const PrefillRecord pe = engine.prefill(prompt_ids, true);
+  const PrefillRecord pr = reference.prefill(prompt_ids, true);
+  DiagnosisResult d = diagnose(pe, pr);
+  d.prompt_ids = prompt_ids;
+  d.engine = engine.info();
+  d.reference = reference.info();
+  return d;
+}
+
+double single_block_position_threshold(int head_dim) {
+  if (head_dim <= 64) return 0.99;
+  if (head_dim <= 128) return 0.98;
+  return 0.97;
+}
+
+SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference, int head_dim) {
+  if (engine.layer_out.empty() || reference.layer_out.empty())
+    throw UsageError("single-block gate: a side has no layer-0 output");
+  if (engine.emb_dim != reference.emb_dim)
+    throw UsageError("single-block gate: emb_dim differs between the sides");
+  const auto at = common(engine.positions, reference.positions);
+  if (at.empty()) throw UsageError("single-block gate: the two sides share no prompt position");
+  SingleBlockResult r;
+  r.n_positions = static_cast<int>(at.size());
+  r.position_threshold = single_block_position_threshold(head_dim);
+  const CosineStats s = compare_at(engine.layer_out[0], engine.positions, reference.layer_out[0],
+                                   reference.positions, at, engine.emb_dim);
+  r.whole_cosine = s.whole;
+  r.min_position_cosine = s.min;
+  r.has_nan = s.has_nan;
+  r.pass = !s.has_nan && s.whole >= 0.99 && s.min >= r.position_threshold;
+  const std::string nums = "layer 0 over " + std::to_string(r.n_positions) + " positions: whole-tensor cosine " +
+                           verify_detail::fmt_g(s.whole, 6) + " (>= 0.99), per-position min " +
+                           verify_detail::fmt_g(s.min, 6) + " (>= " + verify_detail::fmt_g(r.position_threshold) +
+                           " for head_dim " + std::to_string(head_dim) + ")";
+  r.message = s.has_nan ? "NaN/inf in the layer-0 output; " + nums : nums;
+  return r;
+}
+
+SingleBlockResult run_single_block_gate(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids,
+                                        int head_dim) {
+  const PrefillRecord pe = engine.prefill(prompt_ids, true);
+  const PrefillRecord pr = reference.prefill(prompt_ids, true);
+  return single_block_gate(pe.hidden, pr.hidden, head_dim);
+}
+
+nlohmann::json SingleBlockResult::to_json() const {
+  return {{"pass", pass},
+          {"whole_cosine", whole_cosine},
+          {"min_position_cosine", min_position_cosine},
+          {"whole_threshold", 0.99},
+          {"position_threshold", position_threshold},
+          {"has_nan", has_nan},
+          {"n_positions", n_positions},
+          {"message", message}};
+}
+
+}  // namespace llmport

@@ -1,0 +1,57 @@
+#include "verify/hf_reference.hpp"
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+
+namespace llmport::verify_detail {
+namespace fs = std::filesystem;
+
+namespace {
+std::string sh_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+}  // namespace
+
+fs::path hf_reference_script() {
+  if (const char* env = std::getenv("LLMPORT_HF_REFERENCE"); env && *env) return env;
+  return fs::path(LLMPORT_DATA_DIR).parent_path() / "tools" / "hf_reference.py";
+}
+
+void run_hf_reference(const std::string& python, const fs::path& model_dir, const std::vector<PromptSpec>& prompts,
+                      bool chat, int n_steps, const fs::path& out) {
+  const fs::path script = hf_reference_script();
+  if (!fs::exists(script))
+    throw UsageError("--reference hf: " + script.string() + " not found (set LLMPORT_HF_REFERENCE)");
+  const std::string probe = sh_quote(python) + " -c 'import torch, transformers' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0)
+    throw UsageError("--reference hf needs " + python +
+                     " with torch and transformers installed (pip install torch transformers); "
+                     "use --reference golden:FILE or --reference oracle instead");
+  nlohmann::json pj = nlohmann::json::array();
+  for (const auto& p : prompts) {
+    nlohmann::json e{{"name", p.name}};
+    if (p.ids) e["prompt_ids"] = *p.ids;
+    else if (p.text) e["text"] = *p.text;
+    pj.push_back(e);
+  }
+  fs::path pfile = out;
+  pfile.replace_extension(".prompts.json");
+  {
+    std::ofstream f(pfile);
+    if (!f) throw UsageError(pfile.string() + ": cannot write the prompt list for the hf reference");
+    f << nlohmann::json{{"chat", chat}, {"prompts", pj}}.dump(1) << "\n";
+  }
+  const std::string cmd = sh_quote(python) + " " + sh_quote(script.string()) + " --model " +
+                          sh_quote(model_dir.string()) + " --prompts " + sh_quote(pfile.string()) + " --steps " +
+                          std::to_string(n_steps) + " --out " + sh_quote(out.string());
+  if (std::system(cmd.c_str()) != 0 || !fs::exists(out))
+    throw UsageError("--reference hf: " + script.string() + " failed (see its messages above)");
+}
+
+}  // namespace llmport::verify_detail

@@ -1,0 +1,67 @@
+#pragma once
+// Typed access to JSON fields with errors that name the file and the field path
+// (e.g. "golden.json: cases[3].steps[4].top5: expected an array").
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+
+namespace llmport::verify_detail {
+
+class JsonField {
+ public:
+  JsonField(const nlohmann::json& j, std::filesystem::path file, std::string path)
+      : j_(j), file_(std::move(file)), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ConfigError(file_.string() + ": " + (path_.empty() ? "<root>" : path_) + ": " + what);
+  }
+  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key) && !j_.at(key).is_null(); }
+  JsonField at(const std::string& key) const {
+    if (!j_.is_object()) fail("expected an object");
+    if (!j_.contains(key)) JsonField(j_, file_, sub(key)).fail("missing");
+    return JsonField(j_.at(key), file_, sub(key));
+  }
+  JsonField at(std::size_t i) const {
+    return JsonField(j_.at(i), file_, path_ + "[" + std::to_string(i) + "]");
+  }
+  std::size_t size() const {
+    if (!j_.is_array()) fail("expected an array");
+    return j_.size();
+  }
+  std::string str() const {
+    if (!j_.is_string()) fail("expected a string");
+    return j_.get<std::string>();
+  }
+  int integer() const {
+    if (!j_.is_number_integer()) fail("expected an integer");
+    return j_.get<int>();
+  }
+  double number() const {
+    if (!j_.is_number()) fail("expected a number");
+    return j_.get<double>();
+  }
+  std::vector<int> ints() const {
+    std::vector<int> v(size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i).integer();
+    return v;
+  }
+  std::vector<float> floats() const {
+    std::vector<float> v(size());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(at(i).number());
+    return v;
+  }
+  const nlohmann::json& raw() const { return j_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string sub(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  const nlohmann::json& j_;
+  std::filesystem::path file_;
+  std::string path_;
+};
+
+}  // namespace llmport::verify_detail

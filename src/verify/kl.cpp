@@ -1,0 +1,97 @@
+// Teacher-forced step comparison: top-1 agreement, top-k inclusion both ways, and
+// KL(reference || engine), full or coarsened to the reference top-k plus a "rest" bucket.
+// The plain truncated sum over the top-k is never used: it goes negative when a fault
+// sharpens the engine's distribution (e.g. a logit scale > 1).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "llmport/error.hpp"
+#include "llmport/verify.hpp"
+
+namespace llmport {
+
+double kl_full(std::span<const float> reference_logits, std::span<const float> engine_logits) {
+  if (reference_logits.size() != engine_logits.size())
+    throw UsageError("KL: reference has " + std::to_string(reference_logits.size()) +
+                     " logits, engine " + std::to_string(engine_logits.size()));
+  const double lse_p = log_sum_exp(reference_logits);
+  const double lse_q = log_sum_exp(engine_logits);
+  double kl = 0.0;
+  for (std::size_t i = 0; i < reference_logits.size(); ++i) {
+    const double lp = static_cast<double>(reference_logits[i]) - lse_p;
+    const double lq = static_cast<double>(engine_logits[i]) - lse_q;
+    const double p = std::exp(lp);
+    if (p > 0.0) kl += p * (lp - lq);
+  }
+  return kl;
+}
+
+double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  if (!reference.logsumexp)
+    throw UsageError("KL: the reference step has no logsumexp (needed for the coarsened KL)");
+  const double lse_p = *reference.logsumexp;
+  const double lse_q = log_sum_exp(engine_logits);
+  const int n = std::min(k, static_cast<int>(reference.top.size()));
+  double kl = 0.0, p5 = 0.0, q5 = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const TopEntry& t = reference.top[static_cast<std::size_t>(i)];
+    if (t.id < 0 || static_cast<std::size_t>(t.id) >= engine_logits.size())
+      throw UsageError("KL: reference top id " + std::to_string(t.id) + " outside the engine vocabulary (" +
+                       std::to_string(engine_logits.size()) + ")");
+    const double lp = static_cast<double>(t.logit) - lse_p;
+    const double lq = static_cast<double>(engine_logits[static_cast<std::size_t>(t.id)]) - lse_q;
+    const double p = std::exp(lp);
+    p5 += p;
+    q5 += std::exp(lq);
+    kl += p * (lp - lq);
+  }
+  // The rest bucket. The reference's logsumexp is float32, so P5 may exceed 1 by rounding;
+  // clamp both masses into [0, 1] and give the engine's rest a floor so a fully
+  // concentrated engine gives a large finite KL instead of inf.
+  const double rest_p = std::clamp(1.0 - p5, 0.0, 1.0);
+  const double rest_q = std::clamp(1.0 - q5, 1e-300, 1.0);
+  if (rest_p > 0.0) kl += rest_p * std::log(rest_p / rest_q);
+  return kl;
+}
+
+KlKind kl_kind_for(std::span<const StepRecord> reference) {
+  bool full = !reference.empty(), lse = !reference.empty();
+  for (const auto& s : reference) {
+    if (s.logits.empty()) full = false;
+    if (!s.logsumexp) lse = false;
+  }
+  if (full) return KlKind::Full;
+  if (lse) return KlKind::Coarsened;
+  throw UsageError("reference steps have neither full logits nor logsumexp: the KL gate cannot be computed");
+}
+
+TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<const float> engine_logits,
+                               KlKind kind, int k) {
+  TeacherForcedStep r;
+  r.step = step;
+  r.reference_token = reference.top.empty() ? reference.token : reference.top[0].id;
+  r.engine_top = top_k(engine_logits, k);
+  r.reference_top = reference.top;
+  if (r.reference_top.size() > static_cast<std::size_t>(k)) r.reference_top.resize(static_cast<std::size_t>(k));
+  r.engine_top1 = r.engine_top.empty() ? -1 : r.engine_top[0].id;
+  bool finite = true;
+  for (float v : engine_logits)
+    if (!std::isfinite(v)) finite = false;
+  r.top1_agree = finite && r.engine_top1 == r.reference_token;
+  auto in = [k](const std::vector<TopEntry>& top, int id) {
+    for (int i = 0; i < std::min(k, static_cast<int>(top.size())); ++i)
+      if (top[static_cast<std::size_t>(i)].id == id) return true;
+    return false;
+  };
+  r.engine_in_reference_top = finite && in(r.reference_top, r.engine_top1);
+  r.reference_in_engine_top = finite && in(r.engine_top, r.reference_token);
+  if (!finite) {
+    r.kl = std::numeric_limits<double>::infinity();
+  } else {
+    r.kl = kind == KlKind::Full ? kl_full(reference.logits, engine_logits) : kl_coarsened(reference, engine_logits, k);
+  }
+  return r;
+}
+
+}  // namespace llmport

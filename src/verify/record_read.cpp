@@ -1,0 +1,315 @@
+// Reads record files: llmport-records/1 (+ safetensors side file), the stories260K golden
+// and the synthetic golden, each as it is, into one RecordFile.
+#include <fstream>
+#include <sstream>
+
+#include "llmport/error.hpp"
+#include "llmport/records.hpp"
+#include "llmport/weights.hpp"
+#include "verify/json_field.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using verify_detail::JsonField;
+
+nlohmann::json parse_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ConfigError(file.string() + ": cannot open record file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(file.string() + ": malformed JSON: " + e.what());
+  }
+}
+
+std::string opt_str(const JsonField& f, const std::string& key) {
+  return f.has(key) && f.raw().at(key).is_string() ? f.at(key).str() : std::string();
+}
+
+// Top-k entries from parallel arrays (ids, logits), checked sorted-compatible lengths.
+std::vector<TopEntry> top_from_arrays(const JsonField& ids_f, const JsonField& logits_f) {
+  auto ids = ids_f.ints();
+  auto logits = logits_f.floats();
+  if (ids.empty()) ids_f.fail("empty top-k list");
+  if (ids.size() != logits.size())
+    logits_f.fail("has " + std::to_string(logits.size()) + " entries, ids has " +
+                  std::to_string(ids.size()));
+  std::vector<TopEntry> top(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0) ids_f.at(i).fail("negative token id");
+    top[i] = {ids[i], logits[i]};
+  }
+  return top;
+}
+
+void check_vector(const JsonField& f, const std::vector<float>& v, int emb_dim) {
+  if (emb_dim > 0 && static_cast<int>(v.size()) != emb_dim)
+    f.fail("has " + std::to_string(v.size()) + " values, expected emb_dim " + std::to_string(emb_dim));
+}
+
+// ------------------------------------------------------------------ stories260K golden
+RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
+  JsonField root(j, file, "");
+  RecordFile rf;
+  rf.format = "stories-golden";
+  rf.path = file;
+  rf.model = opt_str(root, "model");
+  rf.producer = opt_str(root, "reference");
+  rf.compute_dtype = "float32";
+  rf.independent = true;
+  const JsonField cases = root.at("cases");
+  if (cases.size() == 0) cases.fail("no cases");
+  rf.n_steps = root.has("steps") ? root.at("steps").integer() : -1;
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const JsonField cf = cases.at(c);
+    RecordSequence seq;
+    seq.name = cf.has("name") ? cf.at("name").str() : "case" + std::to_string(c);
+    if (cf.has("prompt")) seq.prompt = cf.at("prompt").str();
+    seq.prompt_rendering = "raw";
+    seq.prompt_ids = cf.at("prompt_ids").ints();
+    if (seq.prompt_ids.empty()) cf.at("prompt_ids").fail("empty");
+    const auto gen = cf.at("generated_ids").ints();
+    const JsonField steps = cf.at("steps");
+    const int n_steps = cf.has("n_steps") ? cf.at("n_steps").integer() : static_cast<int>(gen.size());
+    if (static_cast<int>(gen.size()) != n_steps)
+      cf.at("generated_ids").fail("has " + std::to_string(gen.size()) + " ids, n_steps is " +
+                                  std::to_string(n_steps));
+    if (static_cast<int>(steps.size()) != n_steps)
+      steps.fail("has " + std::to_string(steps.size()) + " steps, n_steps is " + std::to_string(n_steps));
+    if (rf.n_steps < 0) rf.n_steps = n_steps;
+    if (n_steps != rf.n_steps)
+      cf.at("n_steps").fail("differs from the file's step count " + std::to_string(rf.n_steps));
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      const JsonField sf = steps.at(s);
+      const JsonField t5 = sf.at("top5");
+      StepRecord st;
+      for (std::size_t e = 0; e < t5.size(); ++e) {
+        const JsonField ef = t5.at(e);
+        const int id = ef.at("id").integer();
+        if (id < 0) ef.at("id").fail("negative token id");
+        st.top.push_back({id, static_cast<float>(ef.at("logit").number())});
+      }
+      if (st.top.empty()) t5.fail("empty top-5 list");
+      st.token = gen[s];
+      if (sf.has("token_id") && sf.at("token_id").integer() != gen[s])
+        sf.at("token_id").fail("differs from generated_ids[" + std::to_string(s) + "]");
+      if (sf.has("logsumexp")) st.logsumexp = sf.at("logsumexp").number();
+      seq.steps.push_back(std::move(st));
+    }
+    if (cf.has("prompt_last_logits") && !seq.steps.empty())
+      seq.steps[0].logits = cf.at("prompt_last_logits").floats();
+    if (cf.has("hidden_states_last_position")) {
+      const JsonField hf = cf.at("hidden_states_last_position");
+      const int last = static_cast<int>(seq.prompt_ids.size()) - 1;
+      if (cf.has("prompt_last_position") && cf.at("prompt_last_position").integer() != last)
+        cf.at("prompt_last_position").fail("is not len(prompt_ids) - 1 = " + std::to_string(last));
+      seq.hidden.positions = {last};
+      if (hf.has("embedding")) seq.hidden.embedding = hf.at("embedding").floats();
+      const JsonField lo = hf.at("layer_outputs");
+      for (std::size_t l = 0; l < lo.size(); ++l) seq.hidden.layer_out.push_back(lo.at(l).floats());
+      if (hf.has("final_norm")) seq.hidden.final_norm = hf.at("final_norm").floats();
+      seq.hidden.emb_dim = seq.hidden.layer_out.empty() ? static_cast<int>(seq.hidden.final_norm.size())
+                                                        : static_cast<int>(seq.hidden.layer_out[0].size());
+      for (std::size_t l = 0; l < lo.size(); ++l) check_vector(lo.at(l), seq.hidden.layer_out[l], seq.hidden.emb_dim);
+      if (hf.has("embedding")) check_vector(hf.at("embedding"), seq.hidden.embedding, seq.hidden.emb_dim);
+      if (hf.has("final_norm")) check_vector(hf.at("final_norm"), seq.hidden.final_norm, seq.hidden.emb_dim);
+    }
+    rf.sequences.push_back(std::move(seq));
+  }
+  return rf;
+}
+
+// ------------------------------------------------------------------ synthetic golden
+RecordFile read_synthetic(const nlohmann::json& j, const fs::path& file) {
+  JsonField root(j, file, "");
+  RecordFile rf;
+  rf.format = root.at("format").str();
+  rf.path = file;
+  rf.model = opt_str(root, "model");
+  if (root.has("reference")) {
+    const JsonField r = root.at("reference");
+    if (r.raw().is_object()) {
+      rf.producer = opt_str(r, "tool");
+      rf.compute_dtype = opt_str(r, "compute_dtype");
+    } else if (r.raw().is_string()) {
+      rf.producer = r.str();
+    }
+  }
+  rf.independent = true;
+  rf.n_steps = root.at("max_new_tokens").integer();
+  if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
+  const JsonField seqs = root.at("sequences");
+  if (seqs.size() == 0) seqs.fail("no sequences");
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const JsonField sf = seqs.at(i);
+    RecordSequence seq;
+    seq.prompt_ids = sf.at("input_ids").ints();
+    if (seq.prompt_ids.empty()) sf.at("input_ids").fail("empty");
+    seq.name = sf.has("name") ? sf.at("name").str()
+                              : "seq" + std::to_string(i) + "_len" + std::to_string(seq.prompt_ids.size());
+    seq.prompt_rendering = "ids";
+    const JsonField g = sf.at("greedy");
+    const auto tokens = g.at("tokens").ints();
+    const JsonField st5 = g.at("steps_top5");
+    if (static_cast<int>(tokens.size()) != rf.n_steps)
+      g.at("tokens").fail("has " + std::to_string(tokens.size()) + " tokens, max_new_tokens is " +
+                          std::to_string(rf.n_steps));
+    if (static_cast<int>(st5.size()) != rf.n_steps)
+      st5.fail("has " + std::to_string(st5.size()) + " steps, max_new_tokens is " + std::to_string(rf.n_steps));
+    for (std::size_t s = 0; s < st5.size(); ++s) {
+      const JsonField ef = st5.at(s);
+      StepRecord st;
+      st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
+      st.token = tokens[s];
+      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").number();
+      seq.steps.push_back(std::move(st));
+    }
+    if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
+    if (sf.has("layer_hidden_last")) {
+      const JsonField lh = sf.at("layer_hidden_last");
+      seq.hidden.positions = {static_cast<int>(seq.prompt_ids.size()) - 1};
+      for (std::size_t l = 0; l < lh.size(); ++l) seq.hidden.layer_out.push_back(lh.at(l).floats());
+      if (sf.has("embedding_last")) seq.hidden.embedding = sf.at("embedding_last").floats();
+      if (sf.has("final_norm_hidden_last")) seq.hidden.final_norm = sf.at("final_norm_hidden_last").floats();
+      seq.hidden.emb_dim = seq.hidden.layer_out.empty() ? 0 : static_cast<int>(seq.hidden.layer_out[0].size());
+      for (std::size_t l = 0; l < lh.size(); ++l) check_vector(lh.at(l), seq.hidden.layer_out[l], seq.hidden.emb_dim);
+      if (sf.has("embedding_last")) check_vector(sf.at("embedding_last"), seq.hidden.embedding, seq.hidden.emb_dim);
+      if (sf.has("final_norm_hidden_last"))
+        check_vector(sf.at("final_norm_hidden_last"), seq.hidden.final_norm, seq.hidden.emb_dim);
+    }
+    rf.sequences.push_back(std::move(seq));
+  }
+  return rf;
+}
+
+// ------------------------------------------------------------------ llmport-records/1
+std::vector<float> side_tensor(const SafetensorsFile& sf, const std::string& name,
+                               std::vector<int64_t>* shape) {
+  auto it = sf.tensors().find(name);
+  if (it == sf.tensors().end()) return {};
+  const TensorView& t = it->second;
+  std::vector<float> v(static_cast<std::size_t>(t.numel()));
+  to_f32(t.dtype, t.data, v.data(), v.size());
+  *shape = t.shape;
+  return v;
+}
+
+void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
+  if (!fs::exists(side)) where.fail("side file " + side.string() + " not found");
+  SafetensorsFile sf(side);
+  for (std::size_t i = 0; i < rf.sequences.size(); ++i) {
+    RecordSequence& seq = rf.sequences[i];
+    const std::string p = "seq" + std::to_string(i) + ".";
+    std::vector<int64_t> shape;
+    auto logits = side_tensor(sf, p + "logits", &shape);
+    if (!logits.empty()) {
+      if (shape.size() != 2 || shape[0] != static_cast<int64_t>(seq.steps.size()))
+        throw ConfigError(side.string() + ": " + p + "logits: expected shape [n_steps=" +
+                          std::to_string(seq.steps.size()) + ", vocab]");
+      const auto vocab = static_cast<std::size_t>(shape[1]);
+      for (std::size_t s = 0; s < seq.steps.size(); ++s)
+        seq.steps[s].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(s * vocab),
+                                   logits.begin() + static_cast<std::ptrdiff_t>((s + 1) * vocab));
+    }
+    const int n_rows = seq.hidden.n_rows();
+    auto check_rows = [&](const std::string& name, const std::vector<int64_t>& sh, std::size_t lead) {
+      if (sh.size() != lead + 2 || sh[lead] != n_rows)
+        throw ConfigError(side.string() + ": " + name + ": rows do not match hidden_positions (" +
+                          std::to_string(n_rows) + ")");
+      if (seq.hidden.emb_dim == 0) seq.hidden.emb_dim = static_cast<int>(sh[lead + 1]);
+      if (sh[lead + 1] != seq.hidden.emb_dim)
+        throw ConfigError(side.string() + ": " + name + ": emb_dim mismatch");
+    };
+    auto emb = side_tensor(sf, p + "embedding", &shape);
+    if (!emb.empty()) {
+      check_rows(p + "embedding", shape, 0);
+      seq.hidden.embedding = std::move(emb);
+    }
+    auto lo = side_tensor(sf, p + "layer_out", &shape);
+    if (!lo.empty()) {
+      check_rows(p + "layer_out", shape, 1);
+      const auto per = static_cast<std::size_t>(n_rows) * static_cast<std::size_t>(seq.hidden.emb_dim);
+      for (int64_t l = 0; l < shape[0]; ++l)
+        seq.hidden.layer_out.emplace_back(lo.begin() + static_cast<std::ptrdiff_t>(l * per),
+                                          lo.begin() + static_cast<std::ptrdiff_t>((l + 1) * per));
+    }
+    auto fn = side_tensor(sf, p + "final_norm", &shape);
+    if (!fn.empty()) {
+      check_rows(p + "final_norm", shape, 0);
+      seq.hidden.final_norm = std::move(fn);
+    }
+  }
+}
+
+RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
+  JsonField root(j, file, "");
+  RecordFile rf;
+  rf.format = root.at("format").str();
+  rf.path = file;
+  rf.model = opt_str(root, "model");
+  rf.producer = opt_str(root, "producer");
+  rf.compute_dtype = opt_str(root, "compute_dtype");
+  if (root.has("independent")) {
+    if (!root.raw().at("independent").is_boolean()) root.at("independent").fail("expected true or false");
+    rf.independent = root.raw().at("independent").get<bool>();
+  }
+  rf.n_steps = root.at("n_steps").integer();
+  if (rf.n_steps <= 0) root.at("n_steps").fail("must be > 0");
+  const JsonField seqs = root.at("sequences");
+  if (seqs.size() == 0) seqs.fail("no sequences");
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    const JsonField sf = seqs.at(i);
+    RecordSequence seq;
+    seq.name = sf.has("name") ? sf.at("name").str() : "seq" + std::to_string(i);
+    if (sf.has("prompt")) seq.prompt = sf.at("prompt").str();
+    seq.prompt_rendering = sf.has("prompt_rendering") ? sf.at("prompt_rendering").str()
+                                                      : (seq.prompt ? "raw" : "ids");
+    seq.prompt_ids = sf.at("prompt_ids").ints();
+    if (seq.prompt_ids.empty()) sf.at("prompt_ids").fail("empty");
+    const auto tokens = sf.at("tokens").ints();
+    const JsonField steps = sf.at("steps");
+    if (static_cast<int>(tokens.size()) != rf.n_steps)
+      sf.at("tokens").fail("has " + std::to_string(tokens.size()) + " tokens, n_steps is " +
+                           std::to_string(rf.n_steps));
+    if (static_cast<int>(steps.size()) != rf.n_steps)
+      steps.fail("has " + std::to_string(steps.size()) + " steps, n_steps is " + std::to_string(rf.n_steps));
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+      const JsonField ef = steps.at(s);
+      StepRecord st;
+      st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
+      st.token = tokens[s];
+      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").number();
+      seq.steps.push_back(std::move(st));
+    }
+    if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
+    rf.sequences.push_back(std::move(seq));
+  }
+  if (root.has("side_file")) load_side(file.parent_path() / root.at("side_file").str(), root.at("side_file"), rf);
+  return rf;
+}
+
+}  // namespace
+
+RecordFile read_record_file(const std::filesystem::path& file) {
+  const nlohmann::json j = parse_file(file);
+  if (!j.is_object()) throw ConfigError(file.string() + ": expected a JSON object");
+  if (j.contains("format") && j["format"].is_string()) {
+    const std::string f = j["format"].get<std::string>();
+    if (f.rfind("llmport-records/", 0) == 0) {
+      if (f != "llmport-records/1")
+        throw ConfigError(file.string() + ": format: unsupported version " + f + " (reader knows llmport-records/1)");
+      return read_llmport(j, file);
+    }
+    if (f.rfind("llmport-synthetic-golden/", 0) == 0) return read_synthetic(j, file);
+  }
+  if (j.contains("cases")) return read_stories(j, file);
+  if (j.contains("sequences") && j.contains("max_new_tokens")) return read_synthetic(j, file);
+  throw ConfigError(file.string() +
+                    ": not a record file (expected format llmport-records/1, a synthetic golden "
+                    "with sequences[] or a golden with cases[])");
+}
+
+}  // namespace llmport

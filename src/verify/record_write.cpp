@@ -1,0 +1,84 @@
+// Writes llmport-records/1: JSON for ids, top-k and logsumexp; a safetensors side file
+// for full logits and hidden states (too large for JSON).
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+#include "llmport/records.hpp"
+#include "llmport/safetensors_writer.hpp"
+
+namespace llmport {
+
+void write_record_file(const std::filesystem::path& file, const RecordFile& rf) {
+  namespace fs = std::filesystem;
+  nlohmann::ordered_json j;
+  j["format"] = "llmport-records/1";
+  j["model"] = rf.model;
+  j["producer"] = rf.producer;
+  j["compute_dtype"] = rf.compute_dtype;
+  j["independent"] = rf.independent;
+  j["n_steps"] = rf.n_steps;
+  std::vector<TensorData> side;
+  nlohmann::ordered_json seqs = nlohmann::ordered_json::array();
+  for (std::size_t i = 0; i < rf.sequences.size(); ++i) {
+    const RecordSequence& seq = rf.sequences[i];
+    const std::string p = "seq" + std::to_string(i) + ".";
+    nlohmann::ordered_json s;
+    s["name"] = seq.name;
+    s["prompt"] = seq.prompt ? nlohmann::ordered_json(*seq.prompt) : nlohmann::ordered_json(nullptr);
+    s["prompt_rendering"] = seq.prompt_rendering;
+    s["prompt_ids"] = seq.prompt_ids;
+    s["tokens"] = seq.tokens();
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    bool all_logits = !seq.steps.empty();
+    for (const auto& st : seq.steps) {
+      nlohmann::ordered_json e;
+      std::vector<int> ids;
+      std::vector<float> logits;
+      for (const auto& t : st.top) {
+        ids.push_back(t.id);
+        logits.push_back(t.logit);
+      }
+      e["ids"] = ids;
+      e["logits"] = logits;
+      if (st.logsumexp) e["logsumexp"] = *st.logsumexp;
+      steps.push_back(e);
+      if (st.logits.empty() || st.logits.size() != seq.steps[0].logits.size()) all_logits = false;
+    }
+    s["steps"] = steps;
+    if (all_logits) {
+      const auto vocab = static_cast<int64_t>(seq.steps[0].logits.size());
+      std::vector<float> flat;  // [n_steps, vocab]
+      for (const auto& st : seq.steps) flat.insert(flat.end(), st.logits.begin(), st.logits.end());
+      side.push_back(make_tensor(p + "logits", DType::F32, {static_cast<int64_t>(seq.steps.size()), vocab}, flat));
+    }
+    const HiddenStates& h = seq.hidden;
+    if (!h.empty() && h.n_rows() > 0) {
+      s["hidden_positions"] = h.positions;
+      const int64_t rows = h.n_rows(), dim = h.emb_dim;
+      if (!h.embedding.empty()) side.push_back(make_tensor(p + "embedding", DType::F32, {rows, dim}, h.embedding));
+      if (!h.layer_out.empty()) {
+        std::vector<float> flat;  // [n_layers, n_rows, emb_dim]
+        for (const auto& l : h.layer_out) flat.insert(flat.end(), l.begin(), l.end());
+        side.push_back(make_tensor(p + "layer_out", DType::F32,
+                                   {static_cast<int64_t>(h.layer_out.size()), rows, dim}, flat));
+      }
+      if (!h.final_norm.empty()) side.push_back(make_tensor(p + "final_norm", DType::F32, {rows, dim}, h.final_norm));
+    }
+    seqs.push_back(s);
+  }
+  j["sequences"] = seqs;
+  if (!side.empty()) {
+    fs::path side_path = file;
+    side_path.replace_extension(".safetensors");
+    j["side_file"] = side_path.filename().string();
+    write_safetensors(side_path, side, {{"format", "llmport-records/1"}});
+  }
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw ConfigError(file.string() + ": cannot open for writing");
+  out << j.dump(1) << "\n";
+  if (!out) throw ConfigError(file.string() + ": write failed");
+}
+
+}  // namespace llmport

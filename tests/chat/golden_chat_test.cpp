@@ -1,0 +1,127 @@
+// Every `chat` entry of every shared tokenizer golden.json: the template (from
+// tokenizer_config.json or the named .jinja file) renders to exactly `rendered`, and the
+// rendering tokenizes (add_special_tokens=false) to exactly `ids`. Folders are iterated,
+// never listed; missing data fails.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/chat_template.hpp"
+#include "llmport/tokenizer.hpp"
+#include "support/test_support.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+namespace {
+
+struct ChatCase {
+  fs::path dir;
+  ordered_json entry;
+  std::string name() const { return dir.filename().string() + "/" + entry.value("id", std::string("?")); }
+};
+
+ordered_json read_json(const fs::path& p) { return ordered_json::parse(llmport::test::read_file(p)); }
+
+std::vector<ChatCase> chat_cases() {
+  std::vector<ChatCase> out;
+  fs::path root = llmport::test::shared_path("tokenizers");
+  for (const auto& d : fs::directory_iterator(root)) {
+    fs::path g = d.path() / "golden.json";
+    if (!fs::exists(g)) continue;
+    ordered_json golden = read_json(g);
+    if (!golden.contains("chat")) continue;
+    for (const auto& e : golden["chat"]) out.push_back({d.path(), e});
+  }
+  std::sort(out.begin(), out.end(), [](const ChatCase& a, const ChatCase& b) { return a.name() < b.name(); });
+  return out;
+}
+
+/// The template source a chat entry names: tokenizer_config.json's chat_template (a string,
+/// or a list of {name, template} where "default" is used) or a .jinja file in the folder.
+std::string template_of(const ChatCase& c) {
+  std::string which = c.entry.at("template").get<std::string>();
+  if (which != "tokenizer_config.json") return llmport::test::read_file(c.dir / which);
+  ordered_json cfg = read_json(c.dir / "tokenizer_config.json");
+  const auto& t = cfg.at("chat_template");
+  if (t.is_string()) return t.get<std::string>();
+  for (const auto& named : t)
+    if (named.value("name", "") == "default") return named.at("template").get<std::string>();
+  throw std::runtime_error("no default chat template in " + (c.dir / "tokenizer_config.json").string());
+}
+
+ordered_json vars_of(const ChatCase& c) {
+  ordered_json vars = ordered_json::object();
+  for (const char* key : {"special_token_vars", "extra_vars"})
+    if (c.entry.contains(key))
+      for (auto it = c.entry[key].begin(); it != c.entry[key].end(); ++it) vars[it.key()] = it.value();
+  return vars;
+}
+
+/// Tokenizers are large (gemma3: 33 MB); load each folder's once for all tests.
+const llmport::Tokenizer& tokenizer_of(const fs::path& dir) {
+  static std::map<fs::path, std::unique_ptr<llmport::Tokenizer>> cache;
+  auto& t = cache[dir];
+  if (!t) t = llmport::Tokenizer::load(dir);
+  return *t;
+}
+
+std::string render(const ChatCase& c) {
+  return llmport::render_chat_template(template_of(c), c.entry.at("messages"),
+                                       c.entry.at("add_generation_prompt").get<bool>(), vars_of(c));
+}
+
+}  // namespace
+
+TEST(ChatGolden, SharedDataHasChatEntries) {
+  // Llama-3, Llama-3.1 (.jinja), Qwen3 and Gemma templates are exercised through these.
+  EXPECT_GE(chat_cases().size(), 4u);
+}
+
+TEST(ChatGolden, RendersExactly) {
+  for (const auto& c : chat_cases()) {
+    SCOPED_TRACE(c.name());
+    std::string got;
+    ASSERT_NO_THROW(got = render(c));
+    EXPECT_EQ(got, c.entry.at("rendered").get<std::string>());
+  }
+}
+
+TEST(ChatGolden, ChatTemplateObjectRendersEveryTurnTheSame) {
+  // One parsed ChatTemplate reused across renders gives the same text as a fresh parse.
+  for (const auto& c : chat_cases()) {
+    SCOPED_TRACE(c.name());
+    llmport::ChatTemplate t(template_of(c));
+    for (int i = 0; i < 2; ++i)
+      EXPECT_EQ(t.render(c.entry.at("messages"), true, vars_of(c)), c.entry.at("rendered").get<std::string>());
+  }
+}
+
+TEST(ChatGolden, TokenizesToIdsWithExactlyOneBos) {
+  for (const auto& c : chat_cases()) {
+    SCOPED_TRACE(c.name());
+    const auto& tok = tokenizer_of(c.dir);
+    llmport::EncodeOptions opt;
+    opt.add_special_tokens = false;  // the template writes the BOS itself
+    std::vector<int> ids = tok.encode(render(c), opt);
+    EXPECT_EQ(ids, c.entry.at("ids").get<std::vector<int>>());
+  }
+}
+
+TEST(ChatGolden, TokenizerExposesTheTemplateAndSpecialTokens) {
+  // Tokenizer::chat_template() / bos_token() / eos_token() feed `llmport chat-template`.
+  for (const auto& c : chat_cases()) {
+    if (c.entry.at("template").get<std::string>() != "tokenizer_config.json") continue;
+    SCOPED_TRACE(c.name());
+    const auto& tok = tokenizer_of(c.dir);
+    EXPECT_EQ(tok.chat_template(), template_of(c));
+    const auto& st = c.entry.at("special_token_vars");
+    EXPECT_EQ(tok.bos_token(), st.at("bos_token").is_null() ? "" : st.at("bos_token").get<std::string>());
+    EXPECT_EQ(tok.eos_token(), st.at("eos_token").is_null() ? "" : st.at("eos_token").get<std::string>());
+  }
+}

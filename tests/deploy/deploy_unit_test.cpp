@@ -1,0 +1,151 @@
+// Unit tests of the deploy module's own logic: verdict names, timing comparison rule,
+// default names, manifest round trip, evaluation report format, file lock.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "deploy/evaluation_report.hpp"
+#include "deploy/manifest.hpp"
+#include "deploy/timing.hpp"
+#include "deploy/workspace.hpp"
+#include "llmport/deploy.hpp"
+#include "llmport/error.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport::deploy {
+namespace {
+namespace fs = std::filesystem;
+using llmport::test::TempDir;
+
+TEST(DeployStatus, NamesRoundTrip) {
+  for (auto s : {PhaseStatus::NotRun, PhaseStatus::Pass, PhaseStatus::PassWithWarnings, PhaseStatus::Fail,
+                 PhaseStatus::Blocked})
+    EXPECT_EQ(parse_status(status_name(s)), s);
+  EXPECT_EQ(status_name(PhaseStatus::PassWithWarnings), "PASS-with-warnings");
+  EXPECT_TRUE(is_pass(PhaseStatus::PassWithWarnings));
+  EXPECT_FALSE(is_pass(PhaseStatus::Blocked));
+  EXPECT_THROW(parse_status("pass"), ConfigError);
+  EXPECT_EQ(phase_name(7), "Independent evaluation");
+  EXPECT_THROW(phase_name(8), UsageError);
+}
+
+TEST(DeployName, DefaultsToLowerCasedDirOrId) {
+  TempDir t;
+  fs::create_directories(t.path() / "Stories260K");
+  EXPECT_EQ(default_deployment_name((t.path() / "Stories260K").string(), t.path() / "Stories260K"), "stories260k");
+  EXPECT_EQ(default_deployment_name((t.path() / "Stories260K/").string(), t.path() / "Stories260K/"), "stories260k");
+  // An HF id (not a local path): org/name -> org_name, revision dropped.
+  EXPECT_EQ(default_deployment_name("Qwen/Qwen3-0.6B@main", t.path() / "cache-dir"), "qwen_qwen3-0.6b");
+}
+
+TimingStats stats(std::vector<double> v) { return TimingStats::of(std::move(v)); }
+
+TEST(DeployTiming, MedianOfSamples) {
+  auto s = stats({5, 1, 3, 2, 4});
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(stats({1, 2, 3, 4}).median, 2.5);
+}
+
+TEST(DeployTiming, ComparisonRule) {
+  // Tuned clearly faster: difference -5 beyond the spread 1 -> PASS.
+  auto c = compare_timings(stats({10, 10.5, 11, 10.2, 10.8}), stats({5, 5.5, 6, 5.2, 5.8}), false, "prefill");
+  EXPECT_EQ(c.verdict, PhaseStatus::Pass);
+  EXPECT_DOUBLE_EQ(c.diff_ms, 5.5 - 10.5);
+  EXPECT_DOUBLE_EQ(c.spread_ms, 1.0);
+  // Same configs as before: PASS-with-warnings whatever the numbers.
+  EXPECT_EQ(compare_timings(stats({10, 11, 12}), stats({5, 5, 5}), true, "prefill").verdict,
+            PhaseStatus::PassWithWarnings);
+  // Inside the spread (difference 0.2, spread 2): PASS-with-warnings, either sign.
+  EXPECT_EQ(compare_timings(stats({9, 10, 11}), stats({9.5, 10.2, 10.9}), false, "decode").verdict,
+            PhaseStatus::PassWithWarnings);
+  EXPECT_EQ(compare_timings(stats({9, 10, 11}), stats({9.5, 9.8, 10.9}), false, "decode").verdict,
+            PhaseStatus::PassWithWarnings);
+  // Measurably slower: +5 beyond the spread -> FAIL.
+  auto f = compare_timings(stats({10, 10.5, 11}), stats({15, 15.5, 16}), false, "decode");
+  EXPECT_EQ(f.verdict, PhaseStatus::Fail);
+  EXPECT_NE(f.reason.find("slower"), std::string::npos);
+}
+
+TEST(DeployReference, ParsesTheThreeKinds) {
+  EXPECT_EQ(ReferenceSpec::parse("oracle").kind, "oracle");
+  EXPECT_FALSE(ReferenceSpec::parse("oracle").independent());
+  EXPECT_TRUE(ReferenceSpec::parse("hf").independent());
+  TempDir t;
+  llmport::test::write_file(t.path() / "g.json", "{}");
+  auto g = ReferenceSpec::parse("golden:" + (t.path() / "g.json").string());
+  EXPECT_EQ(g.kind, "golden");
+  EXPECT_TRUE(g.file.is_absolute());
+  EXPECT_EQ(g.to_arg(), "golden:" + g.file.string());
+  EXPECT_THROW(ReferenceSpec::parse("golden:" + (t.path() / "missing.json").string()), UsageError);
+  EXPECT_THROW(ReferenceSpec::parse("numpy"), UsageError);
+}
+
+TEST(DeployManifest, RoundTripsThroughJson) {
+  TempDir t;
+  Manifest m;
+  m.name = "tiny";
+  m.model_dir = "/models/tiny";
+  m.file_hashes = {{"config.json", "aa"}, {"model.safetensors", "bb"}};
+  m.content_hash = combine_hashes(m.file_hashes);
+  m.target = "cpu";
+  m.dtype = "bf16";
+  m.reference.kind = "oracle";
+  m.phases[3].status = PhaseStatus::Fail;
+  m.phases[3].reason = "verify FAIL";
+  m.phases[3].numbers = {{"mean_kl", 0.5}};
+  m.phases[0].status = PhaseStatus::Pass;
+  m.phases[0].timing.wall_min = 2;
+  m.phases[0].timing.compile_min = 0.5;
+  m.phases[0].timing.runtime_s = 30;
+  m.save(t.path() / "deployment.json");
+  Manifest r = Manifest::load(t.path() / "deployment.json");
+  EXPECT_EQ(r.name, "tiny");
+  EXPECT_EQ(r.file_hashes, m.file_hashes);
+  EXPECT_EQ(r.content_hash, m.content_hash);
+  EXPECT_EQ(r.phases[3].status, PhaseStatus::Fail);
+  EXPECT_EQ(r.phases[3].numbers["mean_kl"], 0.5);
+  EXPECT_EQ(r.first_unpassed(), 1);
+  // residual = wall - compile - runtime = 2 - 0.5 - 0.5 minutes
+  EXPECT_DOUBLE_EQ(r.phases[0].timing.residual_min(), 1.0);
+  // A different hash list gives a different content hash.
+  auto h2 = m.file_hashes;
+  h2["model.safetensors"] = "bc";
+  EXPECT_NE(combine_hashes(h2), m.content_hash);
+  llmport::test::write_file(t.path() / "bad.json", "{\"format\": \"other\"}");
+  EXPECT_THROW(Manifest::load(t.path() / "bad.json"), ConfigError);
+}
+
+TEST(DeployEvaluationReport, VerdictIsTheLineAfterTheTitle) {
+  TempDir t;
+  EvaluationReport r;
+  r.name = "x";
+  r.audit = {{"a", "ok", "fine"}, {"b", "warning", "oracle reference"}};
+  r.verdict = EvaluationReport::verdict_of(r.audit);
+  EXPECT_EQ(r.verdict, "PASS-with-warnings");
+  std::string md = r.to_markdown();
+  EXPECT_EQ(md.substr(0, md.find('\n', md.find('\n') + 1)), "# Evaluation report: x\nVerdict: PASS-with-warnings");
+  for (const char* s : {"## Gate audit", "## Re-run", "## Reproduce"}) EXPECT_NE(md.find(s), std::string::npos) << s;
+  llmport::test::write_file(t.path() / "r.md", md);
+  EXPECT_EQ(read_verdict(t.path() / "r.md"), "PASS-with-warnings");
+  auto w = read_report_warnings(t.path() / "r.md");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0], "b: oracle reference");
+  EXPECT_EQ(EvaluationReport::verdict_of({{"a", "ok", ""}, {"b", "FAIL", ""}, {"c", "warning", ""}}), "FAIL");
+  EXPECT_EQ(EvaluationReport::verdict_of({{"a", "ok", ""}}), "PASS");
+}
+
+TEST(DeployLock, ExcludesASecondHolder) {
+  TempDir t;
+  fs::path f = t.path() / "dev.lock";
+  EXPECT_TRUE(FileLock::try_probe(f));
+  {
+    FileLock l(f);
+    EXPECT_FALSE(FileLock::try_probe(f));
+  }
+  EXPECT_TRUE(FileLock::try_probe(f));
+}
+
+}  // namespace
+}  // namespace llmport::deploy

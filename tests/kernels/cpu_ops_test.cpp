@@ -1,0 +1,181 @@
+// CPU RMSNorm, RoPE, SwiGLU, residual add and attention vs the reference backend for every
+// ISA level this machine runs, inputs rounded through each dtype, guard regions checked.
+#include <gtest/gtest.h>
+
+#include "kernels/backend_impls.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+#include "tests/kernels/cpu_test_util.hpp"
+
+namespace llmport::test {
+namespace {
+
+std::vector<float> rounded(std::vector<float> v, DType dt) {
+  round_through(dt, v.data(), v.data(), v.size());
+  return v;
+}
+
+std::string tag(cpu::Isa isa, DType dt, const std::string& rest) {
+  return std::string(cpu::isa_name(isa)) + " " + std::string(dtype_name(dt)) + " " + rest;
+}
+
+const DType kDtypes[] = {DType::BF16, DType::F16, DType::F32};
+
+TEST(CpuOps, RmsNormMatchesReference) {
+  auto ref = make_backend("reference");
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (DType dt : kDtypes)
+      for (int m : {1, 3, 17})
+        for (int dim : {64, 100, 2048}) {
+          const auto x = rounded(random_vec(static_cast<std::size_t>(m) * dim, 2.0f, 11u + m), dt);
+          const auto w = rounded(random_vec(dim, 1.0f, 5u), dt);
+          Guarded got(x.size()), want(x.size());
+          be->rmsnorm(x.data(), w.data(), got.data(), m, dim, 1e-5f);
+          ref->rmsnorm(x.data(), w.data(), want.data(), m, dim, 1e-5f);
+          const auto what = tag(isa, dt, "rmsnorm m=" + std::to_string(m) + " dim=" + std::to_string(dim));
+          EXPECT_TRUE(got.guards_intact()) << what;
+          EXPECT_EQ(compare(got.data(), want.data(), x.size(), tol_for("rmsnorm", dt), what), 0);
+          // In place (y aliases x).
+          std::vector<float> inplace = x;
+          be->rmsnorm(inplace.data(), w.data(), inplace.data(), m, dim, 1e-5f);
+          EXPECT_EQ(compare(inplace.data(), want.data(), x.size(), tol_for("rmsnorm", dt), what + " in place"), 0);
+          ++cases;
+        }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuOps, RopeMatchesReference) {
+  auto ref = make_backend("reference");
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (DType dt : kDtypes)
+      for (int m : {1, 3, 17})
+        for (int hd : {64, 128}) {
+          const int n_heads = 3;
+          std::vector<float> inv_freq(hd / 2);
+          for (int i = 0; i < hd / 2; ++i)
+            inv_freq[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / hd));
+          std::vector<int> pos(m);
+          for (int t = 0; t < m; ++t) pos[t] = 1000 + 37 * t;  // large angles
+          const auto x = rounded(random_vec(static_cast<std::size_t>(m) * n_heads * hd, 1.0f, 9u), dt);
+          Guarded got(x.size()), want(x.size());
+          std::copy(x.begin(), x.end(), got.data());
+          std::copy(x.begin(), x.end(), want.data());
+          be->rope(got.data(), m, n_heads, hd, pos.data(), inv_freq.data());
+          ref->rope(want.data(), m, n_heads, hd, pos.data(), inv_freq.data());
+          const auto what = tag(isa, dt, "rope m=" + std::to_string(m) + " hd=" + std::to_string(hd));
+          EXPECT_TRUE(got.guards_intact()) << what;
+          EXPECT_EQ(compare(got.data(), want.data(), x.size(), tol_for("rope", dt), what), 0);
+          ++cases;
+        }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuOps, SwigluAndAddMatchReference) {
+  auto ref = make_backend("reference");
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (DType dt : kDtypes)
+      for (std::size_t n : {std::size_t{1}, std::size_t{17}, std::size_t{1000}, std::size_t{70001}}) {
+        auto gate = rounded(random_vec(n, 4.0f, 21u), dt);
+        const auto up = rounded(random_vec(n, 1.0f, 22u), dt);
+        if (n > 3) gate[0] = -120.0f, gate[1] = 95.0f, gate[2] = 0.0f;  // exp saturation
+        Guarded got(n), want(n);
+        be->swiglu(gate.data(), up.data(), got.data(), n);
+        ref->swiglu(gate.data(), up.data(), want.data(), n);
+        auto what = tag(isa, dt, "swiglu n=" + std::to_string(n));
+        EXPECT_TRUE(got.guards_intact()) << what;
+        EXPECT_EQ(compare(got.data(), want.data(), n, tol_for("swiglu", dt), what), 0);
+
+        Guarded gx(n), wx(n);
+        std::copy(gate.begin(), gate.end(), gx.data());
+        std::copy(gate.begin(), gate.end(), wx.data());
+        be->add(gx.data(), up.data(), n);
+        ref->add(wx.data(), up.data(), n);
+        what = tag(isa, dt, "add n=" + std::to_string(n));
+        EXPECT_TRUE(gx.guards_intact()) << what;
+        EXPECT_EQ(compare(gx.data(), wx.data(), n, tol_for("add", dt), what), 0);
+        cases += 2;
+      }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuOps, SwigluPropagatesNan) {
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(1, isa);
+    std::vector<float> g(40, 1.0f), u(40, 1.0f), o(40);
+    g[3] = std::nanf("");
+    be->swiglu(g.data(), u.data(), o.data(), g.size());
+    EXPECT_TRUE(std::isnan(o[3])) << cpu::isa_name(isa);
+    EXPECT_TRUE(std::isfinite(o[4])) << cpu::isa_name(isa);
+    ++cases;
+  }
+  EXPECT_GT(cases, 0);
+}
+
+struct AttnCase {
+  int n_heads, n_kv_heads, head_dim, start_pos, m;
+};
+
+TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
+  auto ref = make_backend("reference");
+  const std::vector<AttnCase> cases_list = {
+      {4, 4, 64, 0, 1},   {8, 2, 64, 0, 17},  {6, 1, 128, 5, 3},  {8, 2, 128, 70, 1},
+      {4, 2, 64, 100, 17}, {8, 4, 64, 0, 130}, {2, 1, 128, 150, 1},
+  };
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (DType dt : kDtypes)
+      for (const AttnCase& c : cases_list) {
+        const int max_seq = c.start_pos + c.m + 5;
+        const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
+        const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
+        const auto q = rounded(random_vec(qn, 1.0f, 31u), dt);
+        auto k = rounded(random_vec(kvn, 1.0f, 32u), dt);
+        const auto v = rounded(random_vec(kvn, 1.0f, 33u), dt);
+        // Positions past the causal window hold huge values: reading them would show.
+        for (int h = 0; h < c.n_kv_heads; ++h)
+          for (int p = c.start_pos + c.m; p < max_seq; ++p)
+            for (int i = 0; i < c.head_dim; ++i)
+              k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
+        const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+        Guarded got(qn), want(qn);
+        be->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
+                      c.n_kv_heads, c.head_dim, scale, got.data());
+        ref->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
+                       c.n_kv_heads, c.head_dim, scale, want.data());
+        const auto what = tag(isa, dt, "attention heads=" + std::to_string(c.n_heads) + "/" +
+                                           std::to_string(c.n_kv_heads) + " hd=" +
+                                           std::to_string(c.head_dim) + " start=" +
+                                           std::to_string(c.start_pos) + " m=" + std::to_string(c.m));
+        EXPECT_TRUE(got.guards_intact()) << what;
+        EXPECT_EQ(compare(got.data(), want.data(), qn, tol_for("attention", dt), what), 0);
+        ++cases;
+      }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuOps, ReportsIsaAndName) {
+  auto be = make_cpu_backend(1);
+  EXPECT_EQ(be->name(), "cpu");
+  EXPECT_EQ(be->isa(), cpu::isa_name(cpu::default_isa()));
+  EXPECT_THROW(cpu::parse_isa("sse9"), UsageError);
+  // The best level is detected and every lower one is available too.
+  const auto isas = cpu::supported_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.back(), cpu::Isa::Scalar);
+  EXPECT_EQ(isas.front(), cpu::detect_isa());
+}
+
+}  // namespace
+}  // namespace llmport::test

@@ -1,0 +1,109 @@
+// Reference RMSNorm (eps, TRAPS #7), linear with bias, SwiGLU, add, softmax and the
+// embedding lookup, each against a formula.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "llmport/error.hpp"
+#include "llmport/kernels.hpp"
+
+namespace llmport {
+namespace {
+
+TEST(ReferenceRmsnorm, EpsIsTakenFromTheCaller) {
+  auto be = make_backend("reference");
+  // Input RMS 0.02: eps 1e-5 vs 1e-6 changes the output scale by about 1% (TRAPS #7).
+  std::vector<float> x(64, 0.02f), w(64, 1.0f), y5(64), y6(64);
+  be->rmsnorm(x.data(), w.data(), y5.data(), 1, 64, 1e-5f);
+  be->rmsnorm(x.data(), w.data(), y6.data(), 1, 64, 1e-6f);
+  EXPECT_NEAR(y5[0], 0.02 / std::sqrt(0.0004 + 1e-5), 1e-6);
+  EXPECT_NEAR(y6[0], 0.02 / std::sqrt(0.0004 + 1e-6), 1e-6);
+  EXPECT_GT(y6[0] / y5[0] - 1.0, 0.01);
+}
+
+TEST(ReferenceRmsnorm, RowsAreIndependentAndWeighted) {
+  auto be = make_backend("reference");
+  const std::vector<float> x{3, 4, 0, 0, 1, -1};  // [3, 2]
+  const std::vector<float> w{2, 0.5f};
+  std::vector<float> y(6);
+  be->rmsnorm(x.data(), w.data(), y.data(), 3, 2, 0.0f);
+  const double r0 = std::sqrt(12.5);
+  EXPECT_NEAR(y[0], 3 / r0 * 2, 1e-6);
+  EXPECT_NEAR(y[1], 4 / r0 * 0.5, 1e-6);
+  EXPECT_NEAR(y[4], 2.0, 1e-6);
+  EXPECT_NEAR(y[5], -0.5, 1e-6);
+}
+
+TEST(ReferenceLinear, GemmAndGemvWithBias) {
+  auto be = make_backend("reference");
+  const std::vector<float> wv{1, 2, 3, 4, 5, 6};  // W [2, 3]
+  TensorView w{"w", DType::F32, {2, 3}, wv.data(), wv.size() * 4, {}};
+  auto lw = be->make_linear(w, DType::F32);
+  EXPECT_EQ(lw->n_out, 2);
+  EXPECT_EQ(lw->n_in, 3);
+  const std::vector<float> x{1, 0, -1, 2, 1, 0};  // [2, 3]
+  const std::vector<float> b{0.5f, -0.5f};
+  std::vector<float> y(4);
+  be->linear(*lw, x.data(), 2, y.data(), b.data());
+  EXPECT_FLOAT_EQ(y[0], 1 - 3 + 0.5f);
+  EXPECT_FLOAT_EQ(y[1], 4 - 6 - 0.5f);
+  EXPECT_FLOAT_EQ(y[2], 2 + 2 + 0.5f);
+  EXPECT_FLOAT_EQ(y[3], 8 + 5 - 0.5f);
+  be->linear(*lw, x.data(), 1, y.data());
+  EXPECT_FLOAT_EQ(y[0], -2.0f);
+}
+
+TEST(ReferenceLinear, WeightsRoundOnceToTheComputeDtype) {
+  auto be = make_backend("reference");
+  const std::vector<float> wv{1.00390625f};  // 1 + 2^-8: not a bf16 value (ties to even: 1.0)
+  TensorView w{"w", DType::F32, {1, 1}, wv.data(), 4, {}};
+  const float x = 1.0f;
+  float y = 0;
+  be->linear(*be->make_linear(w, DType::BF16), &x, 1, &y);
+  EXPECT_FLOAT_EQ(y, 1.0f);
+  be->linear(*be->make_linear(w, DType::F32), &x, 1, &y);
+  EXPECT_FLOAT_EQ(y, 1.00390625f);
+}
+
+TEST(ReferenceOps, SwigluAddSoftmax) {
+  auto be = make_backend("reference");
+  const std::vector<float> g{0, 1, -2}, u{3, 2, 1};
+  std::vector<float> o(3);
+  be->swiglu(g.data(), u.data(), o.data(), 3);
+  EXPECT_FLOAT_EQ(o[0], 0.0f);
+  EXPECT_NEAR(o[1], 1.0 / (1 + std::exp(-1.0)) * 2, 1e-6);
+  EXPECT_NEAR(o[2], -2.0 / (1 + std::exp(2.0)), 1e-6);
+  std::vector<float> a{1, 2};
+  be->add(a.data(), g.data(), 2);
+  EXPECT_FLOAT_EQ(a[1], 3.0f);
+  std::vector<float> s{100, 100 + std::log(3.0f)};  // large values: max-subtracted
+  softmax(s.data(), 2);
+  EXPECT_NEAR(s[0], 0.25, 1e-5);
+  EXPECT_NEAR(s[1], 0.75, 1e-5);
+}
+
+TEST(EmbeddingLookup, RowsAndRangeCheck) {
+  const std::vector<uint16_t> table{f32_to_bf16(1.5f), f32_to_bf16(-2.0f), f32_to_bf16(0.25f),
+                                    f32_to_bf16(8.0f)};  // [2, 2] bf16
+  TensorView t{"embed", DType::BF16, {2, 2}, table.data(), 8, {}};
+  const int ids[3] = {1, 0, 1};
+  std::vector<float> out(6);
+  embedding_lookup(t, DType::BF16, ids, 3, out.data());
+  EXPECT_EQ(out, (std::vector<float>{0.25f, 8.0f, 1.5f, -2.0f, 0.25f, 8.0f}));
+  const int bad = 2;
+  EXPECT_THROW(embedding_lookup(t, DType::BF16, &bad, 1, out.data()), UsageError);
+}
+
+TEST(Backends, UnknownNameListsAvailable) {
+  try {
+    make_backend("gpu9000");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("reference"), std::string::npos);
+  }
+  EXPECT_EQ(make_backend("reference")->name(), "reference");
+}
+
+}  // namespace
+}  // namespace llmport

@@ -1,0 +1,142 @@
+// Phase-0 gate checks (check_model_dir) and `llmport check --weights`.
+#include <gtest/gtest.h>
+
+#include "llmport/error.hpp"
+#include "llmport/model_checks.hpp"
+#include "llmport/weights.hpp"
+#include "model/model_fixture.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+const Phase0Check* find_check(const Phase0Report& r, const std::string& name) {
+  for (const auto& c : r.checks)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+TEST(Phase0, SharedModelsPass) {
+  for (const auto& dir : test::shared_model_dirs()) {
+    SCOPED_TRACE(dir.string());
+    Phase0Report r = check_model_dir(dir);
+    EXPECT_TRUE(r.pass) << r.error;
+    EXPECT_EQ(r.exit_code, 0);
+    ASSERT_TRUE(r.config.has_value());
+    for (const char* name : {"config", "config_consistency", "weights"}) {
+      const Phase0Check* c = find_check(r, name);
+      ASSERT_NE(c, nullptr) << name;
+      EXPECT_TRUE(c->pass) << name << ": " << c->detail;
+    }
+    EXPECT_EQ(r.n_tensors, expected_tensors(*r.config).size());
+    // Stored bytes: the whole data area of these files (every tensor is consumed).
+    const auto raw = test::read_raw_safetensors(dir / "model.safetensors");
+    EXPECT_EQ(r.total_bytes, raw.data.size());
+
+    auto cli = test::run_llmport({"check", dir.string(), "--weights", "--json"});
+    EXPECT_EQ(cli.exit_code, kExitOk) << cli.err;
+    json j = json::parse(cli.out);
+    EXPECT_EQ(j["verdict"], "ACCEPT");
+    EXPECT_EQ(j["phase0"]["pass"], true);
+    EXPECT_EQ(j["phase0"]["n_tensors"], r.n_tensors);
+  }
+}
+
+TEST(Phase0, ConsistencyFindsIdsOutsideTheVocabulary) {
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  test::copy_model(test::shared_path("models/synthetic/qwen2-tiny"), dir);
+  json c = test::read_json(dir / "config.json");
+  c["eos_token_id"] = c["vocab_size"].get<int>() + 5;
+  test::write_json(dir / "config.json", c);
+  Phase0Report r = check_model_dir(dir);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.exit_code, kExitCheckFailed);
+  const Phase0Check* cc = find_check(r, "config_consistency");
+  ASSERT_NE(cc, nullptr);
+  EXPECT_FALSE(cc->pass);
+  EXPECT_NE(cc->detail.find("eos_token_id 1029"), std::string::npos) << cc->detail;
+  // The weights were still checked (and are fine).
+  ASSERT_NE(find_check(r, "weights"), nullptr);
+  EXPECT_TRUE(find_check(r, "weights")->pass);
+  auto cli = test::run_llmport({"check", dir.string(), "--weights"});
+  EXPECT_EQ(cli.exit_code, kExitCheckFailed);
+  EXPECT_NE(cli.out.find("FAIL config_consistency"), std::string::npos) << cli.out;
+}
+
+TEST(Phase0, ResolvedVersusRawDisagreementIsReported) {
+  ModelConfig cfg = load_model_config(test::shared_path("models/synthetic/qwen3-tiny"));
+  json raw = test::read_json(cfg.dir / "config.json");
+  EXPECT_TRUE(config_consistency_problems(cfg, raw).empty());
+  cfg.head_dim = 16;  // what hidden/heads would give, against the explicit 32
+  auto p = config_consistency_problems(cfg, raw);
+  ASSERT_FALSE(p.empty());
+  EXPECT_NE(p[0].find("head_dim"), std::string::npos) << p[0];
+}
+
+TEST(Phase0, RejectAndBadInputCarryTheirExitCodes) {
+  Phase0Report r = check_model_dir(test::shared_path("configs/gpt2.json"));
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.exit_code, kExitRejected);
+  ASSERT_EQ(r.checks.size(), 1u);
+  EXPECT_EQ(r.checks[0].name, "config");
+
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  test::copy_model(test::shared_path("models/stories260K"), dir);
+  auto st = test::read_raw_safetensors(dir / "model.safetensors");
+  st.header.erase("model.layers.4.mlp.down_proj.weight");
+  test::write_raw_safetensors(dir / "model.safetensors", st);
+  r = check_model_dir(dir);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.error.find("model.layers.4.mlp.down_proj.weight"), std::string::npos) << r.error;
+  EXPECT_EQ(r.to_json()["pass"], false);
+  EXPECT_NE(r.to_text().find("FAIL weights"), std::string::npos);
+}
+
+TEST(Phase0, ScanValuesFindsNaNAndInf) {
+  // Shared models hold finite weights.
+  for (const auto& dir : test::shared_model_dirs()) {
+    Phase0Report r = check_model_dir(dir, std::nullopt, /*scan_values=*/true);
+    EXPECT_TRUE(r.pass) << dir << ": " << r.error;
+    ASSERT_NE(find_check(r, "weights_finite"), nullptr);
+  }
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  test::copy_model(test::shared_path("models/synthetic/qwen2-tiny"), dir);  // bf16
+  auto st = test::read_raw_safetensors(dir / "model.safetensors");
+  const std::string name = "model.layers.1.mlp.up_proj.weight";
+  const auto b = st.header[name]["data_offsets"][0].get<std::size_t>();
+  st.data[b + 6] = static_cast<char>(0xc0);  // element 3 := 0x7fc0 (bf16 NaN)
+  st.data[b + 7] = static_cast<char>(0x7f);
+  st.data[b + 8] = static_cast<char>(0x80);  // element 4 := 0xff80 (bf16 -Inf)
+  st.data[b + 9] = static_cast<char>(0xff);
+  test::write_raw_safetensors(dir / "model.safetensors", st);
+  EXPECT_TRUE(check_model_dir(dir).pass);  // shapes are fine; values not scanned
+  Phase0Report r = check_model_dir(dir, std::nullopt, true);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.error.find(name + ": 2 NaN/Inf values"), std::string::npos) << r.error;
+  auto cli = test::run_llmport({"check", dir.string(), "--scan-values"});
+  EXPECT_EQ(cli.exit_code, kExitBadInput);
+  EXPECT_NE(cli.err.find(name), std::string::npos) << cli.err;
+  // F32 and F16 exponent patterns.
+  TensorView v;
+  uint32_t f32[3] = {0x3f800000u, 0x7f800000u, 0xffc00001u};  // 1, +Inf, NaN
+  v.dtype = DType::F32;
+  v.shape = {3};
+  v.data = f32;
+  EXPECT_EQ(count_non_finite(v), 2u);
+  uint16_t f16[3] = {0x3c00, 0x7bff, 0xfc00};  // 1, 65504 (max finite), -Inf
+  v.dtype = DType::F16;
+  v.data = f16;
+  EXPECT_EQ(count_non_finite(v), 1u);
+}
+
+}  // namespace
+}  // namespace llmport

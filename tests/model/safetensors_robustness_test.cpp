@@ -1,0 +1,105 @@
+// SafetensorsFile never crashes on damaged bytes: every truncation and seeded random byte
+// flips either open cleanly (and then every view lies inside the file) or throw
+// WeightsError naming the file. Plus the message of each header-level defect.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "llmport/error.hpp"
+#include "llmport/safetensors_writer.hpp"
+#include "llmport/weights.hpp"
+#include "model/model_fixture.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::TempDir;
+
+/// Opens `f`: true when valid; a WeightsError must name the file; anything else fails.
+bool open_or_weights_error(const fs::path& f) {
+  try {
+    SafetensorsFile sf(f);
+    const auto size = fs::file_size(f);
+    for (const auto& [name, v] : sf.tensors()) {
+      EXPECT_EQ(static_cast<std::size_t>(v.numel()) * dtype_size(v.dtype), v.nbytes) << name;
+      EXPECT_LE(v.nbytes, size) << name;
+    }
+    return true;
+  } catch (const WeightsError& e) {
+    EXPECT_NE(std::string(e.what()).find(f.string()), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    return false;
+  }
+}
+
+std::string small_file_bytes(const fs::path& f) {
+  write_safetensors(f, {make_tensor("w", DType::BF16, {2, 3}, {1, 2, 3, 4, 5, 6}),
+                        make_tensor("b", DType::F32, {3}, {7, 8, 9}), make_tensor("n", DType::F16, {2}, {1, 2})},
+                    {{"format", "pt"}});
+  return test::read_file(f);
+}
+
+TEST(SafetensorsRobustness, EveryTruncationIsACleanError) {
+  TempDir t;
+  const fs::path f = t.path() / "x.safetensors";
+  const std::string bytes = small_file_bytes(f);
+  ASSERT_TRUE(open_or_weights_error(f));
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    test::write_file(f, bytes.substr(0, n));
+    EXPECT_FALSE(open_or_weights_error(f)) << "truncated to " << n << " bytes opened";
+  }
+}
+
+TEST(SafetensorsRobustness, RandomByteFlipsNeverCrash) {
+  TempDir t;
+  const fs::path f = t.path() / "x.safetensors";
+  const std::string bytes = small_file_bytes(f);
+  std::mt19937 rng(1234);
+  int errors = 0;
+  for (int it = 0; it < 400; ++it) {
+    std::string b = bytes;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int k = 0; k < flips; ++k) b[rng() % b.size()] = static_cast<char>(rng() & 0xff);
+    test::write_file(f, b);
+    if (!open_or_weights_error(f)) ++errors;
+  }
+  EXPECT_GT(errors, 0);  // damage inside the header must be caught at least sometimes
+}
+
+TEST(SafetensorsRobustness, HeaderDefectsAreNamed) {
+  TempDir t;
+  const fs::path f = t.path() / "x.safetensors";
+  auto expect_msg = [&](const json& header, const std::string& data, const std::string& fragment) {
+    test::write_raw_safetensors(f, header.dump(), data);
+    try {
+      SafetensorsFile sf(f);
+      ADD_FAILURE() << "opened: " << header.dump();
+    } catch (const WeightsError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  const std::string data(16, '\0');
+  expect_msg(json::array({1, 2}), data, "not a JSON object");
+  expect_msg({{"t", 5}}, data, "t: header entry needs dtype, shape and data_offsets");
+  expect_msg({{"t", {{"dtype", "F32"}, {"shape", {-1}}, {"data_offsets", {0, 4}}}}}, data, "t: shape [-1]");
+  expect_msg({{"t", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {8, 4}}}}}, data, "t: data_offsets [8,4]");
+  expect_msg({{"t", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {0}}}}}, data, "t: data_offsets");
+  expect_msg({{"t", {{"dtype", 3}, {"shape", {1}}, {"data_offsets", {0, 4}}}}}, data, "t: dtype");
+  expect_msg({{"t", {{"dtype", "F32"}, {"shape", {8}}, {"data_offsets", {0, 32}}}}}, data, "t: data_offsets [0,32] run past");
+  expect_msg({{"a", {{"dtype", "F32"}, {"shape", {3}}, {"data_offsets", {0, 12}}}},
+              {"b", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {4, 8}}}}},
+             data, "overlap tensor a");
+  expect_msg({{"__metadata__", "x"}}, data, "__metadata__");
+  // A header length of 2^60 is caught before any allocation.
+  test::write_raw_safetensors(f, "{}", data, int64_t{1} << 60);
+  EXPECT_THROW(SafetensorsFile{f}, WeightsError);
+  // Not a file at all.
+  EXPECT_THROW(SafetensorsFile{t.path()}, WeightsError);
+  EXPECT_THROW(SafetensorsFile{t.path() / "absent.safetensors"}, WeightsError);
+}
+
+}  // namespace
+}  // namespace llmport

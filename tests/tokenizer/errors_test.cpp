@@ -1,0 +1,129 @@
+// Malformed tokenizer files and bad input give one typed, one-line error naming the file
+// and the component or field at fault; never a crash.
+#include "llmport/error.hpp"
+#include "tokenizer/tokenizer_fixtures.hpp"
+
+namespace llmport::test {
+namespace {
+
+using nlohmann::json;
+
+json minimal() {
+  return {{"added_tokens", json::array()},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", nullptr},
+          {"post_processor", nullptr},
+          {"decoder", nullptr},
+          {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", 1}, {"ab", 2}}}, {"merges", {"a b"}}}}};
+}
+
+// Loads `text` as tokenizer.json and returns the ConfigError message ("" if none thrown).
+std::string load_error(const std::string& text) {
+  TempDir d;
+  write_file(d.path() / "tokenizer.json", text);
+  try {
+    Tokenizer::load(d.path());
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "multi-line error: " << msg;
+    EXPECT_NE(msg.find("tokenizer.json"), std::string::npos) << "error does not name the file: " << msg;
+    return msg;
+  }
+  return "";
+}
+
+TEST(TokenizerErrors, MinimalFileLoads) {
+  EXPECT_EQ(load_error(minimal().dump()), "");
+}
+
+TEST(TokenizerErrors, BadJson) {
+  std::string msg = load_error("{\"model\": {\"type\": \"BPE\", ");
+  EXPECT_NE(msg.find("invalid JSON"), std::string::npos) << msg;
+  EXPECT_NE(load_error("").find("invalid JSON"), std::string::npos);
+}
+
+TEST(TokenizerErrors, TruncatedRealFile) {
+  std::string text = read_file(shared_path("tokenizers/llama2/tokenizer.json"));
+  EXPECT_NE(load_error(text.substr(0, text.size() / 2)).find("invalid JSON"), std::string::npos);
+}
+
+TEST(TokenizerErrors, MergeNamingUnknownToken) {
+  json j = minimal();
+  j["model"]["merges"] = {"a b", "a zz"};
+  std::string msg = load_error(j.dump());
+  EXPECT_NE(msg.find("merge #1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'zz'"), std::string::npos) << msg;
+  j["model"]["merges"] = json::array({json::array({"a", "q"})});
+  EXPECT_NE(load_error(j.dump()).find("'q'"), std::string::npos);
+  j["model"]["merges"] = {"ab"};
+  EXPECT_NE(load_error(j.dump()).find("merge #0"), std::string::npos);
+}
+
+TEST(TokenizerErrors, UnknownComponentsAreNamed) {
+  for (const char* field : {"normalizer", "pre_tokenizer", "post_processor", "decoder"}) {
+    json j = minimal();
+    j[field] = {{"type", "FancyThing"}};
+    std::string msg = load_error(j.dump());
+    EXPECT_NE(msg.find("FancyThing"), std::string::npos) << field << ": " << msg;
+    EXPECT_NE(msg.find(field), std::string::npos) << msg;
+  }
+  json j = minimal();
+  j["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Nope"}}}}};
+  EXPECT_NE(load_error(j.dump()).find("'Nope'"), std::string::npos);
+  j = minimal();
+  j["model"]["type"] = "Unigram";
+  EXPECT_NE(load_error(j.dump()).find("Unigram"), std::string::npos);
+}
+
+TEST(TokenizerErrors, MalformedFields) {
+  json j = minimal();
+  j["model"]["vocab"]["c"] = "three";
+  EXPECT_NE(load_error(j.dump()).find("model.vocab['c']"), std::string::npos);
+  j = minimal();
+  j.erase("model");
+  EXPECT_NE(load_error(j.dump()).find("'model'"), std::string::npos);
+  j = minimal();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"Regex", "(unclosed"}}}, {"behavior", "Isolated"}};
+  EXPECT_NE(load_error(j.dump()).find("bad regex"), std::string::npos);
+  j = minimal();
+  j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "Sideways"}};
+  EXPECT_NE(load_error(j.dump()).find("Sideways"), std::string::npos);
+  j = minimal();
+  j["added_tokens"] = {{{"content", "<x>"}}};
+  EXPECT_NE(load_error(j.dump()).find("added_tokens"), std::string::npos);
+  EXPECT_NE(load_error("[1, 2]").find("object"), std::string::npos);
+}
+
+TEST(TokenizerErrors, MissingTokenizerJson) {
+  TempDir d;
+  EXPECT_FALSE(Tokenizer::exists(d.path()));
+  EXPECT_THROW(Tokenizer::load(d.path()), ConfigError);
+  EXPECT_THROW(Tokenizer::load(d.path() / "nope"), ConfigError);
+}
+
+TEST(TokenizerErrors, BadTokenizerConfigJson) {
+  TempDir d;
+  write_file(d.path() / "tokenizer.json", minimal().dump());
+  write_file(d.path() / "tokenizer_config.json", "{ not json");
+  try {
+    Tokenizer::load(d.path());
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TokenizerErrors, InvalidUtf8InputAndOutOfRangeId) {
+  TempDir d;
+  write_file(d.path() / "tokenizer.json", minimal().dump());
+  auto tok = Tokenizer::load(d.path());
+  EXPECT_THROW(tok->encode("a\xFF"), UsageError);
+  EXPECT_THROW(tok->encode("a\xE2\x82"), UsageError);
+  EXPECT_THROW(tok->id_to_token(3), UsageError);
+  EXPECT_THROW(tok->id_to_token(-1), UsageError);
+  // decode skips ids without a token, as the reference does (e.g. padded embedding rows).
+  EXPECT_EQ(tok->decode({0, 99, 1}), "a b");
+}
+
+}  // namespace
+}  // namespace llmport::test

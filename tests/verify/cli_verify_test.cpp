@@ -1,0 +1,150 @@
+// `llmport verify` and `llmport diagnosis` end to end: exit codes 0/1/2, reports, the
+// prompt set chosen from the model, diagnosis outputs.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using test::run_llmport;
+
+TEST(CliVerify, StoriesAgainstItsGoldenPassesAndWritesTheReport) {
+  test::TempDir tmp;
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                              "golden:" + test::stories_golden().string(), "--dtype", "bf16", "--report-dir",
+                              (tmp.path() / "rep").string(), "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("prompt set golden"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS"), std::string::npos);
+  const auto j = nlohmann::json::parse(test::read_file(tmp.path() / "rep" / "report.json"));
+  EXPECT_EQ(j["verdict"], "PASS");
+  EXPECT_EQ(j["engine"]["dtype"], "bf16");
+  EXPECT_TRUE(fs::exists(tmp.path() / "rep" / "report.md"));
+}
+
+TEST(CliVerify, PlantedFaultExitsOneNamingTheFailure) {
+  test::TempDir tmp;
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                              "golden:" + test::stories_golden().string(), "--inject-fault", "rope_interleaved@1",
+                              "--report-dir", (tmp.path() / "rep").string(), "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("FAIL: prompt "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference top-5 ["), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::read_file(tmp.path() / "rep" / "report.json"));
+  EXPECT_EQ(j["verdict"], "FAIL");
+}
+
+TEST(CliVerify, OracleUsesTheBaseSetForAModelWithoutChatTemplate) {
+  test::TempDir tmp;
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--report-dir", (tmp.path() / "a").string(),
+                              "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("prompt set base [raw]"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(test::read_file(tmp.path() / "a" / "report.json"));
+  EXPECT_EQ(j["counts"]["prompts"].get<int>(), kQuickPrompts);
+  EXPECT_EQ(j["counts"]["steps_per_prompt"].get<int>(), kDefaultSteps);
+  EXPECT_EQ(j["reference"]["kind"], "oracle");
+  EXPECT_FALSE(j["reference"]["independent"].get<bool>());
+  EXPECT_EQ(j["tolerances"]["kl_kind"], "full");
+  const auto full = run_llmport({"verify", test::stories_dir().string(), "--full", "--report-dir",
+                                 (tmp.path() / "b").string(), "--threads", "1"});
+  EXPECT_EQ(full.exit_code, 0) << full.out << full.err;
+  j = nlohmann::json::parse(test::read_file(tmp.path() / "b" / "report.json"));
+  const auto set = nlohmann::json::parse(test::read_file(prompt_set_dir() / "base.json"));
+  EXPECT_EQ(j["counts"]["prompts"].get<std::size_t>(), set["prompts"].size());
+  EXPECT_EQ(j["counts"]["engine_tokens_generated"].get<std::size_t>(), set["prompts"].size() * kDefaultSteps);
+}
+
+TEST(CliVerify, PromptIdsFileOnAModelWithoutTokenizer) {
+  test::TempDir tmp;
+  const fs::path model = test::synthetic_models().front();
+  test::write_file(tmp.path() / "p.json", R"({"prompts": [{"name": "a", "prompt_ids": [5, 17, 300]}]})");
+  const auto r = run_llmport({"verify", model.string(), "--prompts", (tmp.path() / "p.json").string(),
+                              "--report-dir", (tmp.path() / "r").string(), "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("not independent"), std::string::npos) << r.out;
+  // Without prompt ids, a model with no tokenizer is bad input.
+  const auto bad = run_llmport({"verify", model.string(), "--report-dir", (tmp.path() / "s").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("no tokenizer"), std::string::npos) << bad.err;
+}
+
+TEST(CliVerify, BadInputExitsTwo) {
+  test::TempDir tmp;
+  test::write_file(tmp.path() / "bad.json", "{\"cases\": [}");
+  const std::string m = test::stories_dir().string();
+  const auto malformed = run_llmport({"verify", m, "--reference", "golden:" + (tmp.path() / "bad.json").string(),
+                                      "--report-dir", (tmp.path() / "r1").string()});
+  EXPECT_EQ(malformed.exit_code, 2);
+  EXPECT_NE(malformed.err.find("bad.json"), std::string::npos) << malformed.err;
+  const auto missing = run_llmport({"verify", m, "--reference", "golden:" + (tmp.path() / "none.json").string(),
+                                    "--report-dir", (tmp.path() / "r2").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  const auto unknown = run_llmport({"verify", m, "--reference", "bogus", "--report-dir", (tmp.path() / "r3").string()});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--reference"), std::string::npos) << unknown.err;
+  const auto dtype = run_llmport({"verify", m, "--dtype", "int3", "--report-dir", (tmp.path() / "r4").string()});
+  EXPECT_EQ(dtype.exit_code, 2);
+  const auto flag = run_llmport({"verify", m, "--no-such-flag"});
+  EXPECT_EQ(flag.exit_code, 2);
+}
+
+TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
+  // A python that cannot import transformers (here: none at all) -> exit 2, never a crash.
+  test::TempDir tmp;
+  ::setenv("LLMPORT_PYTHON", (tmp.path() / "no-python").c_str(), 1);
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference", "hf", "--report-dir",
+                              (tmp.path() / "r").string()});
+  ::unsetenv("LLMPORT_PYTHON");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("transformers"), std::string::npos) << r.err;
+}
+
+TEST(CliDiagnosis, MarkdownJsonAndSvg) {
+  test::TempDir tmp;
+  const std::string m = test::stories_dir().string();
+  const auto md = run_llmport({"diagnosis", m, "--prompt", "Once upon a time, there was a little girl"});
+  EXPECT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| layer 0 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| final_norm |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("No layer flagged"), std::string::npos) << md.out;
+  const fs::path svg = tmp.path() / "d.svg";
+  const auto js = run_llmport({"diagnosis", m, "--prompt", "Once upon a time, there was a little girl", "--json",
+                               "--svg", svg.string(), "--inject-fault", "rope_interleaved@3"});
+  EXPECT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  EXPECT_EQ(j["first_suspicious_layer"].get<int>(), 3);
+  EXPECT_EQ(j["reference"]["kind"], "oracle");
+  EXPECT_NE(test::read_file(svg).find("<svg"), std::string::npos);
+}
+
+TEST(CliDiagnosis, GoldenReferenceAndPromptIds) {
+  const fs::path model = test::synthetic_models().front();
+  const std::string golden = "golden:" + (model / "golden.json").string();
+  // No --prompt with a golden: its first sequence.
+  const auto a = run_llmport({"diagnosis", model.string(), "--reference", golden, "--json"});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  const auto j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["n_positions"].get<int>(), 1);
+  EXPECT_EQ(j["reference"]["kind"], "golden");
+  EXPECT_TRUE(j["first_suspicious_layer"].is_null());
+  const auto ids = run_llmport({"diagnosis", model.string(), "--prompt", "3,4,5,6", "--prompt-ids"});
+  EXPECT_EQ(ids.exit_code, 0) << ids.err;
+  const auto nomatch = run_llmport({"diagnosis", model.string(), "--prompt", "3,4,5,6", "--prompt-ids",
+                                    "--reference", golden});
+  EXPECT_EQ(nomatch.exit_code, 2);
+  EXPECT_NE(nomatch.err.find("no sequence"), std::string::npos) << nomatch.err;
+  const auto badid = run_llmport({"diagnosis", model.string(), "--prompt", "3,x", "--prompt-ids"});
+  EXPECT_EQ(badid.exit_code, 2);
+  const auto text = run_llmport({"diagnosis", model.string(), "--prompt", "hello"});
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_NE(text.err.find("--prompt-ids"), std::string::npos) << text.err;
+}
+
+}  // namespace
+}  // namespace llmport

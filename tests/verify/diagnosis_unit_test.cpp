@@ -1,0 +1,160 @@
+// Diagnosis and single-block gate on hand-built hidden states (no engine needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "llmport/diagnosis.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+namespace {
+
+// A prefill record with n_layers layer outputs over positions 0..n_rows-1.
+PrefillRecord make_record(int n_layers, int n_rows, int dim, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  PrefillRecord r;
+  r.hidden.emb_dim = dim;
+  for (int p = 0; p < n_rows; ++p) r.hidden.positions.push_back(p);
+  for (int l = 0; l < n_layers; ++l) {
+    std::vector<float> v(static_cast<std::size_t>(n_rows * dim));
+    for (auto& x : v) x = d(rng);
+    r.hidden.layer_out.push_back(v);
+  }
+  r.hidden.final_norm.resize(static_cast<std::size_t>(n_rows * dim), 0.5f);
+  return r;
+}
+
+// Replaces row `row` of layer `il` and every later layer with an unrelated vector
+// (cosine ~ 0), as a fault in layer il would propagate.
+void corrupt_from(PrefillRecord& r, int il, int row, int dim) {
+  for (std::size_t l = static_cast<std::size_t>(il); l < r.hidden.layer_out.size(); ++l)
+    for (int i = 0; i < dim; ++i)
+      r.hidden.layer_out[l][static_cast<std::size_t>(row * dim + i)] = (i % 2 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(i));
+}
+
+TEST(Diagnosis, IdenticalSidesFlagNothing) {
+  auto e = make_record(4, 6, 16, 1);
+  auto d = diagnose(e, e);
+  ASSERT_EQ(d.rows.size(), 5u);  // 4 layers + final_norm
+  EXPECT_EQ(d.first_suspicious_layer, -1);
+  EXPECT_EQ(d.rows.back().name, "final_norm");
+  for (const auto& r : d.rows) EXPECT_NEAR(r.stats.min, 1.0, 1e-12);
+  EXPECT_EQ(d.n_positions, 6);
+}
+
+TEST(Diagnosis, MinCosineRuleFlagsTheFirstBadLayer) {
+  auto ref = make_record(5, 8, 16, 2);
+  auto eng = ref;
+  corrupt_from(eng, 2, 5, 16);
+  auto d = diagnose(eng, ref);
+  EXPECT_EQ(d.first_suspicious_layer, 2);
+  EXPECT_FALSE(d.rows[1].flagged);
+  EXPECT_TRUE(d.rows[2].flagged);
+  EXPECT_NE(d.rows[2].reason.find("min cosine"), std::string::npos) << d.rows[2].reason;
+}
+
+TEST(Diagnosis, MedianDropRuleFlagsAGradualDrift) {
+  // Every position of layer 1 onward is a mix with cosine ~0.9 to the reference: no
+  // position under 0.85 but a median drop > 0.05.
+  const int dim = 64, rows = 5;
+  auto ref = make_record(3, rows, dim, 3);
+  auto eng = ref;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t l = 1; l < 3; ++l)
+    for (auto& x : eng.hidden.layer_out[l]) x += 0.45f * nd(rng);
+  auto d = diagnose(eng, ref);
+  ASSERT_GE(d.rows[1].stats.min, kFlagMinCosine);
+  EXPECT_EQ(d.first_suspicious_layer, 1);
+  EXPECT_NE(d.rows[1].reason.find("median"), std::string::npos) << d.rows[1].reason;
+}
+
+TEST(Diagnosis, GoldenWithLastPositionOnlyIsAlignedByPosition) {
+  auto eng = make_record(2, 4, 8, 4);
+  PrefillRecord ref;
+  ref.hidden.emb_dim = 8;
+  ref.hidden.positions = {3};
+  for (const auto& l : eng.hidden.layer_out) ref.hidden.layer_out.emplace_back(l.begin() + 24, l.end());
+  ref.hidden.final_norm.assign(8, 0.5f);
+  corrupt_from(eng, 0, 0, 8);  // position 0 differs, but the golden does not cover it
+  auto d = diagnose(eng, ref);
+  EXPECT_EQ(d.n_positions, 1);
+  EXPECT_EQ(d.first_suspicious_layer, -1);
+  EXPECT_NEAR(d.rows[0].stats.min, 1.0, 1e-12);
+}
+
+TEST(Diagnosis, MismatchedSidesAreUsageErrors) {
+  auto a = make_record(2, 3, 8, 5);
+  auto b = make_record(3, 3, 8, 5);
+  EXPECT_THROW(diagnose(a, b), UsageError);
+  auto c = make_record(2, 3, 8, 5);
+  c.hidden.positions = {10, 11, 12};
+  EXPECT_THROW(diagnose(a, c), UsageError);
+}
+
+TEST(Diagnosis, OutputsCarryTheRows) {
+  auto ref = make_record(3, 4, 8, 6);
+  auto eng = ref;
+  corrupt_from(eng, 1, 2, 8);
+  auto d = diagnose(eng, ref);
+  const auto j = d.to_json();
+  EXPECT_EQ(j["first_suspicious_layer"].get<int>(), 1);
+  EXPECT_EQ(j["rows"].size(), 4u);
+  EXPECT_TRUE(j["rows"][1]["flagged"].get<bool>());
+  const std::string md = d.to_markdown();
+  EXPECT_NE(md.find("| layer 1 |"), std::string::npos);
+  EXPECT_NE(md.find("First suspicious layer: **1**"), std::string::npos);
+  const std::string svg = d.to_svg();
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("<polyline"), std::string::npos);
+  EXPECT_NE(svg.find("<circle"), std::string::npos);  // the flagged layer is marked
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+TEST(SingleBlock, ThresholdsByHeadDim) {
+  EXPECT_EQ(single_block_position_threshold(8), 0.99);
+  EXPECT_EQ(single_block_position_threshold(64), 0.99);
+  EXPECT_EQ(single_block_position_threshold(65), 0.98);
+  EXPECT_EQ(single_block_position_threshold(128), 0.98);
+  EXPECT_EQ(single_block_position_threshold(256), 0.97);
+}
+
+TEST(SingleBlock, PassesIdenticalAndFailsOnOneBadPositionOrNaN) {
+  auto ref = make_record(1, 6, 32, 7);
+  auto ok = single_block_gate(ref.hidden, ref.hidden, 64);
+  EXPECT_TRUE(ok.pass) << ok.message;
+  EXPECT_NEAR(ok.whole_cosine, 1.0, 1e-12);
+  // One of six positions rotated to cosine ~0.975: whole-tensor cosine still > 0.99,
+  // per-position min under 0.98 -> fails for head_dim 128 and 64, passes for 256.
+  auto eng = ref;
+  auto& v = eng.hidden.layer_out[0];
+  const std::vector<double> row(v.begin() + 64, v.begin() + 96);  // position 2, [32]
+  std::vector<double> orth(32);  // alternating signs minus their projection on row
+  double dot = 0, rn = 0, on = 0;
+  for (int i = 0; i < 32; ++i) orth[static_cast<std::size_t>(i)] = i % 2 ? 1.0 : -1.0;
+  for (int i = 0; i < 32; ++i) dot += row[static_cast<std::size_t>(i)] * orth[static_cast<std::size_t>(i)];
+  for (double x : row) rn += x * x;
+  for (int i = 0; i < 32; ++i) orth[static_cast<std::size_t>(i)] -= dot / rn * row[static_cast<std::size_t>(i)];
+  for (double x : orth) on += x * x;
+  const double t = 0.23;  // cos = 1 / sqrt(1 + t^2) = 0.9745
+  for (int i = 0; i < 32; ++i)
+    v[static_cast<std::size_t>(64 + i)] += static_cast<float>(t * std::sqrt(rn / on) * orth[static_cast<std::size_t>(i)]);
+  auto r = single_block_gate(eng.hidden, ref.hidden, 128);
+  EXPECT_GT(r.whole_cosine, 0.99);
+  EXPECT_LT(r.min_position_cosine, 0.98);
+  EXPECT_GT(r.min_position_cosine, 0.95);
+  EXPECT_FALSE(r.pass) << r.message;
+  EXPECT_NEAR(r.min_position_cosine, 1.0 / std::sqrt(1.0 + t * t), 1e-5);
+  EXPECT_TRUE(single_block_gate(eng.hidden, ref.hidden, 256).pass);  // 0.9745 >= 0.97
+  auto nan = ref;
+  nan.hidden.layer_out[0][5] = std::nanf("");
+  auto rn2 = single_block_gate(nan.hidden, ref.hidden, 64);
+  EXPECT_FALSE(rn2.pass);
+  EXPECT_TRUE(rn2.has_nan);
+  EXPECT_NE(rn2.message.find("NaN"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmport

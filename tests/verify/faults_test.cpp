@@ -1,0 +1,104 @@
+// Planted faults (test-only engine option, one chosen layer) make verify FAIL with a
+// message naming prompt, step, tokens and both top-5 lists; for the layer faults the
+// diagnosis flags the chosen layer first.
+#include <gtest/gtest.h>
+
+#include "llmport/diagnosis.hpp"
+#include "llmport/runner.hpp"
+#include "llmport/tokenizer.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+
+// Diagnosis of the engine (cpu, fault planted) against the oracle on the golden's
+// longest prompt.
+DiagnosisResult diagnose_fault(const fs::path& model, const fs::path& golden, const std::string& fault) {
+  const ModelConfig cfg = load_model_config(model);
+  const WeightStore w = WeightStore::open(model, cfg);
+  EngineOptions eo;
+  eo.threads = 1;
+  eo.fault = FaultInjection::parse(fault);
+  EngineRunner engine(cfg, w, eo);
+  auto oracle = make_oracle_runner(cfg, w, 1);
+  const RecordFile g = read_record_file(golden);
+  std::vector<int> ids;
+  for (const auto& s : g.sequences)
+    if (s.prompt_ids.size() > ids.size()) ids = s.prompt_ids;
+  return run_diagnosis(engine, *oracle, ids);
+}
+
+void expect_named_failure(const VerifyResult& r) {
+  ASSERT_FALSE(r.pass);
+  ASSERT_FALSE(r.failures.empty());
+  const std::string& f = r.failures.front();
+  EXPECT_NE(f.find("prompt "), std::string::npos) << f;
+  EXPECT_NE(f.find("step "), std::string::npos) << f;
+  EXPECT_NE(f.find("engine top-5 ["), std::string::npos) << f;
+  EXPECT_NE(f.find("reference top-5 ["), std::string::npos) << f;
+}
+
+struct LayerFault {
+  std::string model;  // relative to the shared root
+  std::string golden;
+  std::string kind;
+  int layer;
+};
+
+// The four layer faults, each in a layer of a model that has the feature, away from
+// layer 0 so "first" means something.
+const LayerFault kLayerFaults[] = {
+    {"models/stories260K", "models/stories260K/golden/public.json", "rope_interleaved", 2},
+    {"models/synthetic/qwen2-tiny", "models/synthetic/qwen2-tiny/golden.json", "drop_qkv_bias", 1},
+    {"models/synthetic/qwen3-tiny", "models/synthetic/qwen3-tiny/golden.json", "skip_qk_norm", 1},
+    {"models/stories260K", "models/stories260K/golden/public.json", "wrong_rope_theta", 3},
+    {"models/synthetic/llama3-tiny", "models/synthetic/llama3-tiny/golden.json", "rope_interleaved", 1},
+    {"models/synthetic/llama3-tiny", "models/synthetic/llama3-tiny/golden.json", "wrong_rope_theta", 2},
+};
+
+TEST(Faults, LayerFaultsFailVerifyAndDiagnosisFlagsTheLayer) {
+  for (const auto& f : kLayerFaults) {
+    const std::string spec = f.kind + "@" + std::to_string(f.layer);
+    SCOPED_TRACE(f.model + " " + spec);
+    const fs::path model = test::shared_path(f.model), golden = test::shared_path(f.golden);
+    expect_named_failure(test::verify_golden(model, golden, "", spec));
+    const DiagnosisResult d = diagnose_fault(model, golden, spec);
+    EXPECT_EQ(d.first_suspicious_layer, f.layer) << d.to_markdown();
+    for (int il = 0; il < f.layer; ++il) EXPECT_GT(d.rows[static_cast<std::size_t>(il)].stats.min, 0.99);
+  }
+}
+
+TEST(Faults, KvOffByOneFailsOnlyInDecode) {
+  const VerifyResult r = test::verify_golden(test::stories_dir(), test::stories_golden(), "", "kv_off_by_one");
+  expect_named_failure(r);
+  // Prefill is untouched: no failure at step 0 (the prefill step) in any prompt.
+  for (const auto& p : r.prompts) {
+    ASSERT_FALSE(p.teacher_forced.empty());
+    EXPECT_TRUE(p.teacher_forced[0].pass()) << p.name;
+    EXPECT_TRUE(p.teacher_forced[0].top1_agree) << p.name;
+    EXPECT_NE(p.free_running.first_divergence, 0) << p.name;
+  }
+  const DiagnosisResult d = diagnose_fault(test::stories_dir(), test::stories_golden(), "kv_off_by_one");
+  EXPECT_EQ(d.first_suspicious_layer, -1) << "a decode-only fault must not show in a prefill";
+}
+
+TEST(Faults, LogitScaleFailsTheKlBoundOnEveryGolden) {
+  std::vector<std::pair<fs::path, fs::path>> cases = {{test::stories_dir(), test::stories_golden()}};
+  for (const auto& m : test::synthetic_models()) cases.emplace_back(m, m / "golden.json");
+  for (const auto& [model, golden] : cases) {
+    SCOPED_TRACE(model.filename().string());
+    const VerifyResult r = test::verify_golden(model, golden, "", "logit_scale");
+    ASSERT_FALSE(r.pass);
+    EXPECT_GT(r.mean_kl, r.kl_bound);
+    bool kl_named = false;
+    for (const auto& f : r.failures) kl_named = kl_named || f.find("mean KL per step") != std::string::npos;
+    EXPECT_TRUE(kl_named) << r.failures.front();
+    const std::string& last = r.failures.back();
+    EXPECT_NE(last.find("engine top-5 ["), std::string::npos) << last;
+    EXPECT_NE(last.find("reference top-5 ["), std::string::npos) << last;
+  }
+}
+
+}  // namespace
+}  // namespace llmport

@@ -1,0 +1,192 @@
+// Record files: both shared golden formats read as they are (iterating over what the
+// files hold), llmport's own format with its safetensors side file, malformed input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+#include "llmport/records.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+
+nlohmann::json load(const fs::path& p) {
+  std::ifstream f(p);
+  return nlohmann::json::parse(f);
+}
+
+std::vector<fs::path> synthetic_goldens() {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(test::shared_path("models/synthetic")))
+    if (fs::exists(e.path() / "golden.json")) out.push_back(e.path() / "golden.json");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(Records, StoriesGoldenReadAsItIs) {
+  const fs::path file = test::shared_path("models/stories260K/golden/public.json");
+  const auto j = load(file);
+  const RecordFile rf = read_record_file(file);
+  EXPECT_EQ(rf.format, "stories-golden");
+  EXPECT_TRUE(rf.independent);
+  EXPECT_EQ(rf.n_steps, j["steps"].get<int>());
+  ASSERT_EQ(rf.sequences.size(), j["cases"].size());
+  ASSERT_FALSE(rf.sequences.empty());
+  for (std::size_t c = 0; c < rf.sequences.size(); ++c) {
+    const auto& jc = j["cases"][c];
+    const auto& s = rf.sequences[c];
+    SCOPED_TRACE(s.name);
+    EXPECT_EQ(s.name, jc["name"].get<std::string>());
+    EXPECT_EQ(*s.prompt, jc["prompt"].get<std::string>());
+    EXPECT_EQ(s.prompt_ids, jc["prompt_ids"].get<std::vector<int>>());
+    EXPECT_EQ(s.tokens(), jc["generated_ids"].get<std::vector<int>>());
+    ASSERT_EQ(s.steps.size(), jc["steps"].size());
+    for (std::size_t k = 0; k < s.steps.size(); ++k) {
+      const auto& js = jc["steps"][k];
+      ASSERT_EQ(s.steps[k].top.size(), js["top5"].size());
+      EXPECT_EQ(s.steps[k].top[0].id, js["top5"][0]["id"].get<int>());
+      EXPECT_FLOAT_EQ(s.steps[k].top[0].logit, js["top5"][0]["logit"].get<float>());
+      ASSERT_TRUE(s.steps[k].logsumexp.has_value());
+      EXPECT_DOUBLE_EQ(*s.steps[k].logsumexp, js["logsumexp"].get<double>());
+    }
+    // Full logits at the last prompt position become step 0's logits.
+    EXPECT_EQ(s.steps[0].logits.size(), jc["prompt_last_logits"].size());
+    const auto& hs = jc["hidden_states_last_position"];
+    EXPECT_EQ(s.hidden.positions, std::vector<int>{static_cast<int>(s.prompt_ids.size()) - 1});
+    ASSERT_EQ(s.hidden.layer_out.size(), hs["layer_outputs"].size());
+    EXPECT_FLOAT_EQ(s.hidden.layer_out.back()[3], hs["layer_outputs"].back()[3].get<float>());
+    EXPECT_EQ(s.hidden.final_norm.size(), hs["final_norm"].size());
+    EXPECT_EQ(s.hidden.emb_dim, static_cast<int>(hs["final_norm"].size()));
+  }
+}
+
+TEST(Records, SyntheticGoldensReadAsTheyAre) {
+  const auto files = synthetic_goldens();
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    const auto j = load(file);
+    const RecordFile rf = read_record_file(file);
+    EXPECT_EQ(rf.format, j["format"].get<std::string>());
+    EXPECT_EQ(rf.n_steps, j["max_new_tokens"].get<int>());
+    EXPECT_EQ(rf.compute_dtype, j["reference"]["compute_dtype"].get<std::string>());
+    ASSERT_EQ(rf.sequences.size(), j["sequences"].size());
+    for (std::size_t i = 0; i < rf.sequences.size(); ++i) {
+      const auto& js = j["sequences"][i];
+      const auto& s = rf.sequences[i];
+      EXPECT_EQ(s.prompt_ids, js["input_ids"].get<std::vector<int>>());
+      EXPECT_FALSE(s.prompt.has_value());
+      EXPECT_EQ(s.prompt_rendering, "ids");
+      EXPECT_EQ(s.tokens(), js["greedy"]["tokens"].get<std::vector<int>>());
+      const auto& st = js["greedy"]["steps_top5"];
+      ASSERT_EQ(s.steps.size(), st.size());
+      for (std::size_t k = 0; k < st.size(); ++k) {
+        EXPECT_EQ(s.steps[k].top.size(), st[k]["ids"].size());
+        EXPECT_EQ(s.steps[k].top.back().id, st[k]["ids"].back().get<int>());
+        EXPECT_DOUBLE_EQ(*s.steps[k].logsumexp, st[k]["logsumexp"].get<double>());
+      }
+      EXPECT_EQ(s.steps[0].logits.size(), js["last_logits"].size());
+      EXPECT_EQ(s.hidden.layer_out.size(), js["layer_hidden_last"].size());
+      EXPECT_EQ(s.hidden.final_norm.size(), js["final_norm_hidden_last"].size());
+    }
+  }
+}
+
+TEST(Records, HandMadeHfReferenceFileIsRead) {
+  // The shape tools/hf_reference.py writes (without its side file).
+  const fs::path file = fs::path(LLMPORT_SOURCE_DIR) / "tests/data/verify/hf_reference_sample.json";
+  const RecordFile rf = read_record_file(file);
+  EXPECT_EQ(rf.format, "llmport-records/1");
+  EXPECT_EQ(rf.compute_dtype, "bfloat16");
+  EXPECT_TRUE(rf.independent);
+  EXPECT_EQ(rf.n_steps, 3);
+  ASSERT_EQ(rf.sequences.size(), 2u);
+  EXPECT_EQ(rf.sequences[0].prompt_ids, (std::vector<int>{1, 403, 407, 261, 378}));
+  EXPECT_EQ(rf.sequences[0].tokens(), (std::vector<int>{432, 383, 322}));
+  EXPECT_EQ(rf.sequences[0].prompt_rendering, "raw");
+  EXPECT_EQ(rf.sequences[1].prompt_rendering, "chat_template");
+  EXPECT_EQ(rf.sequences[1].steps[1].top[1].id, 13);
+  EXPECT_FLOAT_EQ(rf.sequences[1].steps[1].top[1].logit, 1.0f);
+  EXPECT_DOUBLE_EQ(*rf.sequences[0].steps[2].logsumexp, 8.25);
+  EXPECT_TRUE(rf.sequences[0].steps[0].logits.empty());
+}
+
+TEST(Records, OwnFormatRoundTripsThroughTheSideFile) {
+  test::TempDir tmp;
+  RecordFile rf;
+  rf.model = "m";
+  rf.producer = "unit test";
+  rf.compute_dtype = "float32";
+  rf.independent = false;
+  rf.n_steps = 2;
+  RecordSequence s;
+  s.name = "p0";
+  s.prompt = "hi";
+  s.prompt_ids = {3, 4, 5};
+  s.steps.push_back(StepRecord::from_logits(std::vector<float>{0.5f, 2.0f, -1.0f, 1.0f}, true));
+  s.steps.push_back(StepRecord::from_logits(std::vector<float>{3.0f, 2.0f, 2.0f, 1.0f}, true));
+  s.hidden.emb_dim = 2;
+  s.hidden.positions = {0, 1, 2};
+  s.hidden.embedding = {1, 2, 3, 4, 5, 6};
+  s.hidden.layer_out = {{0.5f, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}};
+  s.hidden.final_norm = {9, 8, 7, 6, 5, 4};
+  rf.sequences.push_back(s);
+  const fs::path file = tmp.path() / "rec.json";
+  write_record_file(file, rf);
+  EXPECT_TRUE(fs::exists(tmp.path() / "rec.safetensors"));
+  const RecordFile back = read_record_file(file);
+  EXPECT_FALSE(back.independent);
+  ASSERT_EQ(back.sequences.size(), 1u);
+  const auto& b = back.sequences[0];
+  EXPECT_EQ(b.tokens(), (std::vector<int>{1, 0}));
+  EXPECT_EQ(b.steps[1].logits, s.steps[1].logits);
+  EXPECT_EQ(b.steps[0].top[1].id, 3);
+  EXPECT_EQ(b.hidden.positions, s.hidden.positions);
+  EXPECT_EQ(b.hidden.layer_out, s.hidden.layer_out);
+  EXPECT_EQ(b.hidden.embedding, s.hidden.embedding);
+  EXPECT_EQ(b.hidden.final_norm, s.hidden.final_norm);
+}
+
+void expect_config_error(const std::string& json, const std::string& needle) {
+  test::TempDir tmp;
+  const fs::path f = tmp.path() / "bad.json";
+  test::write_file(f, json);
+  try {
+    read_record_file(f);
+    ADD_FAILURE() << "no error for " << json;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Records, MalformedFilesNameTheFieldAtFault) {
+  expect_config_error("{not json", "malformed JSON");
+  expect_config_error("[1, 2]", "expected a JSON object");
+  expect_config_error("{\"hello\": 1}", "not a record file");
+  expect_config_error(R"({"steps": 1, "cases": [{"name": "a", "n_steps": 1, "prompt_ids": [1], "generated_ids": [2, 3],
+      "steps": [{"top5": [{"id": 2, "logit": 1.0}]}]}]})",
+                      "cases[0].generated_ids");
+  expect_config_error(R"({"steps": 1, "cases": [{"name": "a", "prompt_ids": [1], "generated_ids": [2],
+      "steps": [{"top5": [{"id": "x", "logit": 1.0}]}]}]})",
+                      "cases[0].steps[0].top5[0].id: expected an integer");
+  expect_config_error(R"({"format": "llmport-synthetic-golden/1", "max_new_tokens": 2,
+      "sequences": [{"input_ids": [1], "greedy": {"tokens": [1], "steps_top5": []}}]})",
+                      "sequences[0].greedy.tokens");
+  expect_config_error(R"({"format": "llmport-records/1", "n_steps": 1, "side_file": "nope.safetensors",
+      "sequences": [{"prompt_ids": [1], "tokens": [2], "steps": [{"ids": [2], "logits": [1.0]}]}]})",
+                      "side file");
+  expect_config_error(R"({"format": "llmport-records/2"})", "unsupported version");
+}
+
+TEST(Records, MissingFileIsAConfigError) {
+  test::TempDir tmp;
+  EXPECT_THROW(read_record_file(tmp.path() / "missing.json"), ConfigError);
+}
+
+}  // namespace
+}  // namespace llmport

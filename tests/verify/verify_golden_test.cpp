@@ -1,0 +1,108 @@
+// The gate against the shared goldens: stories260K and every synthetic model PASS (fp32
+// and bf16); the report carries the counts and provenance the phase-7 audit needs.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/records.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+
+void expect_pass_with_counts(const VerifyResult& r, const RecordFile& g) {
+  for (const auto& f : r.failures) ADD_FAILURE() << f;
+  EXPECT_TRUE(r.pass);
+  EXPECT_TRUE(r.free_running_pass);
+  EXPECT_TRUE(r.teacher_forced_pass);
+  EXPECT_EQ(r.reference_kind, "golden");
+  EXPECT_TRUE(r.reference_independent);
+  EXPECT_EQ(r.prompt_set, "golden");
+  EXPECT_TRUE(r.full);
+  // All of the golden's prompts and its step count.
+  EXPECT_EQ(r.n_prompts, static_cast<int>(g.sequences.size()));
+  EXPECT_EQ(r.n_steps, g.n_steps);
+  EXPECT_EQ(r.engine_tokens_generated, static_cast<int64_t>(g.sequences.size()) * g.n_steps);
+  EXPECT_EQ(r.teacher_forced_steps, static_cast<int64_t>(g.sequences.size()) * g.n_steps);
+  EXPECT_EQ(r.engine_forward_calls, 2 * static_cast<int64_t>(g.sequences.size()) * g.n_steps);
+  EXPECT_EQ(r.kl_kind, KlKind::Coarsened);
+  EXPECT_LT(r.mean_kl, r.kl_bound / 3) << "bf16/fp32 runs must pass with a wide margin";
+  EXPECT_EQ(r.backend, "cpu");
+  EXPECT_FALSE(r.dispatch_counters.empty());
+  for (const auto& p : r.prompts) {
+    EXPECT_EQ(static_cast<int>(p.engine_tokens.size()), g.n_steps) << p.name;
+    EXPECT_TRUE(p.tokenization_ok) << p.name << ": " << p.tokenization;
+  }
+}
+
+TEST(VerifyGolden, Stories260KPassesFp32AndBf16) {
+  const RecordFile g = read_record_file(test::stories_golden());
+  for (const char* dtype : {"fp32", "bf16"}) {
+    SCOPED_TRACE(dtype);
+    const VerifyResult r = test::verify_golden(test::stories_dir(), test::stories_golden(), dtype);
+    expect_pass_with_counts(r, g);
+    EXPECT_EQ(r.dtype, dtype);
+    // The golden's text prompts encode to its ids with llmport's tokenizer.
+    for (const auto& p : r.prompts) EXPECT_EQ(p.tokenization, "matches the reference") << p.name;
+    if (std::string(dtype) == "fp32") {
+      // fp32 reproduces the golden's greedy ids exactly.
+      for (std::size_t i = 0; i < r.prompts.size(); ++i)
+        EXPECT_EQ(r.prompts[i].engine_tokens, g.sequences[i].tokens()) << r.prompts[i].name;
+      EXPECT_DOUBLE_EQ(r.top1_agreement, 1.0);
+    }
+  }
+}
+
+TEST(VerifyGolden, EverySyntheticModelPassesItsGolden) {
+  const auto models = test::synthetic_models();
+  ASSERT_FALSE(models.empty());
+  for (const auto& m : models) {
+    const RecordFile g = read_record_file(m / "golden.json");
+    for (const char* dtype : {"fp32", "bf16"}) {
+      SCOPED_TRACE(m.filename().string() + " " + dtype);
+      const VerifyResult r = test::verify_golden(m, m / "golden.json", dtype);
+      expect_pass_with_counts(r, g);
+      EXPECT_EQ(r.prompt_rendering, "ids");
+    }
+  }
+}
+
+TEST(VerifyGolden, ReportFilesCarryTheAuditFields) {
+  test::TempDir tmp;
+  VerifyOptions o;
+  o.reference = "golden:" + test::stories_golden().string();
+  o.engine.threads = 1;
+  o.report_dir = tmp.path() / "r";
+  const VerifyResult r = run_verify(test::stories_dir(), o);
+  ASSERT_TRUE(r.pass);
+  const auto j = nlohmann::json::parse(test::read_file(tmp.path() / "r" / "report.json"));
+  EXPECT_EQ(j["verdict"], "PASS");
+  EXPECT_EQ(j["engine"]["runner"], "engine");
+  EXPECT_EQ(j["engine"]["backend"], "cpu");
+  EXPECT_TRUE(j["engine"]["heuristic_default_configs"].get<bool>());
+  EXPECT_FALSE(j["engine"]["dispatch_counters"].empty());
+  EXPECT_EQ(j["reference"]["kind"], "golden");
+  EXPECT_TRUE(j["reference"]["independent"].get<bool>());
+  EXPECT_EQ(j["tolerances"]["kl_bound"].get<double>(), kKlBound);
+  EXPECT_EQ(j["tolerances"]["top_k"].get<int>(), 5);
+  EXPECT_EQ(j["counts"]["prompts"].get<int>(), r.n_prompts);
+  EXPECT_EQ(j["counts"]["engine_tokens_generated"].get<int64_t>(), r.engine_tokens_generated);
+  EXPECT_EQ(j["prompts"].size(), static_cast<std::size_t>(r.n_prompts));
+  const std::string md = test::read_file(tmp.path() / "r" / "report.md");
+  EXPECT_NE(md.find("**Verdict: PASS**"), std::string::npos);
+  EXPECT_NE(md.find("independent"), std::string::npos);
+  // A second run into the same directory never overwrites it.
+  EXPECT_THROW(run_verify(test::stories_dir(), o), UsageError);
+}
+
+TEST(VerifyGolden, GoldenIdsOutsideTheVocabularyAreBadInput) {
+  test::TempDir tmp;
+  auto j = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  j["cases"][0]["prompt_ids"][1] = 100000;
+  test::write_file(tmp.path() / "g.json", j.dump());
+  EXPECT_THROW(test::verify_golden(test::stories_dir(), tmp.path() / "g.json"), UsageError);
+}
+
+}  // namespace
+}  // namespace llmport
