@@ -6,6 +6,7 @@
 // Source of the semantics: transformers utils/chat_template_utils.py and Jinja2 3.1.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@ namespace llmport {
 namespace jinja {
 struct Program;
 }
+class Tokenizer;
 
 /// A parsed chat template, reusable across renders (e.g. every turn of a chat).
 ///
@@ -50,5 +52,22 @@ std::string render_chat_template(const std::string& tmpl, const nlohmann::json& 
 /// Same with insertion-ordered JSON (keeps the key order `tojson` prints).
 std::string render_chat_template(const std::string& tmpl, const nlohmann::ordered_json& messages,
                                  bool add_generation_prompt, const nlohmann::ordered_json& vars);
+
+// ---- instruct prompts (a tokenizer with a chat template) ----
+
+/// Template variables from a tokenizer: bos_token / eos_token when it has them (as
+/// transformers' special_tokens_map, an absent token is not passed at all).
+nlohmann::ordered_json special_token_vars(const Tokenizer& tok);
+
+/// Token ids of one instruct prompt: [system (when not empty)], user `prompt`, rendered
+/// with the tokenizer's chat template and add_generation_prompt=true, encoded with
+/// add_special_tokens=false (the template writes the BOS: exactly one). Throws UsageError
+/// when the tokenizer has no chat template, plus ChatTemplate's errors.
+std::vector<int> instruct_prompt_ids(const Tokenizer& tok, const std::string& system, const std::string& prompt);
+
+/// Stop ids of an instruct model: `model_stop_ids` (config eos union generation_config eos,
+/// ModelConfig::stop_ids()) plus the tokenizer's eos token id (e.g. Llama-3 Instruct
+/// `<|eot_id|>`, Qwen `<|im_end|>`); sorted, unique.
+std::vector<int> chat_stop_ids(const std::vector<int>& model_stop_ids, const Tokenizer& tok);
 
 }  // namespace llmport

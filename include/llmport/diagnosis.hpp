@@ -17,15 +17,23 @@
 namespace llmport {
 
 /// Flag thresholds (not a gate): per-position min cosine under kFlagMinCosine, or a median
-/// drop of more than kFlagMedianDrop from the previous layer (layer 0 compares with 1.0).
+/// drop of more than kFlagMedianDrop from the previous layer (layer 0 compares with 1.0),
+/// or the median cosine of the layer's own update (block output minus block input) under
+/// kFlagUpdateMedianCosine (docs/verification.md gives the measurements).
 inline constexpr double kFlagMinCosine = 0.85;
 inline constexpr double kFlagMedianDrop = 0.05;
+inline constexpr double kFlagUpdateMedianCosine = 0.99;
 
 /// One row of the diagnosis table.
 struct DiagnosisRow {
   std::string name;  ///< "layer 0" .. "layer L-1", "final_norm"
   int layer = -1;    ///< il, or -1 for final_norm
-  CosineStats stats;
+  CosineStats stats;   ///< the block output (residual stream after layer il)
+  /// The layer's own contribution, layer_out[il] - layer_out[il-1] (embedding for il 0):
+  /// layer-local, so a fault in one layer stands out even where the residual stream,
+  /// dominated by earlier layers, barely moves. has_update false when not computable.
+  CosineStats update;
+  bool has_update = false;
   bool flagged = false;
   std::string reason;  ///< why flagged ("" otherwise)
 };

@@ -22,10 +22,17 @@ struct ResolvedModel {
   std::string commit;            ///< resolved commit hash, when known
 };
 
-/// Resolves MODEL: a local directory / config.json path if it exists; else an HF id
-/// `org/name[@revision]` from the HF cache; else a download (unless offline).
+/// Resolves MODEL: a local directory / config.json path if it exists (returned as given);
+/// else an HF id `org/name[@revision]` from the HF cache in huggingface_hub's layout
+/// ($HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub), used in place; else
+/// a download from $HF_ENDPOINT into that cache (unless offline: opt.offline or
+/// HF_HUB_OFFLINE=1). dir is then <cache>/models--org--name/snapshots/<commit>.
+/// Downloads are locked, resumable, verified (size; sha256 / git blob sha1 per ETag) and
+/// atomic. See docs/model_sources.md.
 /// Throws UsageError (exit 2) for a path that does not exist and is not an id, and for
-/// download failures (401/403 gated, 404, no network, disk full) with one actionable line.
+/// download failures (401/403 gated, 404, no network, disk full, corrupt download, offline
+/// with the model not cached) with one actionable line; ConfigError for a malformed
+/// model.safetensors.index.json.
 ResolvedModel resolve_model(const std::string& model, const ResolveOptions& opt = {});
 
 }  // namespace llmport

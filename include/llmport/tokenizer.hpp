@@ -29,8 +29,11 @@ struct EncodeOptions {
 /// valid UTF-8 (UsageError otherwise).
 class Tokenizer {
  public:
-  /// Loads tokenizer.json (+ tokenizer_config.json, special_tokens_map.json when present)
-  /// from `dir`. Throws ConfigError naming the file and the component/field at fault.
+  /// Loads tokenizer.json (+ tokenizer_config.json, special_tokens_map.json,
+  /// chat_template.jinja when present) from `dir` (a directory, or a file inside it such as
+  /// tokenizer.json or config.json). config.json is not needed. Throws ConfigError (one line) naming the file and
+  /// the component/field at fault: invalid JSON, unknown component type, a merge naming a
+  /// token missing from the vocab, a non-BPE model. Load time: ~0.2 s CPU for a 9 MB file.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& dir);
   /// True if `dir` holds a tokenizer.json.
   static bool exists(const std::filesystem::path& dir);

@@ -48,7 +48,10 @@ bool only_space(const std::string& s) {
 
 class Lexer {
  public:
-  explicit Lexer(const std::string& source) : src_(normalize_source(source)) {}
+  explicit Lexer(const std::string& source) : src_(normalize_source(source)) {
+    for (std::size_t i = 0; i < src_.size(); ++i)
+      if (src_[i] == '\n') newlines_.push_back(i);
+  }
 
   std::vector<Token> run() {
     std::size_t pos = 0;
@@ -96,7 +99,7 @@ class Lexer {
   }
 
   int line_of(std::size_t pos) const {
-    return 1 + static_cast<int>(std::count(src_.begin(), src_.begin() + static_cast<long>(std::min(pos, src_.size())), '\n'));
+    return 1 + static_cast<int>(std::lower_bound(newlines_.begin(), newlines_.end(), pos) - newlines_.begin());
   }
 
   [[noreturn]] void fail(std::size_t pos, const std::string& msg) const {
@@ -304,6 +307,7 @@ class Lexer {
   }
 
   std::string src_;
+  std::vector<std::size_t> newlines_;  // offsets of '\n' in src_, for line numbers
   std::vector<Token> toks_;
 };
 

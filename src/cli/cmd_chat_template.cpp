@@ -70,12 +70,7 @@ int run_chat_template(const ChatTemplateArgs& a) {
   if (source.empty())
     throw UsageError(dir + ": the tokenizer has no chat_template (tokenizer_config.json or chat_template.jinja); "
                            "give one with --template FILE");
-  nlohmann::ordered_json vars = nlohmann::ordered_json::object();
-  if (tok) {
-    // As transformers' special_tokens_map: an absent token is not passed at all.
-    if (!tok->bos_token().empty()) vars["bos_token"] = tok->bos_token();
-    if (!tok->eos_token().empty()) vars["eos_token"] = tok->eos_token();
-  }
+  nlohmann::ordered_json vars = tok ? special_token_vars(*tok) : nlohmann::ordered_json::object();
   for (const auto& v : a.vars) add_var(vars, v);
   std::string rendered = ChatTemplate(source).render(read_messages(a.messages), a.add_generation_prompt, vars);
   if (a.ids) {

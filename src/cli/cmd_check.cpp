@@ -1,5 +1,6 @@
-// `llmport check MODEL [--json] [--max-seq N] [--weights]`: the architecture gate, and
-// with --weights the phase-0 checks (every tensor loadable with the right shape).
+// `llmport check MODEL [--json] [--max-seq N] [--weights] [--scan-values]`: the
+// architecture gate, and with --weights the phase-0 checks (every tensor loadable with the
+// right shape; --scan-values also rejects NaN/Inf weights).
 #include <iostream>
 #include <optional>
 
@@ -28,6 +29,7 @@ void print_text(const CompatResult& r, const nlohmann::json& resolved) {
     std::cout << "\n";
   }
   for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  if (!r.accepted) std::cout << "  resolved (informational for a REJECT):\n";
   for (const char* k : {"n_layers", "emb_dim", "n_heads", "n_kv_heads", "head_dim", "hidden_dim", "vocab_size",
                         "rope_theta", "rope_scaling_type", "tie_word_embeddings", "qkv_bias", "qk_norm",
                         "max_position_embeddings", "max_seq", "rms_norm_eps", "torch_dtype", "stop_ids"})
@@ -47,7 +49,7 @@ int run_check(const CheckArgs& a) {
     // An accepted architecture must resolve fully; a missing field is bad input (exit 2).
     ModelConfig cfg = load_model_config(file, max_seq);
     resolved = cfg.to_json();
-    if (a.weights) report = check_model_dir(file.parent_path(), max_seq, a.scan_values);
+    if (a.weights) report = check_model_dir(file, max_seq, a.scan_values);
   }
   if (a.json) {
     nlohmann::json out = {{"verdict", r.accepted ? "ACCEPT" : "REJECT"},

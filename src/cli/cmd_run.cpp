@@ -1,6 +1,9 @@
 // `llmport run MODEL (--prompt TEXT | --prompt-ids 1,2,3) [--n-tokens N] [--temperature T]
 // [--top-k K] [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [--backend B]
 // [--threads N] [--profile] [--dtype D] [--json]`: generate from a prompt, streaming text.
+// On an instruct model (its tokenizer has a chat template) --prompt is rendered through the
+// template ([--system TEXT], unless --raw); `--chat` is the interactive multi-turn chat
+// (src/cli/run_chat.cpp).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -9,10 +12,14 @@
 #include <optional>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/run_chat.hpp"
+#include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/generate.hpp"
@@ -39,6 +46,9 @@ struct RunArgs {
   bool ignore_eos = false;
   int max_seq = 0;
   std::string fault;
+  bool chat = false;                  // interactive multi-turn chat from stdin
+  std::optional<std::string> system;  // system message of the chat template
+  bool raw = false;                   // --prompt as plain text even on an instruct model
 };
 
 std::vector<int> parse_ids(const std::string& s) {
@@ -107,7 +117,11 @@ void print_profile(std::ostream& os, const Engine& eng, const GenerateResult& r)
 
 int run_run(const RunArgs& a) {
   if (a.prompt && a.prompt_ids) throw UsageError("give either --prompt or --prompt-ids, not both");
-  if (!a.prompt && !a.prompt_ids) throw UsageError("a prompt is required: --prompt TEXT or --prompt-ids 1,2,3");
+  if (a.chat && (a.prompt || a.prompt_ids || a.json))
+    throw UsageError("--chat reads the conversation from stdin: drop --prompt / --prompt-ids / --json");
+  if (a.chat && a.raw) throw UsageError("--chat needs the chat template: drop --raw");
+  if (!a.chat && !a.prompt && !a.prompt_ids)
+    throw UsageError("a prompt is required: --prompt TEXT or --prompt-ids 1,2,3 (or --chat)");
   const std::string dir = resolve_model_dir(a.model);
   const ModelConfig cfg =
       load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
@@ -117,14 +131,37 @@ int run_run(const RunArgs& a) {
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir))
     tok = Tokenizer::load(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir);
+  if (a.chat) {
+    if (!tok) throw UsageError(dir + ": --chat needs the model's tokenizer.json");
+    ChatOptions copt;
+    copt.system = a.system.value_or("");
+    const auto& g = cfg.generation;
+    copt.max_new_tokens = a.n_tokens ? *a.n_tokens : g.max_new_tokens ? *g.max_new_tokens : 256;
+    copt.sampling = sampling_from(a, cfg.generation);
+    copt.stop_ids = a.ignore_eos ? std::vector<int>{} : chat_stop_ids(cfg.stop_ids(), *tok);
+    instruct_prompt_ids(*tok, "", "");  // no chat template: fail before loading the weights
+    const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
+    for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
+    EngineOptions eopt;
+    eopt.backend = a.backend;
+    eopt.threads = a.threads;
+    if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
+    eopt.max_seq = context;
+    Engine engine(cfg, weights, eopt);
+    return run_chat_loop(engine, *tok, copt, std::cin, std::cout, std::cerr, isatty(STDIN_FILENO) != 0);
+  }
   std::string prompt_text;
   std::vector<int> prompt;
+  // An instruct model's prompt goes through its chat template (unless --raw).
+  const bool instruct = a.prompt && tok && !a.raw && !tok->chat_template().empty();
+  if (a.system && !instruct)
+    throw UsageError("--system needs the chat template of an instruct model (and no --raw / --prompt-ids)");
   if (a.prompt_ids) {
     prompt = parse_ids(*a.prompt_ids);
   } else {
     if (!tok) throw UsageError(dir + ": the model has no tokenizer.json; use --prompt-ids 1,2,3");
     prompt_text = *a.prompt == "-" ? read_stdin() : *a.prompt;
-    prompt = tok->encode(prompt_text);
+    prompt = instruct ? instruct_prompt_ids(*tok, a.system.value_or(""), prompt_text) : tok->encode(prompt_text);
     if (prompt.empty()) throw UsageError("the prompt encodes to zero tokens");
   }
   for (int id : prompt)
@@ -159,7 +196,7 @@ int run_run(const RunArgs& a) {
   GenerateOptions gopt;
   gopt.n_tokens = n_tokens;
   gopt.sampling = sampling_from(a, cfg.generation);
-  gopt.stop_ids = cfg.stop_ids();
+  gopt.stop_ids = instruct ? chat_stop_ids(cfg.stop_ids(), *tok) : cfg.stop_ids();
   gopt.ignore_stop = a.ignore_eos;
   gopt.record_top = a.json ? 5 : 0;
 
@@ -188,8 +225,8 @@ int run_run(const RunArgs& a) {
       } else {
         for (std::size_t i = 0; i < prompt.size(); ++i) std::cout << (i ? " " : "") << prompt[i];
       }
-    } else {
-      std::cout << prompt_text;
+    } else if (!instruct) {
+      std::cout << prompt_text;  // an instruct answer is printed alone
     }
     std::cout.flush();
   }
@@ -268,6 +305,10 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
                        sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")
                            ->check(CLI::PositiveNumber);
+                       sub.add_flag("--chat", a->chat,
+                                    "interactive chat: one message per stdin line, /reset, Ctrl-D to leave");
+                       sub.add_option("--system", a->system, "system message for the chat template");
+                       sub.add_flag("--raw", a->raw, "use --prompt as plain text even on an instruct model");
                        sub.add_option("--fault", a->fault, "test-only planted fault kind[@layer][=value]")
                            ->group("");
                        return [a] { return run_run(*a); };

@@ -49,17 +49,11 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
-// First golden prompt ids, for a no-tokenizer model's default PROMPT_IDS.
+// Phase 0's prompt ids, for a no-tokenizer model's default PROMPT_IDS.
 std::string default_prompt_ids(const Manifest& m) {
-  if (m.kernel_configs.contains("first_prompt_ids")) {
-    std::string s;
-    for (const auto& v : m.kernel_configs["first_prompt_ids"]) {
-      if (!s.empty()) s += ',';
-      s += v.dump();
-    }
-    return s;
-  }
-  return "";
+  std::vector<std::string> v;
+  for (int id : m.first_prompt_ids) v.push_back(std::to_string(id));
+  return join(v, ",");
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ nlohmann::json Manifest::to_json() const {
           {"threads", threads},
           {"reference", ref},
           {"prompts_file", prompts_file.string()},
+          {"first_prompt_ids", first_prompt_ids},
           {"llmport_version", llmport_version},
           {"created", created},
           {"updated", updated},
@@ -70,6 +71,7 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
       m.reference_hash = r.value("sha256", "");
     }
     m.prompts_file = j.value("prompts_file", "");
+    m.first_prompt_ids = j.value("first_prompt_ids", std::vector<int>{});
     m.llmport_version = j.value("llmport_version", "");
     m.created = j.value("created", "");
     m.updated = j.value("updated", "");

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,7 @@ struct Manifest {
   std::string reference_hash;  ///< sha256 of the golden file
   bool has_tokenizer = false;
   std::filesystem::path prompts_file;  ///< --prompts FILE (absolute), empty = default set
+  std::vector<int> first_prompt_ids;   ///< phase 0's prompt (Makefile PROMPT_IDS default)
   std::string llmport_version;
   std::string created;
   std::string updated;

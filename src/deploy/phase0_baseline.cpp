@@ -35,7 +35,7 @@ class Phase0 : public Phase {
     }
     std::vector<int> ids = first_prompt_ids(ctx);
     num["prompt_ids"] = ids;
-    ctx.m.kernel_configs["first_prompt_ids"] = ids;  // Makefile default for id-only models
+    ctx.m.first_prompt_ids = ids;  // Makefile default for id-only models
     auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads);
     Stopwatch sw;
     PrefillRecord rec = oracle->prefill(ids);

@@ -50,7 +50,8 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   sw = Stopwatch();
   auto [base, tuned] = time_interleaved(ctx.cfg, ctx.weights(), ctx.target_engine_options(before),
                                         ctx.target_engine_options(after),
-                                        prefill ? TimedOp::Prefill : TimedOp::Decode, n, kReps, &build_s);
+                                        prefill ? TimedOp::Prefill : TimedOp::Decode, n, kReps, &build_s,
+                                        ctx.opt.quick ? 300.0 : 2000.0);
   ctx.compile_s += build_s;
   ctx.runtime_s += sw.seconds() - build_s;
   TimingComparison cmp = compare_timings(base, tuned, sweep.same_as_current, what);

@@ -98,6 +98,9 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
   FaultInjection fault;
   if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
+  if (ref.kind != "golden" && opt.prompts.empty() && !fs::is_regular_file(model_dir / "tokenizer.json"))
+    throw UsageError(model_dir.string() + " has no tokenizer.json, so the built-in text prompts cannot be "
+                     "used: pass --reference golden:FILE or --prompts FILE with prompt_ids");
   std::string dtype;
   if (!opt.dtype.empty()) {
     dtype = std::string(dtype_name(parse_dtype(opt.dtype)));
@@ -133,6 +136,8 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     if (m.dtype != dtype) diffs.push_back("dtype " + m.dtype + " -> " + dtype);
     if (m.reference.to_arg() != ref.to_arg())
       diffs.push_back("reference " + m.reference.to_arg() + " -> " + ref.to_arg());
+    else if (ref.kind == "golden" && m.reference_hash != sha256_file(ref.file))
+      diffs.push_back("golden file content (" + ref.file.string() + " changed since the deployment)");
     if (!diffs.empty() && opt.from_phase.value_or(-1) != 0)
       throw UsageError(fmt::format("deployment {} exists with a different {}; nothing was changed: "
                                    "restart it with --from-phase 0, or choose another --name",

@@ -78,7 +78,8 @@ double run_once(Engine& e, TimedOp op, const std::vector<int>& ids, int n_tokens
 std::pair<TimingStats, TimingStats> time_interleaved(const ModelConfig& cfg, const WeightStore& w,
                                                      const EngineOptions& baseline,
                                                      const EngineOptions& tuned, TimedOp op,
-                                                     int n_tokens, int reps, double* build_s) {
+                                                     int n_tokens, int reps, double* build_s,
+                                                     double budget_ms) {
   if (n_tokens < 1 || reps < 1) throw UsageError("timing needs n_tokens >= 1 and reps >= 1");
   Stopwatch sw;
   EngineOptions a = baseline, b = tuned;
@@ -93,8 +94,7 @@ std::pair<TimingStats, TimingStats> time_interleaved(const ModelConfig& cfg, con
   double tw = std::max(run_once(ea, op, ids, n_tokens), run_once(eb, op, ids, n_tokens));
   if (op == TimedOp::Decode) tw *= n_tokens;  // run_once returns ms per token
   constexpr int kMaxReps = 51;
-  constexpr double kBudgetMs = 2000;
-  if (tw > 0) reps = std::max(reps, std::min(kMaxReps, static_cast<int>(kBudgetMs / (2 * tw))));
+  if (tw > 0) reps = std::max(reps, std::min(kMaxReps, static_cast<int>(budget_ms / (2 * tw))));
   reps |= 1;  // odd: the median is one run
   std::vector<double> sa, sb;
   for (int r = 0; r < reps; ++r) {

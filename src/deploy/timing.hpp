@@ -44,12 +44,13 @@ enum class TimedOp {
 };
 
 /// Builds one engine per option set and times `op` at least `reps` times each (more, up to
-/// 51, when runs are short enough to fit a 2 s budget; always odd), interleaved
+/// 51, when runs are short enough to fit `budget_ms`; always odd), interleaved
 /// (A B B A ...) after one warm-up run each, so machine noise hits both alike.
 /// Returns {baseline, tuned}. `build_s` receives the engines' construction time (packing).
 std::pair<TimingStats, TimingStats> time_interleaved(const ModelConfig& cfg, const WeightStore& w,
                                                      const EngineOptions& baseline,
                                                      const EngineOptions& tuned, TimedOp op,
-                                                     int n_tokens, int reps, double* build_s);
+                                                     int n_tokens, int reps, double* build_s,
+                                                     double budget_ms = 2000);
 
 }  // namespace llmport::deploy

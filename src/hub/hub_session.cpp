@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -209,7 +211,12 @@ uint64_t HubSession::fetch_blob(const RepoCache& cache, const FileMeta& meta, co
       have = fd_size(fd);
       break;
     }
-    if (g.response.status >= 400) throw_status(g.response, meta.commit, file, meta.download_url);
+    if (g.response.status >= 400) {
+      if (!same_origin(meta.download_url, env_.endpoint))  // the CDN's signed link, not the hub
+        throw UsageError("the file store answered HTTP " + std::to_string(g.response.status) + " for " + repo_id_ +
+                         "/" + file + " (" + meta.download_url + "): run again (its signed links expire)");
+      throw_status(g.response, meta.commit, file, meta.download_url);
+    }
     transferred += g.written;
     uint64_t now = fd_size(fd);
     if (now > meta.size) break;  // reported below as a size mismatch

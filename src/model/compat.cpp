@@ -82,8 +82,14 @@ json informational_resolved(const json& c, const std::string& arch, bool mla) {
 }  // namespace
 
 CompatResult check_compat(const json& config, std::optional<int> max_seq) {
-  static const json kEmpty = json::object();
-  const json& c = config.is_object() ? config : kEmpty;
+  // Multimodal wrappers (Gemma3ForConditionalGeneration, Llama4ForConditionalGeneration)
+  // keep the decoder's fields in text_config; classify on those, top-level keys winning.
+  json c = json::object();
+  if (config.is_object()) {
+    if (const json* tc = field(config, "text_config"); tc && tc->is_object()) c = *tc;
+    for (auto it = config.begin(); it != config.end(); ++it)
+      if (!it.value().is_null() || !c.contains(it.key())) c[it.key()] = it.value();
+  }
   CompatResult res;
   const std::string arch = architecture_of(c);
   const std::string model_type = lenient_string(c, "model_type").value_or("");

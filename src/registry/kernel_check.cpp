@@ -5,6 +5,8 @@
 #include <cmath>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 
@@ -81,34 +83,57 @@ void reconfigure_linear(LinearWeight& w, const TileConfig& cfg) {
 
 CheckResult check_kernel(const std::string& kernel, const KernelShape& shape, DType dtype,
                          Backend& be, const TileConfig& cfg, int reps) {
-  auto ref = make_backend("reference");
+  static const auto ref = make_backend("reference");
   const auto [atol, rtol] = kernel_tolerance(kernel, dtype);
   CheckResult r;
   const DType act_round = dtype;  // inputs rounded through the dtype: what a model feeds
   if (kernel == "gemm" || kernel == "gemv") {
     const int m = kernel == "gemv" ? 1 : dim(shape, "m");
     const int n = dim(shape, "n"), k = dim(shape, "k");
-    const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(static_cast<float>(k)), 1, DType::F32);
-    // x already on the bf16 grid for bf16 so the reference sees what the kernel multiplies.
-    const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 2,
-                              dtype == DType::BF16 ? DType::BF16 : DType::F32);
-    auto cw = be.make_linear(view_of(w, n, k), dtype, cfg);
-    std::vector<float> y(static_cast<std::size_t>(m) * n);  // [m, n]
-    be.linear(*cw, x.data(), m, y.data());
-    // The reference on up to 8 sampled rows (a row's result does not depend on m).
-    auto rw = ref->make_linear(view_of(w, n, k), dtype);
-    std::vector<int> rows;
-    for (int i = 0; i < std::min(m, 8); ++i) rows.push_back(m <= 8 ? i : static_cast<int>(static_cast<long>(i) * (m - 1) / 7));
-    std::vector<float> got, want(static_cast<std::size_t>(rows.size()) * n), xr;
-    for (int i : rows) {
-      got.insert(got.end(), y.begin() + static_cast<long>(i) * n, y.begin() + static_cast<long>(i + 1) * n);
-      xr.insert(xr.end(), x.begin() + static_cast<long>(i) * k, x.begin() + static_cast<long>(i + 1) * k);
+    // One-entry memo: a sweep checks many configs of one shape; the panel layout and the
+    // reference output do not depend on the config, so pack and run the reference once.
+    struct Memo {
+      std::string key;
+      std::vector<float> x, want;
+      std::vector<int> rows;
+      std::unique_ptr<LinearWeight> cw;
+    };
+    static Memo memo;
+    const std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}", static_cast<const void*>(&be), be.name() + be.isa(),
+                                        kernel, shape_string(shape), dtype_name(dtype), m, n);
+    if (memo.key != key) {
+      memo = Memo{};
+      const auto w = random_vec(static_cast<std::size_t>(n) * k,
+                                1.0f / std::sqrt(static_cast<float>(k)), 1, DType::F32);
+      // x on the bf16 grid for bf16 so the reference sees what the kernel multiplies.
+      memo.x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 2,
+                          dtype == DType::BF16 ? DType::BF16 : DType::F32);
+      memo.cw = be.make_linear(view_of(w, n, k), dtype, cfg);
+      // The reference on up to 8 sampled rows (a row's result does not depend on m).
+      auto rw = ref->make_linear(view_of(w, n, k), dtype);
+      for (int i = 0; i < std::min(m, 8); ++i)
+        memo.rows.push_back(m <= 8 ? i : static_cast<int>(static_cast<long>(i) * (m - 1) / 7));
+      std::vector<float> xr;
+      for (int i : memo.rows)
+        xr.insert(xr.end(), memo.x.begin() + static_cast<long>(i) * k,
+                  memo.x.begin() + static_cast<long>(i + 1) * k);
+      memo.want.resize(memo.rows.size() * static_cast<std::size_t>(n));
+      ref->linear(*rw, xr.data(), static_cast<int>(memo.rows.size()), memo.want.data());
+      memo.key = key;
     }
-    ref->linear(*rw, xr.data(), static_cast<int>(rows.size()), want.data());
-    compare_into(r, got.data(), want.data(), got.size(), atol, rtol);
+    reconfigure_linear(*memo.cw, cfg);
+    std::vector<float> y(static_cast<std::size_t>(m) * n);  // [m, n]
+    be.linear(*memo.cw, memo.x.data(), m, y.data());
+    std::vector<float> got;
+    for (int i : memo.rows)
+      got.insert(got.end(), y.begin() + static_cast<long>(i) * n, y.begin() + static_cast<long>(i + 1) * n);
+    compare_into(r, got.data(), memo.want.data(), got.size(), atol, rtol);
     r.flops = 2.0 * m * n * k;
-    r.bytes = static_cast<double>(cw->bytes()) + 4.0 * m * (n + k);
-    if (reps > 0) r.seconds = best_time(reps, [&] { be.linear(*cw, x.data(), m, y.data()); });
+    r.bytes = static_cast<double>(memo.cw->bytes()) + 4.0 * m * (n + k);
+    if (reps > 0) {
+      be.linear(*memo.cw, memo.x.data(), m, y.data());  // warm
+      r.seconds = best_time(reps, [&] { be.linear(*memo.cw, memo.x.data(), m, y.data()); });
+    }
   } else if (kernel == "rmsnorm") {
     const int m = dim(shape, "m"), d = dim(shape, "dim");
     const auto x = random_vec(static_cast<std::size_t>(m) * d, 2.0f, 3, act_round);

@@ -39,7 +39,6 @@ class PreTokenizer {
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::string& where);
 
 /// Adds special tokens around one sequence of ids (only called with add_special_tokens).
-/// `token_id` resolves a token string to its id (for processors naming tokens only).
 class PostProcessor {
  public:
   virtual ~PostProcessor() = default;

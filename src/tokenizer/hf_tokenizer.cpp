@@ -212,7 +212,10 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& dir) {
   if (fs::is_directory(dir)) {
     file = dir / "tokenizer.json";
   } else {
+    // A file path: tokenizer.json itself, or another file of the model directory
+    // (e.g. config.json), whose directory then holds the tokenizer.
     base = dir.parent_path();
+    if (dir.filename() != "tokenizer.json") file = base / "tokenizer.json";
   }
   if (!fs::is_regular_file(file)) throw ConfigError(file.string() + ": no tokenizer.json there");
   return std::make_unique<HfTokenizer>(file, base);

@@ -12,15 +12,68 @@ struct Regex::Impl {
   pcre2_code* code = nullptr;
 };
 
-Regex::Regex(const std::string& pattern, const std::string& where) : impl_(std::make_unique<Impl>()) {
+namespace {
+
+// Oniguruma's Unicode \s is exactly the White_Space property; PCRE2's (UCP) also matches
+// U+180E MONGOLIAN VOWEL SEPARATOR. Spelling the set out keeps the reference's splits.
+constexpr const char* kOnigSpace =
+    "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
+
+/// Rewrites \s (inside or outside a character class) and \S (outside one) to the
+/// Oniguruma whitespace set; everything else is copied unchanged.
+std::string onig_compatible(const std::string& p) {
+  std::string out;
+  out.reserve(p.size() + 64);
+  bool in_class = false;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\' && i + 1 < p.size()) {
+      char n = p[i + 1];
+      if (n == 's') {
+        out += in_class ? std::string(kOnigSpace) : "[" + std::string(kOnigSpace) + "]";
+      } else if (n == 'S' && !in_class) {
+        out += "[^" + std::string(kOnigSpace) + "]";
+      } else {
+        out += c;
+        out += n;
+      }
+      ++i;
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i + 1 < p.size() && p[i + 1] == '^') out += p[++i];
+      if (i + 1 < p.size() && p[i + 1] == ']') out += p[++i];
+      continue;
+    }
+    if (in_class && c == '[' && i + 1 < p.size() && p[i + 1] == ':') {  // POSIX [:name:]
+      std::size_t e = p.find(":]", i + 2);
+      if (e != std::string::npos) {
+        out.append(p, i, e + 2 - i);
+        i = e + 1;
+        continue;
+      }
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+Regex::Regex(const std::string& source, const std::string& where) : impl_(std::make_unique<Impl>()) {
   int err = 0;
   PCRE2_SIZE off = 0;
+  const std::string pattern = onig_compatible(source);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                               PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &off, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
-    throw ConfigError(where + ": bad regex '" + pattern + "' at offset " + std::to_string(off) + ": " +
+    throw ConfigError(where + ": bad regex '" + source + "' at offset " + std::to_string(off) + ": " +
                       reinterpret_cast<const char*>(buf));
   }
   // JIT is an optimisation only: the interpreter gives the same matches.

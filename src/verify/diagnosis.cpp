@@ -27,6 +27,13 @@ std::vector<float> gather(const std::vector<float>& data, const std::vector<int>
   return out;
 }
 
+// a - b, elementwise ([n_rows, dim] each).
+std::vector<float> minus(const std::vector<float>& a, const std::vector<float>& b) {
+  std::vector<float> d(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) d[i] = a[i] - b[i];
+  return d;
+}
+
 std::vector<int> common(std::vector<int> a, std::vector<int> b) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
@@ -84,6 +91,13 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
     row.layer = static_cast<int>(l);
     row.name = "layer " + std::to_string(l);
     row.stats = compare_at(e.layer_out[l], e.positions, r.layer_out[l], r.positions, at, e.emb_dim);
+    const std::vector<float>* e_in = l > 0 ? &e.layer_out[l - 1] : (e.embedding.empty() ? nullptr : &e.embedding);
+    const std::vector<float>* r_in = l > 0 ? &r.layer_out[l - 1] : (r.embedding.empty() ? nullptr : &r.embedding);
+    if (e_in && r_in && e_in->size() == e.layer_out[l].size() && r_in->size() == r.layer_out[l].size()) {
+      row.update = compare_at(minus(e.layer_out[l], *e_in), e.positions, minus(r.layer_out[l], *r_in), r.positions,
+                              at, e.emb_dim);
+      row.has_update = true;
+    }
     std::string why;
     if (row.stats.has_nan) why = "NaN/inf in the engine output";
     else if (row.stats.min < kFlagMinCosine)
@@ -92,6 +106,9 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
     else if (prev_median - row.stats.median > kFlagMedianDrop)
       why = "median cosine drops " + verify_detail::fmt_g(prev_median - row.stats.median, 3) +
             " from the previous layer (> " + verify_detail::fmt_g(kFlagMedianDrop) + ")";
+    else if (row.has_update && row.update.median < kFlagUpdateMedianCosine)
+      why = "the layer's own update has median cosine " + verify_detail::fmt_g(row.update.median, 4) + " < " +
+            verify_detail::fmt_g(kFlagUpdateMedianCosine);
     if (!why.empty()) {
       row.flagged = true;
       row.reason = why;

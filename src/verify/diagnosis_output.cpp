@@ -44,7 +44,9 @@ nlohmann::json DiagnosisResult::to_json() const {
   j["engine_top1"] = engine_top1;
   j["reference_top1"] = reference_top1;
   j["first_suspicious_layer"] = first_suspicious_layer >= 0 ? nlohmann::json(first_suspicious_layer) : nlohmann::json(nullptr);
-  j["flag_rules"] = {{"min_cosine_below", kFlagMinCosine}, {"median_drop_above", kFlagMedianDrop}};
+  j["flag_rules"] = {{"min_cosine_below", kFlagMinCosine},
+                     {"median_drop_above", kFlagMedianDrop},
+                     {"update_median_cosine_below", kFlagUpdateMedianCosine}};
   nlohmann::json rs = nlohmann::json::array();
   for (const auto& r : rows) {
     const auto& s = r.stats;
@@ -60,6 +62,8 @@ nlohmann::json DiagnosisResult::to_json() const {
                   {"max_rel", s.max_rel},
                   {"mean_rel", s.mean_rel},
                   {"has_nan", s.has_nan},
+                  {"update_cos_min", r.has_update ? nlohmann::json(r.update.min) : nlohmann::json(nullptr)},
+                  {"update_cos_median", r.has_update ? nlohmann::json(r.update.median) : nlohmann::json(nullptr)},
                   {"flagged", r.flagged},
                   {"reason", r.reason}});
   }
@@ -78,20 +82,21 @@ std::string DiagnosisResult::to_markdown() const {
   s += "- positions compared per layer: " + std::to_string(n_positions) + "\n";
   s += "- top-1 at the last position: engine " + std::to_string(engine_top1) + ", reference " +
        std::to_string(reference_top1) + "\n\n";
-  s += "| layer | cos min | cos p5 | cos median | cos mean | max_abs | mean_abs | max_rel | mean_rel | flag |\n";
-  s += "|---|---|---|---|---|---|---|---|---|---|\n";
+  s += "| layer | cos min | cos p5 | cos median | cos mean | max_abs | mean_abs | max_rel | mean_rel | update cos median | flag |\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     const auto& t = r.stats;
     s += "| " + r.name + " | " + fmt_g(t.min, 6) + " | " + fmt_g(t.p5, 6) + " | " + fmt_g(t.median, 6) + " | " +
          fmt_g(t.mean, 6) + " | " + fmt_g(t.max_abs) + " | " + fmt_g(t.mean_abs) + " | " + fmt_g(t.max_rel) + " | " +
-         fmt_g(t.mean_rel) + " | " + (r.flagged ? "**" + r.reason + "**" : "") + " |\n";
+         fmt_g(t.mean_rel) + " | " + (r.has_update ? fmt_g(r.update.median, 6) : std::string("-")) + " | " +
+         (r.flagged ? "**" + r.reason + "**" : "") + " |\n";
   }
   s += "\n";
   if (first_suspicious_layer >= 0)
     s += "First suspicious layer: **" + std::to_string(first_suspicious_layer) + "**\n";
   else
     s += "No layer flagged (min cosine >= " + fmt_g(kFlagMinCosine) + ", no median drop > " +
-         fmt_g(kFlagMedianDrop) + ").\n";
+         fmt_g(kFlagMedianDrop) + ", update median cosine >= " + fmt_g(kFlagUpdateMedianCosine) + ").\n";
   return s;
 }
 

@@ -39,16 +39,11 @@ struct Prepared {
 };
 
 // Encodes a text prompt: raw text with the tokenizer's special tokens (BOS), or the
-// instruct rendering (the template writes its own special tokens, so none are added,
-// as transformers' apply_chat_template(tokenize=True) does).
+// instruct rendering (chat module's instruct_prompt_ids: one user turn, generation
+// prompt, no special tokens added since the template writes them).
 std::vector<int> encode_prompt(const Tokenizer& tok, const std::string& text, bool chat) {
   if (!chat) return tok.encode(text);
-  nlohmann::json messages = nlohmann::json::array({{{"role", "user"}, {"content", text}}});
-  nlohmann::json vars{{"bos_token", tok.bos_token()}, {"eos_token", tok.eos_token()}};
-  const std::string rendered = render_chat_template(tok.chat_template(), messages, true, vars);
-  EncodeOptions eo;
-  eo.add_special_tokens = false;
-  return tok.encode(rendered, eo);
+  return instruct_prompt_ids(tok, "", text);
 }
 
 void check_ids(const std::vector<int>& ids, const ModelConfig& cfg, int n_steps, const std::string& where) {

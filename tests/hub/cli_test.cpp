@@ -34,7 +34,7 @@ TEST_F(HubTest, CliUsesAPrePopulatedCacheInPlaceForTokenizeCheckAndRun) {
     EXPECT_EQ(nlohmann::json::parse(t.out), c.at("prompt_ids")) << prompt;
 
     RunResult r = run_llmport({"run", kRepo, "--prompt", prompt, "-n", std::to_string(c.at("n_steps").get<int>()),
-                               "--temperature", "0", "--ignore-eos"});
+                               "--temperature", "0", "--ignore-eos", "-t", "1"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(strip_newline(r.out), c.at("full_text").get<std::string>()) << prompt;
   }

@@ -75,7 +75,7 @@ TEST_F(HubTest, InterruptedDownloadIsResumedWithARangeRequest) {
   const std::string& weights = files_.at("model.safetensors");
   const int64_t cut = static_cast<int64_t>(weights.size() / 2) + 123;
   hub_.cut_next_lfs_at = cut;
-  ResolvedModel r = resolve_model(kRepo, quiet());
+  ResolvedModel r = resolve_model(kRepo);  // not quiet: the progress / summary path runs too
   EXPECT_EQ(read_file(r.dir / "model.safetensors"), weights);
   auto gets = lfs_gets(hub_);
   ASSERT_EQ(gets.size(), 2u);
@@ -206,6 +206,15 @@ TEST_F(HubTest, ConfigOnlyFetchesConfigAndGenerationConfig) {
   EXPECT_TRUE(lfs_gets(hub_).empty());
   // A full resolve afterwards completes the same snapshot.
   EXPECT_EQ(read_file(resolve_model(kRepo, quiet()).dir / "model.safetensors"), files_.at("model.safetensors"));
+}
+
+TEST_F(HubTest, RenamedRepoIsFollowedThroughItsRelativeRedirect) {
+  hub_.add_rename("llmport-test/old-name", kRepo);
+  ResolvedModel r = resolve_model("llmport-test/old-name", quiet());
+  // Cached under the id the user asked for, as huggingface_hub does.
+  EXPECT_EQ(r.dir, repo_dir("llmport-test/old-name") / "snapshots" / kCommit);
+  EXPECT_EQ(read_file(r.dir / "model.safetensors"), files_.at("model.safetensors"));
+  EXPECT_GT(hub_.count("HEAD", "/llmport-test/old-name/resolve/"), 0);
 }
 
 TEST_F(HubTest, TokenIsNeverSentToAnotherOrigin) {

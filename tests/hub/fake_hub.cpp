@@ -86,6 +86,11 @@ void FakeHub::add_repo(const std::string& repo_id, FakeRepo repo) {
   repos_[repo_id] = std::move(repo);
 }
 
+void FakeHub::add_rename(const std::string& old_id, const std::string& new_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  renames_[old_id] = new_id;
+}
+
 std::vector<Hit> FakeHub::hits() const {
   std::lock_guard<std::mutex> lock(mu_);
   return hits_;
@@ -112,6 +117,11 @@ void FakeHub::setup_routes() {
     const std::string revision = req.matches[3], file = req.matches[4];
     const bool codes = send_error_codes;
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto rn = renames_.find(repo_id); rn != renames_.end()) {
+      res.status = 307;
+      res.set_header("Location", "/" + rn->second + "/resolve/" + revision + "/" + file);
+      return;
+    }
     auto it = repos_.find(repo_id);
     if (it == repos_.end()) return error(res, 404, "RepoNotFound", "Repository not found", codes);
     const FakeRepo& repo = it->second;

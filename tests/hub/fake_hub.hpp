@@ -43,6 +43,8 @@ class FakeHub {
   FakeHub& operator=(const FakeHub&) = delete;
 
   void add_repo(const std::string& repo_id, FakeRepo repo);
+  /// A renamed repo: the hub answers the old id with a 307 to a relative URL of the new one.
+  void add_rename(const std::string& old_id, const std::string& new_id);
   std::string endpoint() const;  ///< http://127.0.0.1:<port>
   void stop();
 
@@ -69,6 +71,7 @@ class FakeHub {
   FakeHub* lfs_origin_ = nullptr;
   mutable std::mutex mu_;
   std::map<std::string, FakeRepo> repos_;
+  std::map<std::string, std::string> renames_;    // old id -> new id
   std::map<std::string, std::string> lfs_blobs_;  // sha256 -> content
   std::vector<Hit> hits_;
 };

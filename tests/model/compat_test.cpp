@@ -266,6 +266,19 @@ TEST(Compat, SlidingWindowRulesAndMaxSeqCap) {
   EXPECT_THROW(load_model_config(write_config(t, llama_config()), 8192), UsageError);
 }
 
+TEST(Compat, MultimodalWrappersClassifyTheirTextConfig) {
+  // Llama-4 style: experts live in text_config.
+  json l4 = {{"architectures", {"Llama4ForConditionalGeneration"}}, {"model_type", "llama4"},
+             {"text_config", {{"num_local_experts", 16}, {"hidden_size", 5120}, {"num_hidden_layers", 48}}}};
+  auto r = check_compat(l4);
+  EXPECT_EQ(r.reasons, (std::vector<std::string>{"moe", "unsupported_architecture"}));
+  EXPECT_EQ(r.resolved["emb_dim"], 5120);
+  // Gemma-3 style: a sliding window in text_config; not a seq2seq model.
+  json g3 = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
+             {"text_config", {{"sliding_window", 1024}, {"max_position_embeddings", 131072}}}};
+  EXPECT_EQ(check_compat(g3).reasons, (std::vector<std::string>{"sliding_window", "unsupported_architecture"}));
+}
+
 TEST(Compat, ActivationAndArchitectureFallbacks) {
   json c = llama_config();
   c["hidden_act"] = "gelu";

@@ -99,6 +99,20 @@ TEST(Phase0, RejectAndBadInputCarryTheirExitCodes) {
   EXPECT_NE(r.to_text().find("FAIL weights"), std::string::npos);
 }
 
+TEST(Phase0, ConfigFileWithoutWeightsFailsAtWeights) {
+  // A bare config file (named anything) resolves; its folder holds no weights.
+  const fs::path cfg = test::shared_path("configs/qwen3-8b.json");
+  Phase0Report r = check_model_dir(cfg);
+  EXPECT_FALSE(r.pass);
+  ASSERT_TRUE(r.config.has_value());
+  EXPECT_EQ(r.config->n_layers, test::read_json(cfg)["num_hidden_layers"].get<int>());
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.error.find("no model.safetensors"), std::string::npos) << r.error;
+  auto cli = test::run_llmport({"check", cfg.string(), "--weights"});
+  EXPECT_EQ(cli.exit_code, kExitBadInput);
+  EXPECT_EQ(test::run_llmport({"check", cfg.string()}).exit_code, kExitOk);
+}
+
 TEST(Phase0, ScanValuesFindsNaNAndInf) {
   // Shared models hold finite weights.
   for (const auto& dir : test::shared_model_dirs()) {

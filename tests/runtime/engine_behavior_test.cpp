@@ -145,7 +145,9 @@ TEST(EngineProbes, EveryNamedProbeWithItsShape) {
     EXPECT_EQ(n, 4);
     ++count[std::string(name)];
     dims[std::string(name)] = dim;
-    if (name == "embedding" || name == "final_norm") EXPECT_EQ(layer, -1);
+    if (name == "embedding" || name == "final_norm") {
+      EXPECT_EQ(layer, -1);
+    }
   });
   eng->prefill(std::vector<int>{1, 2, 3, 4});
   const auto& c = model.cfg;

@@ -41,6 +41,19 @@ TEST(TokenizerComponents, SplitRegexIsUnicodeAware) {
   EXPECT_EQ(pre_tokenize(cfg, "caf\xC3\xA9 \xD0\xB6!"), (Pieces{"caf\xC3\xA9", " ", "\xD0\xB6", "!"}));
 }
 
+// \s is Unicode White_Space as in Oniguruma (the reference's regex engine): NEL (U+0085)
+// is whitespace, U+180E MONGOLIAN VOWEL SEPARATOR (a format character) is not.
+TEST(TokenizerComponents, RegexWhitespaceIsUnicodeWhiteSpace) {
+  json cfg = {{"type", "Split"}, {"pattern", {{"Regex", "\\s+"}}}, {"behavior", "Isolated"}, {"invert", false}};
+  EXPECT_EQ(pre_tokenize(cfg, "a\xE1\xA0\x8E" "b c\xC2\x85" "d"),
+            (Pieces{"a\xE1\xA0\x8E" "b", " ", "c", "\xC2\x85", "d"}));
+  cfg["pattern"] = {{"Regex", "[^\\s]+"}};
+  EXPECT_EQ(pre_tokenize(cfg, "a\xE1\xA0\x8E" "b\xE3\x80\x80" "c"),
+            (Pieces{"a\xE1\xA0\x8E" "b", "\xE3\x80\x80", "c"}));
+  cfg["pattern"] = {{"Regex", "\\S+"}};
+  EXPECT_EQ(pre_tokenize(cfg, "x\xE1\xA0\x8E y"), (Pieces{"x\xE1\xA0\x8E", " ", "y"}));
+}
+
 TEST(TokenizerComponents, DigitsIndividualAndContiguous) {
   EXPECT_EQ(pre_tokenize({{"type", "Digits"}, {"individual_digits", true}}, "a123b"),
             (Pieces{"a", "1", "2", "3", "b"}));

@@ -26,6 +26,14 @@ TEST(TokenizerConfig, StringAndObjectTokenForms) {
   EXPECT_EQ(tok->chat_template(), "T1");
 }
 
+TEST(TokenizerConfig, LoadsFromAFileOfTheModelDirectory) {
+  auto dir = shared_path("models/stories260K");
+  auto ids = Tokenizer::load(dir)->encode("Once upon a time");
+  EXPECT_EQ(Tokenizer::load(dir / "tokenizer.json")->encode("Once upon a time"), ids);
+  EXPECT_EQ(Tokenizer::load(dir / "config.json")->encode("Once upon a time"), ids);
+  EXPECT_EQ(Tokenizer::load(dir / "config.json")->eos_token(), "</s>");
+}
+
 TEST(TokenizerConfig, SpecialTokensMapFallbackAndNoConfig) {
   TempDir d;
   write_file(d.path() / "tokenizer.json", minimal().dump());

@@ -97,6 +97,8 @@ TEST(TokenizerErrors, MalformedFields) {
 TEST(TokenizerErrors, MissingTokenizerJson) {
   TempDir d;
   EXPECT_FALSE(Tokenizer::exists(d.path()));
+  write_file(d.path() / "config.json", "{}");
+  EXPECT_THROW(Tokenizer::load(d.path() / "config.json"), ConfigError);
   EXPECT_THROW(Tokenizer::load(d.path()), ConfigError);
   EXPECT_THROW(Tokenizer::load(d.path() / "nope"), ConfigError);
 }

@@ -1,5 +1,7 @@
 // Every case of every $LLMPORT_SHARED/tokenizers/*/golden.json (ids produced by the HF Rust
 // tokenizers library) must match id for id and byte for byte.
+#include <thread>
+
 #include "tokenizer/tokenizer_fixtures.hpp"
 
 namespace llmport::test {
@@ -80,6 +82,33 @@ INSTANTIATE_TEST_SUITE_P(Shared, GoldenTokenizer, ::testing::ValuesIn(golden_tok
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return n;
                          });
+
+}  // namespace
+}  // namespace llmport::test
+
+namespace llmport::test {
+namespace {
+
+// const methods are thread-safe: four threads encoding the same golden texts (sharing the
+// word cache) get the reference ids.
+TEST(GoldenTokenizerThreads, ConcurrentEncodeMatchesReference) {
+  auto names = golden_tokenizer_names();
+  ASSERT_NE(names.front(), "<missing>");
+  auto dir = shared_path("tokenizers/" + names.front());
+  auto g = read_json(dir / "golden.json");
+  auto tok = Tokenizer::load(dir);  // fresh: empty word cache
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int rep = 0; rep < 3; ++rep)
+        for (const auto& c : g["cases"])
+          mismatches[static_cast<std::size_t>(t)] +=
+              tok->encode(c["text"].get<std::string>(), {false, false}) != c["ids_no_special"].get<std::vector<int>>();
+    });
+  for (auto& th : threads) th.join();
+  for (int m : mismatches) EXPECT_EQ(m, 0);
+}
 
 }  // namespace
 }  // namespace llmport::test

@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "llmport/error.hpp"
 #include "llmport/records.hpp"
 #include "llmport/verify.hpp"
 
@@ -162,7 +163,9 @@ TEST(Kl, CoarsenedKlIsNonNegativeUnderSharpeningWhereTheTruncatedSumIsNot) {
     const double lp = log_sum_exp(ref), lq = log_sum_exp(eng);
     for (const auto& t : r.top)
       truncated += std::exp(t.logit - lp) * ((t.logit - lp) - (eng[static_cast<std::size_t>(t.id)] - lq));
-    if (trial == 0) EXPECT_LT(truncated, 0.0);
+    if (trial == 0) {
+      EXPECT_LT(truncated, 0.0);
+    }
   }
 }
 

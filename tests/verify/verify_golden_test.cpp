@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/error.hpp"
 #include "llmport/records.hpp"
 #include "verify/verify_support.hpp"
 

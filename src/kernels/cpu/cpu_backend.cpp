@@ -213,6 +213,24 @@ class CpuBackend final : public Backend {
 
 // ---- packed weights -------------------------------------------------------------------
 
+namespace {
+// The packed copy lives in backend memory; the source pages of a large tensor (the file
+// mapping) are paged out after packing so a bf16 run holds ~1x the weights, not 2x.
+// MADV_PAGEOUT never loses data (clean file pages are re-read, anonymous ones swapped), unlike
+// MADV_DONTNEED, which would zero a heap buffer. Only whole pages inside the tensor.
+void release_source_pages(const TensorView& w) {
+#ifdef MADV_PAGEOUT
+  if (w.file.empty() || w.nbytes < (std::size_t{1} << 20)) return;
+  const std::size_t page = 4096;
+  const auto b = reinterpret_cast<std::uintptr_t>(w.data);
+  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + w.nbytes) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
+#else
+  (void)w;
+#endif
+}
+}  // namespace
+
 std::size_t packed_bytes(int n, int k, DType dtype) {
   const std::size_t panels = static_cast<std::size_t>((n + kPanel - 1) / kPanel);
   return panels * kPanel * padded_k(k, dtype) * dtype_size(dtype);
@@ -254,6 +272,27 @@ std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const
   const char* src = static_cast<const char*>(w.data);
   void* dst = lw->data();
   const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), v.n_panels));
+  if (w.dtype == compute) {
+    // Same dtype: move the stored bits into panel order, no conversion.
+    const std::size_t es = dtype_size(compute);
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int p = 0; p < v.n_panels; ++p) {
+      char* d = static_cast<char*>(dst) + static_cast<std::size_t>(p) * v.panel_stride * es;
+      std::memset(d, 0, v.panel_stride * es);
+      for (int c = 0; c < kPanel && p * kPanel + c < n; ++c) {
+        const char* srow = src + static_cast<std::size_t>(p * kPanel + c) * k * es;
+        if (compute == DType::BF16) {  // [kp/2][16][2]
+          const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+          uint16_t* d16 = reinterpret_cast<uint16_t*>(d);
+          for (int kk = 0; kk < k; ++kk)
+            d16[(static_cast<std::size_t>(kk / 2) * kPanel + c) * 2 + (kk & 1)] = s16[kk];
+        } else {  // [k][16]
+          for (int kk = 0; kk < k; ++kk)
+            std::memcpy(d + (static_cast<std::size_t>(kk) * kPanel + c) * es, srow + kk * es, es);
+        }
+      }
+    }
+  } else {
 #pragma omp parallel num_threads(nt)
   {
     std::vector<float> row(static_cast<std::size_t>(v.kp) * kPanel, 0.0f);  // [16][kp] fp32
@@ -289,6 +328,8 @@ std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const
       }
     }
   }
+  }
+  release_source_pages(w);
   return lw;
 }
 
@@ -333,11 +374,14 @@ std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefil
   std::vector<Reg> regs = narrow ? std::vector<Reg>{{4, 1}, {2, 1}}
                                  : std::vector<Reg>{{12, 2}, {8, 2}, {6, 4}, {12, 1}};
   for (const Reg& r : regs)
-    for (int kc : {256, 512, 1024})
-      for (int nc : {256, 1024}) {
-        const int mc = r.mr * (96 / r.mr);
-        out.push_back({{"mr", r.mr}, {"np", r.np}, {"kc", kc}, {"mc", mc}, {"nc", nc}});
-      }
+    for (int kc : {256, 512}) {
+      const int mc = r.mr * (96 / r.mr);
+      out.push_back({{"mr", r.mr}, {"np", r.np}, {"kc", kc}, {"mc", mc}, {"nc", 512}});
+    }
+  if (!narrow) {
+    out.push_back({{"mr", 12}, {"np", 2}, {"kc", 1024}, {"mc", 96}, {"nc", 1024}});
+    out.push_back({{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 2048}});
+  }
   (void)dtype;
   return out;
 }

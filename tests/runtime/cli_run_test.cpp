@@ -1,0 +1,131 @@
+// `llmport run` end to end: golden text for every stories260K prompt, --json, stdin,
+// --prompt-ids on id-only models, --profile, and one-line errors with exit 2.
+#include <set>
+
+#include "runtime/engine_test_util.hpp"
+
+namespace llmport::test {
+namespace {
+
+std::string stories() { return shared_path("models/stories260K").string(); }
+
+TEST(CliRun, GreedyPrintsTheGoldenFullTextForEveryPrompt) {
+  const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
+  int n = 0;
+  for (const auto& c : golden.at("cases")) {
+    const auto prompt = c.at("prompt").get<std::string>();
+    SCOPED_TRACE(prompt);
+    const auto r = run_llmport({"run", stories(), "--prompt", prompt, "--temperature", "0", "--n-tokens", "32"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, c.at("full_text").get<std::string>() + "\n");
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+TEST(CliRun, JsonHasIdsTextAndTop5PerStep) {
+  const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
+  for (const std::string backend : {"reference", "cpu"}) {
+    const auto& c = golden.at("cases").at(1);
+    const auto r = run_llmport({"run", "--model", stories(), "--prompt", c.at("prompt").get<std::string>(),
+                                "--n-tokens", "32", "--json", "--backend", backend});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("prompt_ids"), c.at("prompt_ids"));
+    EXPECT_EQ(j.at("generated_ids"), c.at("generated_ids"));
+    EXPECT_EQ(j.at("text"), c.at("completion_text"));
+    EXPECT_EQ(j.at("backend"), backend);
+    const auto& steps = j.at("steps");
+    ASSERT_EQ(steps.size(), c.at("steps").size());
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      std::set<int> got, want;
+      for (const auto& e : steps[i].at("top5")) got.insert(e.at("id").get<int>());
+      for (const auto& e : c.at("steps")[i].at("top5")) want.insert(e.at("id").get<int>());
+      EXPECT_EQ(got, want) << i;
+    }
+  }
+}
+
+TEST(CliRun, PromptFromStdin) {
+  const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
+  const auto& c = golden.at("cases").at(0);
+  const auto r = run_llmport({"run", stories(), "--prompt", "-", "--n-tokens", "32", "--temperature", "0"},
+                             c.at("prompt").get<std::string>() + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, c.at("full_text").get<std::string>() + "\n");
+}
+
+TEST(CliRun, PromptIdsOnIdOnlyModelsMatchTheGoldenGreedy) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(shared_path("models/synthetic"))) {
+    if (!std::filesystem::exists(e.path() / "golden.json")) continue;
+    const auto golden = load_json(e.path() / "golden.json");
+    const auto& seq = golden.at("sequences").at(1);
+    std::string ids;
+    for (int id : seq.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    const auto r = run_llmport({"run", e.path().string(), "--prompt-ids", ids, "--n-tokens",
+                                std::to_string(golden.at("max_new_tokens").get<int>()), "--ignore-eos",
+                                "--dtype", "fp32", "--json", "--backend", "reference"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("generated_ids"), seq.at("greedy").at("tokens")) << e.path();
+    EXPECT_TRUE(j.at("text").is_null());
+    ++n;
+  }
+  EXPECT_GT(n, 0);
+}
+
+TEST(CliRun, StopsAtEosAndStreamsIdsWithoutTokenizer) {
+  // llama3-tiny without --ignore-eos: the output is the ids, stopping before any stop id.
+  const auto dir = shared_path("models/synthetic/llama3-tiny");
+  const auto r = run_llmport({"run", dir.string(), "--prompt-ids", "1,2,3", "--n-tokens", "5"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("1 2 3 ", 0), 0u) << r.out;
+}
+
+TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
+  const auto r = run_llmport({"run", stories(), "--prompt", "Once upon a time", "--n-tokens", "8", "--profile"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u);
+  for (const char* s : {"attention", "linear_qkv", "lm_head", "prefill:", "tokens/s", "decode:", "ms/token"})
+    EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+}
+
+TEST(CliRun, SamplingIsSeeded) {
+  const std::vector<std::string> args{"run", stories(), "--prompt", "The little dog", "--n-tokens", "24",
+                                      "--temperature", "1.0", "--top-k", "40", "--top-p", "0.95",
+                                      "--seed", "7", "--json"};
+  const auto a = run_llmport(args), b = run_llmport(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out).at("generated_ids"), nlohmann::json::parse(b.out).at("generated_ids"));
+}
+
+void expect_usage_error(const std::vector<std::string>& args, const std::string& stdin_text = "") {
+  const auto r = run_llmport(args, stdin_text);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_FALSE(r.err.empty());
+  EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+}
+
+TEST(CliRun, BadInputExitsTwoWithOneLine) {
+  expect_usage_error({"run", stories(), "--prompt", "x", "--bogus-flag"});
+  expect_usage_error({"run", "/nonexistent/model/dir", "--prompt", "x"});
+  expect_usage_error({"run", stories()});
+  expect_usage_error({"run", stories(), "--prompt", "x", "--prompt-ids", "1,2"});
+  expect_usage_error({"run", stories(), "--prompt-ids", "1,x,3"});
+  expect_usage_error({"run", stories(), "--prompt-ids", "1,99999"});
+  expect_usage_error({"run", stories(), "--prompt", "x", "--backend", "quantum"});
+  expect_usage_error({"run", stories(), "--prompt", "x", "--dtype", "int3"});
+  expect_usage_error({"run", stories(), "--prompt", "x", "--top-p", "0"});
+  expect_usage_error({"run", shared_path("models/synthetic/qwen2-tiny").string(), "--prompt", "no tokenizer"});
+  std::string long_prompt;
+  for (int i = 0; i < 400; ++i) long_prompt += "Once upon a time ";
+  const auto r = run_llmport({"run", stories(), "--prompt", long_prompt, "--n-tokens", "4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << "nothing may be generated before the error";
+  expect_usage_error({"run", stories(), "--prompt", "Once upon a time", "--n-tokens", "600"});
+}
+
+}  // namespace
+}  // namespace llmport::test
