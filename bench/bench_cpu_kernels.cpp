@@ -30,7 +30,6 @@ void BM_Linear(benchmark::State& st) {
   auto be = llmport::make_cpu_backend(threads);
   const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));
   llmport::TensorView v;
-  v.name = "w";
   v.dtype = DType::F32;
   v.shape = {n, k};
   v.data = w.data();

@@ -73,6 +73,11 @@ struct DeployOptions {
   std::string model;              ///< model directory or HF id, as given
   std::filesystem::path model_dir;  ///< resolved model directory
   std::string repo_id;            ///< HF id when it came from the hub
+  std::string revision;           ///< requested HF revision when it came from the hub
+  std::string commit;             ///< resolved HF commit hash when known
+  /// Context cap (`--max-seq N`): passed to the architecture gate (a sliding window
+  /// <= N is harmless) and to every run/verify of the deployment.
+  std::optional<int> max_seq;
   std::string name;               ///< deployment name; empty = default_deployment_name
   std::string target = "cpu";     ///< a backend of available_backends() (not "reference")
   std::string dtype;              ///< "bf16"|"fp16"|"fp32"; empty = checkpoint torch_dtype
@@ -88,7 +93,8 @@ struct DeployOptions {
   /// Test-only: planted engine fault (FaultInjection::parse syntax), applied to the
   /// target engine, never to the reference.
   std::string fault;
-  /// Test-only: fewer timing repetitions and shorter sweeps in phases 4-5 (tiny models).
+  /// Test-only: shorter timing runs in phases 4-5 (fewer tokens, smaller time budget; still
+  /// >= 5 interleaved runs).
   bool quick = false;
   /// Stop after this phase (inclusive); default all phases.
   int last_phase = kNumPhases - 1;

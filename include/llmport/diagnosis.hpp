@@ -22,7 +22,7 @@ namespace llmport {
 /// kFlagUpdateMedianCosine (docs/verification.md gives the measurements).
 inline constexpr double kFlagMinCosine = 0.85;
 inline constexpr double kFlagMedianDrop = 0.05;
-inline constexpr double kFlagUpdateMedianCosine = 0.99;
+inline constexpr double kFlagUpdateMedianCosine = 0.999;
 
 /// One row of the diagnosis table.
 struct DiagnosisRow {

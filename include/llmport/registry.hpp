@@ -126,6 +126,10 @@ struct KernelSelection {
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
 };
 
+/// The tile-config keys a kernel uses: gemm {mr, np, kc, mc, nc}, gemv {gnp}, others none.
+/// Registry entries store only these, so a gemm and a gemv entry merge into one config.
+TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg);
+
 /// One row of `kernels validate`.
 struct ValidationRow {
   std::string kernel;

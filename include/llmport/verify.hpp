@@ -130,6 +130,9 @@ struct VerifyOptions {
   /// Where the engine's tile configs came from ("heuristic-default" before tuning; the
   /// deploy pipeline passes e.g. "tuned:<registry file>").
   std::string kernel_configs = "heuristic-default";
+  /// Context cap (`--max-seq`, load_model_config's max_seq); 0 = the config's own. Needed for
+  /// a model with a sliding window (accepted when the cap is <= the window).
+  int max_seq = 0;
   std::filesystem::path report_dir;  ///< empty: no files written
   int n_steps = kDefaultSteps;       ///< ignored with a golden (its own count)
   /// Progress lines (prompt set chosen, per-prompt verdicts); may be empty.
@@ -163,7 +166,12 @@ struct VerifyResult {
   std::string runner_kind = "engine";
   std::string backend, isa, dtype;
   std::string kernel_configs;
+  /// True when any linear shape used a heuristic default tile config (no registry, or a
+  /// shape the registry has not measured: engine.kernels->heuristic_used).
   bool heuristic_default_configs = true;
+  /// With EngineOptions::kernels: {"registry": writable dir, "chosen": {"n=.. k=..": config},
+  /// "heuristic_used": [...]}; null otherwise.
+  nlohmann::json kernel_selection;
   std::map<std::string, uint64_t> dispatch_counters;  ///< Backend::counters() of the run
   // reference
   std::string reference_kind;  ///< "golden" | "oracle" | "hf"
@@ -226,7 +234,14 @@ struct PromptSpec {
 /// a JSON array of such objects, or a JSON array of strings. Throws ConfigError naming
 /// the file and entry.
 std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file);
-/// Directory of the built-in prompt sets (data/prompts): $LLMPORT_DATA_DIR/prompts when
+/// Seed of the built-in id prompt set.
+inline constexpr uint64_t kIdPromptSeed = 20240607;
+/// The built-in "ids" prompt set for a model without a tokenizer: 8 prompts of
+/// deterministic token ids in [0, vocab_size) (splitmix64 from kIdPromptSeed, id = draw mod
+/// vocab_size), lengths 20, 1, 8, 33, 3, 12, 48, 5, each capped at max(1, context - n_steps)
+/// so prompt + steps fit the context. Throws UsageError when vocab_size <= 0.
+std::vector<PromptSpec> builtin_id_prompts(int vocab_size, int context, int n_steps = kDefaultSteps);
+/// Directory of the built-in prompt sets (data/prompts): $LLMPORT_DATA/prompts when
 /// that environment variable is set, else the source tree's data/prompts.
 std::filesystem::path prompt_set_dir();
 

@@ -10,6 +10,10 @@
 namespace llmport::jinja {
 namespace {
 
+/// Nesting limit of expressions and blocks: deeper input is refused instead of overflowing
+/// the stack (real templates nest a few levels).
+constexpr int kMaxDepth = 256;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
@@ -121,6 +125,7 @@ class Parser {
   }
 
   NodePtr parse_statement() {
+    DepthGuard guard(*this);
     Token t = next();
     const std::string& s = t.text;
     if (s == "if") return parse_if(t.line);
@@ -293,7 +298,10 @@ class Parser {
            cur().type == Tok::End;
   }
 
-  ExprPtr parse_expression(bool with_condexpr) { return with_condexpr ? parse_condexpr() : parse_or(); }
+  ExprPtr parse_expression(bool with_condexpr) {
+    DepthGuard guard(*this);
+    return with_condexpr ? parse_condexpr() : parse_or();
+  }
 
   ExprPtr parse_condexpr() {
     ExprPtr e = parse_or();
@@ -338,6 +346,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    DepthGuard guard(*this);
     if (is_name("not")) {
       int line = next().line;
       auto u = mk(Expr::K::Unary, line);
@@ -413,6 +422,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    DepthGuard guard(*this);
     ExprPtr e;
     if (is_op("-") || is_op("+")) {
       Token t = next();
@@ -617,9 +627,18 @@ class Parser {
     }
   }
 
+  struct DepthGuard {
+    Parser& p;
+    explicit DepthGuard(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxDepth) p.fail("template nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    ~DepthGuard() { --p.depth_; }
+  };
+
   std::vector<Token> t_;
   std::size_t i_ = 0;
   int loop_depth_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

@@ -44,6 +44,8 @@ Registrar deploy_cmd{Command{
           ->check(CLI::Range(0, deploy::kNumPhases - 1));
       sub.add_flag("--resume", o->d.resume, "resume an existing deployment at its first unpassed phase");
       sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
+      sub.add_option("--max-seq", o->d.max_seq, "cap the context (tokens); a sliding window >= N is then accepted")
+          ->check(CLI::PositiveNumber);
       sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
       // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
       sub.add_option("--fault", o->d.fault, "")->group("");
@@ -55,6 +57,8 @@ Registrar deploy_cmd{Command{
         o->d.model = o->model;
         o->d.model_dir = r.dir;
         o->d.repo_id = r.repo_id;
+        o->d.revision = r.revision;
+        o->d.commit = r.commit;
         o->d.reference = o->reference;
         o->d.prompts = o->prompts;
         o->d.workspace = o->workspace;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/registry_arg.hpp"
 #include "cli/run_chat.hpp"
 #include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
@@ -49,6 +50,7 @@ struct RunArgs {
   bool chat = false;                  // interactive multi-turn chat from stdin
   std::optional<std::string> system;  // system message of the chat template
   bool raw = false;                   // --prompt as plain text even on an instruct model
+  std::string registry;               // writable kernel registry looked up first (tuned configs)
 };
 
 std::vector<int> parse_ids(const std::string& s) {
@@ -146,7 +148,8 @@ int run_run(const RunArgs& a) {
     eopt.backend = a.backend;
     eopt.threads = a.threads;
     if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
-    eopt.max_seq = context;
+    eopt.max_seq = 0;  // the context, bounded by EngineOptions::kDefaultMaxSeq (KV memory)
+    if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
     Engine engine(cfg, weights, eopt);
     return run_chat_loop(engine, *tok, copt, std::cin, std::cout, std::cerr, isatty(STDIN_FILENO) != 0);
   }
@@ -208,6 +211,7 @@ int run_run(const RunArgs& a) {
   if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
   eopt.max_seq = n_prompt + n_tokens;
   if (!a.fault.empty()) eopt.fault = FaultInjection::parse(a.fault);
+  if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
   Engine engine(cfg, weights, eopt);
   engine.set_profiling(a.profile);
 
@@ -264,6 +268,11 @@ int run_run(const RunArgs& a) {
                           {"prefill_ms", r.prefill_ms},
                           {"decode_ms", r.decode_ms},
                           {"n_decode", r.n_decode}};
+    if (eopt.kernels) {
+      out["kernel_configs"] = {{"registry", a.registry},
+                               {"chosen", eopt.kernels->chosen},
+                               {"heuristic_used", eopt.kernels->heuristic_used}};
+    }
     if (a.profile) {
       nlohmann::json ops = nlohmann::json::array();
       for (const auto& o : engine.profile())
@@ -309,6 +318,9 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                                     "interactive chat: one message per stdin line, /reset, Ctrl-D to leave");
                        sub.add_option("--system", a->system, "system message for the chat template");
                        sub.add_flag("--raw", a->raw, "use --prompt as plain text even on an instruct model");
+                       sub.add_option("--registry", a->registry,
+                                      "kernel registry directory looked up before the shipped one "
+                                      "(a deployment's registry/: its tuned tile configs)");
                        sub.add_option("--fault", a->fault, "test-only planted fault kind[@layer][=value]")
                            ->group("");
                        return [a] { return run_run(*a); };

@@ -5,8 +5,10 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/registry_arg.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
 #include "llmport/verify.hpp"
 
 namespace llmport::cli {
@@ -21,7 +23,9 @@ struct VerifyArgs {
   std::string report_dir;
   std::string prompts;
   std::string fault;
-  std::string kernel_configs = "heuristic-default";
+  std::string kernel_configs;  // report label; default from --registry
+  std::string registry;        // writable kernel registry looked up first (tuned configs)
+  int max_seq = 0;             // context cap (accepts a sliding window <= the cap)
   int threads = 0;
 };
 
@@ -35,7 +39,14 @@ int run_verify_cmd(const VerifyArgs& a) {
   if (!a.dtype.empty()) opt.engine.dtype = parse_dtype(a.dtype);
   if (!a.fault.empty()) opt.engine.fault = FaultInjection::parse(a.fault);
   if (!a.prompts.empty()) opt.prompts_file = a.prompts;
-  opt.kernel_configs = a.kernel_configs;
+  opt.max_seq = a.max_seq;
+  if (!a.registry.empty()) {
+    const ModelConfig cfg = load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
+    opt.engine.kernels = registry_selection(a.registry, a.backend, cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings);
+  }
+  opt.kernel_configs = !a.kernel_configs.empty() ? a.kernel_configs
+                       : a.registry.empty()      ? std::string("heuristic-default")
+                                                 : "tuned:" + a.registry;
   opt.report_dir = a.report_dir.empty() ? default_report_dir() : std::filesystem::path(a.report_dir);
   opt.log = [](const std::string& s) { std::cout << s << std::endl; };
   if (const char* py = std::getenv("LLMPORT_PYTHON"); py && *py) opt.python = py;
@@ -63,6 +74,9 @@ Registrar reg{Command{
       sub.add_option("--report-dir", a->report_dir,
                      "report directory (default ./llmport-reports/<time>/, or verify/reports/<time>/ in a deployment)");
       sub.add_option("--prompts", a->prompts, "prompt file (JSON: texts or prompt_ids) instead of the built-in set");
+      sub.add_option("--registry", a->registry,
+                     "kernel registry directory looked up before the shipped one (a deployment's registry/)");
+      sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(CLI::PositiveNumber);
       sub.add_option("--kernel-configs", a->kernel_configs, "where the engine's tile configs came from (for the report)")
           ->group("");
       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")

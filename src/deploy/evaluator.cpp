@@ -161,7 +161,7 @@ int evaluate_deployment(const fs::path& deployment_dir, std::ostream& out) {
         fmt::format("{} tokens generated, {} teacher-forced steps, {} engine forward calls (required {}, {}, {})",
                     r.engine_tokens_generated, r.teacher_forced_steps, r.engine_forward_calls, need, need, 2 * need));
     try {
-      ModelConfig cfg = load_model_config(m.model_dir);
+      ModelConfig cfg = load_model_config(m.model_dir, m.max_seq > 0 ? std::optional<int>(m.max_seq) : std::nullopt);
       WeightStore w = WeightStore::open(m.model_dir, cfg);
       uint64_t per = calls_per_forward(cfg, w, eo);
       uint64_t got = total_calls(r.dispatch_counters);

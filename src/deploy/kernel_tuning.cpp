@@ -105,7 +105,7 @@ KernelValidation validate_deployment_kernels(Context& ctx) {
 
 SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
-  const int reps = ctx.opt.quick ? 1 : 3;
+  const int reps = 3;  // the registry default; a noisy pick would make phase 4-5 timing meaningless
   std::vector<RegistryEntry> entries =
       sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads, prefill_m_of(ctx.m), reps);
   if (entries.empty()) throw GateError(std::string("kernels sweep recorded no ") + (prefill ? "GEMM" : "GEMV") + " entry");

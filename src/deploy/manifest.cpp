@@ -27,6 +27,8 @@ nlohmann::json Manifest::to_json() const {
           {"name", name},
           {"model", {{"path", model_dir.string()},
                      {"repo_id", repo_id},
+                     {"revision", revision},
+                     {"commit", commit},
                      {"architecture", architecture},
                      {"content_hash", content_hash},
                      {"files", file_hashes},
@@ -34,6 +36,7 @@ nlohmann::json Manifest::to_json() const {
           {"target", target},
           {"dtype", dtype},
           {"threads", threads},
+          {"max_seq", max_seq},
           {"reference", ref},
           {"prompts_file", prompts_file.string()},
           {"first_prompt_ids", first_prompt_ids},
@@ -57,6 +60,8 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     const auto& mo = j.at("model");
     m.model_dir = mo.at("path").get<std::string>();
     m.repo_id = mo.value("repo_id", "");
+    m.revision = mo.value("revision", "");
+    m.commit = mo.value("commit", "");
     m.architecture = mo.value("architecture", "");
     m.content_hash = mo.value("content_hash", "");
     m.file_hashes = mo.value("files", std::map<std::string, std::string>{});
@@ -64,6 +69,7 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     m.target = j.at("target").get<std::string>();
     m.dtype = j.at("dtype").get<std::string>();
     m.threads = j.value("threads", 0);
+    m.max_seq = j.value("max_seq", 0);
     const auto& r = j.at("reference");
     m.reference.kind = r.at("kind").get<std::string>();
     if (m.reference.kind == "golden") {

@@ -19,6 +19,8 @@ struct Manifest {
   std::string name;
   std::filesystem::path model_dir;  ///< absolute
   std::string repo_id;              ///< HF id when it came from the hub
+  std::string revision;             ///< requested HF revision (e.g. "main") when from the hub
+  std::string commit;               ///< resolved HF commit hash when from the hub
   /// sha256 per model file (config.json, generation_config.json, weight files, tokenizer),
   /// keyed by the file name relative to model_dir.
   std::map<std::string, std::string> file_hashes;
@@ -28,6 +30,7 @@ struct Manifest {
   std::string target;  ///< backend name, e.g. "cpu"
   std::string dtype;   ///< "bf16" | "fp16" | "fp32"
   int threads = 0;     ///< engine threads (0 = all cores), as deployed
+  int max_seq = 0;     ///< `deploy --max-seq` context cap (0 = the config's), passed on to run/verify
   ReferenceSpec reference;
   std::string reference_hash;  ///< sha256 of the golden file
   bool has_tokenizer = false;

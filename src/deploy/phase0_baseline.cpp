@@ -26,7 +26,7 @@ class Phase0 : public Phase {
 
   PhaseResult run(Context& ctx) override {
     nlohmann::json num;
-    Phase0Report rep = check_model_dir(ctx.m.model_dir);
+    Phase0Report rep = check_model_dir(ctx.m.model_dir, ctx.opt.max_seq);
     num["checks"] = rep.to_json();
     if (!rep.pass) {
       // A consistency mismatch is a failed check; anything that stops loading blocks.

@@ -72,20 +72,4 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   return r;
 }
 
-namespace {
-class TuningPhase : public Phase {
- public:
-  explicit TuningPhase(bool prefill) : prefill_(prefill) {}
-  int index() const override { return prefill_ ? 4 : 5; }
-  std::string gate() const override { return prefill_ ? "prefill optimization" : "decode optimization"; }
-  PhaseResult run(Context& ctx) override { return run_tuning_phase(ctx, prefill_); }
-
- private:
-  bool prefill_;
-};
-}  // namespace
-
-std::unique_ptr<Phase> make_phase4_prefill() { return std::make_unique<TuningPhase>(true); }
-std::unique_ptr<Phase> make_phase5_decode() { return std::make_unique<TuningPhase>(false); }
-
 }  // namespace llmport::deploy

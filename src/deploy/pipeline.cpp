@@ -88,19 +88,16 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   fs::path cfg_file = find_config_json(opt.model_dir);
   fs::path model_dir = fs::weakly_canonical(fs::absolute(cfg_file.parent_path()));
   auto raw = read_json_file(cfg_file);
-  CompatResult compat = check_compat(raw);
+  CompatResult compat = check_compat(raw, opt.max_seq);
   if (!compat.accepted)
     throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
                                        cfg_file.string(), compat.reason, compat.message));
-  ModelConfig cfg = load_model_config(model_dir);
+  ModelConfig cfg = load_model_config(model_dir, opt.max_seq);
   ReferenceSpec ref = ReferenceSpec::parse(opt.reference);
   if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
   FaultInjection fault;
   if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
-  if (ref.kind != "golden" && opt.prompts.empty() && !fs::is_regular_file(model_dir / "tokenizer.json"))
-    throw UsageError(model_dir.string() + " has no tokenizer.json, so the built-in text prompts cannot be "
-                     "used: pass --reference golden:FILE or --prompts FILE with prompt_ids");
   std::string dtype;
   if (!opt.dtype.empty()) {
     dtype = std::string(dtype_name(parse_dtype(opt.dtype)));
@@ -134,6 +131,8 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     if (m.content_hash != content_hash) diffs.push_back("model content hash");
     if (m.target != opt.target) diffs.push_back("target " + m.target + " -> " + opt.target);
     if (m.dtype != dtype) diffs.push_back("dtype " + m.dtype + " -> " + dtype);
+    if (m.max_seq != opt.max_seq.value_or(0))
+      diffs.push_back(fmt::format("--max-seq {} -> {}", m.max_seq, opt.max_seq.value_or(0)));
     if (m.reference.to_arg() != ref.to_arg())
       diffs.push_back("reference " + m.reference.to_arg() + " -> " + ref.to_arg());
     else if (ref.kind == "golden" && m.reference_hash != sha256_file(ref.file))
@@ -187,6 +186,9 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   m.name = name;
   m.model_dir = model_dir;
   m.repo_id = opt.repo_id;
+  m.revision = opt.revision;
+  m.commit = opt.commit;
+  m.max_seq = opt.max_seq.value_or(0);
   m.file_hashes = hashes;
   m.content_hash = content_hash;
   m.architecture = cfg.architecture;

@@ -23,6 +23,10 @@ std::vector<int> first_prompt_ids(Context& ctx) {
   std::vector<PromptSpec> set;
   if (!ctx.opt.prompts.empty()) {
     set = read_prompt_file(ctx.opt.prompts);
+  } else if (!Tokenizer::exists(ctx.m.model_dir)) {
+    // No tokenizer: verify's built-in id set, so phase 0/2 and verify see the same prompts.
+    const int context = ctx.cfg.max_seq > 0 ? ctx.cfg.max_seq : ctx.cfg.max_position_embeddings;
+    set = builtin_id_prompts(ctx.cfg.vocab_size, context);
   } else {
     fs::path base = prompt_set_dir() / "base.json";
     if (fs::exists(base)) set = read_prompt_file(base);

@@ -22,6 +22,7 @@ VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& 
   v.engine = engine;
   v.reference = m.reference.to_arg();
   v.full = full;
+  v.max_seq = m.max_seq;
   if (!m.prompts_file.empty()) v.prompts_file = m.prompts_file;
   v.report_dir = report_dir;
   return v;

@@ -13,7 +13,10 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
   if (name == "reference") return make_reference_backend();
   if (name == "cpu") return make_cpu_backend(threads);
   std::string list;
-  for (const auto& b : available_backends()) list += (list.empty() ? "" : ", ") + b;
+  for (const auto& b : available_backends()) {
+    if (!list.empty()) list += ", ";
+    list += b;
+  }
   throw UsageError("unknown backend '" + name + "' (available: " + list + ")");
 }
 

@@ -273,7 +273,8 @@ const SynthPreset& synth_preset(const std::string& name) {
   std::string names;
   for (const auto& p : synth_presets()) {
     if (p.name == name) return p;
-    names += (names.empty() ? "" : ", ") + p.name;
+    if (!names.empty()) names += ", ";
+    names += p.name;
   }
   throw UsageError("unknown synth preset '" + name + "' (available: " + names + ")");
 }

@@ -17,7 +17,7 @@ TileConfig KernelSelection::linear_config(const Backend& backend, int n, int k, 
   for (const auto& [kernel, shape] : {std::pair{"gemm", gemm}, std::pair{"gemv", gemv}}) {
     const RegistryEntry* e = registry ? registry->find(kernel, dt, isa, shape) : nullptr;
     if (e && !e->heuristic) {
-      for (const auto& [key, v] : e->best) cfg[key] = v;
+      for (const auto& [key, v] : kernel_config_subset(kernel, e->best)) cfg[key] = v;
       continue;
     }
     if (!allow_heuristic) {

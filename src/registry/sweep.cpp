@@ -36,7 +36,7 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
       for (const auto& [key, v] : delta) tc[key] = v;
       const auto r = detail::check_kernel(kernel, shape, dtype, *backend, tc, reps);
       Candidate c;
-      c.config = tc;
+      c.config = kernel_config_subset(kernel, tc);
       c.gflops = r.seconds > 0 ? r.flops / r.seconds * 1e-9 : 0;
       c.gbps = r.seconds > 0 ? r.bytes / r.seconds * 1e-9 : 0;
       c.mean_rel_l1 = r.mean_rel_l1;
@@ -46,7 +46,7 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
       const double thr = prefill ? c.gflops : c.gbps;
       if (c.pass && thr > best) {
         best = thr;
-        e.best = tc;
+        e.best = c.config;
       }
     }
     if (best < 0)

@@ -49,6 +49,7 @@ struct Layer {
   std::vector<float> q_norm, k_norm;       // [head_dim] (qk_norm only)
   std::vector<float> bq;                   // [n_heads * head_dim] (qkv_bias only)
   std::vector<float> bk, bv;               // [n_kv_heads * head_dim] (qkv_bias only)
+  std::vector<float> bo;                   // [emb_dim] (o_bias only: Llama/Qwen3 attention_bias)
 };
 
 }  // namespace
@@ -149,6 +150,7 @@ struct Engine::Impl {
         L.bk = load_vec(weights.get(R::Bk, il), dtype);
         L.bv = load_vec(weights.get(R::Bv, il), dtype);
       }
+      if (cfg.o_bias) L.bo = load_vec(weights.get(R::Bo, il), dtype);
     }
     final_norm = load_vec(weights.get(R::FinalNorm), dtype);
     // Tied: logits = h . embed^T, even when a (differing) lm_head.weight is present (TRAPS #8).
@@ -252,7 +254,7 @@ struct Engine::Impl {
       }
       {
         Profiler::Scope s(prof, "linear_o");
-        be.linear(*L.wo, att.data(), n, o.data());
+        be.linear(*L.wo, att.data(), n, o.data(), L.bo.empty() ? nullptr : L.bo.data());
       }
       emit("attn_out", il, o.data(), n, emb);
       {

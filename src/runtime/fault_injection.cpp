@@ -20,7 +20,10 @@ const std::pair<const char*, FaultInjection::Kind> kKinds[] = {
 
 std::string kind_list() {
   std::string s;
-  for (const auto& [n, k] : kKinds) s += (s.empty() ? "" : ", ") + std::string(n);
+  for (const auto& [n, k] : kKinds) {
+    if (!s.empty()) s += ", ";
+    s += n;
+  }
   return s;
 }
 

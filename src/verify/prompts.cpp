@@ -1,4 +1,6 @@
 // Prompt files: the built-in base/instruct sets (data/prompts) and --prompts FILE.
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -42,6 +44,32 @@ std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
     out.push_back(std::move(p));
   }
   if (out.empty()) list.fail("no prompts");
+  return out;
+}
+
+std::vector<PromptSpec> builtin_id_prompts(int vocab_size, int context, int n_steps) {
+  if (vocab_size <= 0) throw UsageError("builtin_id_prompts: vocab_size must be > 0");
+  // Lengths cover a 1-token prefill and prompts longer than 16 (several GEMM row tiles);
+  // the first one (deploy's phase-0/2 prompt, the Makefile default) has many positions.
+  static constexpr int kLengths[] = {20, 1, 8, 33, 3, 12, 48, 5};
+  const int cap = std::max(1, context - n_steps);
+  uint64_t state = kIdPromptSeed;
+  auto next = [&state] {  // splitmix64: the same ids on every platform
+    uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  };
+  std::vector<PromptSpec> out;
+  for (int len : kLengths) {
+    PromptSpec p;
+    const int n = std::min(len, cap);
+    p.name = "ids" + std::to_string(out.size()) + "_len" + std::to_string(n);
+    std::vector<int> ids(static_cast<std::size_t>(n));  // [n]
+    for (int& id : ids) id = static_cast<int>(next() % static_cast<uint64_t>(vocab_size));
+    p.ids = std::move(ids);
+    out.push_back(std::move(p));
+  }
   return out;
 }
 

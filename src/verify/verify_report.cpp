@@ -21,6 +21,13 @@ nlohmann::json top_json(const std::vector<TopEntry>& top) {
   return a;
 }
 const char* kl_kind_name(KlKind k) { return k == KlKind::Full ? "full" : "coarsened-top5-rest"; }
+// One phrase for the reports: which prompt set and how it became token ids.
+std::string rendering_description(const std::string& set, const std::string& rendering) {
+  if (rendering == "chat_template") return set + " prompts, rendered with the chat template";
+  if (rendering == "raw") return set + " prompts, raw text";
+  if (rendering == "ids") return set + " prompts, token ids";
+  return set + " prompts (" + rendering + ")";
+}
 }  // namespace
 
 nlohmann::json VerifyResult::to_json() const {
@@ -40,11 +47,16 @@ nlohmann::json VerifyResult::to_json() const {
                  {"kernel_configs", kernel_configs},
                  {"heuristic_default_configs", heuristic_default_configs},
                  {"dispatch_counters", dispatch_counters}};
+  if (!kernel_selection.is_null()) j["engine"]["kernel_selection"] = kernel_selection;
   j["reference"] = {{"kind", reference_kind},
                     {"source", reference_source},
                     {"independent", reference_independent},
                     {"dtype", reference_dtype}};
-  j["prompt_set"] = {{"name", prompt_set}, {"rendering", prompt_rendering}, {"full", full}, {"count", n_prompts}};
+  j["prompt_set"] = {{"name", prompt_set},
+                     {"rendering", prompt_rendering},
+                     {"description", rendering_description(prompt_set, prompt_rendering)},
+                     {"full", full},
+                     {"count", n_prompts}};
   j["counts"] = {{"prompts", n_prompts},
                  {"steps_per_prompt", n_steps},
                  {"engine_tokens_generated", engine_tokens_generated},
@@ -106,7 +118,7 @@ std::string VerifyResult::to_markdown() const {
   s += "| kernel configs | " + kernel_configs + (heuristic_default_configs ? " (heuristic defaults)" : "") + " |\n";
   s += "| reference | " + reference_kind + ": " + reference_source + " — " +
        (reference_independent ? "independent" : "**not independent**") + " |\n";
-  s += "| prompt set | " + prompt_set + " (" + prompt_rendering + "), " + std::to_string(n_prompts) + " prompts" +
+  s += "| prompt set | " + rendering_description(prompt_set, prompt_rendering) + ", " + std::to_string(n_prompts) + " prompts" +
        (full ? " (full)" : "") + " |\n";
   s += "| steps per prompt | " + std::to_string(n_steps) + " (EOS ignored) |\n";
   s += "| engine tokens generated | " + std::to_string(engine_tokens_generated) + " free-running, " +

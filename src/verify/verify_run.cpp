@@ -8,6 +8,7 @@
 
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
+#include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/tokenizer.hpp"
 #include "llmport/verify.hpp"
@@ -87,7 +88,8 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const char* name : {"report.json", "report.md"})
     if (!opt.report_dir.empty() && fs::exists(opt.report_dir / name))
       throw UsageError((opt.report_dir / name).string() + " exists; not overwriting (choose another --report-dir)");
-  const ModelConfig cfg = load_model_config(model_dir);
+  const ModelConfig cfg =
+      load_model_config(model_dir, opt.max_seq > 0 ? std::optional<int>(opt.max_seq) : std::nullopt);
   const WeightStore weights = WeightStore::open(cfg.dir.empty() ? model_dir : cfg.dir, cfg);
   for (const auto& w : weights.warnings()) res.warnings.push_back("weights: " + w);
   std::unique_ptr<Tokenizer> tok;
@@ -126,14 +128,23 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       specs = read_prompt_file(*opt.prompts_file);
       res.prompt_set = "file:" + opt.prompts_file->string();
       res.full = true;
+    } else if (!tok) {
+      // No tokenizer: text prompts are impossible, so the built-in deterministic id set.
+      const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+      specs = builtin_id_prompts(cfg.vocab_size, context, n_steps);
+      res.prompt_set = "ids";
+      res.warnings.push_back("the model has no tokenizer: built-in deterministic id prompts (seed " +
+                             std::to_string(kIdPromptSeed) + ", ids < vocab_size " + std::to_string(cfg.vocab_size) +
+                             ")");
+      if (!opt.full && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
     } else {
-      chat = tok && !tok->chat_template().empty();
+      chat = !tok->chat_template().empty();
       res.prompt_set = chat ? "instruct" : "base";
       specs = read_prompt_file(prompt_set_dir() / (res.prompt_set + ".json"));
       if (!opt.full && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
     }
     if (opt.prompts_file && tok && !tok->chat_template().empty()) chat = true;
-    res.prompt_rendering = chat ? "chat_template" : "raw";
+    res.prompt_rendering = chat ? "chat_template" : res.prompt_set == "ids" ? "ids" : "raw";
     for (const auto& p : specs) {
       Prepared pp{p.name, p.text, {}, nullptr};
       if (p.ids) {
@@ -200,6 +211,15 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   res.backend = ei.backend;
   res.isa = ei.isa;
   res.dtype = ei.dtype;
+  if (const auto& ks = opt.engine.kernels) {
+    // What the engine actually got (filled while its linears were built), not the label.
+    res.heuristic_default_configs = !ks->registry || !ks->heuristic_used.empty();
+    res.kernel_selection = {{"registry", ks->registry && ks->registry->writable_dir()
+                                             ? nlohmann::json(ks->registry->writable_dir()->string())
+                                             : nlohmann::json(nullptr)},
+                            {"chosen", ks->chosen},
+                            {"heuristic_used", ks->heuristic_used}};
+  }
   if (ei.backend == "reference")
     res.warnings.push_back("the engine runner uses the reference backend (not the production kernels)");
   std::unique_ptr<EngineRunner> oracle;

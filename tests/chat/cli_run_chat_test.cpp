@@ -211,3 +211,28 @@ TEST(RunChat, ModelWithoutTemplateRefusesChat) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("chat_template"), std::string::npos) << r.err;
 }
+
+TEST(RunChat, HistoryStaysWithinTheContext) {
+  // With a 48-token context the conversation cannot keep every turn: the oldest turns are
+  // dropped and every message still gets an answer; a message that alone exceeds the
+  // context is reported on stderr and the chat goes on.
+  llmport::test::TempDir tmp;
+  fs::path model = tmp.path() / "tiny-qwen3-chat";
+  auto s = llmport::test::run_llmport({"synth", "--preset", "tiny-qwen3", "--out", model.string(), "--tokenizer",
+                                       llmport::test::shared_path("tokenizers/qwen3").string()});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::string long_msg;
+  for (int i = 0; i < 60; ++i) long_msg += "word ";
+  std::string input = "one\ntwo\n" + long_msg + "\nthree\nfour\nfive\n";
+  auto r = llmport::test::run_llmport(
+      {"run", model.string(), "--chat", "-n", "8", "--max-seq", "48", "--backend", "reference", "--ignore-eos"}, input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Only the long message is refused: the later ones fit once old turns are dropped.
+  const std::string refused = "no room left in the context of 48 tokens";
+  std::size_t first = r.err.find(refused);
+  EXPECT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(refused, first + 1), std::string::npos) << r.err;
+  // --ignore-eos: every answer is 8 tokens; 5 answered messages -> 5 answer lines at least
+  // (an answer may itself contain newlines).
+  EXPECT_GE(std::count(r.out.begin(), r.out.end(), '\n'), 5) << r.out;
+}

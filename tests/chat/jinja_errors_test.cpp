@@ -119,3 +119,15 @@ TEST(JinjaVariables, TojsonKeepsInsertionOrder) {
   EXPECT_EQ(llmport::render_chat_template("{{ t|tojson }}", nlohmann::ordered_json::array(), false, vars),
             R"({"zeta": 1, "alpha": {"y": 2, "b": 3}})");
 }
+
+TEST(JinjaErrors, DeepNestingIsRefusedNotACrash) {
+  std::string deep = "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}";
+  expect_error<llmport::ConfigError>([&] { render(deep); }, {"nested deeper"});
+  std::string blocks;
+  for (int i = 0; i < 1000; ++i) blocks += "{% if true %}";
+  expect_error<llmport::ConfigError>([&] { render(blocks); }, {"nested deeper"});
+  std::string nots = "{{ " + [] { std::string s; for (int i = 0; i < 5000; ++i) s += "not "; return s; }() + "1 }}";
+  expect_error<llmport::ConfigError>([&] { render(nots); }, {"nested deeper"});
+  // Ordinary nesting still renders.
+  EXPECT_EQ(render("{{ ((((1 + 2)))) * -(-(3)) }}"), "9");
+}

@@ -5,14 +5,13 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/backend_impls.hpp"
 #include "llmport/error.hpp"
-#include "tests/kernels/cpu_test_util.hpp"
+#include "kernels/cpu_test_util.hpp"
 
 namespace llmport::test {
 namespace {
 
 TensorView view_of(const std::vector<float>& w, int n, int k) {
   TensorView v;
-  v.name = "w";
   v.dtype = DType::F32;
   v.shape = {n, k};
   v.data = w.data();

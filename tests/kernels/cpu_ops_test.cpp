@@ -5,7 +5,7 @@
 #include "kernels/backend_impls.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
-#include "tests/kernels/cpu_test_util.hpp"
+#include "kernels/cpu_test_util.hpp"
 
 namespace llmport::test {
 namespace {

@@ -50,7 +50,9 @@ TEST(Validate, EveryKernelShapeOfTheModelPassesOnEachIsa) {
                             << " max_abs " << r.max_abs_err;
         EXPECT_GT(r.n_checked, 0);
         EXPECT_EQ(r.atol, kernel_tolerance(r.kernel, dt).first);
-        if (r.kernel == "gemm" || r.kernel == "gemv") EXPECT_FALSE(r.config.empty());
+        if (r.kernel == "gemm" || r.kernel == "gemv") {
+          EXPECT_FALSE(r.config.empty());
+        }
         ++rows_checked;
       }
     }
@@ -112,7 +114,6 @@ TEST(Sweep, RecordsAllCandidatesAndTheFastestPassingBest) {
 
 TensorView view_of(const std::vector<float>& w, int n, int k) {
   TensorView v;
-  v.name = "w";
   v.dtype = DType::F32;
   v.shape = {n, k};
   v.data = w.data();

@@ -62,7 +62,10 @@ TEST(CliRun, PromptIdsOnIdOnlyModelsMatchTheGoldenGreedy) {
     const auto golden = load_json(e.path() / "golden.json");
     const auto& seq = golden.at("sequences").at(1);
     std::string ids;
-    for (int id : seq.at("input_ids")) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    for (int id : seq.at("input_ids")) {
+      if (!ids.empty()) ids += ',';
+      ids += std::to_string(id);
+    }
     const auto r = run_llmport({"run", e.path().string(), "--prompt-ids", ids, "--n-tokens",
                                 std::to_string(golden.at("max_new_tokens").get<int>()), "--ignore-eos",
                                 "--dtype", "fp32", "--json", "--backend", "reference"});
@@ -98,6 +101,21 @@ TEST(CliRun, SamplingIsSeeded) {
   const auto a = run_llmport(args), b = run_llmport(args);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   EXPECT_EQ(nlohmann::json::parse(a.out).at("generated_ids"), nlohmann::json::parse(b.out).at("generated_ids"));
+}
+
+TEST(CliRun, HiddenFaultFlagPlantsAFault) {
+  const std::vector<std::string> base{"run", stories(), "--prompt", "Once upon a time", "--n-tokens", "2", "--json"};
+  auto faulty = base;
+  faulty.insert(faulty.end(), {"--fault", "logit_scale=2"});
+  const auto a = run_llmport(base), b = run_llmport(faulty);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const auto la = nlohmann::json::parse(a.out)["steps"][0]["top5"][0]["logit"].get<double>();
+  const auto lb = nlohmann::json::parse(b.out)["steps"][0]["top5"][0]["logit"].get<double>();
+  EXPECT_NEAR(lb, 2 * la, 1e-4);
+  auto bad = base;
+  bad.insert(bad.end(), {"--fault", "no_such_fault"});
+  EXPECT_EQ(run_llmport(bad).exit_code, 2);
 }
 
 void expect_usage_error(const std::vector<std::string>& args, const std::string& stdin_text = "") {

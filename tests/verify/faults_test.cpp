@@ -47,14 +47,14 @@ struct LayerFault {
 };
 
 // The four layer faults, each in a layer of a model that has the feature, away from
-// layer 0 so "first" means something.
+// layer 0 where the model allows it so "first" means something.
 const LayerFault kLayerFaults[] = {
     {"models/stories260K", "models/stories260K/golden/public.json", "rope_interleaved", 2},
     {"models/synthetic/qwen2-tiny", "models/synthetic/qwen2-tiny/golden.json", "drop_qkv_bias", 1},
     {"models/synthetic/qwen3-tiny", "models/synthetic/qwen3-tiny/golden.json", "skip_qk_norm", 1},
-    {"models/stories260K", "models/stories260K/golden/public.json", "wrong_rope_theta", 3},
+    {"models/synthetic/mistral-tiny", "models/synthetic/mistral-tiny/golden.json", "wrong_rope_theta", 1},
+    {"models/synthetic/qwen3-tiny", "models/synthetic/qwen3-tiny/golden.json", "wrong_rope_theta", 1},
     {"models/synthetic/llama3-tiny", "models/synthetic/llama3-tiny/golden.json", "rope_interleaved", 1},
-    {"models/synthetic/llama3-tiny", "models/synthetic/llama3-tiny/golden.json", "wrong_rope_theta", 2},
 };
 
 TEST(Faults, LayerFaultsFailVerifyAndDiagnosisFlagsTheLayer) {
@@ -66,6 +66,18 @@ TEST(Faults, LayerFaultsFailVerifyAndDiagnosisFlagsTheLayer) {
     const DiagnosisResult d = diagnose_fault(model, golden, spec);
     EXPECT_EQ(d.first_suspicious_layer, f.layer) << d.to_markdown();
     for (int il = 0; il < f.layer; ++il) EXPECT_GT(d.rows[static_cast<std::size_t>(il)].stats.min, 0.99);
+  }
+}
+
+TEST(Faults, DiagnosisFlagsAWrongRopeThetaBelowTheVerifyResolution) {
+  // theta x2 in one layer of stories260K (head_dim 8, <= 45 positions) moves the mean KL
+  // to ~1e-3: under the bound that bf16 noise dictates (docs/verification.md), but the
+  // layer's own update still stands out in a diagnosis.
+  for (int il : {1, 3}) {
+    const std::string spec = "wrong_rope_theta@" + std::to_string(il);
+    SCOPED_TRACE(spec);
+    const DiagnosisResult d = diagnose_fault(test::stories_dir(), test::stories_golden(), spec);
+    EXPECT_EQ(d.first_suspicious_layer, il) << d.to_markdown();
   }
 }
 

@@ -1,0 +1,70 @@
+// `llmport kernels list|validate|sweep` and `llmport bench` through the binary, on the
+// shared stories260K model (fails, not skips, when the data is missing).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+namespace llmport::test {
+namespace {
+
+TEST(CliKernels, ValidateStories260kAllPassAndRecords) {
+  const auto model = shared_path("models/stories260K");
+  TempDir dir;
+  const auto reg = (dir.path() / "reg").string();
+  auto r = run_llmport({"kernels", "validate", model.string(), "--json", "-t", "2", "--registry", reg});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("failed").get<int>(), 0);
+  ASSERT_GT(j.at("rows").size(), 10u);
+  for (const auto& row : j["rows"]) EXPECT_TRUE(row.at("pass").get<bool>()) << row.dump();
+  auto l = run_llmport({"kernels", "list", "--registry", reg, "--kernel", "gemv"});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_NE(l.out.find("stories260k"), std::string::npos) << l.out;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "reg" / "supported_kernels.md"));
+}
+
+TEST(CliKernels, SweepNeedsWritableRegistryAndOneMode) {
+  const auto model = shared_path("models/stories260K").string();
+  EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--decode"}).exit_code, 2);
+  TempDir dir;
+  EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--registry", dir.path().string()}).exit_code, 2);
+  auto r = run_llmport({"kernels", "sweep", model, "--decode", "--registry", dir.path().string(),
+                        "--reps", "1", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "gemv_fp32.json"));
+  EXPECT_EQ(run_llmport({"kernels", "validate", model, "--isa", "sse9"}).exit_code, 2);
+}
+
+TEST(CliBench, JsonHasLlamaBenchFields) {
+  const auto model = shared_path("models/stories260K").string();
+  auto r = run_llmport({"bench", model, "-p", "8,16", "-n", "4", "-r", "2", "-t", "1", "-o", "json",
+                        "--no-roofline"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0].at("test"), "pp8");
+  EXPECT_EQ(j[0].at("n_prompt"), 8);
+  EXPECT_EQ(j[1].at("test"), "pp16");
+  EXPECT_EQ(j[2].at("test"), "tg4");
+  EXPECT_EQ(j[2].at("n_gen"), 4);
+  for (const auto& t : j) {
+    EXPECT_GT(t.at("avg_ts").get<double>(), 0);
+    EXPECT_GE(t.at("stddev_ts").get<double>(), 0);
+    EXPECT_EQ(t.at("samples_ts").size(), 2u);
+    EXPECT_TRUE(t.contains("roofline_fraction"));
+  }
+}
+
+TEST(CliBench, BadInputExits2) {
+  const auto model = shared_path("models/stories260K").string();
+  EXPECT_EQ(run_llmport({"bench", model, "-o", "xml"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "abc"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-r", "0"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", "/nonexistent/model"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "100000", "--no-roofline"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace llmport::test
