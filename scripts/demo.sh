@@ -19,6 +19,10 @@ else
   # which caps the verdict at PASS-with-warnings (it is not independent of llmport).
   EXTRA=(--reference oracle)
 fi
-$LLMPORT deploy "$MODEL" --workspace ./deployments "${EXTRA[@]}"
-NAME=$(basename "$MODEL" | tr '[:upper:]' '[:lower:]')
+# The deployment's name (llmport's default): a directory's name, or the HF id with / -> _.
+if [ -e "$MODEL" ]; then NAME=$(basename "$MODEL"); else NAME=$(echo "${MODEL%%@*}" | tr / _); fi
+NAME=$(echo "$NAME" | tr '[:upper:]' '[:lower:]')
+# --resume: a second run continues (or finds complete) the deployment instead of asking.
+$LLMPORT deploy "$MODEL" --workspace ./deployments --name "$NAME" --resume "${EXTRA[@]}"
+# A model without a tokenizer runs its default id prompt (the Makefile's PROMPT_IDS).
 make -C "./deployments/$NAME" run N_TOKENS=32

@@ -28,6 +28,7 @@ struct DiagArgs {
   std::string backend = "cpu";
   std::string fault;
   int threads = 0;
+  int max_seq = 0;  // context cap (a sliding-window model <= the cap)
 };
 
 std::vector<int> parse_ids(const std::string& s) {
@@ -54,7 +55,7 @@ std::vector<int> parse_ids(const std::string& s) {
 int run_diagnosis_cmd(const DiagArgs& a) {
   namespace fs = std::filesystem;
   const std::string dir = resolve_model_dir(a.model);
-  const ModelConfig cfg = load_model_config(dir);
+  const ModelConfig cfg = load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
   const WeightStore weights = WeightStore::open(dir, cfg);
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
@@ -145,6 +146,7 @@ Registrar reg{Command{
       sub.add_option("--dtype", a->dtype, "engine compute dtype (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend")->capture_default_str();
       sub.add_option("--threads", a->threads, "engine threads (0 = all cores)");
+      sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(CLI::PositiveNumber);
       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")
           ->group("");
       return [a] {

@@ -125,8 +125,8 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "\t\"$(LLMPORT)\" verify \"$(MODEL)\" $(FLAGS) $(VERIFY_FLAGS) --full --report-dir \"$(REPORTS)\"\n\n";
   o << "## diagnosis: per-layer comparison with the fp32 reference on PROMPT / PROMPT_IDS\n"
        "diagnosis:\n"
-       "\t@if [ -n \"$$PROMPT_IDS\" ]; then \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) --prompt \"$$PROMPT_IDS\" --prompt-ids --out \"$(REPORTS)\"; \\\n"
-       "\telse \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) --prompt \"$$PROMPT\" --out \"$(REPORTS)\"; fi\n\n";
+       "\t@if [ -n \"$$PROMPT_IDS\" ]; then \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) $(CONTEXT) --prompt \"$$PROMPT_IDS\" --prompt-ids --out \"$(REPORTS)\"; \\\n"
+       "\telse \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) $(CONTEXT) --prompt \"$$PROMPT\" --out \"$(REPORTS)\"; fi\n\n";
   o << "## profile: per-op time table, prefill and decode throughput\nprofile:\n"
     << with_input("\"$(LLMPORT)\" run \"$(MODEL)\" $(FLAGS) $(RUN_REGISTRY) --temperature 0 --n-tokens $(N_TOKENS) --profile", "")
     << "\n";

@@ -15,6 +15,7 @@
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/verify.hpp"
 
 namespace llmport::deploy {
 namespace fs = std::filesystem;
@@ -96,6 +97,14 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   ReferenceSpec ref = ReferenceSpec::parse(opt.reference);
   if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
+  // Without a tokenizer the prompts are ids: verify's built-in id set by default; a
+  // --prompts file must then give prompt_ids.
+  if (!opt.prompts.empty() && !fs::is_regular_file(model_dir / "tokenizer.json"))
+    for (const auto& p : read_prompt_file(opt.prompts))
+      if (!p.ids)
+        throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "' is text, but " +
+                         model_dir.string() + " has no tokenizer.json: give prompt_ids (or drop --prompts "
+                         "for the built-in id prompts)");
   FaultInjection fault;
   if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
   std::string dtype;

@@ -202,7 +202,11 @@ TEST(DeployCli, ModelWithoutTokenizerNeedsIdPrompts) {
   auto models = synthetic_models();
   ASSERT_FALSE(models.empty());
   TempDir t;
-  auto r = deploy({models.front().string(), "--reference", "oracle", "--workspace", (t.path() / "ws").string()});
+  // Text prompts cannot be encoded without a tokenizer (the default, the built-in id set,
+  // is tested in integration_test.cpp).
+  llmport::test::write_file(t.path() / "p.json", R"({"prompts": [{"name": "a", "text": "Once upon a time"}]})");
+  auto r = deploy({models.front().string(), "--reference", "oracle", "--prompts", (t.path() / "p.json").string(),
+                   "--workspace", (t.path() / "ws").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--prompts"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(t.path() / "ws"));

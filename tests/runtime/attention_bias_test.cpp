@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "engine_test_util.hpp"
+#include "llmport/error.hpp"
 #include "llmport/safetensors_writer.hpp"
 
 namespace llmport::test {

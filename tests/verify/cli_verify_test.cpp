@@ -68,10 +68,25 @@ TEST(CliVerify, PromptIdsFileOnAModelWithoutTokenizer) {
                               "--report-dir", (tmp.path() / "r").string(), "--threads", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("not independent"), std::string::npos) << r.out;
-  // Without prompt ids, a model with no tokenizer is bad input.
-  const auto bad = run_llmport({"verify", model.string(), "--report-dir", (tmp.path() / "s").string()});
+  // Text prompts on a model with no tokenizer are bad input.
+  test::write_file(tmp.path() / "t.json", R"({"prompts": [{"name": "a", "text": "Once upon a time"}]})");
+  const auto bad = run_llmport({"verify", model.string(), "--prompts", (tmp.path() / "t.json").string(),
+                                "--report-dir", (tmp.path() / "s").string()});
   EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
   EXPECT_NE(bad.err.find("no tokenizer"), std::string::npos) << bad.err;
+  // Without a prompt file: the built-in deterministic id set (first kQuickPrompts), said so.
+  const auto ids = run_llmport({"verify", model.string(), "--report-dir", (tmp.path() / "i").string(),
+                                "--threads", "1"});
+  EXPECT_EQ(ids.exit_code, 0) << ids.out << ids.err;
+  EXPECT_NE(ids.out.find("no tokenizer: built-in deterministic id prompts"), std::string::npos) << ids.out;
+  const auto j = nlohmann::json::parse(test::read_file(tmp.path() / "i" / "report.json"));
+  EXPECT_EQ(j["prompt_set"]["name"], "ids");
+  EXPECT_EQ(j["prompt_set"]["rendering"], "ids");
+  const ModelConfig cfg = load_model_config(model);
+  const auto set = builtin_id_prompts(cfg.vocab_size, cfg.max_seq);
+  ASSERT_EQ(j["prompts"].size(), static_cast<std::size_t>(kQuickPrompts));
+  for (std::size_t i = 0; i < j["prompts"].size(); ++i)
+    EXPECT_EQ(j["prompts"][i]["prompt_ids"].get<std::vector<int>>(), *set[i].ids);
 }
 
 TEST(CliVerify, BadInputExitsTwo) {

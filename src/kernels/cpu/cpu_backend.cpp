@@ -1,6 +1,7 @@
 // The fast CPU backend: packs weights once into backend-owned panels, runs the
-// ISA-dispatched kernels, and splits work across a persistent OpenMP team (libgomp keeps
-// its threads between parallel regions: no per-token thread creation).
+// ISA-dispatched kernels, and splits work across a persistent WorkPool (threads started
+// once: no per-token thread creation; work-claiming chunks, so a descheduled thread on a
+// shared machine does not stall each region). Weight packing at load uses OpenMP.
 #include "kernels/cpu/cpu_backend.hpp"
 
 #include <omp.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/backend_impls.hpp"
+#include "kernels/cpu/work_pool.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport::cpu {
@@ -41,7 +43,10 @@ class CpuBackend final : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string isa() const override { return isa_name(isa_); }
-  void set_threads(int n) override { threads_ = n > 0 ? n : std::max(1, omp_get_num_procs()); }
+  void set_threads(int n) override {
+    threads_ = n > 0 ? n : std::max(1, omp_get_num_procs());
+    if (!pool_ || pool_->threads() != threads_) pool_ = std::make_unique<WorkPool>(threads_);
+  }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
@@ -81,28 +86,29 @@ class CpuBackend final : public Backend {
       fn(v, a, lda, m, y, bias, 0, v.n_panels, blk);
       return;
     }
-    // Contiguous panel ranges, aligned to the micro-kernel's panel group.
+    // Contiguous panel ranges aligned to the micro-kernel's panel group, several per
+    // thread so a thread the OS deschedules delays at most one chunk (see WorkPool).
+    // Prefill chunks also keep the GEMM's nc blocking.
     const int group = m == 1 ? std::max(1, blk.gnp) : std::max(1, blk.np);
     const int units = (v.n_panels + group - 1) / group;
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), T = omp_get_num_threads();
-      const int u0 = static_cast<int>(static_cast<long>(units) * t / T);
-      const int u1 = static_cast<int>(static_cast<long>(units) * (t + 1) / T);
+    const int per_thread = m == 1 ? 16 : 4;
+    const int n_chunks = std::min(units, nt * per_thread);
+    pool_->run(n_chunks, [&](int c, int) {
+      const int u0 = static_cast<int>(static_cast<long>(units) * c / n_chunks);
+      const int u1 = static_cast<int>(static_cast<long>(units) * (c + 1) / n_chunks);
       const int p0 = std::min(v.n_panels, u0 * group), p1 = std::min(v.n_panels, u1 * group);
       if (p1 > p0) fn(v, a, lda, m, y, bias, p0, p1, blk);
-    }
+    });
   }
 
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
     counters_.add("rmsnorm");
     const int nt = static_cast<double>(m) * dim < kParallelMacs ? 1 : std::min(threads_, m);
     if (nt <= 1) return k_.rmsnorm(x, w, y, 0, m, dim, eps);
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), T = omp_get_num_threads();
-      k_.rmsnorm(x, w, y, m * t / T, m * (t + 1) / T, dim, eps);
-    }
+    const int n_chunks = std::min(m, nt * 4);
+    pool_->run(n_chunks, [&](int c, int) {
+      k_.rmsnorm(x, w, y, m * c / n_chunks, m * (c + 1) / n_chunks, dim, eps);
+    });
   }
 
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
@@ -121,11 +127,10 @@ class CpuBackend final : public Backend {
     const double work = static_cast<double>(m) * n_heads * head_dim;
     const int nt = work < kParallelMacs ? 1 : std::min(threads_, m);
     if (nt <= 1) return k_.rope(x, 0, m, n_heads, head_dim, cs_.data());
-#pragma omp parallel num_threads(nt)
-    {
-      const int t = omp_get_thread_num(), T = omp_get_num_threads();
-      k_.rope(x, m * t / T, m * (t + 1) / T, n_heads, head_dim, cs_.data());
-    }
+    const int n_chunks = std::min(m, nt * 4);
+    pool_->run(n_chunks, [&](int c, int) {
+      k_.rope(x, m * c / n_chunks, m * (c + 1) / n_chunks, n_heads, head_dim, cs_.data());
+    });
   }
 
   void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
@@ -155,7 +160,8 @@ class CpuBackend final : public Backend {
     const std::size_t per = attn_scratch_floats(tq, group, head_dim, a.block_kv);
     const double work = static_cast<double>(m) * n_heads * head_dim * (start_pos + m);
     const int nt = work < kParallelMacs ? 1 : std::min(threads_, items);
-    if (attn_scratch_.size() < per * nt) attn_scratch_.resize(per * nt);
+    // One scratch per pool slot (slots are unique among concurrently running chunks).
+    if (attn_scratch_.size() < per * threads_) attn_scratch_.resize(per * threads_);
     float* scratch = attn_scratch_.data();
     auto item = [&](int it, float* s) {
       // Interleave kv heads so the long (late) query tiles spread over threads.
@@ -167,12 +173,8 @@ class CpuBackend final : public Backend {
       for (int it = 0; it < items; ++it) item(it, scratch);
       return;
     }
-#pragma omp parallel num_threads(nt)
-    {
-      float* s = scratch + per * omp_get_thread_num();
-#pragma omp for schedule(dynamic, 1)
-      for (int it = items - 1; it >= 0; --it) item(it, s);
-    }
+    // Late (long) query tiles first.
+    pool_->run(items, [&](int c, int slot) { item(items - 1 - c, scratch + per * slot); });
   }
 
   void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
@@ -190,15 +192,14 @@ class CpuBackend final : public Backend {
   void elementwise(std::size_t n, F&& f) {
     const int nt = n < (1u << 16) ? 1 : threads_;
     if (nt <= 1) return f(0, n);
-#pragma omp parallel num_threads(nt)
-    {
-      const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
-      // 16-float aligned split so both halves stay vector-aligned.
-      const std::size_t chunk = (n / T + 15) / 16 * 16;
-      const std::size_t i0 = std::min(n, t * chunk);
-      const std::size_t i1 = t + 1 == T ? n : std::min(n, (t + 1) * chunk);
+    // 16-float aligned chunks so every chunk stays vector-aligned.
+    const std::size_t n_chunks = static_cast<std::size_t>(nt) * 4;
+    const std::size_t chunk = (n / n_chunks + 15) / 16 * 16;
+    pool_->run(static_cast<int>(n_chunks), [&](int c, int) {
+      const std::size_t i0 = std::min(n, c * chunk);
+      const std::size_t i1 = c + 1 == static_cast<int>(n_chunks) ? n : std::min(n, (c + 1) * chunk);
       if (i1 > i0) f(i0, i1);
-    }
+    });
   }
 
   Isa isa_;
@@ -207,6 +208,7 @@ class CpuBackend final : public Backend {
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin
   std::vector<float> attn_scratch_;   // [threads][attn_scratch_floats]
+  std::unique_ptr<WorkPool> pool_;    // persistent team of threads_ (caller included)
 };
 
 }  // namespace
