@@ -118,14 +118,17 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out);
 int evaluate_deployment(const std::filesystem::path& deployment_dir, std::ostream& out);
 
 /// `llmport status [NAME]`: phase table of one deployment or all under `workspace`.
-/// Throws UsageError when NAME (or the workspace) does not exist.
+/// A deployment whose deployment.json cannot be read is listed as "unreadable: <reason>"
+/// and the listing goes on (returns 0). Throws UsageError when NAME (or the workspace)
+/// does not exist.
 int print_status(const std::filesystem::path& workspace, const std::string& name,
                  std::ostream& out, bool json);
 
 /// `llmport regress`: re-verifies every deployment under `workspace` (`make verify`
 /// semantics: the deployment's backend, dtype and tuned kernels against its reference),
 /// one deployment per device at a time (file lock `<workspace>/.lock-<target>`).
-/// Returns 0 when all pass, 1 when any fails.
+/// Returns 0 when all pass, 1 when any fails or has an unreadable deployment.json (the
+/// others are still re-verified).
 int run_regress(const std::filesystem::path& workspace, std::ostream& out);
 
 /// Path of the running llmport executable (the evaluator and Makefile call it).

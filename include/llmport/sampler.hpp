@@ -24,7 +24,8 @@ struct SamplingParams {
   void validate() const;
 };
 
-/// Index of the largest value; ties go to the smaller index. logits: [vocab].
+/// Index of the largest value; ties go to the smaller index, NaN ranks below every number
+/// (same order as top_k_logits). logits: [vocab].
 int argmax(std::span<const float> logits);
 
 /// The k largest (id, value) pairs, descending, ties to the smaller id. logits: [vocab].

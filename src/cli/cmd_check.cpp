@@ -3,8 +3,12 @@
 // right shape; --scan-values also rejects NaN/Inf weights).
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli/command.hpp"
+#include "cli/dtype_warning.hpp"
+#include "cli/option_checks.hpp"
 #include "llmport/compat.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_checks.hpp"
@@ -51,12 +55,18 @@ int run_check(const CheckArgs& a) {
     resolved = cfg.to_json();
     if (a.weights) report = check_model_dir(file, max_seq, a.scan_values);
   }
+  std::vector<std::string> warnings;
+  if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
+    if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))
+      warnings.push_back(*w);
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
   if (a.json) {
     nlohmann::json out = {{"verdict", r.accepted ? "ACCEPT" : "REJECT"},
                           {"reason", r.accepted ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
                           {"reasons", r.reasons},
                           {"message", r.message},
                           {"notes", r.notes},
+                          {"warnings", warnings},
                           {"context_cap", r.context_cap ? nlohmann::json(*r.context_cap) : nlohmann::json(nullptr)},
                           {"config", file.string()},
                           {"resolved", resolved}};
@@ -78,12 +88,16 @@ int run_check(const CheckArgs& a) {
 const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json; --weights also loads "
                               "and validates the safetensors",
                      [](CLI::App& sub) -> std::function<int()> {
+      sub.footer(
+          "exit codes: 0 ACCEPT (with --weights: and the phase-0 checks passed), 3 REJECT (architecture "
+          "not supported), 2 bad input (missing/malformed config.json or weights, bad flag), 1 a "
+          "phase-0 consistency check failed (--weights)");
                        auto a = std::make_shared<CheckArgs>();
                        add_model_arg(sub, &a->model);
                        sub.add_flag("--json", a->json, "print one JSON object");
                        sub.add_option("--max-seq", a->max_seq,
                                       "context cap in tokens (<= a sliding window makes it harmless)")
-                           ->check(CLI::PositiveNumber);
+                           ->check(at_least(1));
                        sub.add_flag("--weights", a->weights,
                                     "also run the phase-0 checks: load every tensor and check its shape");
                        sub.add_flag("--scan-values", a->scan_values,

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "llmport/deploy.hpp"
 #include "llmport/error.hpp"
 #include "llmport/hub.hpp"
@@ -41,16 +42,16 @@ Registrar deploy_cmd{Command{
       sub.add_option("--reference", o->reference, "golden:FILE | hf | oracle")->default_val("oracle");
       sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
       sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
-          ->check(CLI::Range(0, deploy::kNumPhases - 1));
+          ->check(in_range(0, deploy::kNumPhases - 1));
       sub.add_flag("--resume", o->d.resume, "resume an existing deployment at its first unpassed phase");
       sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
       sub.add_option("--max-seq", o->d.max_seq, "cap the context (tokens); a sliding window >= N is then accepted")
-          ->check(CLI::PositiveNumber);
-      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+          ->check(at_least(1));
+      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(at_least(0));
       // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
       sub.add_option("--fault", o->d.fault, "")->group("");
       sub.add_flag("--quick", o->d.quick, "")->group("");
-      sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(CLI::Range(0, deploy::kNumPhases - 1));
+      sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(in_range(0, deploy::kNumPhases - 1));
       return [o]() {
         if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
         auto r = resolve_model(o->model);

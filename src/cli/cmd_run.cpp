@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/dtype_warning.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/registry_arg.hpp"
 #include "cli/run_chat.hpp"
 #include "llmport/chat_template.hpp"
@@ -118,6 +120,8 @@ void print_profile(std::ostream& os, const Engine& eng, const GenerateResult& r)
 }
 
 int run_run(const RunArgs& a) {
+  // MODEL first: with no arguments at all, the missing model is the first thing to say.
+  if (a.model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
   if (a.prompt && a.prompt_ids) throw UsageError("give either --prompt or --prompt-ids, not both");
   if (a.chat && (a.prompt || a.prompt_ids || a.json))
     throw UsageError("--chat reads the conversation from stdin: drop --prompt / --prompt-ids / --json");
@@ -128,6 +132,8 @@ int run_run(const RunArgs& a) {
   const ModelConfig cfg =
       load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
   const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+  if (!a.dtype)
+    if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << *w << "\n";
 
   // Prompt -> ids (before loading weights: bad input fails fast).
   std::unique_ptr<Tokenizer> tok;
@@ -294,26 +300,26 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_option("--prompt", a->prompt, "prompt text ('-' reads stdin)");
                        sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
                        sub.add_option("--n-tokens,-n", a->n_tokens, "maximum new tokens")
-                           ->check(CLI::PositiveNumber);
+                           ->check(at_least(1));
                        sub.add_option("--temperature", a->temperature, "sampling temperature (0: greedy)")
-                           ->check(CLI::NonNegativeNumber);
-                       sub.add_option("--top-k", a->top_k, "top-k (0: off)")->check(CLI::NonNegativeNumber);
-                       sub.add_option("--top-p", a->top_p, "top-p in (0, 1]")->check(CLI::Range(0.0, 1.0));
-                       sub.add_option("--min-p", a->min_p, "min-p in [0, 1]")->check(CLI::Range(0.0, 1.0));
-                       sub.add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty (1: off)")
-                           ->check(CLI::PositiveNumber);
+                           ->check(at_least(0));
+                       sub.add_option("--top-k", a->top_k, "top-k (0: off)")->check(at_least(0));
+                       sub.add_option("--top-p", a->top_p, "top-p in (0, 1] (1: off)")->check(in_range(0.0, 1.0, /*lo_open=*/true));
+                       sub.add_option("--min-p", a->min_p, "min-p in [0, 1] (0: off)")->check(in_range(0.0, 1.0));
+                       sub.add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty > 0 (1: off)")
+                           ->check(above(0));
                        sub.add_option("--seed", a->seed, "random seed for sampling");
                        sub.add_option("--backend", a->backend, "reference | cpu")
                            ->check(CLI::IsMember(available_backends()));
                        sub.add_option("--threads,-t", a->threads, "worker threads (0: all cores)")
-                           ->check(CLI::NonNegativeNumber);
+                           ->check(at_least(0));
                        sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
                                                            "(default: the checkpoint's torch_dtype)");
                        sub.add_flag("--json", a->json, "print one JSON object instead of streaming text");
                        sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
                        sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")
-                           ->check(CLI::PositiveNumber);
+                           ->check(at_least(1));
                        sub.add_flag("--chat", a->chat,
                                     "interactive chat: one message per stdin line, /reset, Ctrl-D to leave");
                        sub.add_option("--system", a->system, "system message for the chat template");

@@ -1,4 +1,5 @@
 // `llmport status [NAME] [--workspace DIR] [--json]`: phase table of deployments.
+#include <filesystem>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -14,9 +15,21 @@ Registrar status_cmd{Command{
       auto ws = std::make_shared<std::string>("deployments");
       auto json = std::make_shared<bool>(false);
       sub.add_option("NAME", *name, "deployment name");
-      sub.add_option("--workspace", *ws, "directory holding deployments")->default_val("deployments");
+      CLI::Option* ws_opt =
+          sub.add_option("--workspace", *ws, "directory holding deployments")->default_val("deployments");
       sub.add_flag("--json", *json, "print JSON");
-      return [name, ws, json]() { return deploy::print_status(*ws, *name, std::cout, *json); };
+      return [name, ws, json, ws_opt]() {
+        // No default workspace yet just means nothing was deployed here; a --workspace the
+        // user named that does not exist stays an error.
+        if (name->empty() && ws_opt->count() == 0 && !std::filesystem::is_directory(*ws)) {
+          if (*json)
+            std::cout << "[]\n";
+          else
+            std::cout << "no deployments in " << *ws << "\n";
+          return 0;
+        }
+        return deploy::print_status(*ws, *name, std::cout, *json);
+      };
     }}};
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/registry_arg.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
@@ -61,8 +62,11 @@ int run_verify_cmd(const VerifyArgs& a) {
 }
 
 Registrar reg{Command{
-    "verify", "Verify the engine against an independent reference (exit 0 PASS, 1 FAIL, 2 bad input)",
+    "verify", "Verify the engine against an independent reference (exit 0 PASS, 1 FAIL, 2 bad input, 3 rejected)",
     [](CLI::App& sub) -> std::function<int()> {
+      sub.footer(
+          "exit codes: 0 PASS (or PASS-with-warnings), 1 FAIL (a check failed), 2 bad input (missing "
+          "model/reference/prompts, bad flag), 3 architecture rejected");
       auto a = std::make_shared<VerifyArgs>();
       add_model_arg(sub, &a->model);
       sub.add_option("--reference", a->reference, "golden:FILE | oracle (not independent) | hf (needs transformers)")
@@ -76,7 +80,7 @@ Registrar reg{Command{
       sub.add_option("--prompts", a->prompts, "prompt file (JSON: texts or prompt_ids) instead of the built-in set");
       sub.add_option("--registry", a->registry,
                      "kernel registry directory looked up before the shipped one (a deployment's registry/)");
-      sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(CLI::PositiveNumber);
+      sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(at_least(1));
       sub.add_option("--kernel-configs", a->kernel_configs, "where the engine's tile configs came from (for the report)")
           ->group("");
       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")

@@ -26,9 +26,14 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
+    return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitBadInput;
+    // Same one-line shape as every other error, plus where to look.
+    std::string cmd = "llmport";
+    for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
+    std::cerr << "error: " << e.what() << "\n(see " << cmd << " --help)\n";
+    return kExitBadInput;
   }
   try {
     return run ? run() : kExitBadInput;

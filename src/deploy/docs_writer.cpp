@@ -93,6 +93,10 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
   else o << "PROMPT ?=\nPROMPT_IDS ?= " << ids << "\n";
   o << "THREADS ?= " << m.threads << "\n";
   o << "N_TOKENS ?= 32\n"
+       // The prompt reaches llmport byte for byte: $(value ...) takes the text unexpanded
+       // (make PROMPT='$(x) $HOME' must not become " OME"), := keeps it unexpanded on export.
+       "override PROMPT := $(value PROMPT)\n"
+       "override PROMPT_IDS := $(value PROMPT_IDS)\n"
        "export PROMPT PROMPT_IDS\n"
        "DEPLOY_DIR := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))\n";
   o << "FLAGS := " << engine_flags(m) << "\n";

@@ -70,7 +70,13 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : deps) {
-      Manifest m = Manifest::load(Workspace(d).manifest());
+      Manifest m;
+      try {
+        m = Manifest::load(Workspace(d).manifest());
+      } catch (const std::exception& e) {  // one bad manifest must not hide the others
+        a.push_back({{"name", d.filename().string()}, {"state", std::string("unreadable: ") + e.what()}});
+        continue;
+      }
       nlohmann::json ph = nlohmann::json::array();
       for (const auto& p : m.phases) ph.push_back(std::string(status_name(p.status)));
       a.push_back({{"name", m.name}, {"target", m.target}, {"dtype", m.dtype}, {"state", state_of(m)}, {"phases", ph}});
@@ -86,7 +92,13 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
   for (int i = 0; i < kNumPhases; ++i) out << fmt::format(" {:<5}", fmt::format("p{}", i));
   out << "  state\n";
   for (const auto& d : deps) {
-    Manifest m = Manifest::load(Workspace(d).manifest());
+    Manifest m;
+    try {
+      m = Manifest::load(Workspace(d).manifest());
+    } catch (const std::exception& e) {  // flag the row, keep listing the others
+      out << fmt::format("{:<28} unreadable: {}\n", d.filename().string(), e.what());
+      continue;
+    }
     out << fmt::format("{:<28} {:<6} {:<5}", m.name, m.target, m.dtype);
     for (const auto& p : m.phases) out << fmt::format(" {:<5}", short_status(p.status));
     out << "  " << state_of(m) << "\n";

@@ -27,39 +27,21 @@ TensorData make_tensor(std::string name, DType dtype, std::vector<int64_t> shape
 
 void write_safetensors(const std::filesystem::path& file, const std::vector<TensorData>& tensors,
                        const std::map<std::string, std::string>& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
-  if (!metadata.empty()) header["__metadata__"] = metadata;
-  std::size_t offset = 0;
+  // Check every size first so a bad tensor fails before any file is created.
   for (const auto& t : tensors) {
     int64_t numel = 1;
     for (auto d : t.shape) numel *= d;
     if (static_cast<std::size_t>(numel) * dtype_size(t.dtype) != t.bytes.size())
       throw ShapeError(file.string() + ": tensor " + t.name + ": " + std::to_string(t.bytes.size()) +
                        " bytes do not match its shape");
-    header[t.name] = {{"dtype", std::string(dtype_safetensors_name(t.dtype))},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes.size()}}};
-    offset += t.bytes.size();
   }
-  std::string h = header.dump();
-  while ((h.size() + 8) % 8 != 0) h.push_back(' ');
-  const uint64_t hlen = h.size();
-  auto tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw WeightsError(file.string() + ": cannot open for writing");
-    unsigned char lenb[8];
-    for (int i = 0; i < 8; ++i) lenb[i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xff);
-    f.write(reinterpret_cast<const char*>(lenb), 8);
-    f.write(h.data(), static_cast<std::streamsize>(h.size()));
-    for (const auto& t : tensors)
-      f.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-    if (!f) throw WeightsError(file.string() + ": write failed (disk full?)");
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) throw WeightsError(file.string() + ": cannot rename temp file: " + ec.message());
+  write_safetensors_streamed(
+      file, tensors,
+      [&](std::size_t i, std::ostream& out) {
+        out.write(reinterpret_cast<const char*>(tensors[i].bytes.data()),
+                  static_cast<std::streamsize>(tensors[i].bytes.size()));
+      },
+      metadata);
 }
 
 void write_safetensors_streamed(const std::filesystem::path& file,

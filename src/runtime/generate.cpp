@@ -2,11 +2,34 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 
 #include "llmport/error.hpp"
 
 namespace llmport {
+namespace {
+
+// A NaN/Inf in the logits means the forward pass is broken (e.g. a NaN weight); sampling
+// from them would silently emit arbitrary ids, so generation stops with a check failure.
+void require_finite_logits(std::span<const float> logits, int step, long position) {
+  std::size_t bad = 0, first = 0;
+  bool any_nan = false;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (std::isfinite(logits[i])) continue;
+    if (bad++ == 0) first = i;
+    any_nan = any_nan || std::isnan(logits[i]);
+  }
+  if (bad == 0) return;
+  throw GateError("non-finite logits at step " + std::to_string(step) + " (position " +
+                  std::to_string(position) + "): " + std::to_string(bad) + " of " +
+                  std::to_string(logits.size()) + " values are " + (any_nan ? "NaN/Inf" : "Inf") +
+                  " (first at id " + std::to_string(first) +
+                  "); the weights or the forward pass produce non-finite values "
+                  "(try `llmport check` on the model)");
+}
+
+}  // namespace
 
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opt,
                         const std::function<void(int)>& on_token) {
@@ -35,6 +58,8 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
   std::vector<float> logits = engine.prefill(prompt);  // [vocab]
   r.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   for (int step = 0; step < opt.n_tokens; ++step) {
+    // The logits at `step` come from the token at position prompt.size() - 1 + step.
+    require_finite_logits(logits, step, static_cast<long>(prompt.size()) - 1 + step);
     const int id = sampler.sample(logits, history);
     GenerationStep st;
     st.token = id;

@@ -21,9 +21,13 @@ uint64_t splitmix64(uint64_t& x) {
 }
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-// Descending by value, ties to the smaller id.
+// Descending by value, ties to the smaller id; NaN ranks below every number so the order
+// stays a strict weak order and argmax, top-k and the sampler agree on the best id.
 bool before(const std::pair<float, int>& a, const std::pair<float, int>& b) {
-  return a.first != b.first ? a.first > b.first : a.second < b.second;
+  const bool an = std::isnan(a.first), bn = std::isnan(b.first);
+  if (an != bn) return bn;
+  if (!an && a.first != b.first) return a.first > b.first;
+  return a.second < b.second;
 }
 
 }  // namespace
@@ -41,9 +45,11 @@ void SamplingParams::validate() const {
 }
 
 int argmax(std::span<const float> logits) {
+  // Same order as top_k_logits (NaN last, ties to the smaller id): argmax == top_k_logits(.., 1).
   int best = 0;
   for (std::size_t i = 1; i < logits.size(); ++i)
-    if (logits[i] > logits[static_cast<std::size_t>(best)]) best = static_cast<int>(i);
+    if (before({logits[i], static_cast<int>(i)}, {logits[static_cast<std::size_t>(best)], best}))
+      best = static_cast<int>(i);
   return best;
 }
 

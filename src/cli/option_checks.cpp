@@ -1,0 +1,57 @@
+#include "cli/option_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace llmport::cli {
+namespace {
+
+std::optional<double> as_number(const std::string& s) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || std::isnan(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+CLI::Validator at_least(double min) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        const auto v = as_number(s);
+        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (*v < min) return fmt::format("must be >= {}, got {}", min, s);
+        return {};
+      },
+      fmt::format(">= {}", min));
+}
+
+CLI::Validator above(double min) {
+  return CLI::Validator(
+      [min](std::string& s) -> std::string {
+        const auto v = as_number(s);
+        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (*v <= min) return fmt::format("must be > {}, got {}", min, s);
+        return {};
+      },
+      fmt::format("> {}", min));
+}
+
+CLI::Validator in_range(double lo, double hi, bool lo_open) {
+  const std::string interval = fmt::format("{}{}, {}]", lo_open ? "(" : "[", lo, hi);
+  return CLI::Validator(
+      [lo, hi, lo_open, interval](std::string& s) -> std::string {
+        const auto v = as_number(s);
+        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if ((lo_open ? *v <= lo : *v < lo) || *v > hi) return fmt::format("must be in {}, got {}", interval, s);
+        return {};
+      },
+      "in " + interval);
+}
+
+}  // namespace llmport::cli

@@ -1,0 +1,78 @@
+// `status` and `regress` with one corrupt deployment.json: that row is flagged and the others
+// are still listed / re-verified; `status` without a default workspace says so and exits 0.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+
+#include "deploy/manifest.hpp"
+#include "deploy/workspace.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport::deploy {
+namespace {
+namespace fs = std::filesystem;
+using llmport::test::read_file;
+using llmport::test::run_llmport;
+using llmport::test::TempDir;
+using llmport::test::write_file;
+
+// A workspace with "good" (a valid, not yet deployed manifest) and "bad" (truncated JSON).
+void make_workspace(const fs::path& w) {
+  fs::create_directories(w / "good");
+  fs::create_directories(w / "bad");
+  Manifest m;
+  m.name = "good";
+  m.target = "cpu";
+  m.dtype = "bf16";
+  m.save(Workspace(w / "good").manifest());
+  write_file(Workspace(w / "bad").manifest(), "{\"name\": \"bad\", \"target\": ");
+}
+
+TEST(StatusUnreadable, FlagsTheCorruptRowAndListsTheOthers) {
+  TempDir t;
+  make_workspace(t.path());
+  const auto r = run_llmport({"status", "--workspace", t.path().string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bad"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unreadable: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("good"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("cpu"), std::string::npos) << r.out;
+
+  const auto j = run_llmport({"status", "--workspace", t.path().string(), "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto a = nlohmann::json::parse(j.out);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].at("name"), "bad");
+  EXPECT_EQ(a[0].at("state").get<std::string>().rfind("unreadable: ", 0), 0u) << a[0];
+  EXPECT_EQ(a[1].at("name"), "good");
+}
+
+TEST(RegressUnreadable, ContinuesWithTheOthersAndExits1) {
+  TempDir t;
+  make_workspace(t.path());
+  const auto r = run_llmport({"regress", "--workspace", t.path().string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("UNREADABLE: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("SKIP"), std::string::npos) << r.out;  // "good" was still looked at
+  EXPECT_NE(r.out.find("regress: 1 of 2 deployments FAIL or unreadable"), std::string::npos) << r.out;
+}
+
+TEST(StatusMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
+  TempDir t;
+  const fs::path out = t.path() / "out.txt";
+  const std::string cmd = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) +
+                          "' status > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << read_file(out);
+  EXPECT_EQ(read_file(out), "no deployments in deployments\n");
+  // A --workspace the user named that does not exist stays an error.
+  const auto r = run_llmport({"status", "--workspace", (t.path() / "nope").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace llmport::deploy

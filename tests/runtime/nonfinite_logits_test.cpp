@@ -1,0 +1,62 @@
+// A NaN weight must stop `llmport run` with a clear check failure (exit 1), never emit ids;
+// argmax and top-k agree on the best id even when the logits hold NaN.
+#include <cstring>
+#include <limits>
+
+#include "llmport/sampler.hpp"
+#include "runtime/engine_test_util.hpp"
+
+namespace llmport::test {
+namespace {
+
+// Copies stories260K into `dst` and sets element 0 of the F32 tensor `name` to NaN.
+void copy_with_nan(const std::filesystem::path& dst, const std::string& name) {
+  const auto src = shared_path("models/stories260K");
+  for (const auto& e : std::filesystem::directory_iterator(src))
+    if (e.is_regular_file()) std::filesystem::copy_file(e.path(), dst / e.path().filename());
+  const auto file = dst / "model.safetensors";
+  std::string data = read_file(file);
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = nlohmann::json::parse(data.substr(8, n));
+  ASSERT_EQ(header.at(name).at("dtype"), "F32");
+  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(data.data() + off, &nan, sizeof nan);
+  write_file(file, data);
+}
+
+TEST(NonFiniteLogits, RunFailsWithExit1AndNamesStepAndPosition) {
+  TempDir t;
+  copy_with_nan(t.path(), "model.norm.weight");
+  for (const std::string backend : {"reference", "cpu"}) {
+    SCOPED_TRACE(backend);
+    for (const bool json : {false, true}) {
+      std::vector<std::string> args = {"run", t.path().string(), "--prompt", "Once upon a time",
+                                       "--n-tokens", "4", "--backend", backend};
+      if (json) args.push_back("--json");
+      const auto r = run_llmport(args);
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      EXPECT_NE(r.err.find("error: non-finite logits at step 0 (position "), std::string::npos) << r.err;
+      EXPECT_EQ(r.out.find("generated_ids"), std::string::npos) << r.out;
+    }
+  }
+}
+
+TEST(NonFiniteLogits, ArgmaxAgreesWithTopKWhenLogitsHoldNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::vector<float>> cases = {
+      {nan, 1.f, 3.f, 2.f}, {1.f, nan, 0.5f, 7.f}, {nan, nan, -1.f, -2.f}, {2.f, 2.f, nan, 1.f}};
+  const std::vector<int> want = {2, 3, 2, 0};
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    EXPECT_EQ(argmax(cases[c]), want[c]) << c;
+    const auto top = top_k_logits(cases[c], 2);
+    ASSERT_EQ(top.size(), 2u);
+    EXPECT_EQ(top[0].first, want[c]) << c;
+    Sampler greedy(SamplingParams{});
+    EXPECT_EQ(greedy.sample(cases[c], {}), want[c]) << c;
+  }
+}
+
+}  // namespace
+}  // namespace llmport::test
