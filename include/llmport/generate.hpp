@@ -38,9 +38,15 @@ struct GenerateResult {
   int n_decode = 0;                ///< decode forward passes run
 };
 
+/// Throws GateError "non-finite logits at step N (position P): ..." when `logits` ([vocab],
+/// fp32) holds a NaN or Inf: sampling from them would emit arbitrary ids. `position` is the
+/// sequence position of the token whose logits these are.
+void check_finite_logits(std::span<const float> logits, int step, long position);
+
 /// Runs prefill over `prompt` then decode steps. `on_token(id)` is called for every
 /// emitted (non-stop) token as soon as it is chosen. Throws UsageError before any work when
-/// the prompt is empty, n_tokens < 1, or prompt.size() + n_tokens exceeds engine.max_seq().
+/// the prompt is empty, n_tokens < 1, or prompt.size() + n_tokens exceeds engine.max_seq();
+/// GateError (check_finite_logits) before sampling from non-finite logits.
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opt,
                         const std::function<void(int)>& on_token = {});
 

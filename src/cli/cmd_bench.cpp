@@ -76,6 +76,8 @@ void finish(TestResult& t) {
 
 int run_bench(const BArgs& a) {
   if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
+  if (a.n_gen < 0) throw UsageError("-n/--n-gen must be >= 0 (0 = no generation test)");
+  if (a.threads < 0) throw UsageError("-t/--threads must be >= 0 (0 = all cores)");
   if (a.output != "md" && a.output != "json" && a.output != "csv")
     throw UsageError("-o/--output must be md, json or csv (got '" + a.output + "')");
   const std::vector<int> pps = parse_list(a.prompts, "-p/--n-prompt");
@@ -208,6 +210,15 @@ int run_bench(const BArgs& a) {
     std::cout << fmt::format("\nroofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
                              "GFLOP/s; load {:.2f} s; peak RSS {:.0f} MiB\n",
                              roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops, load_s, rss);
+    for (const auto& t : results)
+      if (t.fraction > 1.0) {
+        // Above 100% the DRAM/peak bound does not apply: the weights (or KV cache) are
+        // served from CPU caches, or the bound was measured at a noisier moment.
+        std::cout << fmt::format("note: {} exceeds its roofline bound ({:.0f}%): the model's {:.1f} MiB "
+                                 "of weights likely fit in the CPU caches, so the DRAM bound does not apply\n",
+                                 t.test, 100 * t.fraction, cost.weight_bytes / (1 << 20));
+        break;
+      }
     if (!sel->heuristic_used.empty())
       std::cout << fmt::format("note: {} kernel shape(s) ran with the heuristic default config "
                                "(not in the registry)\n", sel->heuristic_used.size());

@@ -6,6 +6,7 @@
 
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
+#include "llmport/generate.hpp"
 
 namespace llmport::cli {
 
@@ -95,6 +96,7 @@ int run_chat_loop(Engine& engine, const Tokenizer& tok, const ChatOptions& opt, 
     IncrementalDecoder dec(tok, /*skip_special_tokens=*/true);
     std::vector<int> answer;
     for (int step = 0; step < budget; ++step) {
+      check_finite_logits(logits, step, static_cast<long>(cached.size()) - 1);
       const int id = sampler.sample(logits, cached);
       if (std::find(opt.stop_ids.begin(), opt.stop_ids.end(), id) != opt.stop_ids.end()) break;
       answer.push_back(id);

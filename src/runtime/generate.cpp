@@ -8,11 +8,10 @@
 #include "llmport/error.hpp"
 
 namespace llmport {
-namespace {
 
 // A NaN/Inf in the logits means the forward pass is broken (e.g. a NaN weight); sampling
 // from them would silently emit arbitrary ids, so generation stops with a check failure.
-void require_finite_logits(std::span<const float> logits, int step, long position) {
+void check_finite_logits(std::span<const float> logits, int step, long position) {
   std::size_t bad = 0, first = 0;
   bool any_nan = false;
   for (std::size_t i = 0; i < logits.size(); ++i) {
@@ -26,10 +25,8 @@ void require_finite_logits(std::span<const float> logits, int step, long positio
                   std::to_string(logits.size()) + " values are " + (any_nan ? "NaN/Inf" : "Inf") +
                   " (first at id " + std::to_string(first) +
                   "); the weights or the forward pass produce non-finite values "
-                  "(try `llmport check` on the model)");
+                  "(`llmport check MODEL --scan-values` finds NaN/Inf weights)");
 }
-
-}  // namespace
 
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opt,
                         const std::function<void(int)>& on_token) {
@@ -59,7 +56,7 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
   r.prefill_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   for (int step = 0; step < opt.n_tokens; ++step) {
     // The logits at `step` come from the token at position prompt.size() - 1 + step.
-    require_finite_logits(logits, step, static_cast<long>(prompt.size()) - 1 + step);
+    check_finite_logits(logits, step, static_cast<long>(prompt.size()) - 1 + step);
     const int id = sampler.sample(logits, history);
     GenerationStep st;
     st.token = id;

@@ -62,6 +62,12 @@ TEST(CliBench, BadInputExits2) {
   EXPECT_EQ(run_llmport({"bench", model, "-o", "xml"}).exit_code, 2);
   EXPECT_EQ(run_llmport({"bench", model, "-p", "abc"}).exit_code, 2);
   EXPECT_EQ(run_llmport({"bench", model, "-r", "0"}).exit_code, 2);
+  const auto neg_gen = run_llmport({"bench", model, "-n", "-1", "--no-roofline"});
+  EXPECT_EQ(neg_gen.exit_code, 2);
+  EXPECT_NE(neg_gen.err.find("-n/--n-gen must be >= 0"), std::string::npos) << neg_gen.err;
+  const auto neg_threads = run_llmport({"bench", model, "-t", "-2", "--no-roofline"});
+  EXPECT_EQ(neg_threads.exit_code, 2);
+  EXPECT_NE(neg_threads.err.find("-t/--threads must be >= 0"), std::string::npos) << neg_threads.err;
   EXPECT_EQ(run_llmport({"bench", "/nonexistent/model"}).exit_code, 2);
   EXPECT_EQ(run_llmport({"bench", model, "-p", "100000", "--no-roofline"}).exit_code, 2);
 }
