@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/error.hpp"
+
 namespace llmport::tok {
 
 using nlohmann::json;
@@ -61,5 +63,19 @@ std::string pattern_to_regex(const json& pattern, const std::string& where);
 const json& require(const json& j, const char* key, const std::string& where);
 std::string get_string(const json& j, const char* key, const std::string& where, const std::string& dflt);
 bool get_bool(const json& j, const char* key, bool dflt);
+
+/// Builds the children of a `Sequence` component: the array under `key` (e.g.
+/// "normalizers"), each element made by `make(element, where)`; null children are dropped.
+/// Throws ConfigError when the key is missing or not an array.
+template <class T, class Make>
+std::vector<std::unique_ptr<T>> make_sequence(const json& j, const char* key, const std::string& w,
+                                              const std::string& where, Make make) {
+  const json& arr = require(j, key, w);
+  if (!arr.is_array()) throw ConfigError(w + ": '" + key + "' must be an array");
+  std::vector<std::unique_ptr<T>> v;
+  for (const auto& e : arr)
+    if (auto c = make(e, where)) v.push_back(std::move(c));
+  return v;
+}
 
 }  // namespace llmport::tok

@@ -221,14 +221,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
     return std::make_unique<Metaspace>(get_string(j, "replacement", w, "\xE2\x96\x81"), scheme != "never");
   }
   if (type == "Sequence") {
-    const json& arr = require(j, "decoders", w);
-    if (!arr.is_array()) throw ConfigError(w + ": 'decoders' must be an array");
-    std::vector<std::unique_ptr<Decoder>> v;
-    for (const auto& d : arr) {
-      auto q = make_decoder(d, where);
-      if (q) v.push_back(std::move(q));
-    }
-    return std::make_unique<Sequence>(std::move(v));
+    return std::make_unique<Sequence>(make_sequence<Decoder>(j, "decoders", w, where, make_decoder));
   }
   throw ConfigError(where + ": unknown decoder type '" + type + "'");
 }

@@ -193,14 +193,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j, const std::string& wh
   if (type == "Prepend") return std::make_unique<Prepend>(get_string(j, "prepend", w, ""));
   if (type == "Replace") return std::make_unique<Replace>(j, w);
   if (type == "Sequence") {
-    const json& arr = require(j, "normalizers", w);
-    if (!arr.is_array()) throw ConfigError(w + ": 'normalizers' must be an array");
-    std::vector<std::unique_ptr<Normalizer>> v;
-    for (const auto& n : arr) {
-      auto p = make_normalizer(n, where);
-      if (p) v.push_back(std::move(p));
-    }
-    return std::make_unique<Sequence>(std::move(v));
+    return std::make_unique<Sequence>(make_sequence<Normalizer>(j, "normalizers", w, where, make_normalizer));
   }
   throw ConfigError(where + ": unknown normalizer type '" + type + "'");
 }

@@ -108,14 +108,7 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j, const std::str
     if (type == "ByteLevel") return std::make_unique<Identity>();
     if (type == "BertProcessing" || type == "RobertaProcessing") return std::make_unique<ClsSep>(j, w);
     if (type == "Sequence") {
-      const json& arr = require(j, "processors", w);
-      if (!arr.is_array()) throw ConfigError(w + ": 'processors' must be an array");
-      std::vector<std::unique_ptr<PostProcessor>> v;
-      for (const auto& p : arr) {
-        auto q = make_post_processor(p, where);
-        if (q) v.push_back(std::move(q));
-      }
-      return std::make_unique<Sequence>(std::move(v));
+      return std::make_unique<Sequence>(make_sequence<PostProcessor>(j, "processors", w, where, make_post_processor));
     }
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(w + ": " + e.what());

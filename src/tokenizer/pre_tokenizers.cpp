@@ -279,14 +279,7 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j, const std::strin
   if (type == "Whitespace") return std::make_unique<RegexKeep>(R"(\w+|[^\w\s]+)", true, w);
   if (type == "WhitespaceSplit") return std::make_unique<RegexKeep>(R"(\s+)", false, w);
   if (type == "Sequence") {
-    const json& arr = require(j, "pretokenizers", w);
-    if (!arr.is_array()) throw ConfigError(w + ": 'pretokenizers' must be an array");
-    std::vector<std::unique_ptr<PreTokenizer>> v;
-    for (const auto& p : arr) {
-      auto q = make_pre_tokenizer(p, where);
-      if (q) v.push_back(std::move(q));
-    }
-    return std::make_unique<Sequence>(std::move(v));
+    return std::make_unique<Sequence>(make_sequence<PreTokenizer>(j, "pretokenizers", w, where, make_pre_tokenizer));
   }
   throw ConfigError(where + ": unknown pre_tokenizer type '" + type + "'");
 }
