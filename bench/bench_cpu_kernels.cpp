@@ -1,10 +1,13 @@
 // CPU kernel throughput at the linear shapes of the benchmark models (Google Benchmark):
-// prefill GEMM (GFLOP/s counter) and decode GEMV (GB/s counter) per dtype, plus attention.
+// prefill GEMM (GFLOP/s counter) and decode GEMV (GB/s counter) per dtype, the bf16 GEMM's
+// vdpbf16ps vs fp32-FMA paths per tile config (BM_GemmBf16Cfg), plus attention.
 // Timings live here, never in tests.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend_impls.hpp"
@@ -61,20 +64,95 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"m", "n", "k", "dtype", "threads"})->UseRealTime();
 
-void BM_Attention(benchmark::State& st) {
-  const int m = static_cast<int>(st.range(0)), ctx = static_cast<int>(st.range(1));
-  const int nh = 32, nkv = 4, hd = 64;
-  auto be = llmport::make_cpu_backend(2);
-  const auto q = random_vec(static_cast<std::size_t>(m) * nh * hd, 1.0f);
-  const auto kc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);
-  const auto vc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);
-  std::vector<float> out(q.size());
+// bf16 prefill GEMM at the qwen3-0.6b linear shapes (M = 512, 2 threads), vdpbf16ps
+// (fma 0; the emulation on CPUs without AVX512_BF16) vs the fp32-FMA path (fma 1) with
+// explicit tile configs, so one run gives the ratio on this machine.
+void BM_GemmBf16Cfg(benchmark::State& st) {
+  const int m = 512, threads = 2;
+  const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));
+  const llmport::TileConfig cfg = {{"fma", static_cast<int>(st.range(2))},
+                                   {"mr", static_cast<int>(st.range(3))},
+                                   {"np", static_cast<int>(st.range(4))},
+                                   {"kc", static_cast<int>(st.range(5))},
+                                   {"mc", static_cast<int>(st.range(6))},
+                                   {"nc", static_cast<int>(st.range(7))}};
+  auto be = llmport::make_cpu_backend(threads);
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));  // [n, k]
+  llmport::TensorView v;
+  v.dtype = DType::F32;
+  v.shape = {n, k};
+  v.data = w.data();
+  v.nbytes = w.size() * 4;
+  std::unique_ptr<llmport::LinearWeight> lw;
+  try {
+    lw = be->make_linear(v, DType::BF16, cfg);
+  } catch (const std::exception& e) {  // fma 1 below AVX-512
+    st.SkipWithError(e.what());
+    return;
+  }
+  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f);  // [m, k]
+  std::vector<float> y(static_cast<std::size_t>(m) * n);             // [m, n]
   for (auto _ : st) {
-    be->attention(q.data(), kc.data(), vc.data(), ctx, ctx - m, m, nh, nkv, hd, 0.125f, out.data());
-    benchmark::DoNotOptimize(out.data());
+    be->linear(*lw, x.data(), m, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  st.SetLabel(be->isa());
+}
+
+void GemmBf16CfgArgs(benchmark::internal::Benchmark* b) {
+  // qwen3-0.6b: q 2048x1024, k/v 1024x1024, o 1024x2048, gate/up 3072x1024, down 1024x3072.
+  // {n, k, fma, mr, np, kc, mc, nc}
+  for (const auto& [n, k] : {std::pair{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024},
+                             {1024, 3072}}) {
+    b->Args({n, k, 0, 12, 2, 512, 96, 512});  // the bf16 default (vdpbf16ps)
+    b->Args({n, k, 0, 6, 4, 512, 96, 2048});
+    b->Args({n, k, 1, 12, 2, 512, 96, 512});
+    b->Args({n, k, 1, 13, 2, 1024, 91, 512});
+    b->Args({n, k, 1, 8, 3, 1024, 96, 768});
+    b->Args({n, k, 1, 5, 4, 1024, 100, 512});
   }
 }
-BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 512})->Args({1, 2048})->UseRealTime();
+BENCHMARK(BM_GemmBf16Cfg)
+    ->Apply(GemmBf16CfgArgs)
+    ->ArgNames({"n", "k", "fma", "mr", "np", "kc", "mc", "nc"})
+    ->UseRealTime();
+
+void BM_Attention(benchmark::State& st) {
+  const int m = static_cast<int>(st.range(0)), ctx = static_cast<int>(st.range(1));
+  const int nh = static_cast<int>(st.range(2)), nkv = static_cast<int>(st.range(3)),
+            hd = static_cast<int>(st.range(4));
+  auto be = llmport::make_cpu_backend(2);
+  const auto q = random_vec(static_cast<std::size_t>(m) * nh * hd, 1.0f);        // [m, nh, hd]
+  const auto kc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);    // [nkv, ctx, hd]
+  const auto vc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);    // [nkv, ctx, hd]
+  std::vector<float> out(q.size());                                              // [m, nh, hd]
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  for (auto _ : st) {
+    be->attention(q.data(), kc.data(), vc.data(), ctx, ctx - m, m, nh, nkv, hd, scale, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  // Causal QK^T and PV: 4 flops per (query head, key, dim) over the visible keys.
+  double pairs = 0.0;
+  for (int t = 0; t < m; ++t) pairs += ctx - m + t + 1;
+  const double flops = 4.0 * pairs * nh * hd;
+  st.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  // Decode reads every K and V row of the context once per kv head.
+  const double kv_bytes = 2.0 * nkv * (ctx) * hd * 4.0;
+  st.counters["KV_GB/s"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+// {m, ctx, n_heads, n_kv_heads, head_dim}: Llama-like hd 64 group 8, Qwen3-0.6B (16/8/128).
+BENCHMARK(BM_Attention)
+    ->Args({512, 512, 32, 4, 64})
+    ->Args({1, 512, 32, 4, 64})
+    ->Args({1, 2048, 32, 4, 64})
+    ->Args({512, 512, 16, 8, 128})
+    ->Args({1, 160, 16, 8, 128})
+    ->Args({1, 512, 16, 8, 128})
+    ->Args({1, 2048, 16, 8, 128})
+    ->ArgNames({"m", "ctx", "nh", "nkv", "hd"})
+    ->UseRealTime();
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,14 @@ class LinearWeight {
   TileConfig config;         ///< config it was packed for
   /// Bytes held by this weight in the backend's memory.
   virtual std::size_t bytes() const = 0;
+};
+
+/// One linear of a group that shares its input x (q/k/v, gate/up): y[m, w->n_out] =
+/// x[m, w->n_in] . W^T (+ bias[w->n_out] when non-null). fp32 y, fp32 bias.
+struct LinearCall {
+  const LinearWeight* w = nullptr;
+  float* y = nullptr;
+  const float* bias = nullptr;
 };
 
 /// Calls per kernel name since the last reset (phase-7 audit: no reference fallback).
@@ -58,6 +67,18 @@ class Backend {
   /// multiplies in that dtype (bf16 dot products); accumulation is fp32.
   virtual void linear(const LinearWeight& w, const float* x, int m, float* y,
                       const float* bias = nullptr) = 0;
+  /// Every call of `calls` on the same x [m, n_in] (all weights have the same n_in), as
+  /// linear() would compute each. The q/k/v and gate/up projections of a layer: a backend
+  /// may run them as one parallel region (a decode step then pays one thread wake-up
+  /// instead of three). Default: linear() per call. Throws ShapeError when the weights'
+  /// n_in differ.
+  virtual void linear_group(std::span<const LinearCall> calls, const float* x, int m);
+  /// Rows of a linear weight as fp32: out[t, :] = W[rows[t], :], the stored compute-dtype
+  /// values widened (exactly what embedding_lookup gives for the same table and dtype). The
+  /// embedding lookup of a model with tied embeddings reads its packed lm_head instead of
+  /// keeping a second copy of a [vocab, emb_dim] table in memory. rows: [m];
+  /// out: [m, n_in] fp32. Throws UsageError for a row outside [0, n_out).
+  virtual void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) = 0;
   /// RMSNorm over rows: y[i,:] = x[i,:] / sqrt(mean(x[i,:]^2) + eps) * w[:]
   /// (HF LlamaRMSNorm: statistics in fp32). x, y: [m, dim]; y may alias x.
   virtual void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) = 0;

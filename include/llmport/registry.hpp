@@ -126,7 +126,7 @@ struct KernelSelection {
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
 };
 
-/// The tile-config keys a kernel uses: gemm {mr, np, kc, mc, nc}, gemv {gnp}, others none.
+/// The tile-config keys a kernel uses: gemm {mr, np, kc, mc, nc, fma}, gemv {gnp}, others none.
 /// Registry entries store only these, so a gemm and a gemv entry merge into one config.
 TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg);
 

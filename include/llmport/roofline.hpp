@@ -1,6 +1,8 @@
 #pragma once
 // This machine's roofline (measured, not assumed) and a model's bounds on it, for
 // `llmport bench` (issue 6: tg >= 90% of the memory-read roofline, pp >= 60% of bf16 peak).
+// The prefill bound uses the best compute peak any kernel path can use for the weight
+// dtype (compute_peak), so a fraction never looks good only because a slow path was timed.
 #include <cstddef>
 #include <string>
 
@@ -32,8 +34,19 @@ ModelCost model_cost(const ModelConfig& cfg, DType dtype);
 
 /// Decode bound (tokens/s) at context `ctx`: read_gbps / (weight + KV bytes).
 double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx);
-/// Prefill bound (tokens/s): peak of the dtype (bf16 peak for bf16, fp32 FMA otherwise)
-/// / FLOPs per token.
+
+/// The compute peak a prefill GEMM on weights of one dtype can reach on this machine.
+struct ComputePeak {
+  double gflops = 0;  ///< GFLOP/s with `threads` threads
+  std::string kind;   ///< "bf16_dot" (vdpbf16ps peak) or "fp32_fma" (fp32 FMA peak)
+};
+/// Best peak any CPU kernel path can use for `dtype` weights: bf16 weights run either
+/// with vdpbf16ps or widened to fp32 in registers and multiplied with FMAs (tile config
+/// "fma": 1), so their peak is max(bf16_gflops, f32_gflops) (on Intel the FMA peak is the
+/// larger, on AMD Zen 4/5 the vdpbf16ps one); fp16 and fp32 weights use FMAs: f32_gflops.
+/// Ties go to bf16_dot. {0, "fp32_fma"} for a roofline that was not measured.
+ComputePeak compute_peak(const Roofline& r, DType dtype);
+/// Prefill bound (tokens/s): compute_peak(r, dtype).gflops / FLOPs per token.
 double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype);
 
 }  // namespace llmport

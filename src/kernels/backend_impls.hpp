@@ -9,4 +9,8 @@ namespace llmport {
 std::unique_ptr<Backend> make_reference_backend();
 /// Fast ISA-dispatched CPU backend (src/kernels/cpu/).
 std::unique_ptr<Backend> make_cpu_backend(int threads);
+/// Throws unless every call has a weight and an output and all weights share n_in.
+void check_linear_group(std::span<const LinearCall> calls);
+/// Throws UsageError unless 0 <= row < w.n_out (gather_rows).
+void check_gather_row(const LinearWeight& w, int row);
 }  // namespace llmport

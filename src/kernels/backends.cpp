@@ -1,11 +1,33 @@
 // Backend dispatch by name, plus the backend-independent ops (embedding lookup, softmax).
 #include <cstring>
+#include <string>
 
 #include "kernels/backend_impls.hpp"
 #include "kernels/reference/reference_ops.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport {
+
+void check_linear_group(std::span<const LinearCall> calls) {
+  for (const LinearCall& c : calls) {
+    if (!c.w || !c.y) throw UsageError("linear_group: a call has no weight or no output");
+    if (c.w->n_in != calls.front().w->n_in)
+      throw ShapeError("linear_group: weights of one group take different inputs (n_in " +
+                       std::to_string(calls.front().w->n_in) + " vs " +
+                       std::to_string(c.w->n_in) + ")");
+  }
+}
+
+void check_gather_row(const LinearWeight& w, int row) {
+  if (row < 0 || row >= w.n_out)
+    throw UsageError("row " + std::to_string(row) + " is outside the weight's [0, " +
+                     std::to_string(w.n_out) + ") rows");
+}
+
+void Backend::linear_group(std::span<const LinearCall> calls, const float* x, int m) {
+  check_linear_group(calls);
+  for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
+}
 
 std::vector<std::string> available_backends() { return {"reference", "cpu"}; }
 

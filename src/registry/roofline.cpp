@@ -18,25 +18,29 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Best-of-6 streaming read of `n` floats split over `threads`. Best-of because on a shared
-// machine a pass in which the OS deschedules one thread of the region measures the load,
-// not the memory; a short best-of-3 gave bounds that decode then beat by 1.2x.
+// Best-of-6 streaming read of `n` floats split over `threads`, best over 1, 4 and 8
+// concurrent streams per thread (the bound is what the best access pattern reaches; the
+// decode GEMV streams several panels at once). Best-of because on a shared machine a pass
+// in which the OS deschedules one thread of the region measures the load, not the memory;
+// a short best-of-3 gave bounds that decode then beat by 1.2x.
 double read_gbps(const float* buf, std::size_t n, int threads, bool avx512) {
   double best = 0;
-  for (int rep = 0; rep < 6; ++rep) {
-    const double t0 = now();
-    float total = 0;
+  for (int streams : {1, 4, 8})
+    for (int rep = 0; rep < 4; ++rep) {
+      const double t0 = now();
+      float total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)
-    {
-      const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
-      const std::size_t i0 = n * t / T, i1 = n * (t + 1) / T;
-      total += avx512 ? cpu::read_sum_avx512(buf + i0, i1 - i0) : cpu::read_sum_avx2(buf + i0, i1 - i0);
+      {
+        const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
+        const std::size_t i0 = n * t / T, i1 = n * (t + 1) / T;
+        total += avx512 ? cpu::read_sum_streams_avx512(buf + i0, i1 - i0, streams)
+                        : cpu::read_sum_streams_avx2(buf + i0, i1 - i0, streams);
+      }
+      const double dt = now() - t0;
+      volatile float sink = total;
+      (void)sink;
+      best = std::max(best, n * 4.0 / dt * 1e-9);
     }
-    const double dt = now() - t0;
-    volatile float sink = total;
-    (void)sink;
-    best = std::max(best, n * 4.0 / dt * 1e-9);
-  }
   return best;
 }
 
@@ -102,8 +106,14 @@ double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx) {
   return bytes > 0 ? r.read_gbps * 1e9 / bytes : 0;
 }
 
+ComputePeak compute_peak(const Roofline& r, DType dtype) {
+  if (dtype == DType::BF16 && r.bf16_gflops > 0 && r.bf16_gflops >= r.f32_gflops)
+    return {r.bf16_gflops, "bf16_dot"};
+  return {r.f32_gflops, "fp32_fma"};
+}
+
 double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype) {
-  const double peak = (dtype == DType::BF16 && r.bf16_gflops > 0) ? r.bf16_gflops : r.f32_gflops;
+  const double peak = compute_peak(r, dtype).gflops;
   return c.flops_per_token > 0 ? peak * 1e9 / c.flops_per_token : 0;
 }
 

@@ -21,7 +21,7 @@ std::pair<double, double> kernel_tolerance(const std::string& kernel, DType dtyp
 
 TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg) {
   static const std::map<std::string, std::set<std::string>> keys = {
-      {"gemm", {"mr", "np", "kc", "mc", "nc"}}, {"gemv", {"gnp"}}};
+      {"gemm", {"mr", "np", "kc", "mc", "nc", "fma"}}, {"gemv", {"gnp"}}};
   TileConfig out;
   auto it = keys.find(kernel);
   if (it == keys.end()) return out;

@@ -205,7 +205,17 @@ struct Engine::Impl {
 
     {
       Profiler::Scope s(prof, "embedding");
-      embedding_lookup(*embed, dtype, tokens.data(), n, x.data());
+      if (cfg.tie_word_embeddings) {
+        // The packed lm_head IS the table: no second [vocab, emb_dim] copy in memory (the
+        // file pages were dropped after packing; reading them back would page them in).
+        for (int t = 0; t < n; ++t)
+          if (tokens[t] < 0 || tokens[t] >= cfg.vocab_size)
+            throw UsageError("token id " + std::to_string(tokens[t]) +
+                             " is outside the vocabulary [0, " + std::to_string(cfg.vocab_size) + ")");
+        be.gather_rows(*lm_head, tokens.data(), n, x.data());
+      } else {
+        embedding_lookup(*embed, dtype, tokens.data(), n, x.data());
+      }
     }
     emit("embedding", -1, x.data(), n, emb);
 
@@ -220,9 +230,10 @@ struct Engine::Impl {
       {
         Profiler::Scope s(prof, "linear_qkv");
         const bool bias = cfg.qkv_bias && !(f.kind == K::DropQkvBias && here);
-        be.linear(*L.wq, h.data(), n, q.data(), bias ? L.bq.data() : nullptr);
-        be.linear(*L.wk, h.data(), n, k.data(), bias ? L.bk.data() : nullptr);
-        be.linear(*L.wv, h.data(), n, v.data(), bias ? L.bv.data() : nullptr);
+        const LinearCall qkv[3] = {{L.wq.get(), q.data(), bias ? L.bq.data() : nullptr},
+                                   {L.wk.get(), k.data(), bias ? L.bk.data() : nullptr},
+                                   {L.wv.get(), v.data(), bias ? L.bv.data() : nullptr}};
+        be.linear_group(qkv, h.data(), n);
       }
       // Qwen3: per-head RMSNorm on q and k BEFORE RoPE (modeling_qwen3.py).
       if (cfg.qk_norm && !(f.kind == K::SkipQkNorm && here)) {
@@ -268,8 +279,9 @@ struct Engine::Impl {
       emit("ffn_norm", il, h.data(), n, emb);
       {
         Profiler::Scope s(prof, "linear_gate_up");
-        be.linear(*L.w_gate, h.data(), n, gate.data());
-        be.linear(*L.w_up, h.data(), n, up.data());
+        const LinearCall gate_up[2] = {{L.w_gate.get(), gate.data(), nullptr},
+                                       {L.w_up.get(), up.data(), nullptr}};
+        be.linear_group(gate_up, h.data(), n);
       }
       {
         Profiler::Scope s(prof, "swiglu");

@@ -1,6 +1,9 @@
 // CPU GEMM/GEMV vs the reference backend, every ISA level this machine runs, every dtype,
-// odd shapes (M = 1, 3, 17; K, N not multiples of the tile), several tile configs.
+// odd shapes (M = 1, 3, 17; K, N not multiples of the tile), several tile configs, including
+// the fp32-FMA bf16 GEMM ("fma": 1) and the rules of that config key.
 #include <gtest/gtest.h>
+
+#include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/backend_impls.hpp"
@@ -23,6 +26,12 @@ struct Shape {
   int n, k;
 };
 
+bool is_avx512(cpu::Isa isa) { return isa == cpu::Isa::Avx512 || isa == cpu::Isa::Avx512Bf16; }
+bool uses_fma(const TileConfig& cfg) {
+  auto it = cfg.find("fma");
+  return it != cfg.end() && it->second == 1;
+}
+
 TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
   auto ref = make_backend("reference");
   const std::vector<Shape> shapes = {{33, 70}, {16, 64}, {100, 257}, {47, 1031}, {300, 129}};
@@ -30,9 +39,21 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
       {},  // the backend's defaults
       {{"mr", 5}, {"np", 4}, {"kc", 64}, {"mc", 10}, {"nc", 48}, {"gnp", 2}},
       {{"mr", 3}, {"np", 1}, {"kc", 30}, {"mc", 7}, {"nc", 16}, {"gnp", 1}},
+      // The fp32-FMA bf16 GEMM (bf16 weights at the AVX-512 levels only; rejected
+      // elsewhere): the register-limit tile of each np (13x2, 8x3, 5x4, 16x1) and partial
+      // tiles in every direction (m = 3, 17 vs mr; n tails vs np; k blocks that split an
+      // odd k; mc / nc that are not multiples of mr / np).
+      {{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}},
+      {{"fma", 1}, {"mr", 8}, {"np", 3}, {"kc", 62}, {"mc", 20}, {"nc", 80}, {"gnp", 1}},
+      {{"fma", 1}, {"mr", 5}, {"np", 4}, {"kc", 30}, {"mc", 7}, {"nc", 48}, {"gnp", 2}},
+      {{"fma", 1}, {"mr", 16}, {"np", 1}, {"kc", 2}, {"mc", 16}, {"nc", 16}},
+      {{"fma", 1}, {"mr", 2}, {"np", 3}, {"kc", 7}, {"mc", 3}, {"nc", 16}},
+      {{"fma", 0}, {"mr", 12}, {"np", 2}},  // explicit vdpbf16ps / emulation
   };
-  int cases = 0;
+  int cases = 0, fma_cases = 0;
+  bool any_avx512 = false;
   for (cpu::Isa isa : isas_under_test()) {
+    any_avx512 |= is_avx512(isa);
     auto be = cpu::make_cpu_backend_isa(2, isa);
     for (DType dt : {DType::BF16, DType::F16, DType::F32})
       for (const Shape& s : shapes) {
@@ -40,6 +61,13 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
         const auto bias = random_vec(s.n, 0.5f, 7u);
         auto rw = ref->make_linear(view_of(w, s.n, s.k), dt);
         for (const TileConfig& cfg : configs) {
+          const bool fma = uses_fma(cfg);
+          if (fma && !(dt == DType::BF16 && is_avx512(isa))) {
+            // 'fma': 1 is an option of bf16 weights at the AVX-512 levels only.
+            EXPECT_THROW(be->make_linear(view_of(w, s.n, s.k), dt, cfg), UsageError)
+                << cpu::isa_name(isa) << " " << dtype_name(dt);
+            continue;
+          }
           auto cw = be->make_linear(view_of(w, s.n, s.k), dt, cfg);
           for (int m : {1, 3, 17})
             for (bool with_bias : {false, true}) {
@@ -50,21 +78,122 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
                             x.size());
               Guarded got(static_cast<std::size_t>(m) * s.n), want(static_cast<std::size_t>(m) * s.n);
               const float* b = with_bias ? bias.data() : nullptr;
+              be->reset_counters();
               be->linear(*cw, x.data(), m, got.data(), b);
               ref->linear(*rw, xr.data(), m, want.data(), b);
               const std::string what = std::string(cpu::isa_name(isa)) + " " +
                                        std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
-                                       " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k);
+                                       " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                                       (fma ? " fma" : "");
               EXPECT_TRUE(got.guards_intact()) << what << ": out-of-bounds write";
               EXPECT_EQ(compare(got.data(), want.data(), got.size(),
                                 tol_for(m == 1 ? "gemv" : "gemm", dt), what),
                         0);
+              // The FMA path is the prefill GEMM's; m = 1 stays on the GEMV.
+              const char* kernel = m == 1 ? "gemv" : fma ? "gemm_fma" : "gemm";
+              EXPECT_EQ(be->counters().calls.count(kernel), 1u) << what;
               ++cases;
+              fma_cases += fma && m > 1;
             }
         }
       }
   }
   EXPECT_GT(cases, 0) << "no ISA level ran";
+  if (any_avx512) {
+    EXPECT_GT(fma_cases, 0) << "no fp32-FMA bf16 GEMM case ran";
+  }
+}
+
+// The A operand of the bf16 paths is x rounded to bf16 (round-to-nearest-even; NaN is
+// PropagatesNanAndInf's): with W = I every output is one product x * 1 plus exact zeros,
+// so y must equal the rounded x bit for bit, ties and odd k included, on the
+// vdpbf16ps/emulation and the FMA paths.
+TEST(CpuLinear, Bf16PathsRoundXExactlyLikeTheDtype) {
+  const int n = 37, k = 37, m = 5;
+  std::vector<float> w(static_cast<std::size_t>(n) * k, 0.0f);  // [n, k] identity
+  for (int i = 0; i < n; ++i) w[static_cast<std::size_t>(i) * k + i] = 1.0f;
+  std::vector<float> x(static_cast<std::size_t>(m) * k);  // [m, k]
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    // bf16 keeps 7 fraction bits: +2^-8 on a bf16 value is a tie, +2^-10 rounds down.
+    const float base = 1.0f + static_cast<float>(i % 7) / 128.0f;
+    x[i] = (i % 3 == 0 ? base + 1.0f / 256.0f : base + 1.0f / 1024.0f) * (i % 2 ? -3.0f : 0.5f);
+  }
+  x[4] = 1.00390625f;  // 1 + 2^-8: tie, rounds to even (1.0)
+  x[5] = 1.01171875f;  // 1 + 3 * 2^-8: tie, rounds to even (1 + 2^-6)
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(1, isa);
+    std::vector<TileConfig> cfgs = {{{"fma", 0}}};
+    if (is_avx512(isa)) cfgs.push_back({{"fma", 1}, {"mr", 3}, {"np", 3}});
+    for (const TileConfig& cfg : cfgs) {
+      auto cw = be->make_linear(view_of(w, n, k), DType::BF16, cfg);
+      std::vector<float> y(static_cast<std::size_t>(m) * n);  // [m, n]
+      be->linear(*cw, x.data(), m, y.data());
+      for (std::size_t i = 0; i < y.size(); ++i) {
+        const float want = bf16_to_f32(f32_to_bf16(x[i]));
+        EXPECT_EQ(y[i], want) << cpu::isa_name(isa) << " fma=" << cfg.at("fma") << " i=" << i;
+      }
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuLinear, FmaConfigKeyParsedAndRejected) {
+  EXPECT_EQ(cpu::blocking_from_config({{"fma", 1}}).fma, 1);
+  EXPECT_EQ(cpu::blocking_from_config({{"fma", 0}}).fma, 0);
+  EXPECT_EQ(cpu::blocking_from_config({}).fma, 0);  // absent: vdpbf16ps / emulation
+  EXPECT_THROW(cpu::blocking_from_config({{"fma", 2}}), UsageError);
+  EXPECT_THROW(cpu::blocking_from_config({{"fma", -1}}), UsageError);
+  EXPECT_THROW(cpu::blocking_from_config({{"fma", 1}}, DType::F32), UsageError);
+  EXPECT_THROW(cpu::blocking_from_config({{"fma", 1}}, DType::F16), UsageError);
+  EXPECT_EQ(cpu::blocking_from_config({{"fma", 1}}, DType::BF16).fma, 1);
+  try {
+    cpu::blocking_from_config({{"fma", 3}});
+    ADD_FAILURE() << "fma 3 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'fma'"), std::string::npos) << e.what();
+  }
+  // Per ISA level: accepted for bf16 at the AVX-512 levels, a UsageError naming AVX-512 below.
+  std::vector<float> w(16 * 8, 1.0f);
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(1, isa);
+    if (is_avx512(isa)) {
+      EXPECT_NO_THROW(be->make_linear(view_of(w, 16, 8), DType::BF16, {{"fma", 1}}));
+    } else {
+      try {
+        be->make_linear(view_of(w, 16, 8), DType::BF16, {{"fma", 1}});
+        ADD_FAILURE() << cpu::isa_name(isa) << " accepted fma 1";
+      } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("AVX-512"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_THROW(be->make_linear(view_of(w, 16, 8), DType::F32, {{"fma", 1}}), UsageError);
+  }
+  // The sweep's candidates and the defaults carry the key only where it applies.
+  for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Avx512Bf16})
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+      const bool applies = dt == DType::BF16 && is_avx512(isa);
+      int with_fma = 0, without = 0;
+      for (const TileConfig& c : cpu::candidate_tile_configs(isa, dt, true)) {
+        EXPECT_NO_THROW(cpu::blocking_from_config(c, dt));
+        (uses_fma(c) ? with_fma : without) += 1;
+        if (applies) {
+          EXPECT_EQ(c.count("fma"), 1u) << "candidate without an explicit fma key";
+        }
+      }
+      EXPECT_EQ(with_fma > 0, applies) << cpu::isa_name(isa) << " " << dtype_name(dt);
+      if (applies) {
+        EXPECT_GT(without, 0) << "the vdpbf16ps / emulation path must stay a candidate";
+      }
+      for (const TileConfig& c : cpu::candidate_tile_configs(isa, dt, false))
+        EXPECT_EQ(c.count("fma"), 0u);  // decode GEMV candidates
+      const TileConfig d = cpu::default_tile_config(isa, dt, 1024, 1024);
+      EXPECT_NO_THROW(cpu::blocking_from_config(d, dt));
+      if (!applies) {
+        EXPECT_EQ(d.count("fma"), 0u);
+      }
+    }
 }
 
 TEST(CpuLinear, PropagatesNanAndInf) {
@@ -73,16 +202,21 @@ TEST(CpuLinear, PropagatesNanAndInf) {
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
     auto be = cpu::make_cpu_backend_isa(1, isa);
-    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
-      auto cw = be->make_linear(view_of(w, n, k), dt);
+    // bf16 twice at the AVX-512 levels: vdpbf16ps (or emulation) and the fp32-FMA GEMM.
+    std::vector<std::pair<DType, TileConfig>> runs = {
+        {DType::BF16, {}}, {DType::F16, {}}, {DType::F32, {}}};
+    if (is_avx512(isa)) runs.push_back({DType::BF16, {{"fma", 1}, {"mr", 2}, {"np", 2}}});
+    for (const auto& [dt, cfg] : runs) {
+      auto cw = be->make_linear(view_of(w, n, k), dt, cfg);
       std::vector<float> x(static_cast<std::size_t>(2) * k, 1.0f);
       x[5] = std::nanf("");                     // row 0 -> NaN everywhere
       x[k + 7] = std::numeric_limits<float>::infinity();  // row 1 -> +inf everywhere
       std::vector<float> y(static_cast<std::size_t>(2) * n);
       be->linear(*cw, x.data(), 2, y.data());
       for (int j = 0; j < n; ++j) {
-        EXPECT_TRUE(std::isnan(y[j])) << cpu::isa_name(isa) << " " << dtype_name(dt);
-        EXPECT_TRUE(std::isinf(y[n + j]) && y[n + j] > 0) << cpu::isa_name(isa);
+        const char* path = cfg.empty() ? "" : " fma";
+        EXPECT_TRUE(std::isnan(y[j])) << cpu::isa_name(isa) << " " << dtype_name(dt) << path;
+        EXPECT_TRUE(std::isinf(y[n + j]) && y[n + j] > 0) << cpu::isa_name(isa) << path;
       }
       ++cases;
     }

@@ -123,13 +123,20 @@ TEST(CpuOps, SwigluPropagatesNan) {
 
 struct AttnCase {
   int n_heads, n_kv_heads, head_dim, start_pos, m;
+  float q_scale = 1.0f;  // > 1: peaked softmax, most weights underflow exp
 };
 
 TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
   auto ref = make_backend("reference");
+  // head_dim 64 / 128 / 80 / 48 / 17 (masked tails) / 256 (two P.V passes); group 1, 2,
+  // 3, 4, 6, 8; decode m = 1 at contexts inside, at and past a 64-key tile; prefill m = 3,
+  // 17, 130 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
   const std::vector<AttnCase> cases_list = {
-      {4, 4, 64, 0, 1},   {8, 2, 64, 0, 17},  {6, 1, 128, 5, 3},  {8, 2, 128, 70, 1},
-      {4, 2, 64, 100, 17}, {8, 4, 64, 0, 130}, {2, 1, 128, 150, 1},
+      {4, 4, 64, 0, 1},     {8, 2, 64, 0, 17},   {6, 1, 128, 5, 3},   {8, 2, 128, 70, 1},
+      {4, 2, 64, 100, 17},  {8, 4, 64, 0, 130},  {2, 1, 128, 150, 1}, {4, 1, 80, 0, 130},
+      {16, 8, 128, 0, 130}, {8, 2, 48, 37, 17},  {3, 3, 17, 63, 1},   {6, 2, 96, 64, 1},
+      {12, 4, 80, 20, 3},   {8, 1, 128, 127, 1}, {2, 2, 256, 10, 17}, {4, 1, 64, 64, 130},
+      {8, 2, 128, 10, 70, 40.0f}, {4, 4, 80, 90, 1, 40.0f},
   };
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
@@ -139,14 +146,16 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
         const int max_seq = c.start_pos + c.m + 5;
         const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
         const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
-        const auto q = rounded(random_vec(qn, 1.0f, 31u), dt);
+        const auto q = rounded(random_vec(qn, c.q_scale, 31u), dt);
         auto k = rounded(random_vec(kvn, 1.0f, 32u), dt);
-        const auto v = rounded(random_vec(kvn, 1.0f, 33u), dt);
-        // Positions past the causal window hold huge values: reading them would show.
+        auto v = rounded(random_vec(kvn, 1.0f, 33u), dt);
+        // Positions past the causal window hold huge K and NaN V: reading them would show.
         for (int h = 0; h < c.n_kv_heads; ++h)
           for (int p = c.start_pos + c.m; p < max_seq; ++p)
-            for (int i = 0; i < c.head_dim; ++i)
+            for (int i = 0; i < c.head_dim; ++i) {
               k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
+              v[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = std::nanf("");
+            }
         const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         Guarded got(qn), want(qn);
         be->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
@@ -156,11 +165,66 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
         const auto what = tag(isa, dt, "attention heads=" + std::to_string(c.n_heads) + "/" +
                                            std::to_string(c.n_kv_heads) + " hd=" +
                                            std::to_string(c.head_dim) + " start=" +
-                                           std::to_string(c.start_pos) + " m=" + std::to_string(c.m));
+                                           std::to_string(c.start_pos) + " m=" + std::to_string(c.m) +
+                                           " q_scale=" + std::to_string(c.q_scale));
         EXPECT_TRUE(got.guards_intact()) << what;
-        EXPECT_EQ(compare(got.data(), want.data(), qn, tol_for("attention", dt), what), 0);
+        // fp32 inputs: only summation order and the exp polynomial differ from the reference.
+        // Peaked cases (scores ~ +-100) amplify the score rounding: the op's usual tolerance.
+        const Tol tol = dt == DType::F32 && c.q_scale == 1.0f ? Tol{1e-5, 1e-5}
+                                                               : tol_for("attention", dt);
+        EXPECT_EQ(compare(got.data(), want.data(), qn, tol, what), 0);
         ++cases;
       }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// A NaN in one V row reaches exactly the outputs whose causal window holds that key (in that
+// dimension), a NaN query poisons only its own row, as in the reference; rows of the same
+// P.V block that must not see the NaN key stay finite.
+TEST(CpuOps, AttentionPropagatesNanOnlyInsideCausalWindow) {
+  auto ref = make_backend("reference");
+  const std::vector<AttnCase> cases_list = {{8, 2, 128, 0, 130}, {4, 4, 80, 30, 17},
+                                            {6, 2, 64, 70, 1}};
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (const AttnCase& c : cases_list) {
+      const int max_seq = c.start_pos + c.m;
+      const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
+      const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
+      auto q = random_vec(qn, 1.0f, 41u);
+      const auto k = random_vec(kvn, 1.0f, 42u);
+      auto v = random_vec(kvn, 1.0f, 43u);
+      const int nan_pos = c.start_pos + c.m / 2;  // key seen by tokens m/2.. only
+      v[(static_cast<std::size_t>(c.n_kv_heads - 1) * max_seq + nan_pos) * c.head_dim + 3] =
+          std::nanf("");
+      q[(static_cast<std::size_t>(c.m - 1) * c.n_heads) * c.head_dim + 1] = std::nanf("");
+      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+      Guarded got(qn), want(qn);
+      be->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
+                    c.n_kv_heads, c.head_dim, scale, got.data());
+      ref->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
+                     c.n_kv_heads, c.head_dim, scale, want.data());
+      const auto what = std::string(cpu::isa_name(isa)) + " attention nan hd=" +
+                        std::to_string(c.head_dim) + " m=" + std::to_string(c.m);
+      EXPECT_TRUE(got.guards_intact()) << what;
+      int nan_count = 0, bad = 0;
+      for (std::size_t i = 0; i < qn; ++i) {
+        const bool gn = std::isnan(got.data()[i]), wn = std::isnan(want.data()[i]);
+        nan_count += wn;
+        if (gn != wn && ++bad <= 3)
+          ADD_FAILURE() << what << " [" << i << "]: got " << got.data()[i] << " want "
+                        << want.data()[i];
+        if (!gn && !wn && std::abs(got.data()[i] - want.data()[i]) >
+                              1e-5 + 1e-5 * std::abs(want.data()[i]))
+          ++bad;
+      }
+      EXPECT_EQ(bad, 0) << what;
+      EXPECT_GT(nan_count, c.head_dim) << what;  // the NaN query row at least
+      EXPECT_LT(nan_count, static_cast<int>(qn) / 2) << what;
+      ++cases;
+    }
   }
   EXPECT_GT(cases, 0);
 }

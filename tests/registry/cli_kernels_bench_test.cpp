@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/dtype.hpp"
+#include "llmport/model_config.hpp"
+
 #include "support/test_support.hpp"
 
 namespace llmport::test {
@@ -54,7 +57,27 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
     EXPECT_GE(t.at("stddev_ts").get<double>(), 0);
     EXPECT_EQ(t.at("samples_ts").size(), 2u);
     EXPECT_TRUE(t.contains("roofline_fraction"));
+    // Which compute peak the pp bound used (0 here: --no-roofline).
+    EXPECT_EQ(t.at("roofline").at("compute_peak_gflops").get<double>(), 0.0);
+    EXPECT_EQ(t.at("roofline").at("compute_peak"), "fp32_fma");
   }
+  // Memory: the packed weights are every linear in 16-row panels (k padded to even for bf16),
+  // and the budget is issue 6's 1.1 x (packed weights + KV cache + 64 MiB).
+  const ModelConfig cfg = load_model_config(model);
+  const DType dt = parse_dtype(j[0].at("dtype").get<std::string>());
+  auto packed = [&](int n, int k) {
+    const double kp = dt == DType::BF16 ? (k + 1) / 2 * 2 : k;
+    return (n + 15) / 16 * 16 * kp * static_cast<double>(dtype_size(dt));
+  };
+  const int e = cfg.emb_dim, q = cfg.n_heads * cfg.head_dim, kv = cfg.n_kv_heads * cfg.head_dim;
+  const double layer = packed(q, e) + 2 * packed(kv, e) + packed(e, q) + 2 * packed(cfg.hidden_dim, e) +
+                       packed(e, cfg.hidden_dim);
+  const double want_mib = (layer * cfg.n_layers + packed(cfg.vocab_size, e)) / (1 << 20);
+  EXPECT_NEAR(j[0].at("packed_weight_mib").get<double>(), want_mib, 1e-9);
+  // bench sizes the cache for the longest test plus one (17), the engine adds a spare slot.
+  const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 18 / (1 << 20);
+  EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(), 1.1 * (want_mib + kv_mib + 64), 1e-3);
+  EXPECT_GT(j[0].at("peak_rss_mib").get<double>(), 0);
 }
 
 TEST(CliBench, BadInputExits2) {

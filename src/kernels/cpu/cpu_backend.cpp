@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,37 @@ PackedType packed_type(DType d) {
 
 int padded_k(int k, DType d) { return d == DType::BF16 ? (k + 1) / 2 * 2 : k; }
 
+// Bits of fp32 `u` rounded to bf16 and widened back (low 16 bits zero): exactly
+// f32_to_bf16(u) << 16 (round-to-nearest-even, NaN stays a quiet NaN), written without
+// branches so the row loops below vectorize even in this generic (SSE2) code.
+inline uint32_t bf16_round_bits(uint32_t u) {
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t quiet_nan = (u & 0xffff0000u) | 0x00400000u;
+  return static_cast<int32_t>(u & 0x7fffffffu) > 0x7f800000 ? quiet_nan : rounded;
+}
+
+// x rows [r0, r1) of [m][k] rounded to bf16 into dst [m][kp] (odd tail zero).
+void round_bf16_rows(const float* x, int r0, int r1, int k, int kp, uint16_t* dst) {
+  for (int i = r0; i < r1; ++i) {
+    const float* xr = x + static_cast<std::size_t>(i) * k;
+    uint16_t* d = dst + static_cast<std::size_t>(i) * kp;
+    for (int j = 0; j < k; ++j)
+      d[j] = static_cast<uint16_t>(bf16_round_bits(std::bit_cast<uint32_t>(xr[j])) >> 16);
+    if (kp > k) d[k] = 0;
+  }
+}
+
+// Same, widened back to fp32 (exactly the bf16 value) for the fp32-FMA bf16 GEMM.
+void round_bf16_rows_f32(const float* x, int r0, int r1, int k, int kp, float* dst) {
+  for (int i = r0; i < r1; ++i) {
+    const float* xr = x + static_cast<std::size_t>(i) * k;
+    float* d = dst + static_cast<std::size_t>(i) * kp;
+    for (int j = 0; j < k; ++j)
+      d[j] = std::bit_cast<float>(bf16_round_bits(std::bit_cast<uint32_t>(xr[j])));
+    if (kp > k) d[k] = 0.0f;
+  }
+}
+
 // Work below this many multiply-adds runs on the calling thread (a parallel region costs
 // a few microseconds).
 constexpr double kParallelMacs = 1 << 15;
@@ -50,7 +83,9 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
-    return pack_linear(w, compute, cfg, threads_);
+    auto lw = pack_linear(w, compute, cfg, threads_);
+    check_fma_supported(lw->blocking());
+    return lw;
   }
 
   void linear(const LinearWeight& lw, const float* x, int m, float* y,
@@ -58,28 +93,17 @@ class CpuBackend final : public Backend {
     const auto* w = dynamic_cast<const CpuLinear*>(&lw);
     if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
     if (m <= 0) return;
-    counters_.add(m == 1 ? "gemv" : "gemm");
     const PackedView& v = w->view();
-    const void* a = x;
-    int lda = v.k;
-    LinearFn fn = k_.linear_f32;
-    if (v.type == PackedType::BF16) {
-      // x rounded to bf16 once per call: [m][kp], odd tail zero.
-      const std::size_t need = static_cast<std::size_t>(m) * v.kp;
-      if (xb_.size() < need) xb_.resize(need);
-      for (int i = 0; i < m; ++i) {
-        const float* xr = x + static_cast<std::size_t>(i) * v.k;
-        uint16_t* dst = xb_.data() + static_cast<std::size_t>(i) * v.kp;
-        for (int j = 0; j < v.k; ++j) dst[j] = f32_to_bf16(xr[j]);
-        if (v.kp > v.k) dst[v.k] = 0;
-      }
-      a = xb_.data();
-      lda = v.kp;
-      fn = k_.linear_bf16;
-    } else if (v.type == PackedType::F16) {
-      fn = k_.linear_f16;
-    }
     const Blocking& blk = w->blocking();
+    check_fma_supported(blk);
+    // The fp32-FMA bf16 path is a prefill GEMM; decode GEMV streams bf16 x as before.
+    const bool fma = v.type == PackedType::BF16 && blk.fma && m > 1;
+    counters_.add(m == 1 ? "gemv" : fma ? "gemm_fma" : "gemm");
+    int lda = 0;
+    const void* a = prepare_a(v, fma, x, m, &lda);
+    LinearFn fn = k_.linear_f32;
+    if (v.type == PackedType::BF16) fn = fma ? k_.linear_bf16_fma : k_.linear_bf16;
+    else if (v.type == PackedType::F16) fn = k_.linear_f16;
     const double macs = static_cast<double>(m) * v.n * v.k;
     const int nt = macs < kParallelMacs ? 1 : std::min(threads_, v.n_panels);
     if (nt <= 1) {
@@ -99,6 +123,84 @@ class CpuBackend final : public Backend {
       const int p0 = std::min(v.n_panels, u0 * group), p1 = std::min(v.n_panels, u1 * group);
       if (p1 > p0) fn(v, a, lda, m, y, bias, p0, p1, blk);
     });
+  }
+
+  // Decode (m = 1): the GEMVs of one group in a single work-pool region, chunks spread over
+  // the weights by panel count. A decode step has ~7 GEMVs per layer; each region costs a
+  // thread wake-up and a join, which at ~1 ms per layer is a few percent. Prefill GEMMs are
+  // long enough that one region per weight costs nothing, so m > 1 goes through linear().
+  void linear_group(std::span<const LinearCall> calls, const float* x, int m) override {
+    check_linear_group(calls);
+    // Fixed-size bookkeeping: no heap allocation per decode step.
+    constexpr std::size_t kMaxGroup = 8;
+    std::array<const CpuLinear*, kMaxGroup> ws{};
+    bool same_type = calls.size() <= kMaxGroup;
+    for (std::size_t i = 0; i < calls.size() && same_type; ++i) {
+      ws[i] = dynamic_cast<const CpuLinear*>(calls[i].w);
+      if (!ws[i]) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+      same_type = ws[i]->view().type == ws[0]->view().type;
+    }
+    if (m != 1 || calls.size() < 2 || !same_type || threads_ <= 1) {
+      for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
+      return;
+    }
+    const PackedView& v0 = ws.front()->view();
+    int lda = 0;
+    const void* a = prepare_a(v0, /*fma=*/false, x, 1, &lda);
+    LinearFn fn = k_.linear_f32;
+    if (v0.type == PackedType::BF16) fn = k_.linear_bf16;
+    else if (v0.type == PackedType::F16) fn = k_.linear_f16;
+    // Chunks of each weight: units of gnp panels, ~16 chunks per thread over the group.
+    struct Part { int first_chunk, n_chunks, units, group; };
+    std::array<Part, kMaxGroup> parts{};
+    const std::size_t n_parts = calls.size();
+    int total_panels = 0;
+    for (std::size_t i = 0; i < n_parts; ++i) total_panels += ws[i]->view().n_panels;
+    int n_chunks = 0;
+    for (std::size_t i = 0; i < n_parts; ++i) {
+      const PackedView& v = ws[i]->view();
+      const int group = std::max(1, ws[i]->blocking().gnp);
+      const int units = (v.n_panels + group - 1) / group;
+      const long want = static_cast<long>(threads_) * 16 * v.n_panels / std::max(1, total_panels);
+      const int nc = static_cast<int>(std::clamp<long>(want, 1, units));
+      parts[i] = {n_chunks, nc, units, group};
+      n_chunks += nc;
+      counters_.add("gemv");
+    }
+    pool_->run(n_chunks, [&](int c, int) {
+      std::size_t i = 0;
+      while (i + 1 < n_parts && c >= parts[i + 1].first_chunk) ++i;
+      const Part& p = parts[i];
+      const PackedView& v = ws[i]->view();
+      const int cc = c - p.first_chunk;
+      const int u0 = static_cast<int>(static_cast<long>(p.units) * cc / p.n_chunks);
+      const int u1 = static_cast<int>(static_cast<long>(p.units) * (cc + 1) / p.n_chunks);
+      const int p0 = std::min(v.n_panels, u0 * p.group), p1 = std::min(v.n_panels, u1 * p.group);
+      if (p1 > p0) fn(v, a, lda, 1, calls[i].y, calls[i].bias, p0, p1, ws[i]->blocking());
+    });
+  }
+
+  void gather_rows(const LinearWeight& lw, const int* rows, int m, float* out) override {
+    const auto* w = dynamic_cast<const CpuLinear*>(&lw);
+    if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+    const PackedView& v = w->view();
+    for (int t = 0; t < m; ++t) {
+      check_gather_row(lw, rows[t]);
+      const int p = rows[t] / kPanel, c = rows[t] % kPanel;
+      const std::size_t base = static_cast<std::size_t>(p) * v.panel_stride;
+      float* o = out + static_cast<std::size_t>(t) * v.k;  // [k]
+      if (v.type == PackedType::BF16) {  // [kp/2][16][2]
+        const uint16_t* d = static_cast<const uint16_t*>(v.data) + base;
+        for (int kk = 0; kk < v.k; ++kk)
+          o[kk] = bf16_to_f32(d[(static_cast<std::size_t>(kk / 2) * kPanel + c) * 2 + (kk & 1)]);
+      } else if (v.type == PackedType::F16) {  // [k][16]
+        const uint16_t* d = static_cast<const uint16_t*>(v.data) + base;
+        for (int kk = 0; kk < v.k; ++kk) o[kk] = f16_to_f32(d[static_cast<std::size_t>(kk) * kPanel + c]);
+      } else {
+        const float* d = static_cast<const float*>(v.data) + base;
+        for (int kk = 0; kk < v.k; ++kk) o[kk] = d[static_cast<std::size_t>(kk) * kPanel + c];
+      }
+    }
   }
 
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
@@ -188,6 +290,49 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  void check_fma_supported(const Blocking& blk) const {
+    if (blk.fma && !k_.linear_bf16_fma)
+      throw UsageError(std::string("cpu tile config: 'fma': 1 needs an AVX-512 level (this "
+                                   "backend runs ") + isa_name(isa_) + ")");
+  }
+
+  // The A operand of a linear on weight view `v`, prepared once per call (a fused
+  // multi-weight linear with one k can share it): fp32 weights read x [m][k] directly;
+  // bf16 weights read x rounded to bf16 [m][kp] (odd tail zero), as uint16 for
+  // vdpbf16ps / the emulation, or widened back to fp32 (exact) when `fma`. Large
+  // inputs are converted on the pool. Sets *lda (elements); returns the buffer.
+  const void* prepare_a(const PackedView& v, bool fma, const float* x, int m, int* lda) {
+    *lda = v.kp;
+    if (v.type != PackedType::BF16) {
+      *lda = v.k;
+      return x;
+    }
+    const std::size_t need = static_cast<std::size_t>(m) * v.kp;
+    void* buf = nullptr;
+    if (fma) {
+      if (xf_.size() < need) xf_.resize(need);
+      buf = xf_.data();
+    } else {
+      if (xb_.size() < need) xb_.resize(need);
+      buf = xb_.data();
+    }
+    auto rows = [&](int r0, int r1) {
+      if (fma) round_bf16_rows_f32(x, r0, r1, v.k, v.kp, static_cast<float*>(buf));
+      else round_bf16_rows(x, r0, r1, v.k, v.kp, static_cast<uint16_t*>(buf));
+    };
+    const int nt = static_cast<double>(m) * v.k < (1 << 18) ? 1 : std::min(threads_, m);
+    if (nt <= 1) {
+      rows(0, m);
+    } else {
+      const int n_chunks = std::min(m, nt * 4);
+      pool_->run(n_chunks, [&](int c, int) {
+        rows(static_cast<int>(static_cast<long>(m) * c / n_chunks),
+             static_cast<int>(static_cast<long>(m) * (c + 1) / n_chunks));
+      });
+    }
+    return buf;
+  }
+
   template <class F>
   void elementwise(std::size_t n, F&& f) {
     const int nt = n < (1u << 16) ? 1 : threads_;
@@ -206,6 +351,7 @@ class CpuBackend final : public Backend {
   const KernelTable& k_;
   int threads_ = 1;
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
+  std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin
   std::vector<float> attn_scratch_;   // [threads][attn_scratch_floats]
   std::unique_ptr<WorkPool> pool_;    // persistent team of threads_ (caller included)
@@ -216,20 +362,18 @@ class CpuBackend final : public Backend {
 // ---- packed weights -------------------------------------------------------------------
 
 namespace {
-// The packed copy lives in backend memory; the source pages of a large tensor (the file
-// mapping) are paged out after packing so a bf16 run holds ~1x the weights, not 2x.
-// MADV_PAGEOUT never loses data (clean file pages are re-read, anonymous ones swapped), unlike
-// MADV_DONTNEED, which would zero a heap buffer. Only whole pages inside the tensor.
-void release_source_pages(const TensorView& w) {
-#ifdef MADV_PAGEOUT
-  if (w.file.empty() || w.nbytes < (std::size_t{1} << 20)) return;
+// The packed copy lives in backend memory; the source pages of a tensor in a file mapping
+// are dropped from this process once packed, so a bf16 run holds ~1x the weights, not 2x.
+// The mapping is read-only MAP_PRIVATE (SafetensorsFile), so MADV_DONTNEED only unmaps the
+// pages: they stay in the page cache (a second run does not re-read the disk) and a later
+// read (embedding lookup of a tied table) faults them back in. Heap tensors (no file) are
+// never touched: DONTNEED would zero them. Only whole pages inside [off, off + len).
+void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
+  if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
   const std::size_t page = 4096;
-  const auto b = reinterpret_cast<std::uintptr_t>(w.data);
-  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + w.nbytes) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_PAGEOUT);
-#else
-  (void)w;
-#endif
+  const auto b = reinterpret_cast<std::uintptr_t>(w.data) + off;
+  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 }  // namespace
 
@@ -243,7 +387,7 @@ CpuLinear::CpuLinear(int n, int k, DType dt, const TileConfig& cfg) {
   n_in = k;
   dtype = dt;
   config = cfg;
-  blk_ = blocking_from_config(cfg);
+  blk_ = blocking_from_config(cfg, dt);
   view_.type = packed_type(dt);
   view_.n = n;
   view_.k = k;
@@ -274,64 +418,74 @@ std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const
   const char* src = static_cast<const char*>(w.data);
   void* dst = lw->data();
   const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), v.n_panels));
-  if (w.dtype == compute) {
-    // Same dtype: move the stored bits into panel order, no conversion.
-    const std::size_t es = dtype_size(compute);
+  // Blocks of panels, each block's source rows released as soon as it is packed: the peak
+  // is the packed weights plus one block, not plus the largest tensor (a tied 150k-token
+  // embedding is 300+ MB).
+  constexpr int kBlockPanels = 64;
+  for (int pb = 0; pb < v.n_panels; pb += kBlockPanels) {
+    const int pe = std::min(v.n_panels, pb + kBlockPanels);
+    if (w.dtype == compute) {
+      // Same dtype: move the stored bits into panel order, no conversion.
+      const std::size_t es = dtype_size(compute);
 #pragma omp parallel for num_threads(nt) schedule(static)
-    for (int p = 0; p < v.n_panels; ++p) {
-      char* d = static_cast<char*>(dst) + static_cast<std::size_t>(p) * v.panel_stride * es;
-      std::memset(d, 0, v.panel_stride * es);
-      for (int c = 0; c < kPanel && p * kPanel + c < n; ++c) {
-        const char* srow = src + static_cast<std::size_t>(p * kPanel + c) * k * es;
-        if (compute == DType::BF16) {  // [kp/2][16][2]
-          const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
-          uint16_t* d16 = reinterpret_cast<uint16_t*>(d);
-          for (int kk = 0; kk < k; ++kk)
-            d16[(static_cast<std::size_t>(kk / 2) * kPanel + c) * 2 + (kk & 1)] = s16[kk];
-        } else {  // [k][16]
-          for (int kk = 0; kk < k; ++kk)
-            std::memcpy(d + (static_cast<std::size_t>(kk) * kPanel + c) * es, srow + kk * es, es);
+      for (int p = pb; p < pe; ++p) {
+        char* d = static_cast<char*>(dst) + static_cast<std::size_t>(p) * v.panel_stride * es;
+        std::memset(d, 0, v.panel_stride * es);
+        for (int c = 0; c < kPanel && p * kPanel + c < n; ++c) {
+          const char* srow = src + static_cast<std::size_t>(p * kPanel + c) * k * es;
+          if (compute == DType::BF16) {  // [kp/2][16][2]
+            const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
+            uint16_t* d16 = reinterpret_cast<uint16_t*>(d);
+            for (int kk = 0; kk < k; ++kk)
+              d16[(static_cast<std::size_t>(kk / 2) * kPanel + c) * 2 + (kk & 1)] = s16[kk];
+          } else {  // [k][16]
+            for (int kk = 0; kk < k; ++kk)
+              std::memcpy(d + (static_cast<std::size_t>(kk) * kPanel + c) * es, srow + kk * es, es);
+          }
+        }
+      }
+    } else {
+#pragma omp parallel num_threads(nt)
+    {
+      std::vector<float> row(static_cast<std::size_t>(v.kp) * kPanel, 0.0f);  // [16][kp] fp32
+#pragma omp for schedule(static)
+      for (int p = pb; p < pe; ++p) {
+        std::fill(row.begin(), row.end(), 0.0f);
+        for (int c = 0; c < kPanel; ++c) {
+          const int r = p * kPanel + c;
+          if (r >= n) break;
+          to_f32(w.dtype, src + static_cast<std::size_t>(r) * k * src_esz,
+                 row.data() + static_cast<std::size_t>(c) * v.kp, static_cast<std::size_t>(k));
+        }
+        const std::size_t base = static_cast<std::size_t>(p) * v.panel_stride;
+        if (compute == DType::BF16) {
+          uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [kp/2][16][2]
+          for (int kk = 0; kk < v.kp / 2; ++kk)
+            for (int c = 0; c < kPanel; ++c)
+              for (int e = 0; e < 2; ++e)
+                d[(static_cast<std::size_t>(kk) * kPanel + c) * 2 + e] =
+                    f32_to_bf16(row[static_cast<std::size_t>(c) * v.kp + 2 * kk + e]);
+        } else if (compute == DType::F16) {
+          uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [k][16]
+          for (int kk = 0; kk < v.kp; ++kk)
+            for (int c = 0; c < kPanel; ++c)
+              d[static_cast<std::size_t>(kk) * kPanel + c] =
+                  f32_to_f16(row[static_cast<std::size_t>(c) * v.kp + kk]);
+        } else {
+          float* d = static_cast<float*>(dst) + base;  // [k][16]
+          for (int kk = 0; kk < v.kp; ++kk)
+            for (int c = 0; c < kPanel; ++c)
+              d[static_cast<std::size_t>(kk) * kPanel + c] =
+                  row[static_cast<std::size_t>(c) * v.kp + kk];
         }
       }
     }
-  } else {
-#pragma omp parallel num_threads(nt)
-  {
-    std::vector<float> row(static_cast<std::size_t>(v.kp) * kPanel, 0.0f);  // [16][kp] fp32
-#pragma omp for schedule(static)
-    for (int p = 0; p < v.n_panels; ++p) {
-      std::fill(row.begin(), row.end(), 0.0f);
-      for (int c = 0; c < kPanel; ++c) {
-        const int r = p * kPanel + c;
-        if (r >= n) break;
-        to_f32(w.dtype, src + static_cast<std::size_t>(r) * k * src_esz,
-               row.data() + static_cast<std::size_t>(c) * v.kp, static_cast<std::size_t>(k));
-      }
-      const std::size_t base = static_cast<std::size_t>(p) * v.panel_stride;
-      if (compute == DType::BF16) {
-        uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [kp/2][16][2]
-        for (int kk = 0; kk < v.kp / 2; ++kk)
-          for (int c = 0; c < kPanel; ++c)
-            for (int e = 0; e < 2; ++e)
-              d[(static_cast<std::size_t>(kk) * kPanel + c) * 2 + e] =
-                  f32_to_bf16(row[static_cast<std::size_t>(c) * v.kp + 2 * kk + e]);
-      } else if (compute == DType::F16) {
-        uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [k][16]
-        for (int kk = 0; kk < v.kp; ++kk)
-          for (int c = 0; c < kPanel; ++c)
-            d[static_cast<std::size_t>(kk) * kPanel + c] =
-                f32_to_f16(row[static_cast<std::size_t>(c) * v.kp + kk]);
-      } else {
-        float* d = static_cast<float*>(dst) + base;  // [k][16]
-        for (int kk = 0; kk < v.kp; ++kk)
-          for (int c = 0; c < kPanel; ++c)
-            d[static_cast<std::size_t>(kk) * kPanel + c] =
-                row[static_cast<std::size_t>(c) * v.kp + kk];
-      }
     }
+    const std::size_t row_bytes = static_cast<std::size_t>(k) * src_esz;
+    const std::size_t r0 = static_cast<std::size_t>(pb) * kPanel;
+    const std::size_t r1 = std::min<std::size_t>(static_cast<std::size_t>(n), static_cast<std::size_t>(pe) * kPanel);
+    release_source_pages(w, r0 * row_bytes, (r1 - r0) * row_bytes);
   }
-  }
-  release_source_pages(w);
   return lw;
 }
 
@@ -340,6 +494,13 @@ std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const
 Blocking blocking_from_config(const TileConfig& cfg) {
   Blocking b;
   for (const auto& [key, val] : cfg) {
+    if (key == "fma") {
+      if (val != 0 && val != 1)
+        throw UsageError("cpu tile config: 'fma' must be 0 (vdpbf16ps) or 1 (fp32 FMAs) (got " +
+                         std::to_string(val) + ")");
+      b.fma = val;
+      continue;
+    }
     if (val < 1)
       throw UsageError("cpu tile config: '" + key + "' must be >= 1 (got " +
                        std::to_string(val) + ")");
@@ -351,10 +512,24 @@ Blocking blocking_from_config(const TileConfig& cfg) {
     else if (key == "gnp") b.gnp = val;
     else
       throw UsageError("cpu tile config: unknown parameter '" + key +
-                       "' (expected mr, np, kc, mc, nc, gnp)");
+                       "' (expected mr, np, kc, mc, nc, gnp, fma)");
   }
   return b;
 }
+
+Blocking blocking_from_config(const TileConfig& cfg, DType dtype) {
+  const Blocking b = blocking_from_config(cfg);
+  if (b.fma && dtype != DType::BF16)
+    throw UsageError(std::string("cpu tile config: 'fma': 1 applies to bf16 weights only (this "
+                                 "weight is ") + std::string(dtype_name(dtype)) + ")");
+  return b;
+}
+
+namespace {
+bool fma_applies(Isa isa, DType dtype) {
+  return dtype == DType::BF16 && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16);
+}
+}  // namespace
 
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
   (void)n;
@@ -362,7 +537,16 @@ TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
   if (isa == Isa::Avx2 || isa == Isa::Scalar)
     return {{"mr", 4}, {"np", 1}, {"kc", 256}, {"mc", 64}, {"nc", 256}, {"gnp", 1}};
   if (dtype == DType::F32) return {{"mr", 12}, {"np", 2}, {"kc", 256}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
-  return {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
+  // bf16 without AVX512_BF16: the fp32-FMA GEMM issues the same FMAs as the shift
+  // emulation minus its 2 * mr A-widening uops per k pair, so it is the default there.
+  // With AVX512_BF16 the winner depends on the core (vdpbf16ps is ~0.5x the FMA flop
+  // rate on the Intel Xeons measured, ~2x on Zen 4/5): vdpbf16ps stays the default and
+  // `kernels sweep` picks per shape (docs/performance.md).
+  if (isa == Isa::Avx512 && dtype == DType::BF16)
+    return {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}};
+  TileConfig c = {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
+  if (fma_applies(isa, dtype)) c["fma"] = 0;
+  return c;
 }
 
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill) {
@@ -384,7 +568,21 @@ std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefil
     out.push_back({{"mr", 12}, {"np", 2}, {"kc", 1024}, {"mc", 96}, {"nc", 1024}});
     out.push_back({{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 2048}});
   }
-  (void)dtype;
+  if (fma_applies(isa, dtype)) {
+    // Every bf16 candidate names its path, so none inherits the default's.
+    for (TileConfig& c : out) c["fma"] = 0;
+    // fp32-FMA tiles at the register limit of each np (mr x np accumulators + 2 np
+    // widened B registers + mask + broadcast <= 32 zmm); kc 1024 halves the C reloads
+    // (measured +3-5% over 512 at the qwen3-0.6b shapes on a Xeon, docs/performance.md).
+    const Reg fma_regs[] = {{13, 2}, {12, 2}, {8, 3}, {5, 4}, {16, 1}};
+    for (const Reg& r : fma_regs) {
+      const int mc = r.mr * (96 / r.mr);
+      out.push_back({{"fma", 1}, {"mr", r.mr}, {"np", r.np}, {"kc", 1024}, {"mc", mc},
+                     {"nc", 256 * r.np}});
+    }
+    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 512}, {"mc", 91}, {"nc", 512}});
+    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 2048}, {"mc", 52}, {"nc", 512}});
+  }
   return out;
 }
 

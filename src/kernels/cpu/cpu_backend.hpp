@@ -22,9 +22,13 @@ std::vector<Isa> supported_isas();
 /// else detect_isa().
 Isa default_isa();
 
-/// TileConfig keys the linear kernels understand: mr, np, kc, mc, nc (prefill GEMM)
-/// and gnp (decode GEMV). Unknown keys or values < 1 throw UsageError naming the key.
+/// TileConfig keys the linear kernels understand: mr, np, kc, mc, nc, fma (prefill GEMM)
+/// and gnp (decode GEMV). Unknown keys, values < 1, or fma other than 0/1 throw
+/// UsageError naming the key. fma = 1 selects the fp32-FMA bf16 GEMM (Blocking::fma).
 Blocking blocking_from_config(const TileConfig& cfg);
+/// Same, for a weight of `dtype`: also throws UsageError for fma = 1 on a weight that is
+/// not bf16. (The backend rejects fma = 1 below the AVX-512 levels, at make_linear/linear.)
+Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
 /// Heuristic default config for a linear of W [n, k] in `dtype` at level `isa`
 /// (used until a sweep measured the shape).
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k);
@@ -46,7 +50,7 @@ class CpuLinear : public LinearWeight {
   /// Re-blocks for another tile config without repacking (the panel layout does not
   /// depend on the config). Throws UsageError for a bad config.
   void set_config(const TileConfig& cfg) {
-    blk_ = blocking_from_config(cfg);
+    blk_ = blocking_from_config(cfg, dtype);
     config = cfg;
   }
 

@@ -54,8 +54,18 @@ namespace {
 
 KernelTable make_scalar() { LLMPORT_TABLE(Isa::Scalar, scalar, scalar) }
 KernelTable make_avx2() { LLMPORT_TABLE(Isa::Avx2, avx2, avx2) }
-KernelTable make_avx512() { LLMPORT_TABLE(Isa::Avx512, avx512, avx512) }
-KernelTable make_avx512bf16() { LLMPORT_TABLE(Isa::Avx512Bf16, avx512, avx512bf16) }
+KernelTable make_avx512() {
+  KernelTable t = [] { LLMPORT_TABLE(Isa::Avx512, avx512, avx512) }();
+  t.linear_bf16_fma = &avx512::linear_bf16_fma;
+  t.attention = &avx512::attention_flash;
+  return t;
+}
+KernelTable make_avx512bf16() {
+  KernelTable t = [] { LLMPORT_TABLE(Isa::Avx512Bf16, avx512, avx512bf16) }();
+  t.linear_bf16_fma = &avx512::linear_bf16_fma;  // AVX-512F code: no bf16 instruction
+  t.attention = &avx512::attention_flash;
+  return t;
+}
 #undef LLMPORT_TABLE
 }  // namespace
 

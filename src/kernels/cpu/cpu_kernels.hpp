@@ -42,11 +42,17 @@ struct Blocking {
   int mc = 96;    ///< rows of x per cache block
   int nc = 512;   ///< output columns per cache block (multiple of 16)
   int gnp = 4;    ///< decode GEMV (m = 1): panels streamed at once (1, 2 or 4)
+  /// bf16 prefill GEMM (m > 1) with fp32 FMAs on weights widened in registers
+  /// (KernelTable::linear_bf16_fma) instead of vdpbf16ps / shift emulation: 1 or 0.
+  /// Only bf16 weights at the AVX-512 levels; decode GEMV ignores it.
+  int fma = 0;
 };
 
 /// y[0..m, panels p0..p1) = a . W^T (+ bias). `a` is x rounded to bf16 [m][kp] (uint16)
 /// for BF16 weights and fp32 x [m][k] otherwise; lda its row stride in elements.
 /// y: [m][n] fp32, row stride n; only columns < n are written.
+/// linear_bf16_fma instead takes `a` as fp32 [m][kp]: x rounded to bf16 and widened
+/// (exact), odd tail zero; it supports np 1-4 and mr up to 16 / 13 / 8 / 5.
 using LinearFn = void (*)(const PackedView& w, const void* a, int lda, int m, float* y,
                           const float* bias, int p0, int p1, const Blocking& blk);
 
@@ -78,16 +84,20 @@ struct AttnArgs {
 /// scratch: at least attn_scratch_floats(...) floats, private to the caller's thread.
 using AttentionFn = void (*)(const AttnArgs& a, int kvh, int t0, int t1, float* scratch);
 
-/// Floats of scratch one attention work item with `rows` query rows needs.
+/// Floats of scratch one attention work item with `rows` query tokens needs (the larger
+/// of the generic kernel's and attention_flash's layouts; see attention_avx512.cpp).
 inline std::size_t attn_scratch_floats(int rows, int group, int head_dim, int block_kv) {
   const std::size_t r = static_cast<std::size_t>(rows) * group;
-  return r * head_dim + r * 2 + r * block_kv + 64;
+  const std::size_t hdp = (static_cast<std::size_t>(head_dim) + 15) / 16 * 16;
+  const std::size_t bc = block_kv > 64 ? static_cast<std::size_t>(block_kv) : 64;
+  return r * hdp + r * 3 + r * bc + hdp * bc + 64;
 }
 
 /// The kernels of one ISA level.
 struct KernelTable {
   Isa isa = Isa::Scalar;
   LinearFn linear_bf16 = nullptr;
+  LinearFn linear_bf16_fma = nullptr;  ///< bf16 GEMM with fp32 FMAs; null below AVX-512
   LinearFn linear_f16 = nullptr;
   LinearFn linear_f32 = nullptr;
   RmsNormFn rmsnorm = nullptr;
@@ -124,6 +134,15 @@ const KernelTable& kernel_table(Isa isa) noexcept;
 LLMPORT_DECLARE_ISA_KERNELS(scalar)
 LLMPORT_DECLARE_ISA_KERNELS(avx2)
 LLMPORT_DECLARE_ISA_KERNELS(avx512)
+namespace avx512 {
+void linear_bf16_fma(const PackedView&, const void*, int, int, float*, const float*, int, int,
+                     const Blocking&);
+}
+namespace avx512 {
+/// AttentionFn with AVX-512 intrinsics (attention_avx512.cpp): transposed K tiles of 64
+/// keys, register-blocked scores and P.V; any head_dim. Ignores AttnArgs::block_kv.
+void attention_flash(const AttnArgs&, int, int, int, float*);
+}  // namespace avx512
 namespace avx512bf16 {
 void linear_bf16(const PackedView&, const void*, int, int, float*, const float*, int, int,
                  const Blocking&);

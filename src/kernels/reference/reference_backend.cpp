@@ -1,5 +1,6 @@
 // The reference Backend: scalar fp32 oracle. Weights are rounded once to the compute dtype
 // and then widened to fp32, so the oracle sees exactly the values a bf16/fp16 kernel sees.
+#include <algorithm>
 #include <vector>
 
 #include "kernels/backend_impls.hpp"
@@ -39,6 +40,14 @@ class ReferenceBackend final : public Backend {
     counters_.add(m == 1 ? "gemv" : "gemm");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
     reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
+  }
+  void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) override {
+    const auto& rw = dynamic_cast<const RefLinear&>(w);
+    for (int t = 0; t < m; ++t) {
+      check_gather_row(w, rows[t]);
+      const float* src = rw.w.data() + static_cast<std::size_t>(rows[t]) * rw.n_in;
+      std::copy(src, src + rw.n_in, out + static_cast<std::size_t>(t) * rw.n_in);
+    }
   }
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
     counters_.add("rmsnorm");

@@ -1,0 +1,166 @@
+// Backend::linear_group (the fused q/k/v and gate/up projections): every ISA level, dtype and
+// m must give exactly what separate linear() calls give (same kernels, same blocking), on
+// both the cpu and the reference backend; bad groups are clear errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernels/backend_impls.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_peak.hpp"
+#include "kernels/cpu_test_util.hpp"
+#include "llmport/error.hpp"
+#include "llmport/safetensors_writer.hpp"
+#include "llmport/weights.hpp"
+#include "support/test_support.hpp"
+
+namespace llmport::test {
+namespace {
+
+TensorView view_of(const std::vector<float>& w, int n, int k) {
+  TensorView v;
+  v.dtype = DType::F32;
+  v.shape = {n, k};
+  v.data = w.data();
+  v.nbytes = w.size() * 4;
+  return v;
+}
+
+// q/k/v-like group: three weights of different n_out over one n_in (GQA: k, v narrower).
+TEST(CpuLinearGroup, EqualsSeparateLinearCallsEveryIsaDtypeAndM) {
+  const int k = 257;  // odd: exercises the bf16 k-pair tail
+  const int ns[3] = {96, 33, 33};
+  int cases = 0;
+  for (const std::string& name : {std::string("reference"), std::string("cpu")}) {
+    std::vector<cpu::Isa> isas = name == "cpu" ? isas_under_test() : std::vector<cpu::Isa>{cpu::Isa::Scalar};
+    for (cpu::Isa isa : isas) {
+      auto be = name == "cpu" ? cpu::make_cpu_backend_isa(2, isa) : make_backend("reference");
+      for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+        std::vector<std::vector<float>> w(3), bias(3);
+        std::vector<std::unique_ptr<LinearWeight>> lw(3);
+        for (int i = 0; i < 3; ++i) {
+          w[i] = random_vec(static_cast<std::size_t>(ns[i]) * k, 0.1f, 10u + i);
+          bias[i] = random_vec(static_cast<std::size_t>(ns[i]), 0.5f, 20u + i);
+          lw[i] = be->make_linear(view_of(w[i], ns[i], k), dt, {});
+        }
+        for (int m : {1, 3, 17}) {
+          const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 5u + m);
+          std::vector<Guarded> got, want;
+          for (int i = 0; i < 3; ++i) {
+            got.emplace_back(static_cast<std::size_t>(m) * ns[i]);
+            want.emplace_back(static_cast<std::size_t>(m) * ns[i]);
+          }
+          const LinearCall calls[3] = {{lw[0].get(), got[0].data(), bias[0].data()},
+                                       {lw[1].get(), got[1].data(), nullptr},
+                                       {lw[2].get(), got[2].data(), bias[2].data()}};
+          be->linear_group(calls, x.data(), m);
+          for (int i = 0; i < 3; ++i)
+            be->linear(*lw[i], x.data(), m, want[i].data(), calls[i].bias);
+          for (int i = 0; i < 3; ++i) {
+            const std::string what = name + " " + cpu::isa_name(isa) + " " +
+                                     std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
+                                     " weight " + std::to_string(i);
+            EXPECT_TRUE(got[i].guards_intact()) << what << ": out-of-bounds write";
+            EXPECT_EQ(std::memcmp(got[i].data(), want[i].data(), got[i].size() * 4), 0) << what;
+          }
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+TEST(CpuLinearGroup, RejectsWeightsWithDifferentInputs) {
+  for (const std::string& name : {std::string("reference"), std::string("cpu")}) {
+    auto be = make_backend(name, 2);
+    const auto a = random_vec(16 * 32, 0.1f, 1u), b = random_vec(16 * 48, 0.1f, 2u);
+    auto wa = be->make_linear(view_of(a, 16, 32), DType::F32, {});
+    auto wb = be->make_linear(view_of(b, 16, 48), DType::F32, {});
+    std::vector<float> x(48, 1.0f), ya(16), yb(16);
+    const LinearCall calls[2] = {{wa.get(), ya.data(), nullptr}, {wb.get(), yb.data(), nullptr}};
+    EXPECT_THROW(be->linear_group(calls, x.data(), 1), ShapeError) << name;
+    const LinearCall no_out[1] = {{wa.get(), nullptr, nullptr}};
+    EXPECT_THROW(be->linear_group(no_out, x.data(), 1), UsageError) << name;
+  }
+}
+
+// Packing drops the file-mapped source pages from the process (MADV_DONTNEED on the
+// read-only private mapping): the tensor must still read back its exact bytes afterwards
+// (a tied embedding table is looked up from the same mapping after lm_head is packed).
+TEST(CpuPacking, SourceMappingStillReadsTheSameBytesAfterPacking) {
+  TempDir dir;
+  const int n = 4096, k = 512;  // 4 MiB of bf16: many pages, several packing blocks
+  std::vector<float> w = random_vec(static_cast<std::size_t>(n) * k, 0.05f, 42u);
+  std::vector<uint16_t> bf(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) bf[i] = f32_to_bf16(w[i]);
+  const auto path = dir.path() / "w.safetensors";
+  write_safetensors(path, {make_tensor("w", DType::BF16, {n, k}, w)});
+  SafetensorsFile file(path);
+  const TensorView& tv = file.tensors().at("w");
+  ASSERT_EQ(tv.nbytes, bf.size() * 2);
+  auto be = make_backend("cpu", 2);
+  auto lw = be->make_linear(tv, DType::BF16, {});
+  EXPECT_EQ(std::memcmp(tv.data, bf.data(), tv.nbytes), 0) << "mapping changed by packing";
+  // And the packed weight computes W x: row r of y = sum_k W[r][k] for x = ones.
+  std::vector<float> x(k, 1.0f), y(n);
+  be->linear(*lw, x.data(), 1, y.data());
+  for (int r : {0, 1, 2047, n - 1}) {
+    double want = 0;
+    for (int j = 0; j < k; ++j) want += bf16_to_f32(bf[static_cast<std::size_t>(r) * k + j]);
+    EXPECT_NEAR(y[r], want, 1e-3 + 1e-3 * std::abs(want)) << "row " << r;
+  }
+}
+
+// gather_rows of a packed weight is the embedding lookup of the same table (tied
+// embeddings read the packed lm_head): same values bit for bit, every backend, ISA, dtype.
+TEST(GatherRows, EqualsEmbeddingLookupEveryBackendIsaDtype) {
+  const int vocab = 37, dim = 41;  // odd: partial panel, odd k tail
+  const auto table = random_vec(static_cast<std::size_t>(vocab) * dim, 1.0f, 77u);
+  const int ids[5] = {0, 36, 17, 16, 15};
+  int cases = 0;
+  for (const std::string& name : {std::string("reference"), std::string("cpu")}) {
+    std::vector<cpu::Isa> isas = name == "cpu" ? isas_under_test() : std::vector<cpu::Isa>{cpu::Isa::Scalar};
+    for (cpu::Isa isa : isas) {
+      auto be = name == "cpu" ? cpu::make_cpu_backend_isa(2, isa) : make_backend("reference");
+      for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+        const TensorView tv = view_of(table, vocab, dim);
+        auto lw = be->make_linear(tv, dt, {});
+        Guarded got(5 * dim);
+        std::vector<float> want(5 * dim);
+        be->gather_rows(*lw, ids, 5, got.data());
+        embedding_lookup(tv, dt, ids, 5, want.data());
+        const std::string what = name + " " + cpu::isa_name(isa) + " " + std::string(dtype_name(dt));
+        EXPECT_TRUE(got.guards_intact()) << what;
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << what;
+        const int bad[1] = {vocab};
+        EXPECT_THROW(be->gather_rows(*lw, bad, 1, got.data()), UsageError) << what;
+        const int neg[1] = {-1};
+        EXPECT_THROW(be->gather_rows(*lw, neg, 1, got.data()), UsageError) << what;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// The roofline's streamed read sums every element once for any stream count and length.
+TEST(CpuPeak, StreamedReadSumsEveryElementOnce) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{1000}, std::size_t{4099}}) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 7);
+    double want = 0;
+    for (float f : v) want += f;
+    for (int streams : {1, 3, 4, 8, 12}) {
+      if (cpu::isa_supported(cpu::Isa::Avx2)) {
+        EXPECT_EQ(cpu::read_sum_streams_avx2(v.data(), n, streams), want) << n << " " << streams;
+      }
+      if (cpu::isa_supported(cpu::Isa::Avx512)) {
+        EXPECT_EQ(cpu::read_sum_streams_avx512(v.data(), n, streams), want) << n << " " << streams;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmport::test
