@@ -24,13 +24,22 @@ struct Roofline {
 /// Measures the roofline (~1-2 s): a 512 MiB read buffer, 0.2 s compute loops per thread.
 Roofline measure_roofline(int threads);
 
-/// Per-token costs of one model: bytes streamed per decode token and FLOPs per token.
+/// Per-token costs of one model: bytes streamed per decode token and FLOPs.
 struct ModelCost {
   double weight_bytes = 0;      ///< linear weights in the compute dtype (read once per decode step)
-  double flops_per_token = 0;   ///< 2 x linear parameters (attention excluded)
+  double flops_per_token = 0;   ///< 2 x linear parameters, lm_head included (one decode step)
+  double layer_flops_per_token = 0;  ///< 2 x decoder-layer linear parameters (lm_head excluded)
+  double lm_head_flops = 0;          ///< 2 x vocab_size x emb_dim (one row of logits)
+  double attn_flops_per_pair = 0;    ///< 4 x n_heads x head_dim x n_layers: q.k and p.v of one
+                                     ///< (query, key) pair over all layers
   double kv_bytes_per_pos = 0;  ///< fp32 K+V bytes per cached position (all layers)
 };
 ModelCost model_cost(const ModelConfig& cfg, DType dtype);
+
+/// FLOPs of a prefill of n tokens from an empty cache, as the engine does it: every token
+/// through the decoder layers, causal attention over n (n + 1) / 2 (query, key) pairs, and
+/// the lm_head for the last token only (llama-bench's pp test does the same).
+double prefill_flops(const ModelCost& c, int n);
 
 /// Decode bound (tokens/s) at context `ctx`: read_gbps / (weight + KV bytes).
 double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx);
@@ -46,7 +55,8 @@ struct ComputePeak {
 /// larger, on AMD Zen 4/5 the vdpbf16ps one); fp16 and fp32 weights use FMAs: f32_gflops.
 /// Ties go to bf16_dot. {0, "fp32_fma"} for a roofline that was not measured.
 ComputePeak compute_peak(const Roofline& r, DType dtype);
-/// Prefill bound (tokens/s): compute_peak(r, dtype).gflops / FLOPs per token.
-double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype);
+/// Prefill bound (tokens/s) of an n-token prompt: compute_peak(r, dtype).gflops x n /
+/// prefill_flops(c, n). 0 when n < 1 or nothing was measured.
+double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n);
 
 }  // namespace llmport

@@ -101,6 +101,7 @@ int run_bench(const BArgs& a) {
   // The prefill bound's peak: the best any kernel path reaches for these weights.
   const ComputePeak peak = compute_peak(roof, dtype);
   if (a.roofline_only) {
+    const int pp_roof = pps.empty() ? 512 : pps.front();
     std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
               << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
                              roof.read_gbps_1t)
@@ -108,12 +109,13 @@ int run_bench(const BArgs& a) {
                              roof.bf16_gflops, roof.f32_gflops)
               << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", dtype_name(dtype),
                              peak.gflops, peak.kind)
-              << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP/token\n", name,
+              << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP per decode token\n", name,
                              dtype_name(dtype), cost.weight_bytes / (1 << 20),
                              cost.flops_per_token * 1e-9)
-              << fmt::format("  decode bound (ctx {}): {:.1f} tokens/s\n", a.n_gen,
-                             decode_bound_tps(roof, cost, a.n_gen))
-              << fmt::format("  prefill bound: {:.1f} tokens/s\n", prefill_bound_tps(roof, cost, dtype));
+              << fmt::format("  decode bound (tg{}, mean context {}): {:.1f} tokens/s\n", a.n_gen,
+                             a.n_gen / 2, decode_bound_tps(roof, cost, a.n_gen / 2))
+              << fmt::format("  prefill bound (pp{}): {:.1f} tokens/s\n", pp_roof,
+                             prefill_bound_tps(roof, cost, dtype, pp_roof));
     return kExitOk;
   }
 
@@ -160,7 +162,7 @@ int run_bench(const BArgs& a) {
     TestResult t;
     t.test = "pp" + std::to_string(p);
     t.n_prompt = p;
-    t.bound = prefill_bound_tps(roof, cost, dtype);
+    t.bound = prefill_bound_tps(roof, cost, dtype, p);
     for (int r = 0; r < a.reps; ++r) {
       const auto prompt = ids(p);
       eng.reset();

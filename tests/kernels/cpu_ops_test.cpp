@@ -76,6 +76,37 @@ TEST(CpuOps, RopeMatchesReference) {
   EXPECT_GT(cases, 0);
 }
 
+// The backend reuses its cos/sin table between calls with equal positions and frequencies
+// (q then k of every layer): a call with other positions (next decode step, same m) or other
+// frequencies (another rope_theta) must not see the stale table.
+TEST(CpuOps, RopeTableFollowsPositionsAndFrequencies) {
+  auto ref = make_backend("reference");
+  const int m = 3, n_heads = 2, hd = 64;
+  auto freqs = [&](double theta) {
+    std::vector<float> f(hd / 2);
+    for (int i = 0; i < hd / 2; ++i) f[i] = static_cast<float>(1.0 / std::pow(theta, 2.0 * i / hd));
+    return f;
+  };
+  const std::vector<float> f1 = freqs(10000.0), f2 = freqs(20000.0);
+  const std::vector<int> p1 = {5, 6, 7}, p2 = {6, 7, 8};
+  const auto x = random_vec(static_cast<std::size_t>(m) * n_heads * hd, 1.0f, 3u);
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(1, isa);
+    for (const auto& [pos, f] : {std::pair{&p1, &f1}, std::pair{&p1, &f1}, std::pair{&p2, &f1},
+                                 std::pair{&p2, &f2}, std::pair{&p1, &f1}}) {
+      std::vector<float> got = x, want = x;
+      be->rope(got.data(), m, n_heads, hd, pos->data(), f->data());
+      ref->rope(want.data(), m, n_heads, hd, pos->data(), f->data());
+      EXPECT_EQ(compare(got.data(), want.data(), got.size(), tol_for("rope", DType::F32),
+                        std::string(cpu::isa_name(isa)) + " rope table reuse"),
+                0);
+      ++cases;
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
 TEST(CpuOps, SwigluAndAddMatchReference) {
   auto ref = make_backend("reference");
   int cases = 0;

@@ -31,11 +31,38 @@ TEST(Roofline, ComputePeakIsTheBestPathForTheDtype) {
 
 TEST(Roofline, PrefillBoundIsPeakOverFlopsPerToken) {
   ModelCost c;
-  c.flops_per_token = 1.2e9;
-  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(169, 343), c, DType::BF16), 343e9 / 1.2e9);
-  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(820, 436), c, DType::BF16), 820e9 / 1.2e9);
-  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(820, 436), c, DType::F32), 436e9 / 1.2e9);
-  EXPECT_EQ(prefill_bound_tps(roof(169, 343), ModelCost{}, DType::BF16), 0);
+  c.layer_flops_per_token = 1.0e9;
+  c.lm_head_flops = 0.2e9;
+  c.attn_flops_per_pair = 1e5;
+  // n = 4: 4 tokens through the layers, 10 causal (query, key) pairs, one lm_head row.
+  const double flops4 = 4 * 1.0e9 + 10 * 1e5 + 0.2e9;
+  EXPECT_DOUBLE_EQ(prefill_flops(c, 4), flops4);
+  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(169, 343), c, DType::BF16, 4), 343e9 * 4 / flops4);
+  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(820, 436), c, DType::BF16, 4), 820e9 * 4 / flops4);
+  EXPECT_DOUBLE_EQ(prefill_bound_tps(roof(820, 436), c, DType::F32, 4), 436e9 * 4 / flops4);
+  EXPECT_EQ(prefill_bound_tps(roof(169, 343), ModelCost{}, DType::BF16, 4), 0);
+  EXPECT_EQ(prefill_bound_tps(roof(169, 343), c, DType::BF16, 0), 0);
+}
+
+// The per-token costs from a config, by hand for a small GQA model with untied embeddings.
+TEST(Roofline, ModelCostFromConfig) {
+  ModelConfig cfg;
+  cfg.emb_dim = 64;
+  cfg.n_heads = 4;
+  cfg.n_kv_heads = 2;
+  cfg.head_dim = 16;
+  cfg.hidden_dim = 96;
+  cfg.n_layers = 3;
+  cfg.vocab_size = 100;
+  const ModelCost c = model_cost(cfg, DType::BF16);
+  // q, o: 64 x 64 each; k, v: 64 x 32 each; gate, up, down: 64 x 96 each.
+  const double per_layer = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 96;
+  EXPECT_DOUBLE_EQ(c.layer_flops_per_token, 2 * 3 * per_layer);
+  EXPECT_DOUBLE_EQ(c.lm_head_flops, 2 * 100 * 64);
+  EXPECT_DOUBLE_EQ(c.flops_per_token, 2 * (3 * per_layer + 100 * 64));
+  EXPECT_DOUBLE_EQ(c.weight_bytes, 2 * (3 * per_layer + 100 * 64));
+  EXPECT_DOUBLE_EQ(c.attn_flops_per_pair, 4.0 * 4 * 16 * 3);
+  EXPECT_DOUBLE_EQ(c.kv_bytes_per_pos, 2.0 * 3 * 2 * 16 * 4);
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
-// The fast CPU backend: packs weights once into backend-owned panels, runs the
-// ISA-dispatched kernels, and splits work across a persistent WorkPool (threads started
-// once: no per-token thread creation; work-claiming chunks, so a descheduled thread on a
-// shared machine does not stall each region). Weight packing at load uses OpenMP.
+// The fast CPU backend: runs the ISA-dispatched kernels on weights packed once into
+// backend-owned panels (cpu_packing.cpp, configs in tile_config.cpp), and splits work across
+// a persistent WorkPool (threads started once: no per-token thread creation; work-claiming
+// chunks, so a descheduled thread on a shared machine does not stall each region).
 #include "kernels/cpu/cpu_backend.hpp"
 
 #include <omp.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -23,17 +22,6 @@
 namespace llmport::cpu {
 
 namespace {
-
-PackedType packed_type(DType d) {
-  switch (d) {
-    case DType::BF16: return PackedType::BF16;
-    case DType::F16: return PackedType::F16;
-    case DType::F32: return PackedType::F32;
-  }
-  return PackedType::F32;
-}
-
-int padded_k(int k, DType d) { return d == DType::BF16 ? (k + 1) / 2 * 2 : k; }
 
 // Bits of fp32 `u` rounded to bf16 and widened back (low 16 bits zero): exactly
 // f32_to_bf16(u) << 16 (round-to-nearest-even, NaN stays a quiet NaN), written without
@@ -217,15 +205,26 @@ class CpuBackend final : public Backend {
             const float* inv_freq) override {
     counters_.add("rope");
     const int half = head_dim / 2;
-    // Table [m][half][2] of (cos, sin) of fp32 angles, shared by all heads.
-    const std::size_t need = static_cast<std::size_t>(m) * half * 2;
-    if (cs_.size() < need) cs_.resize(need);
-    for (int t = 0; t < m; ++t)
-      for (int i = 0; i < half; ++i) {
-        const float ang = static_cast<float>(positions[t]) * inv_freq[i];
-        cs_[(static_cast<std::size_t>(t) * half + i) * 2] = std::cos(ang);
-        cs_[(static_cast<std::size_t>(t) * half + i) * 2 + 1] = std::sin(ang);
-      }
+    // Table [m][half][2] of (cos, sin) of fp32 angles, shared by all heads. A forward pass
+    // ropes q and k of every layer with the same positions and frequencies, so the table
+    // of the previous call is reused when both match (compared by value: O(m + half)
+    // instead of m * half sin/cos, ~2% of a 512-token prefill).
+    const bool same = cs_pos_.size() == static_cast<std::size_t>(m) &&
+                      cs_freq_.size() == static_cast<std::size_t>(half) &&
+                      std::equal(positions, positions + m, cs_pos_.begin()) &&
+                      std::equal(inv_freq, inv_freq + half, cs_freq_.begin());
+    if (!same) {
+      const std::size_t need = static_cast<std::size_t>(m) * half * 2;
+      if (cs_.size() < need) cs_.resize(need);
+      for (int t = 0; t < m; ++t)
+        for (int i = 0; i < half; ++i) {
+          const float ang = static_cast<float>(positions[t]) * inv_freq[i];
+          cs_[(static_cast<std::size_t>(t) * half + i) * 2] = std::cos(ang);
+          cs_[(static_cast<std::size_t>(t) * half + i) * 2 + 1] = std::sin(ang);
+        }
+      cs_pos_.assign(positions, positions + m);
+      cs_freq_.assign(inv_freq, inv_freq + half);
+    }
     const double work = static_cast<double>(m) * n_heads * head_dim;
     const int nt = work < kParallelMacs ? 1 : std::min(threads_, m);
     if (nt <= 1) return k_.rope(x, 0, m, n_heads, head_dim, cs_.data());
@@ -353,238 +352,13 @@ class CpuBackend final : public Backend {
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
   std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin
+  std::vector<int> cs_pos_;           // [m] positions cs_ was computed for
+  std::vector<float> cs_freq_;        // [head_dim/2] inv_freq cs_ was computed for
   std::vector<float> attn_scratch_;   // [threads][attn_scratch_floats]
   std::unique_ptr<WorkPool> pool_;    // persistent team of threads_ (caller included)
 };
 
 }  // namespace
-
-// ---- packed weights -------------------------------------------------------------------
-
-namespace {
-// The packed copy lives in backend memory; the source pages of a tensor in a file mapping
-// are dropped from this process once packed, so a bf16 run holds ~1x the weights, not 2x.
-// The mapping is read-only MAP_PRIVATE (SafetensorsFile), so MADV_DONTNEED only unmaps the
-// pages: they stay in the page cache (a second run does not re-read the disk) and a later
-// read (embedding lookup of a tied table) faults them back in. Heap tensors (no file) are
-// never touched: DONTNEED would zero them. Only whole pages inside [off, off + len).
-void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
-  if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
-  const std::size_t page = 4096;
-  const auto b = reinterpret_cast<std::uintptr_t>(w.data) + off;
-  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-}  // namespace
-
-std::size_t packed_bytes(int n, int k, DType dtype) {
-  const std::size_t panels = static_cast<std::size_t>((n + kPanel - 1) / kPanel);
-  return panels * kPanel * padded_k(k, dtype) * dtype_size(dtype);
-}
-
-CpuLinear::CpuLinear(int n, int k, DType dt, const TileConfig& cfg) {
-  n_out = n;
-  n_in = k;
-  dtype = dt;
-  config = cfg;
-  blk_ = blocking_from_config(cfg, dt);
-  view_.type = packed_type(dt);
-  view_.n = n;
-  view_.k = k;
-  view_.kp = padded_k(k, dt);
-  view_.n_panels = (n + kPanel - 1) / kPanel;
-  view_.panel_stride = static_cast<std::size_t>(kPanel) * view_.kp;
-  nbytes_ = packed_bytes(n, k, dt);
-  const bool huge = nbytes_ >= (std::size_t{4} << 20);
-  const std::size_t align = huge ? (std::size_t{2} << 20) : 64;
-  const std::size_t alloc = (std::max<std::size_t>(nbytes_, 64) + align - 1) / align * align;
-  data_ = std::aligned_alloc(align, alloc);
-  if (!data_) throw UsageError("cpu backend: out of memory packing a " + std::to_string(n) +
-                               "x" + std::to_string(k) + " weight");
-  if (huge) madvise(data_, alloc, MADV_HUGEPAGE);  // a hint; failure is harmless
-  view_.data = data_;
-}
-
-CpuLinear::~CpuLinear() { std::free(data_); }
-
-std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const TileConfig& cfg,
-                                       int threads) {
-  if (w.shape.size() != 2 || w.shape[0] <= 0 || w.shape[1] <= 0)
-    throw ShapeError("cpu backend: linear weight '" + w.name + "' must be 2-D [n_out, n_in]");
-  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
-  auto lw = std::make_unique<CpuLinear>(n, k, compute, cfg);
-  const PackedView& v = lw->view();
-  const std::size_t src_esz = dtype_size(w.dtype);
-  const char* src = static_cast<const char*>(w.data);
-  void* dst = lw->data();
-  const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), v.n_panels));
-  // Blocks of panels, each block's source rows released as soon as it is packed: the peak
-  // is the packed weights plus one block, not plus the largest tensor (a tied 150k-token
-  // embedding is 300+ MB).
-  constexpr int kBlockPanels = 64;
-  for (int pb = 0; pb < v.n_panels; pb += kBlockPanels) {
-    const int pe = std::min(v.n_panels, pb + kBlockPanels);
-    if (w.dtype == compute) {
-      // Same dtype: move the stored bits into panel order, no conversion.
-      const std::size_t es = dtype_size(compute);
-#pragma omp parallel for num_threads(nt) schedule(static)
-      for (int p = pb; p < pe; ++p) {
-        char* d = static_cast<char*>(dst) + static_cast<std::size_t>(p) * v.panel_stride * es;
-        std::memset(d, 0, v.panel_stride * es);
-        for (int c = 0; c < kPanel && p * kPanel + c < n; ++c) {
-          const char* srow = src + static_cast<std::size_t>(p * kPanel + c) * k * es;
-          if (compute == DType::BF16) {  // [kp/2][16][2]
-            const uint16_t* s16 = reinterpret_cast<const uint16_t*>(srow);
-            uint16_t* d16 = reinterpret_cast<uint16_t*>(d);
-            for (int kk = 0; kk < k; ++kk)
-              d16[(static_cast<std::size_t>(kk / 2) * kPanel + c) * 2 + (kk & 1)] = s16[kk];
-          } else {  // [k][16]
-            for (int kk = 0; kk < k; ++kk)
-              std::memcpy(d + (static_cast<std::size_t>(kk) * kPanel + c) * es, srow + kk * es, es);
-          }
-        }
-      }
-    } else {
-#pragma omp parallel num_threads(nt)
-    {
-      std::vector<float> row(static_cast<std::size_t>(v.kp) * kPanel, 0.0f);  // [16][kp] fp32
-#pragma omp for schedule(static)
-      for (int p = pb; p < pe; ++p) {
-        std::fill(row.begin(), row.end(), 0.0f);
-        for (int c = 0; c < kPanel; ++c) {
-          const int r = p * kPanel + c;
-          if (r >= n) break;
-          to_f32(w.dtype, src + static_cast<std::size_t>(r) * k * src_esz,
-                 row.data() + static_cast<std::size_t>(c) * v.kp, static_cast<std::size_t>(k));
-        }
-        const std::size_t base = static_cast<std::size_t>(p) * v.panel_stride;
-        if (compute == DType::BF16) {
-          uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [kp/2][16][2]
-          for (int kk = 0; kk < v.kp / 2; ++kk)
-            for (int c = 0; c < kPanel; ++c)
-              for (int e = 0; e < 2; ++e)
-                d[(static_cast<std::size_t>(kk) * kPanel + c) * 2 + e] =
-                    f32_to_bf16(row[static_cast<std::size_t>(c) * v.kp + 2 * kk + e]);
-        } else if (compute == DType::F16) {
-          uint16_t* d = static_cast<uint16_t*>(dst) + base;  // [k][16]
-          for (int kk = 0; kk < v.kp; ++kk)
-            for (int c = 0; c < kPanel; ++c)
-              d[static_cast<std::size_t>(kk) * kPanel + c] =
-                  f32_to_f16(row[static_cast<std::size_t>(c) * v.kp + kk]);
-        } else {
-          float* d = static_cast<float*>(dst) + base;  // [k][16]
-          for (int kk = 0; kk < v.kp; ++kk)
-            for (int c = 0; c < kPanel; ++c)
-              d[static_cast<std::size_t>(kk) * kPanel + c] =
-                  row[static_cast<std::size_t>(c) * v.kp + kk];
-        }
-      }
-    }
-    }
-    const std::size_t row_bytes = static_cast<std::size_t>(k) * src_esz;
-    const std::size_t r0 = static_cast<std::size_t>(pb) * kPanel;
-    const std::size_t r1 = std::min<std::size_t>(static_cast<std::size_t>(n), static_cast<std::size_t>(pe) * kPanel);
-    release_source_pages(w, r0 * row_bytes, (r1 - r0) * row_bytes);
-  }
-  return lw;
-}
-
-// ---- tile configs ----------------------------------------------------------------------
-
-Blocking blocking_from_config(const TileConfig& cfg) {
-  Blocking b;
-  for (const auto& [key, val] : cfg) {
-    if (key == "fma") {
-      if (val != 0 && val != 1)
-        throw UsageError("cpu tile config: 'fma' must be 0 (vdpbf16ps) or 1 (fp32 FMAs) (got " +
-                         std::to_string(val) + ")");
-      b.fma = val;
-      continue;
-    }
-    if (val < 1)
-      throw UsageError("cpu tile config: '" + key + "' must be >= 1 (got " +
-                       std::to_string(val) + ")");
-    if (key == "mr") b.mr = val;
-    else if (key == "np") b.np = val;
-    else if (key == "kc") b.kc = val;
-    else if (key == "mc") b.mc = val;
-    else if (key == "nc") b.nc = val;
-    else if (key == "gnp") b.gnp = val;
-    else
-      throw UsageError("cpu tile config: unknown parameter '" + key +
-                       "' (expected mr, np, kc, mc, nc, gnp, fma)");
-  }
-  return b;
-}
-
-Blocking blocking_from_config(const TileConfig& cfg, DType dtype) {
-  const Blocking b = blocking_from_config(cfg);
-  if (b.fma && dtype != DType::BF16)
-    throw UsageError(std::string("cpu tile config: 'fma': 1 applies to bf16 weights only (this "
-                                 "weight is ") + std::string(dtype_name(dtype)) + ")");
-  return b;
-}
-
-namespace {
-bool fma_applies(Isa isa, DType dtype) {
-  return dtype == DType::BF16 && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16);
-}
-}  // namespace
-
-TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
-  (void)n;
-  (void)k;
-  if (isa == Isa::Avx2 || isa == Isa::Scalar)
-    return {{"mr", 4}, {"np", 1}, {"kc", 256}, {"mc", 64}, {"nc", 256}, {"gnp", 1}};
-  if (dtype == DType::F32) return {{"mr", 12}, {"np", 2}, {"kc", 256}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
-  // bf16 without AVX512_BF16: the fp32-FMA GEMM issues the same FMAs as the shift
-  // emulation minus its 2 * mr A-widening uops per k pair, so it is the default there.
-  // With AVX512_BF16 the winner depends on the core (vdpbf16ps is ~0.5x the FMA flop
-  // rate on the Intel Xeons measured, ~2x on Zen 4/5): vdpbf16ps stays the default and
-  // `kernels sweep` picks per shape (docs/performance.md).
-  if (isa == Isa::Avx512 && dtype == DType::BF16)
-    return {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}};
-  TileConfig c = {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
-  if (fma_applies(isa, dtype)) c["fma"] = 0;
-  return c;
-}
-
-std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill) {
-  std::vector<TileConfig> out;
-  const bool narrow = isa == Isa::Avx2 || isa == Isa::Scalar;
-  if (!prefill) {
-    for (int g : {1, 2, 4}) out.push_back({{"gnp", g}});
-    return out;
-  }
-  struct Reg { int mr, np; };
-  std::vector<Reg> regs = narrow ? std::vector<Reg>{{4, 1}, {2, 1}}
-                                 : std::vector<Reg>{{12, 2}, {8, 2}, {6, 4}, {12, 1}};
-  for (const Reg& r : regs)
-    for (int kc : {256, 512}) {
-      const int mc = r.mr * (96 / r.mr);
-      out.push_back({{"mr", r.mr}, {"np", r.np}, {"kc", kc}, {"mc", mc}, {"nc", 512}});
-    }
-  if (!narrow) {
-    out.push_back({{"mr", 12}, {"np", 2}, {"kc", 1024}, {"mc", 96}, {"nc", 1024}});
-    out.push_back({{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 2048}});
-  }
-  if (fma_applies(isa, dtype)) {
-    // Every bf16 candidate names its path, so none inherits the default's.
-    for (TileConfig& c : out) c["fma"] = 0;
-    // fp32-FMA tiles at the register limit of each np (mr x np accumulators + 2 np
-    // widened B registers + mask + broadcast <= 32 zmm); kc 1024 halves the C reloads
-    // (measured +3-5% over 512 at the qwen3-0.6b shapes on a Xeon, docs/performance.md).
-    const Reg fma_regs[] = {{13, 2}, {12, 2}, {8, 3}, {5, 4}, {16, 1}};
-    for (const Reg& r : fma_regs) {
-      const int mc = r.mr * (96 / r.mr);
-      out.push_back({{"fma", 1}, {"mr", r.mr}, {"np", r.np}, {"kc", 1024}, {"mc", mc},
-                     {"nc", 256 * r.np}});
-    }
-    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 512}, {"mc", 91}, {"nc", 512}});
-    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 2048}, {"mc", 52}, {"nc", 512}});
-  }
-  return out;
-}
 
 // ---- ISA selection ---------------------------------------------------------------------
 

@@ -1,0 +1,106 @@
+// Tile configs of the CPU linear kernels: parsing (TileConfig -> Blocking), the heuristic
+// default per ISA level and dtype, and the candidates a registry sweep measures.
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport::cpu {
+
+Blocking blocking_from_config(const TileConfig& cfg) {
+  Blocking b;
+  for (const auto& [key, val] : cfg) {
+    if (key == "fma") {
+      if (val != 0 && val != 1)
+        throw UsageError("cpu tile config: 'fma' must be 0 (vdpbf16ps) or 1 (fp32 FMAs) (got " +
+                         std::to_string(val) + ")");
+      b.fma = val;
+      continue;
+    }
+    if (val < 1)
+      throw UsageError("cpu tile config: '" + key + "' must be >= 1 (got " +
+                       std::to_string(val) + ")");
+    if (key == "mr") b.mr = val;
+    else if (key == "np") b.np = val;
+    else if (key == "kc") b.kc = val;
+    else if (key == "mc") b.mc = val;
+    else if (key == "nc") b.nc = val;
+    else if (key == "gnp") b.gnp = val;
+    else
+      throw UsageError("cpu tile config: unknown parameter '" + key +
+                       "' (expected mr, np, kc, mc, nc, gnp, fma)");
+  }
+  return b;
+}
+
+Blocking blocking_from_config(const TileConfig& cfg, DType dtype) {
+  const Blocking b = blocking_from_config(cfg);
+  if (b.fma && dtype != DType::BF16)
+    throw UsageError(std::string("cpu tile config: 'fma': 1 applies to bf16 weights only (this "
+                                 "weight is ") + std::string(dtype_name(dtype)) + ")");
+  return b;
+}
+
+namespace {
+bool fma_applies(Isa isa, DType dtype) {
+  return dtype == DType::BF16 && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16);
+}
+}  // namespace
+
+TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
+  (void)n;
+  (void)k;
+  if (isa == Isa::Avx2 || isa == Isa::Scalar)
+    return {{"mr", 4}, {"np", 1}, {"kc", 256}, {"mc", 64}, {"nc", 256}, {"gnp", 1}};
+  if (dtype == DType::F32) return {{"mr", 12}, {"np", 2}, {"kc", 256}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
+  // bf16 without AVX512_BF16: the fp32-FMA GEMM issues the same FMAs as the shift
+  // emulation minus its 2 * mr A-widening uops per k pair, so it is the default there.
+  // With AVX512_BF16 the winner depends on the core (vdpbf16ps is ~0.5x the FMA flop
+  // rate on the Intel Xeons measured, ~2x on Zen 4/5): vdpbf16ps stays the default and
+  // `kernels sweep` picks per shape (docs/performance.md).
+  if (isa == Isa::Avx512 && dtype == DType::BF16)
+    return {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}};
+  TileConfig c = {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
+  if (fma_applies(isa, dtype)) c["fma"] = 0;
+  return c;
+}
+
+std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill) {
+  std::vector<TileConfig> out;
+  const bool narrow = isa == Isa::Avx2 || isa == Isa::Scalar;
+  if (!prefill) {
+    for (int g : {1, 2, 4}) out.push_back({{"gnp", g}});
+    return out;
+  }
+  struct Reg { int mr, np; };
+  std::vector<Reg> regs = narrow ? std::vector<Reg>{{4, 1}, {2, 1}}
+                                 : std::vector<Reg>{{12, 2}, {8, 2}, {6, 4}, {12, 1}};
+  for (const Reg& r : regs)
+    for (int kc : {256, 512}) {
+      const int mc = r.mr * (96 / r.mr);
+      out.push_back({{"mr", r.mr}, {"np", r.np}, {"kc", kc}, {"mc", mc}, {"nc", 512}});
+    }
+  if (!narrow) {
+    out.push_back({{"mr", 12}, {"np", 2}, {"kc", 1024}, {"mc", 96}, {"nc", 1024}});
+    out.push_back({{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 2048}});
+  }
+  if (fma_applies(isa, dtype)) {
+    // Every bf16 candidate names its path, so none inherits the default's.
+    for (TileConfig& c : out) c["fma"] = 0;
+    // fp32-FMA tiles at the register limit of each np (mr x np accumulators + 2 np
+    // widened B registers + mask + broadcast <= 32 zmm); kc 1024 halves the C reloads
+    // (measured +3-5% over 512 at the qwen3-0.6b shapes on a Xeon, docs/performance.md).
+    const Reg fma_regs[] = {{13, 2}, {12, 2}, {8, 3}, {5, 4}, {16, 1}};
+    for (const Reg& r : fma_regs) {
+      const int mc = r.mr * (96 / r.mr);
+      out.push_back({{"fma", 1}, {"mr", r.mr}, {"np", r.np}, {"kc", 1024}, {"mc", mc},
+                     {"nc", 256 * r.np}});
+    }
+    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 512}, {"mc", 91}, {"nc", 512}});
+    out.push_back({{"fma", 1}, {"mr", 13}, {"np", 2}, {"kc", 2048}, {"mc", 52}, {"nc", 512}});
+  }
+  return out;
+}
+
+}  // namespace llmport::cpu
