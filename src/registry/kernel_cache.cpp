@@ -27,17 +27,28 @@ inline uint64_t rd64(const unsigned char* p) {
 constexpr char kMagic[8] = {'L', 'L', 'M', 'P', 'K', 'C', '1', '\0'};
 }  // namespace
 
-std::string content_hash(const void* data, std::size_t n) {
+namespace {
+// XXH64-style hash of n bytes; `progress(done)` is called after each 4 MiB of the bulk loop
+// (get_or_pack drops hashed pages of a file mapping from the process as it goes).
+template <class F>
+uint64_t hash_bytes(const void* data, std::size_t n, F&& progress) {
   const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* begin = p;
   const unsigned char* end = p + n;
   uint64_t h;
   if (n >= 32) {
     uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
-    for (; p + 32 <= end; p += 32) {
-      v1 = round64(v1, rd64(p));
-      v2 = round64(v2, rd64(p + 8));
-      v3 = round64(v3, rd64(p + 16));
-      v4 = round64(v4, rd64(p + 24));
+    constexpr std::size_t kBlock = std::size_t{4} << 20;
+    while (p + 32 <= end) {
+      const unsigned char* stop = end - static_cast<std::size_t>(end - p) % 32;
+      if (static_cast<std::size_t>(stop - p) > kBlock) stop = p + kBlock;
+      for (; p < stop; p += 32) {
+        v1 = round64(v1, rd64(p));
+        v2 = round64(v2, rd64(p + 8));
+        v3 = round64(v3, rd64(p + 16));
+        v4 = round64(v4, rd64(p + 24));
+      }
+      progress(static_cast<std::size_t>(p - begin));
     }
     h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
     h = merge(merge(merge(merge(h, v1), v2), v3), v4);
@@ -52,7 +63,24 @@ std::string content_hash(const void* data, std::size_t n) {
   h ^= h >> 29;
   h *= P3;
   h ^= h >> 32;
+  return h;
+}
+
+// Hash of a weight tensor; its file-mapped pages are dropped from the process as they are
+// hashed, so hashing a 2 GB model does not make it resident next to the packed copy.
+std::string tensor_hash(const TensorView& w) {
+  std::size_t released = 0;
+  const uint64_t h = hash_bytes(w.data, w.nbytes, [&](std::size_t done) {
+    cpu::release_source_pages(w, released, done - released);
+    released = done;
+  });
+  cpu::release_source_pages(w, released, w.nbytes - released);
   return fmt::format("{:016x}", h);
+}
+}  // namespace
+
+std::string content_hash(const void* data, std::size_t n) {
+  return fmt::format("{:016x}", hash_bytes(data, n, [](std::size_t) {}));
 }
 
 KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
@@ -74,7 +102,7 @@ nlohmann::json header_of(const TensorView& w, DType dtype, const TileConfig& cfg
 
 std::string KernelCache::key(const TensorView& w, DType dtype, const TileConfig& cfg,
                              const std::string& backend) {
-  const std::string chash = content_hash(w.data, w.nbytes);
+  const std::string chash = tensor_hash(w);
   const std::string hk = header_of(w, dtype, cfg, backend, chash).dump();
   return chash + "-" + content_hash(hk.data(), hk.size()) + ".bin";
 }
@@ -84,7 +112,7 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
                                                        bool* hit) {
   if (hit) *hit = false;
   if (backend.name() != "cpu" || w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
-  const std::string chash = content_hash(w.data, w.nbytes);
+  const std::string chash = tensor_hash(w);
   const nlohmann::json header = header_of(w, dtype, cfg, backend.name(), chash);
   const std::string hk = header.dump();
   const auto file = dir_ / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");

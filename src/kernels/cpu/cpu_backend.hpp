@@ -61,6 +61,10 @@ class CpuLinear : public LinearWeight {
   Blocking blk_;
 };
 
+/// Drops the pages of bytes [off, off + len) of `w` from this process when `w` lives in a
+/// read-only file mapping (w.file set): MADV_DONTNEED on whole pages; the page cache keeps
+/// them and a later read faults them back in. No effect on heap tensors (w.file empty).
+void release_source_pages(const TensorView& w, std::size_t off, std::size_t len);
 /// Packed byte count of W [n, k] in `dtype`.
 std::size_t packed_bytes(int n, int k, DType dtype);
 /// Packs `w` [n_out, n_in] (any stored dtype) into a new CpuLinear of dtype `compute`.

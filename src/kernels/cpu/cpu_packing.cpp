@@ -27,13 +27,13 @@ PackedType packed_type(DType d) {
 int padded_k(int k, DType d) { return d == DType::BF16 ? (k + 1) / 2 * 2 : k; }
 }  // namespace
 
-namespace {
 // The packed copy lives in backend memory; the source pages of a tensor in a file mapping
 // are dropped from this process once packed, so a bf16 run holds ~1x the weights, not 2x.
 // The mapping is read-only MAP_PRIVATE (SafetensorsFile), so MADV_DONTNEED only unmaps the
 // pages: they stay in the page cache (a second run does not re-read the disk) and a later
-// read (embedding lookup of a tied table) faults them back in. Heap tensors (no file) are
-// never touched: DONTNEED would zero them. Only whole pages inside [off, off + len).
+// read (the embedding lookup of an untied table, a kernel-cache hash) faults them back in.
+// Heap tensors (no file) are never touched: DONTNEED would zero them. Only whole pages
+// inside [off, off + len).
 void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
   if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
   const std::size_t page = 4096;
@@ -41,7 +41,6 @@ void release_source_pages(const TensorView& w, std::size_t off, std::size_t len)
   const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
-}  // namespace
 
 std::size_t packed_bytes(int n, int k, DType dtype) {
   const std::size_t panels = static_cast<std::size_t>((n + kPanel - 1) / kPanel);
