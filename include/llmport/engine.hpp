@@ -113,6 +113,10 @@ class Engine {
   std::size_t weight_bytes() const;
   /// Bytes of the KV cache (bytes).
   std::size_t kv_cache_bytes() const;
+  /// GB/s at which the backend streams all of this model's linear weights (lm_head
+  /// included) once, best of `passes`: the in-place memory-read bound of a decode step
+  /// (Backend::read_bandwidth_gbps). 0 when the backend cannot measure it.
+  double weight_read_gbps(int passes = 2);
 
  private:
   struct Impl;

@@ -101,6 +101,17 @@ class Backend {
   /// Residual add: x[i] += y[i].
   virtual void add(float* x, const float* y, std::size_t n) = 0;
 
+  /// Streams every byte of `weights` once, as a decode step does, without the math, and
+  /// returns the rate in GB/s (1e9 bytes/s): the memory-read bound of this model's own
+  /// packed weights, measured in place (same pages, same threads) so `llmport bench` can
+  /// interleave it with its test repetitions on a noisy machine. Best of `passes`.
+  /// 0 when the backend cannot measure it (reference).
+  virtual double read_bandwidth_gbps(std::span<const LinearWeight* const> weights, int passes) {
+    (void)weights;
+    (void)passes;
+    return 0;
+  }
+
   /// Kernel calls counted since the last reset_counters().
   const DispatchCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

@@ -55,6 +55,10 @@ struct ComputePeak {
 /// larger, on AMD Zen 4/5 the vdpbf16ps one); fp16 and fp32 weights use FMAs: f32_gflops.
 /// Ties go to bf16_dot. {0, "fp32_fma"} for a roofline that was not measured.
 ComputePeak compute_peak(const Roofline& r, DType dtype);
+/// Measures only the compute peak for `dtype` weights (~0.2-0.4 s; what compute_peak of a
+/// full measure_roofline would give): `llmport bench` re-measures it next to each prefill
+/// repetition.
+ComputePeak measure_compute_peak(int threads, DType dtype);
 /// Prefill bound (tokens/s) of an n-token prompt: compute_peak(r, dtype).gflops x n /
 /// prefill_flops(c, n). 0 when n < 1 or nothing was measured.
 double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n);

@@ -89,6 +89,18 @@ Roofline measure_roofline(int threads) {
   return r;
 }
 
+ComputePeak measure_compute_peak(int threads, DType dtype) {
+  Roofline r;
+  r.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
+  const bool avx512 = cpu::isa_supported(cpu::Isa::Avx512);
+  if (!cpu::isa_supported(cpu::Isa::Avx2)) return {0, "fp32_fma"};
+  if (dtype == DType::BF16 && cpu::isa_supported(cpu::Isa::Avx512Bf16))
+    r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
+  r.f32_gflops = avx512 ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
+                        : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
+  return compute_peak(r, dtype);
+}
+
 ModelCost model_cost(const ModelConfig& cfg, DType dtype) {
   const double e = cfg.emb_dim, hd = cfg.head_dim;
   const double per_layer = e * cfg.n_heads * hd * 2 + e * cfg.n_kv_heads * hd * 2 +

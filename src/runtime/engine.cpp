@@ -369,5 +369,12 @@ std::size_t Engine::weight_bytes() const {
   return b;
 }
 std::size_t Engine::kv_cache_bytes() const { return impl_->cache->bytes(); }
+double Engine::weight_read_gbps(int passes) {
+  std::vector<const LinearWeight*> ws{impl_->lm_head.get()};
+  for (const auto& L : impl_->layers)
+    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+      ws.push_back(w->get());
+  return impl_->backend->read_bandwidth_gbps(ws, passes);
+}
 
 }  // namespace llmport

@@ -162,5 +162,54 @@ TEST(CpuPeak, StreamedReadSumsEveryElementOnce) {
   }
 }
 
+// The integer streamed read (in-place bandwidth of packed weights) XORs every 8-byte lane
+// and tail byte exactly once, for any stream count and length.
+TEST(CpuPeak, XorReadCoversEveryByteOnce) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{1000}, std::size_t{70001}}) {
+    std::vector<unsigned char> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<unsigned char>((i * 131 + 7) & 0xff);
+    for (int streams : {1, 3, 4, 8}) {
+      // Reference: the same lane split (per = n / streams / W * W bytes per stream).
+      auto want = [&](std::size_t w) {
+        const std::size_t per = n / static_cast<std::size_t>(streams) / w * w;
+        uint64_t r = 0;
+        for (std::size_t i = 0; i + 8 <= per * static_cast<std::size_t>(streams); i += 8) {
+          uint64_t lane;
+          std::memcpy(&lane, v.data() + i, 8);
+          r ^= lane;
+        }
+        for (std::size_t i = per * static_cast<std::size_t>(streams); i < n; ++i) r ^= v[i];
+        return r;
+      };
+      if (cpu::isa_supported(cpu::Isa::Avx2)) {
+        EXPECT_EQ(cpu::read_xor_streams_avx2(v.data(), n, streams), want(32)) << n << " " << streams;
+      }
+      if (cpu::isa_supported(cpu::Isa::Avx512)) {
+        EXPECT_EQ(cpu::read_xor_streams_avx512(v.data(), n, streams), want(64)) << n << " " << streams;
+      }
+    }
+  }
+}
+
+TEST(CpuPeak, ReadBandwidthOfPackedWeights) {
+  const auto a = random_vec(512 * 256, 0.1f, 1u), b = random_vec(100 * 256, 0.1f, 2u);
+  auto cpu_be = make_backend("cpu", 2);
+  auto wa = cpu_be->make_linear(view_of(a, 512, 256), DType::BF16, {});
+  auto wb = cpu_be->make_linear(view_of(b, 100, 256), DType::BF16, {});
+  const LinearWeight* ws[2] = {wa.get(), wb.get()};
+  if (cpu::isa_supported(cpu::Isa::Avx2)) {
+    EXPECT_GT(cpu_be->read_bandwidth_gbps(ws, 2), 0.0);
+  }
+  EXPECT_EQ(cpu_be->read_bandwidth_gbps(std::span<const LinearWeight* const>{}, 2), 0.0);
+  // The reference backend does not measure bandwidth: 0, never a made-up figure.
+  auto ref = make_backend("reference");
+  auto ra = ref->make_linear(view_of(a, 512, 256), DType::BF16, {});
+  const LinearWeight* rs[1] = {ra.get()};
+  EXPECT_EQ(ref->read_bandwidth_gbps(rs, 2), 0.0);
+  // A foreign weight is a clear error.
+  const LinearWeight* mixed[1] = {ra.get()};
+  EXPECT_THROW(cpu_be->read_bandwidth_gbps(mixed, 1), UsageError);
+}
+
 }  // namespace
 }  // namespace llmport::test

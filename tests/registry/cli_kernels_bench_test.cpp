@@ -61,6 +61,11 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
     EXPECT_EQ(t.at("roofline").at("compute_peak_gflops").get<double>(), 0.0);
     EXPECT_EQ(t.at("roofline").at("compute_peak"), "fp32_fma");
   }
+  // Without a roofline the bound of every repetition is the (unmeasured, 0) start bound.
+  for (const auto& t : j) {
+    EXPECT_EQ(t.at("roofline_bounds_ts").size(), 2u);
+    EXPECT_EQ(t.at("roofline_fraction").get<double>(), 0.0);
+  }
   // Memory: the packed weights are every linear in 16-row panels (k padded to even for bf16),
   // and the budget is issue 6's 1.1 x (packed weights + KV cache + 64 MiB).
   const ModelConfig cfg = load_model_config(model);
@@ -78,6 +83,30 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
   const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 18 / (1 << 20);
   EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(), 1.1 * (want_mib + kv_mib + 64), 1e-3);
   EXPECT_GT(j[0].at("peak_rss_mib").get<double>(), 0);
+}
+
+// With the roofline, each repetition has its own bound (re-measured next to it) and
+// roofline_fraction is the mean of sample / bound over the repetitions.
+TEST(CliBench, FractionIsMeanOfPerRepetitionRatios) {
+  const auto model = shared_path("models/stories260K").string();
+  auto r = run_llmport({"bench", model, "-p", "8", "-n", "4", "-r", "3", "-t", "1", "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& t : j) {
+    const auto& s = t.at("samples_ts");
+    const auto& b = t.at("roofline_bounds_ts");
+    ASSERT_EQ(s.size(), 3u);
+    ASSERT_EQ(b.size(), 3u);
+    double f = 0, mean_b = 0;
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_GT(b[i].get<double>(), 0) << t.at("test");
+      f += s[i].get<double>() / b[i].get<double>() / 3;
+      mean_b += b[i].get<double>() / 3;
+    }
+    EXPECT_NEAR(t.at("roofline_fraction").get<double>(), f, 1e-9 * f);
+    EXPECT_NEAR(t.at("roofline_bound_ts").get<double>(), mean_b, 1e-9 * mean_b);
+  }
 }
 
 TEST(CliBench, BadInputExits2) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "kernels/backend_impls.hpp"
+#include "kernels/cpu/cpu_peak.hpp"
 #include "kernels/cpu/work_pool.hpp"
 #include "llmport/error.hpp"
 
@@ -189,6 +191,41 @@ class CpuBackend final : public Backend {
         for (int kk = 0; kk < v.k; ++kk) o[kk] = d[static_cast<std::size_t>(kk) * kPanel + c];
       }
     }
+  }
+
+  double read_bandwidth_gbps(std::span<const LinearWeight* const> weights, int passes) override {
+    if (isa_ < Isa::Avx2) return 0;
+    // ~1 MiB pieces of every weight, claimed by the pool like GEMV chunks.
+    struct Piece { const unsigned char* p; std::size_t n; };
+    std::vector<Piece> pieces;
+    std::size_t total = 0;
+    for (const LinearWeight* lw : weights) {
+      const auto* w = dynamic_cast<const CpuLinear*>(lw);
+      if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+      const auto* base = static_cast<const unsigned char*>(w->view().data);
+      const std::size_t n = w->bytes();
+      constexpr std::size_t kPiece = std::size_t{1} << 20;
+      for (std::size_t off = 0; off < n; off += kPiece)
+        pieces.push_back({base + off, std::min(kPiece, n - off)});
+      total += n;
+    }
+    if (pieces.empty() || total == 0) return 0;
+    const bool wide = isa_ >= Isa::Avx512;
+    std::vector<uint64_t> sink(static_cast<std::size_t>(threads_), 0);
+    double best = 0;
+    for (int pass = 0; pass < std::max(1, passes); ++pass) {
+      const auto t0 = std::chrono::steady_clock::now();
+      pool_->run(static_cast<int>(pieces.size()), [&](int c, int slot) {
+        const Piece& pc = pieces[static_cast<std::size_t>(c)];
+        sink[static_cast<std::size_t>(slot)] ^= wide ? read_xor_streams_avx512(pc.p, pc.n, 4)
+                                                     : read_xor_streams_avx2(pc.p, pc.n, 4);
+      });
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (dt > 0) best = std::max(best, static_cast<double>(total) / dt * 1e-9);
+    }
+    volatile uint64_t keep = 0;
+    for (uint64_t v : sink) keep = keep ^ v;
+    return best;
   }
 
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {

@@ -2,6 +2,7 @@
 // Micro-benchmarks of this machine's limits for the roofline (`llmport bench --roofline`):
 // instruction throughput loops with independent accumulator chains and a streaming read.
 #include <cstddef>
+#include <cstdint>
 
 namespace llmport::cpu {
 /// Runs `iters` x 12 independent vdpbf16ps (zmm) on one thread; returns FLOPs done
@@ -17,4 +18,9 @@ double peak_f32_avx2(long iters);
 /// streams several weight panels at once).
 float read_sum_streams_avx512(const float* x, std::size_t n, int streams);
 float read_sum_streams_avx2(const float* x, std::size_t n, int streams);
+/// Same streamed read of `bytes` bytes of any content (packed bf16 weights) with integer
+/// XOR, which, unlike float adds, has no slow path for denormal bit patterns. Returns the
+/// XOR of all 8-byte lanes and tail bytes (keeps the reads live).
+uint64_t read_xor_streams_avx512(const void* data, std::size_t bytes, int streams);
+uint64_t read_xor_streams_avx2(const void* data, std::size_t bytes, int streams);
 }  // namespace llmport::cpu

@@ -1,6 +1,9 @@
 // fp32 FMA throughput loop and streaming read with ymm registers (roofline).
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "kernels/cpu/cpu_peak.hpp"
 
 namespace llmport::cpu {
@@ -35,5 +38,23 @@ float read_sum_streams_avx2(const float* x, std::size_t n, int streams) {
   for (float v : out) s += v;
   for (std::size_t i = per * static_cast<std::size_t>(streams); i < n; ++i) s += x[i];
   return s;
+}
+uint64_t read_xor_streams_avx2(const void* data, std::size_t bytes, int streams) {
+  streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
+  const auto* x = static_cast<const unsigned char*>(data);
+  const std::size_t per = bytes / static_cast<std::size_t>(streams) / 32 * 32;
+  __m256i acc[8];
+  for (__m256i& a : acc) a = _mm256_setzero_si256();
+  for (std::size_t i = 0; i < per; i += 32)
+    for (int j = 0; j < streams; ++j)
+      acc[j] = _mm256_xor_si256(acc[j], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + j * per + i)));
+  __m256i t = acc[0];
+  for (int j = 1; j < 8; ++j) t = _mm256_xor_si256(t, acc[j]);
+  alignas(64) uint64_t lanes[32 / 8];
+  std::memcpy(lanes, &t, sizeof t);
+  uint64_t r = 0;
+  for (uint64_t v : lanes) r ^= v;
+  for (std::size_t i = per * static_cast<std::size_t>(streams); i < bytes; ++i) r ^= x[i];
+  return r;
 }
 }  // namespace llmport::cpu

@@ -3,6 +3,9 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <cstdint>
+#include <cstring>
+
 #include "kernels/cpu/cpu_peak.hpp"
 
 namespace llmport::cpu {
@@ -32,5 +35,23 @@ float read_sum_streams_avx512(const float* x, std::size_t n, int streams) {
   float s = _mm512_reduce_add_ps(t);
   for (std::size_t i = per * static_cast<std::size_t>(streams); i < n; ++i) s += x[i];
   return s;
+}
+uint64_t read_xor_streams_avx512(const void* data, std::size_t bytes, int streams) {
+  streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
+  const auto* x = static_cast<const unsigned char*>(data);
+  const std::size_t per = bytes / static_cast<std::size_t>(streams) / 64 * 64;
+  __m512i acc[8];
+  for (__m512i& a : acc) a = _mm512_setzero_si512();
+  for (std::size_t i = 0; i < per; i += 64)
+    for (int j = 0; j < streams; ++j)
+      acc[j] = _mm512_xor_si512(acc[j], _mm512_loadu_si512(reinterpret_cast<const void*>(x + j * per + i)));
+  __m512i t = acc[0];
+  for (int j = 1; j < 8; ++j) t = _mm512_xor_si512(t, acc[j]);
+  alignas(64) uint64_t lanes[64 / 8];
+  std::memcpy(lanes, &t, sizeof t);
+  uint64_t r = 0;
+  for (uint64_t v : lanes) r ^= v;
+  for (std::size_t i = per * static_cast<std::size_t>(streams); i < bytes; ++i) r ^= x[i];
+  return r;
 }
 }  // namespace llmport::cpu
