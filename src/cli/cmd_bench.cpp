@@ -184,6 +184,10 @@ int run_bench(const BArgs& a) {
       return interleave ? measure_compute_peak(a.threads, dtype).gflops * 1e9 / flops_per_tok
                         : prefill_bound_tps(roof, cost, dtype, p);
     };
+    {  // untimed warmup at the test's size (as llama-bench): buffers grown, pages touched
+      eng.reset();
+      eng.prefill(ids(p));
+    }
     double before = bound_now();
     for (int r = 0; r < a.reps; ++r) {
       const auto prompt = ids(p);

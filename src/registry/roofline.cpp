@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/cpu_peak.hpp"
@@ -16,6 +18,22 @@ namespace llmport {
 namespace {
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs f(t, T) on T threads (the caller is thread 0) and returns the sum of the results.
+// Plain threads, joined before returning, not an OpenMP region: libgomp's idle workers
+// spin for a while after a region, and `llmport bench` measures these bounds between
+// repetitions, where spinning threads would steal the two cores from the engine's pool.
+template <class F>
+double on_threads(int T, F&& f) {
+  std::vector<double> out(static_cast<std::size_t>(T), 0.0);
+  std::vector<std::thread> ts;
+  for (int t = 1; t < T; ++t) ts.emplace_back([&, t] { out[static_cast<std::size_t>(t)] = f(t, T); });
+  out[0] = f(0, T);
+  for (auto& th : ts) th.join();
+  double sum = 0;
+  for (double v : out) sum += v;
+  return sum;
 }
 
 // Best-of-6 streaming read of `n` floats split over `threads`, best over 1, 4 and 8
@@ -28,14 +46,12 @@ double read_gbps(const float* buf, std::size_t n, int threads, bool avx512) {
   for (int streams : {1, 4, 8})
     for (int rep = 0; rep < 4; ++rep) {
       const double t0 = now();
-      float total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
-      {
-        const std::size_t t = omp_get_thread_num(), T = omp_get_num_threads();
+      const double total = on_threads(threads, [&](int t, int T) {
         const std::size_t i0 = n * t / T, i1 = n * (t + 1) / T;
-        total += avx512 ? cpu::read_sum_streams_avx512(buf + i0, i1 - i0, streams)
-                        : cpu::read_sum_streams_avx2(buf + i0, i1 - i0, streams);
-      }
+        return static_cast<double>(
+            avx512 ? cpu::read_sum_streams_avx512(buf + i0, i1 - i0, streams)
+                   : cpu::read_sum_streams_avx2(buf + i0, i1 - i0, streams));
+      });
       const double dt = now() - t0;
       volatile float sink = total;
       (void)sink;
@@ -58,10 +74,8 @@ double peak(int threads, F&& f) {
   // Best of 4 passes of ~0.04 s (see read_gbps: one descheduled thread spoils a pass).
   double best = 0;
   for (int rep = 0; rep < 4; ++rep) {
-    double flops = 0;
     const double t0 = now();
-#pragma omp parallel num_threads(threads) reduction(+ : flops)
-    flops += f(iters);
+    const double flops = on_threads(threads, [&](int, int) { return f(iters); });
     best = std::max(best, flops / (now() - t0) * 1e-9);
   }
   return best;
@@ -78,8 +92,10 @@ Roofline measure_roofline(int threads) {
   const std::size_t n = (std::size_t{512} << 20) / 4;  // 512 MiB of floats
   std::unique_ptr<float, decltype(&std::free)> buf(
       static_cast<float*>(std::aligned_alloc(64, n * 4)), &std::free);
-#pragma omp parallel for num_threads(r.threads) schedule(static)
-  for (long i = 0; i < static_cast<long>(n); ++i) buf.get()[i] = 1.0f;  // fault pages in
+  on_threads(r.threads, [&](int t, int T) {  // fault the pages in, each thread its part
+    std::fill(buf.get() + n * t / T, buf.get() + n * (t + 1) / T, 1.0f);
+    return 0.0;
+  });
   r.read_gbps_1t = read_gbps(buf.get(), n, 1, avx512);
   r.read_gbps = read_gbps(buf.get(), n, r.threads, avx512);
   if (cpu::isa_supported(cpu::Isa::Avx512Bf16))
