@@ -17,15 +17,6 @@
 namespace llmport::test {
 namespace {
 
-TensorView view_of(const std::vector<float>& w, int n, int k) {
-  TensorView v;
-  v.dtype = DType::F32;
-  v.shape = {n, k};
-  v.data = w.data();
-  v.nbytes = w.size() * 4;
-  return v;
-}
-
 // q/k/v-like group: three weights of different n_out over one n_in (GQA: k, v narrower).
 TEST(CpuLinearGroup, EqualsSeparateLinearCallsEveryIsaDtypeAndM) {
   const int k = 257;  // odd: exercises the bf16 k-pair tail

@@ -13,15 +13,6 @@
 namespace llmport::test {
 namespace {
 
-TensorView view_of(const std::vector<float>& w, int n, int k) {
-  TensorView v;
-  v.dtype = DType::F32;
-  v.shape = {n, k};
-  v.data = w.data();
-  v.nbytes = w.size() * 4;
-  return v;
-}
-
 struct Shape {
   int n, k;
 };

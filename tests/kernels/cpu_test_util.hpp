@@ -13,6 +13,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/weights.hpp"
 
 namespace llmport::test {
 
@@ -70,6 +71,16 @@ inline int compare(const float* got, const float* want, std::size_t n, Tol tol,
       ADD_FAILURE() << what << " [" << i << "]: got " << g << " want " << w;
   }
   return bad;
+}
+
+/// An fp32 [n, k] weight over `w` (no file: packing never releases its pages).
+inline TensorView view_of(const std::vector<float>& w, int n, int k) {
+  TensorView v;
+  v.dtype = DType::F32;
+  v.shape = {n, k};
+  v.data = w.data();
+  v.nbytes = w.size() * 4;
+  return v;
 }
 
 inline std::vector<cpu::Isa> isas_under_test() { return cpu::supported_isas(); }

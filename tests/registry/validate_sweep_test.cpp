@@ -7,6 +7,7 @@
 #include <set>
 
 #include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu_test_util.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
 #include "llmport/registry.hpp"
@@ -110,15 +111,6 @@ TEST(Sweep, RecordsAllCandidatesAndTheFastestPassingBest) {
   sel.allow_heuristic = false;
   EXPECT_NO_THROW(sel.linear_config(*be, cfg.n_heads * cfg.head_dim, cfg.emb_dim, DType::BF16));
   EXPECT_TRUE(sel.heuristic_used.empty());
-}
-
-TensorView view_of(const std::vector<float>& w, int n, int k) {
-  TensorView v;
-  v.dtype = DType::F32;
-  v.shape = {n, k};
-  v.data = w.data();
-  v.nbytes = w.size() * 4;
-  return v;
 }
 
 TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
