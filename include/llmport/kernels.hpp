@@ -120,6 +120,11 @@ class Backend {
   DispatchCounters counters_;
 };
 
+/// Most worker threads a backend accepts: 4 x this machine's hardware threads (at least
+/// 4). More only thrashes, and a typo such as `-t 100000` must be a clear error, not an
+/// attempt to start 100000 threads. Backends throw UsageError above it.
+int max_backend_threads();
+
 /// Backends built into this binary, e.g. {"reference", "cpu"}.
 std::vector<std::string> available_backends();
 /// Creates a backend by name; throws UsageError naming the available ones otherwise.

@@ -8,11 +8,13 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -49,14 +51,16 @@ std::vector<int> parse_list(const std::string& s, const char* flag) {
   std::vector<int> out;
   std::stringstream ss(s);
   std::string it;
+  if (s.empty()) throw UsageError(std::string(flag) + ": empty list (0 = no prefill test)");
   while (std::getline(ss, it, ',')) {
-    if (it.empty()) continue;
+    if (it.empty()) throw UsageError(std::string(flag) + ": empty item in '" + s + "'");
     char* end = nullptr;
     const long v = std::strtol(it.c_str(), &end, 10);
     if (*end != '\0' || v < 0 || v > 1 << 20)
       throw UsageError(std::string(flag) + ": '" + it + "' is not a token count");
-    if (v > 0) out.push_back(static_cast<int>(v));
+    if (v > 0) out.push_back(static_cast<int>(v));  // 0: no prefill test (llama-bench)
   }
+  if (s.back() == ',') throw UsageError(std::string(flag) + ": empty item in '" + s + "'");
   return out;
 }
 
@@ -94,17 +98,25 @@ void finish(TestResult& t) {
 int run_bench(const BArgs& a) {
   if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
   if (a.n_gen < 0) throw UsageError("-n/--n-gen must be >= 0 (0 = no generation test)");
-  if (a.threads < 0) throw UsageError("-t/--threads must be >= 0 (0 = all cores)");
   if (a.output != "md" && a.output != "json" && a.output != "csv")
     throw UsageError("-o/--output must be md, json or csv (got '" + a.output + "')");
   const std::vector<int> pps = parse_list(a.prompts, "-p/--n-prompt");
+  if (pps.empty() && a.n_gen == 0 && !a.roofline_only)
+    throw UsageError("nothing to measure: -p/--n-prompt and -n/--n-gen are both 0");
+  if (a.roofline_only && a.no_roofline)
+    throw UsageError("--roofline and --no-roofline exclude each other");
+  if (!a.registry.empty() && !std::filesystem::is_directory(a.registry))
+    throw UsageError("--registry " + a.registry +
+                     ": not a directory (a kernel registry, e.g. <deployment>/registry)");
   const std::string dir = resolve_model_dir(a.model);
   const ModelConfig cfg = load_model_config(dir);
   const DType dtype = !a.dtype.empty() ? parse_dtype(a.dtype)
                       : cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(cfg.torch_dtype);
   const ModelCost cost = model_cost(cfg, dtype);
-  std::string name = std::filesystem::absolute(dir).lexically_normal().filename().string();
-  if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+  // The model's name: its directory (also when MODEL names its config.json).
+  std::filesystem::path mdir = std::filesystem::absolute(dir).lexically_normal();
+  if (std::filesystem::is_regular_file(mdir) || mdir.filename().empty()) mdir = mdir.parent_path();
+  const std::string name = mdir.filename().string();
 
   Roofline roof;
   if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
@@ -112,6 +124,25 @@ int run_bench(const BArgs& a) {
   const ComputePeak peak = compute_peak(roof, dtype);
   if (a.roofline_only) {
     const int pp_roof = pps.empty() ? 512 : pps.front();
+    if (a.output == "json") {
+      std::cout << nlohmann::json{{"model", name},
+                                  {"dtype", std::string(dtype_name(dtype))},
+                                  {"roofline", {{"threads", roof.threads}, {"isa", roof.isa},
+                                                {"read_gbps", roof.read_gbps},
+                                                {"read_gbps_1t", roof.read_gbps_1t},
+                                                {"bf16_gflops", roof.bf16_gflops},
+                                                {"f32_gflops", roof.f32_gflops},
+                                                {"compute_peak_gflops", peak.gflops},
+                                                {"compute_peak", peak.kind}}},
+                                  {"weight_mib", cost.weight_bytes / (1 << 20)},
+                                  {"decode_bound_ts", decode_bound_tps(roof, cost, a.n_gen / 2)},
+                                  {"n_gen", a.n_gen},
+                                  {"prefill_bound_ts", prefill_bound_tps(roof, cost, dtype, pp_roof)},
+                                  {"n_prompt", pp_roof}}
+                       .dump(1)
+                << "\n";
+      return kExitOk;
+    }
     std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
               << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
                              roof.read_gbps_1t)
@@ -136,18 +167,32 @@ int run_bench(const BArgs& a) {
   opt.backend = a.backend;
   opt.dtype = dtype;
   opt.threads = a.threads;
-  int need = a.n_gen + 1;
-  for (int p : pps) need = std::max(need, p + 1);
+  // Positions the tests use: a pp test p, a tg test n_gen (from an empty cache), the warmup
+  // min(8, need - 1) + 1: a prompt may fill the whole context.
+  int need = std::max(2, a.n_gen);
+  for (int p : pps) need = std::max(need, p);
   const int ctx = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
   if (ctx > 0 && need > ctx)
-    throw UsageError(fmt::format("bench: {} tokens exceed the model context of {}", need - 1, ctx));
+    throw UsageError(fmt::format("bench: {} tokens exceed the model context of {}", need, ctx));
   opt.max_seq = need;
   auto sel = std::make_shared<KernelSelection>();
   if (!a.registry.empty())
     sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), std::filesystem::path(a.registry));
   else
     sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), std::nullopt);
-  if (!a.kernel_cache.empty()) sel->cache_dir = a.kernel_cache;
+  if (!a.kernel_cache.empty()) {
+    if (a.backend != "cpu") {
+      std::cerr << "warning: --kernel-cache: the " << a.backend
+                << " backend keeps no packed weights; ignored\n";
+    } else {
+      std::error_code ec;
+      std::filesystem::create_directories(a.kernel_cache, ec);
+      if (ec || !std::filesystem::is_directory(a.kernel_cache))
+        throw UsageError("--kernel-cache " + a.kernel_cache + ": cannot create the directory" +
+                         (ec ? " (" + ec.message() + ")" : std::string()));
+      sel->cache_dir = a.kernel_cache;
+    }
+  }
   int max_pp = 0;
   for (int p : pps) max_pp = std::max(max_pp, p);
   sel->prefill_m = max_pp > 0 ? max_pp : 512;
@@ -234,7 +279,23 @@ int run_bench(const BArgs& a) {
   const double kv_mib = eng.kv_cache_bytes() / double(1 << 20);
   const double budget_mib = 1.1 * (packed_mib + kv_mib + 64.0);
   const std::string isa = eng.backend().isa();
-  const int threads = a.threads > 0 ? a.threads : roof.threads;
+  const int threads =
+      a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // A bound that was not measured (--no-roofline, reference backend) is "n/a", never 0%.
+  auto fraction_json = [](const TestResult& t) -> nlohmann::json {
+    if (t.bound > 0) return t.fraction;
+    return nullptr;
+  };
+  auto fraction_text = [](const TestResult& t, const char* fmt_pct) -> std::string {
+    return t.bound > 0 ? fmt::format(fmt::runtime(fmt_pct), t.fraction) : "n/a";
+  };
+  nlohmann::json cache_json = nullptr;
+  std::string cache_text;
+  if (!a.kernel_cache.empty()) {
+    cache_json = {{"dir", a.kernel_cache}, {"hits", sel->cache_hits}, {"packed", sel->cache_misses}};
+    cache_text = fmt::format(" (kernel cache: {} hits, {} packed and written)", sel->cache_hits,
+                             sel->cache_misses);
+  }
   if (a.output == "json") {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& t : results)
@@ -242,11 +303,11 @@ int run_bench(const BArgs& a) {
                      {"dtype", std::string(dtype_name(dtype))}, {"test", t.test},
                      {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.avg},
                      {"stddev_ts", t.stddev}, {"samples_ts", t.samples},
-                     {"roofline_fraction", t.fraction}, {"roofline_bound_ts", t.bound},
+                     {"roofline_fraction", fraction_json(t)}, {"roofline_bound_ts", t.bound},
                      {"roofline_bounds_ts", t.bounds},
                      {"roofline_fraction_start",
                       t.start_bound > 0 ? t.avg / t.start_bound : 0.0},
-                     {"load_s", load_s}, {"peak_rss_mib", rss},
+                     {"load_s", load_s}, {"kernel_cache", cache_json}, {"peak_rss_mib", rss},
                      {"packed_weight_mib", packed_mib}, {"memory_budget_mib", budget_mib},
                      {"weight_mib", cost.weight_bytes / (1 << 20)},
                      {"kv_cache_mib", cost.kv_bytes_per_pos * need / (1 << 20)},
@@ -261,20 +322,24 @@ int run_bench(const BArgs& a) {
   } else if (a.output == "csv") {
     std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
     for (const auto& t : results)
-      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.4f}\n", name, a.backend, isa,
+      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", name, a.backend, isa,
                                threads, dtype_name(dtype), t.test, t.n_prompt, t.n_gen, t.avg,
-                               t.stddev, t.fraction);
+                               t.stddev, t.bound > 0 ? fraction_text(t, "{:.4f}") : "");
   } else {
     std::cout << "| model | size | backend | isa | threads | dtype | test | t/s | roofline |\n"
                  "| --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n";
     for (const auto& t : results)
-      std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {:.0f}% |\n",
+      std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} |\n",
                                name, cost.weight_bytes / (1 << 30), a.backend, isa, threads,
-                               dtype_name(dtype), t.test, t.avg, t.stddev, 100 * t.fraction);
-    std::cout << fmt::format("\nroofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
-                             "GFLOP/s (pp bound uses {:.0f} GFLOP/s, {}); load {:.2f} s; peak RSS {:.0f} MiB\n",
-                             roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops,
-                             peak.gflops, peak.kind, load_s, rss);
+                               dtype_name(dtype), t.test, t.avg, t.stddev,
+                               t.bound > 0 ? fmt::format("{:.0f}%", 100 * t.fraction) : "n/a");
+    std::cout << "\n";
+    if (interleave)
+      std::cout << fmt::format("roofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
+                               "GFLOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
+                               roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops,
+                               peak.gflops, peak.kind);
+    std::cout << fmt::format("load {:.2f} s{}; peak RSS {:.0f} MiB\n", load_s, cache_text, rss);
     if (interleave)
       for (const auto& t : results)
         std::cout << fmt::format("{}: bound {:.2f} tokens/s (mean of {} re-measured next to each "
@@ -309,7 +374,8 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("-p,--n-prompt", a->prompts, "Prompt lengths, comma separated (default 512)");
                        sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
-                       sub.add_option("-t,--threads", a->threads, "Threads (0 = all cores)");
+                       sub.add_option("-t,--threads", a->threads, "Threads (0 = all cores)")
+                           ->check(thread_count());
                        sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
                        sub.add_option("-o,--output", a->output, "md|json|csv");
                        sub.add_option("--backend", a->backend, "cpu|reference");

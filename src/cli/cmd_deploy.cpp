@@ -47,7 +47,7 @@ Registrar deploy_cmd{Command{
       sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
       sub.add_option("--max-seq", o->d.max_seq, "cap the context (tokens); a sliding window >= N is then accepted")
           ->check(at_least(1));
-      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(at_least(0));
+      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(thread_count());
       // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
       sub.add_option("--fault", o->d.fault, "")->group("");
       sub.add_flag("--quick", o->d.quick, "")->group("");

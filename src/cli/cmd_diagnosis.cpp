@@ -146,7 +146,7 @@ Registrar reg{Command{
       sub.add_option("--out", a->out_dir, "also write diagnosis.md, diagnosis.json and diagnosis.svg into DIR");
       sub.add_option("--dtype", a->dtype, "engine compute dtype (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend")->capture_default_str();
-      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)");
+      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(at_least(1));
       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")
           ->group("");

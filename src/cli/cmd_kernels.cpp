@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -54,6 +55,9 @@ ModelInfo load_info(const KArgs& a) {
   std::transform(nm.begin(), nm.end(), nm.begin(), [](unsigned char c) { return std::tolower(c); });
   mi.name = nm;
   const int ctx = mi.cfg.max_seq > 0 ? mi.cfg.max_seq : mi.cfg.max_position_embeddings;
+  if (a.prefill_m > 0 && ctx > 0 && a.prefill_m > ctx)
+    throw UsageError("--prefill-m " + std::to_string(a.prefill_m) + " exceeds the model context of " +
+                     std::to_string(ctx) + " tokens");
   mi.prefill_m = a.prefill_m > 0 ? a.prefill_m : std::max(1, std::min(512, ctx > 0 ? ctx : 512));
   return mi;
 }
@@ -179,16 +183,19 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                          for (CLI::App* s : {val, sw}) {
                            add_model_arg(*s, &a->model);
                            s->add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
-                           s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)");
+                           s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)")
+                               ->check(thread_count());
                            s->add_option("--registry", a->registry, "Writable registry dir");
-                           s->add_option("--prefill-m", a->prefill_m, "Prefill rows (default min(512, context))");
+                           s->add_option("--prefill-m", a->prefill_m, "Prefill rows (default min(512, context))")
+                               ->check(at_least(1));
                            s->add_option("--name", a->name, "Model name for used_by (default: directory name)");
                          }
                          val->add_option("--isa", a->isa, "Force the ISA level (avx512bf16|avx512|avx2|scalar)");
                          val->add_flag("--json", a->json, "Print JSON");
                          sw->add_flag("--prefill", a->prefill, "Sweep the prefill GEMM");
                          sw->add_flag("--decode", a->decode, "Sweep the decode GEMV");
-                         sw->add_option("--reps", a->reps, "Timed repetitions per candidate");
+                         sw->add_option("--reps", a->reps, "Timed repetitions per candidate")
+                             ->check(at_least(1));
                          return [a, list, val, sw]() -> int {
                            if (list->parsed()) return run_list(*a);
                            if (val->parsed()) return run_validate(*a);

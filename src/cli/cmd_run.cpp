@@ -312,7 +312,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_option("--backend", a->backend, "reference | cpu")
                            ->check(CLI::IsMember(available_backends()));
                        sub.add_option("--threads,-t", a->threads, "worker threads (0: all cores)")
-                           ->check(at_least(0));
+                           ->check(thread_count());
                        sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
                                                            "(default: the checkpoint's torch_dtype)");

@@ -74,7 +74,7 @@ Registrar reg{Command{
       sub.add_flag("--full", a->full, "all 8 prompts of the built-in set (implied with a golden)");
       sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32 (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference, ...)")->capture_default_str();
-      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)");
+      sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--report-dir", a->report_dir,
                      "report directory (default ./llmport-reports/<time>/, or verify/reports/<time>/ in a deployment)");
       sub.add_option("--prompts", a->prompts, "prompt file (JSON: texts or prompt_ids) instead of the built-in set");

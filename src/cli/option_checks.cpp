@@ -1,5 +1,7 @@
 #include "cli/option_checks.hpp"
 
+#include "llmport/kernels.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -29,6 +31,20 @@ CLI::Validator at_least(double min) {
         return {};
       },
       fmt::format(">= {}", min));
+}
+
+CLI::Validator thread_count() {
+  const int max = max_backend_threads();
+  return CLI::Validator(
+      [max](std::string& s) -> std::string {
+        const auto v = as_number(s);
+        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (*v < 0 || *v > max || *v != static_cast<double>(static_cast<long>(*v)))
+          return fmt::format("must be a whole number from 0 (all cores) to {} (4 x this machine's "
+                             "hardware threads), got {}", max, s);
+        return {};
+      },
+      fmt::format("0..{}", max));
 }
 
 CLI::Validator above(double min) {

@@ -10,6 +10,8 @@ namespace llmport::cli {
 CLI::Validator at_least(double min);
 /// Accepts a number > min (help shows "> min").
 CLI::Validator above(double min);
+/// Accepts a worker-thread count: 0 (all cores) .. max_backend_threads().
+CLI::Validator thread_count();
 /// Accepts a number in [lo, hi], or (lo, hi] when lo_open (help shows the interval).
 CLI::Validator in_range(double lo, double hi, bool lo_open = false);
 

@@ -1,5 +1,7 @@
 // Backend dispatch by name, plus the backend-independent ops (embedding lookup, softmax).
+#include <algorithm>
 #include <cstring>
+#include <thread>
 #include <string>
 
 #include "kernels/backend_impls.hpp"
@@ -27,6 +29,11 @@ void check_gather_row(const LinearWeight& w, int row) {
 void Backend::linear_group(std::span<const LinearCall> calls, const float* x, int m) {
   check_linear_group(calls);
   for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
+}
+
+int max_backend_threads() {
+  const unsigned hc = std::thread::hardware_concurrency();
+  return std::max(4, 4 * static_cast<int>(hc > 0 ? hc : 1));
 }
 
 std::vector<std::string> available_backends() { return {"reference", "cpu"}; }

@@ -1,4 +1,7 @@
 // Provenance of a measurement: CPU model and flags, compiler, version, date.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fstream>
@@ -38,7 +41,8 @@ Provenance Provenance::current(int threads) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   p.date = buf;
-  p.threads = threads;
+  // 0 means "all cores": record the count that ran.
+  p.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
   return p;
 }
 

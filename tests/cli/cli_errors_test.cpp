@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/kernels.hpp"
 #include "support/test_support.hpp"
 
 namespace llmport::test {
@@ -28,6 +29,12 @@ TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
   EXPECT_EQ(help.err.find("error:"), std::string::npos) << help.err;
 }
 
+// The thread-count message names the machine's limit (4 x its hardware threads).
+std::string threads_error(const std::string& got) {
+  return "error: --threads: must be a whole number from 0 (all cores) to " +
+         std::to_string(max_backend_threads()) + " (4 x this machine's hardware threads), got " + got;
+}
+
 TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
   struct Case {
     std::vector<std::string> args;
@@ -44,7 +51,9 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
       {{"check", stories(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
       {{"verify", stories(), "--max-seq", "-3"}, "error: --max-seq: must be >= 1, got -3"},
       {{"diagnosis", stories(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
-      {{"deploy", stories(), "--threads", "-1"}, "error: --threads: must be >= 0, got -1"},
+      {{"deploy", stories(), "--threads", "-1"}, threads_error("-1")},
+      {{"deploy", stories(), "--threads", "100000"}, threads_error("100000")},
+      {{"bench", stories(), "-t", "100000"}, threads_error("100000")},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.want);

@@ -61,10 +61,12 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
     EXPECT_EQ(t.at("roofline").at("compute_peak_gflops").get<double>(), 0.0);
     EXPECT_EQ(t.at("roofline").at("compute_peak"), "fp32_fma");
   }
-  // Without a roofline the bound of every repetition is the (unmeasured, 0) start bound.
+  // Without a roofline nothing bounds the tests: the fraction is null ("n/a"), never 0.
   for (const auto& t : j) {
     EXPECT_EQ(t.at("roofline_bounds_ts").size(), 2u);
-    EXPECT_EQ(t.at("roofline_fraction").get<double>(), 0.0);
+    EXPECT_TRUE(t.at("roofline_fraction").is_null());
+    EXPECT_TRUE(t.at("kernel_cache").is_null());
+    EXPECT_GE(t.at("threads").get<int>(), 1);
   }
   // Memory: the packed weights are every linear in 16-row panels (k padded to even for bf16),
   // and the budget is issue 6's 1.1 x (packed weights + KV cache + 64 MiB).
@@ -79,8 +81,8 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
                        packed(e, cfg.hidden_dim);
   const double want_mib = (layer * cfg.n_layers + packed(cfg.vocab_size, e)) / (1 << 20);
   EXPECT_NEAR(j[0].at("packed_weight_mib").get<double>(), want_mib, 1e-9);
-  // bench sizes the cache for the longest test plus one (17), the engine adds a spare slot.
-  const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 18 / (1 << 20);
+  // bench sizes the cache for the longest test (16), the engine adds a spare slot.
+  const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 17 / (1 << 20);
   EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(), 1.1 * (want_mib + kv_mib + 64), 1e-3);
   EXPECT_GT(j[0].at("peak_rss_mib").get<double>(), 0);
 }
@@ -109,6 +111,28 @@ TEST(CliBench, FractionIsMeanOfPerRepetitionRatios) {
   }
 }
 
+// A prompt may fill the whole context (stories260K: 512), and a kernel cache reports
+// what it packed and, on the second start, what it hit.
+TEST(CliBench, FullContextPromptAndKernelCacheReport) {
+  const auto model = shared_path("models/stories260K").string();
+  const ModelConfig cfg = load_model_config(model);
+  TempDir dir;
+  const std::string cache = (dir.path() / "kc").string();
+  const std::vector<std::string> args = {"bench", model, "-p", std::to_string(cfg.max_position_embeddings),
+                                         "-n", "0", "-r", "1", "-t", "1", "-o", "json",
+                                         "--no-roofline", "--kernel-cache", cache};
+  const int n_linears = 7 * cfg.n_layers + 1;
+  for (int run = 0; run < 2; ++run) {
+    auto r = run_llmport(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_EQ(j.size(), 1u);
+    EXPECT_EQ(j[0].at("n_prompt"), cfg.max_position_embeddings);
+    EXPECT_EQ(j[0].at("kernel_cache").at("hits"), run == 0 ? 0 : n_linears);
+    EXPECT_EQ(j[0].at("kernel_cache").at("packed"), run == 0 ? n_linears : 0);
+  }
+}
+
 TEST(CliBench, BadInputExits2) {
   const auto model = shared_path("models/stories260K").string();
   EXPECT_EQ(run_llmport({"bench", model, "-o", "xml"}).exit_code, 2);
@@ -119,9 +143,29 @@ TEST(CliBench, BadInputExits2) {
   EXPECT_NE(neg_gen.err.find("-n/--n-gen must be >= 0"), std::string::npos) << neg_gen.err;
   const auto neg_threads = run_llmport({"bench", model, "-t", "-2", "--no-roofline"});
   EXPECT_EQ(neg_threads.exit_code, 2);
-  EXPECT_NE(neg_threads.err.find("-t/--threads must be >= 0"), std::string::npos) << neg_threads.err;
+  EXPECT_NE(neg_threads.err.find("--threads: must be a whole number from 0"), std::string::npos) << neg_threads.err;
   EXPECT_EQ(run_llmport({"bench", "/nonexistent/model"}).exit_code, 2);
   EXPECT_EQ(run_llmport({"bench", model, "-p", "100000", "--no-roofline"}).exit_code, 2);
+  // A thread count far beyond the machine is a usage error, not 100000 threads.
+  EXPECT_EQ(run_llmport({"bench", model, "-t", "100000", "--no-roofline"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"run", model, "--prompt", "Once", "-n", "2", "-t", "100000"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "16,,32", "--no-roofline"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "16,", "--no-roofline"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "0", "-n", "0"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "--roofline", "--no-roofline"}).exit_code, 2);
+  TempDir dir;
+  EXPECT_EQ(run_llmport({"bench", model, "-p", "8", "-n", "1", "--no-roofline", "--registry",
+                         (dir.path() / "missing").string()})
+                .exit_code,
+            2);
+  EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--decode", "--registry", dir.path().string(),
+                         "--reps", "0"})
+                .exit_code,
+            2);
+  EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--prefill", "--registry", dir.path().string(),
+                         "--prefill-m", "100000"})
+                .exit_code,
+            2);
 }
 
 }  // namespace
