@@ -288,7 +288,18 @@ int run_run(const RunArgs& a) {
     std::cout << out.dump() << "\n";
   } else {
     std::cout << "\n" << std::flush;
-    if (a.profile) print_profile(std::cerr, engine, r);
+    if (a.profile) {
+      print_profile(std::cerr, engine, r);
+      // Which tile configs the timings above ran with (issue 6: every report that used a
+      // heuristic default says so).
+      if (!eopt.kernels)
+        std::cerr << "kernel configs: the backend's heuristic defaults (no --registry)\n";
+      else if (!eopt.kernels->heuristic_used.empty())
+        std::cerr << "kernel configs: " << eopt.kernels->heuristic_used.size()
+                  << " shape(s) not in the registry ran with the heuristic default config\n";
+      else
+        std::cerr << "kernel configs: every linear shape from the registry " << a.registry << "\n";
+    }
   }
   return kExitOk;
 }

@@ -92,6 +92,16 @@ TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u);
   for (const char* s : {"attention", "linear_qkv", "lm_head", "prefill:", "tokens/s", "decode:", "ms/token"})
     EXPECT_NE(r.err.find(s), std::string::npos) << s << "\n" << r.err;
+  // Without --registry the timings ran on heuristic tile configs, and the report says so.
+  EXPECT_NE(r.err.find("kernel configs: the backend's heuristic defaults"), std::string::npos) << r.err;
+  // With an empty writable registry (stories260K's shapes are not shipped) it counts them.
+  TempDir reg;
+  const auto t = run_llmport({"run", stories(), "--prompt", "Once", "--n-tokens", "2", "--profile",
+                              "--registry", reg.path().string()});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.err.find("shape(s) not in the registry ran with the heuristic default config"),
+            std::string::npos)
+      << t.err;
 }
 
 TEST(CliRun, SamplingIsSeeded) {
