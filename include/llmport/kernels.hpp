@@ -130,6 +130,9 @@ std::vector<std::string> available_backends();
 /// Creates a backend by name; throws UsageError naming the available ones otherwise.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
 
+/// Throws UsageError naming the first id of ids[0, m) outside the vocabulary [0, vocab).
+void check_token_ids(const int* ids, int m, int64_t vocab);
+
 /// Embedding lookup: out[t, :] = table[ids[t], :] converted to fp32 after rounding through
 /// `compute` (so every backend sees the same values). table: [vocab, dim] any dtype.
 /// Throws UsageError for an id outside [0, vocab).

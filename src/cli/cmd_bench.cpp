@@ -95,6 +95,20 @@ void finish(TestResult& t) {
   t.fraction = t.bounds.empty() ? 0 : f / t.bounds.size();
 }
 
+// `reps` timed repetitions (rep() returns tokens/s), each bounded by the larger of the
+// bounds measured right before and right after it, then the summary statistics.
+template <class Bound, class Rep>
+void run_reps(TestResult& t, int reps, Bound&& bound_now, Rep&& rep) {
+  double before = bound_now();
+  for (int r = 0; r < reps; ++r) {
+    t.samples.push_back(rep());
+    const double after = bound_now();
+    t.bounds.push_back(std::max(before, after));
+    before = after;
+  }
+  finish(t);
+}
+
 int run_bench(const BArgs& a) {
   if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
   if (a.n_gen < 0) throw UsageError("-n/--n-gen must be >= 0 (0 = no generation test)");
@@ -233,18 +247,13 @@ int run_bench(const BArgs& a) {
       eng.reset();
       eng.prefill(ids(p));
     }
-    double before = bound_now();
-    for (int r = 0; r < a.reps; ++r) {
+    run_reps(t, a.reps, bound_now, [&] {
       const auto prompt = ids(p);
       eng.reset();
       const double t0 = now();
       eng.prefill(prompt);
-      t.samples.push_back(p / (now() - t0));
-      const double after = bound_now();
-      t.bounds.push_back(std::max(before, after));
-      before = after;
-    }
-    finish(t);
+      return p / (now() - t0);
+    });
     t.start_bound = prefill_bound_tps(roof, cost, dtype, p);
     results.push_back(t);
   }
@@ -257,18 +266,13 @@ int run_bench(const BArgs& a) {
       const double gbps = interleave ? eng.weight_read_gbps(2) : 0;
       return gbps > 0 ? gbps * 1e9 / bytes : decode_bound_tps(roof, cost, a.n_gen / 2);
     };
-    double before = bound_now();
-    for (int r = 0; r < a.reps; ++r) {
+    run_reps(t, a.reps, bound_now, [&] {
       eng.reset();
       int next = tok(rng);
       const double t0 = now();
       for (int i = 0; i < a.n_gen; ++i) eng.decode_step(next), next = tok(rng);
-      t.samples.push_back(a.n_gen / (now() - t0));
-      const double after = bound_now();
-      t.bounds.push_back(std::max(before, after));
-      before = after;
-    }
-    finish(t);
+      return a.n_gen / (now() - t0);
+    });
     t.start_bound = decode_bound_tps(roof, cost, a.n_gen / 2);
     results.push_back(t);
   }

@@ -119,6 +119,17 @@ void print_profile(std::ostream& os, const Engine& eng, const GenerateResult& r)
                     decode_ms_tok, decode_tps);
 }
 
+// Engine options both modes (one-shot and --chat) share: backend, threads, dtype, and the
+// registry's tuned tile configs when --registry is given.
+EngineOptions engine_options(const RunArgs& a, int context) {
+  EngineOptions eopt;
+  eopt.backend = a.backend;
+  eopt.threads = a.threads;
+  if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
+  if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
+  return eopt;
+}
+
 int run_run(const RunArgs& a) {
   // MODEL first: with no arguments at all, the missing model is the first thing to say.
   if (a.model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
@@ -150,12 +161,8 @@ int run_run(const RunArgs& a) {
     instruct_prompt_ids(*tok, "", "");  // no chat template: fail before loading the weights
     const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
     for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
-    EngineOptions eopt;
-    eopt.backend = a.backend;
-    eopt.threads = a.threads;
-    if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
+    EngineOptions eopt = engine_options(a, context);
     eopt.max_seq = 0;  // the context, bounded by EngineOptions::kDefaultMaxSeq (KV memory)
-    if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
     Engine engine(cfg, weights, eopt);
     return run_chat_loop(engine, *tok, copt, std::cin, std::cout, std::cerr, isatty(STDIN_FILENO) != 0);
   }
@@ -211,13 +218,9 @@ int run_run(const RunArgs& a) {
 
   const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
   for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
-  EngineOptions eopt;
-  eopt.backend = a.backend;
-  eopt.threads = a.threads;
-  if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
+  EngineOptions eopt = engine_options(a, context);
   eopt.max_seq = n_prompt + n_tokens;
   if (!a.fault.empty()) eopt.fault = FaultInjection::parse(a.fault);
-  if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
   Engine engine(cfg, weights, eopt);
   engine.set_profiling(a.profile);
 

@@ -49,16 +49,21 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
   throw UsageError("unknown backend '" + name + "' (available: " + list + ")");
 }
 
+void check_token_ids(const int* ids, int m, int64_t vocab) {
+  for (int t = 0; t < m; ++t)
+    if (ids[t] < 0 || ids[t] >= vocab)
+      throw UsageError("token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ")");
+}
+
 void embedding_lookup(const TensorView& table, DType compute, const int* ids, int m, float* out) {
   if (table.shape.size() != 2)
     throw ShapeError(table.file.string() + ": " + table.name + ": embedding must be 2-D");
   const int64_t vocab = table.shape[0];
   const std::size_t dim = static_cast<std::size_t>(table.shape[1]);
   const std::size_t es = dtype_size(table.dtype);
+  check_token_ids(ids, m, vocab);
   for (int t = 0; t < m; ++t) {
-    if (ids[t] < 0 || ids[t] >= vocab)
-      throw UsageError("token id " + std::to_string(ids[t]) + " is outside the vocabulary [0, " +
-                       std::to_string(vocab) + ")");
     const auto* row = static_cast<const unsigned char*>(table.data) + static_cast<std::size_t>(ids[t]) * dim * es;
     float* o = out + static_cast<std::size_t>(t) * dim;  // [dim]
     to_f32(table.dtype, row, o, dim);

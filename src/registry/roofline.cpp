@@ -48,9 +48,9 @@ double read_gbps(const float* buf, std::size_t n, int threads, bool avx512) {
       const double t0 = now();
       const double total = on_threads(threads, [&](int t, int T) {
         const std::size_t i0 = n * t / T, i1 = n * (t + 1) / T;
-        return static_cast<double>(
-            avx512 ? cpu::read_sum_streams_avx512(buf + i0, i1 - i0, streams)
-                   : cpu::read_sum_streams_avx2(buf + i0, i1 - i0, streams));
+        const std::size_t bytes = (i1 - i0) * sizeof(float);
+        return static_cast<double>(avx512 ? cpu::read_xor_streams_avx512(buf + i0, bytes, streams)
+                                          : cpu::read_xor_streams_avx2(buf + i0, bytes, streams));
       });
       const double dt = now() - t0;
       volatile float sink = total;
@@ -82,9 +82,23 @@ double peak(int threads, F&& f) {
 }
 }  // namespace
 
+namespace {
+int thread_count(int threads) { return threads > 0 ? threads : std::max(1, omp_get_num_procs()); }
+
+// The compute peaks of r.threads threads into r (vdpbf16ps only when `bf16` and supported).
+// Needs AVX2.
+void measure_peaks(Roofline& r, bool bf16) {
+  if (bf16 && cpu::isa_supported(cpu::Isa::Avx512Bf16))
+    r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
+  r.f32_gflops = cpu::isa_supported(cpu::Isa::Avx512)
+                     ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
+                     : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
+}
+}  // namespace
+
 Roofline measure_roofline(int threads) {
   Roofline r;
-  r.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
+  r.threads = thread_count(threads);
   const bool avx512 = cpu::isa_supported(cpu::Isa::Avx512);
   const bool avx2 = cpu::isa_supported(cpu::Isa::Avx2);
   r.isa = avx512 ? "avx512" : (avx2 ? "avx2" : "scalar");
@@ -98,22 +112,15 @@ Roofline measure_roofline(int threads) {
   });
   r.read_gbps_1t = read_gbps(buf.get(), n, 1, avx512);
   r.read_gbps = read_gbps(buf.get(), n, r.threads, avx512);
-  if (cpu::isa_supported(cpu::Isa::Avx512Bf16))
-    r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
-  r.f32_gflops = avx512 ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
-                        : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
+  measure_peaks(r, /*bf16=*/true);
   return r;
 }
 
 ComputePeak measure_compute_peak(int threads, DType dtype) {
-  Roofline r;
-  r.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
-  const bool avx512 = cpu::isa_supported(cpu::Isa::Avx512);
   if (!cpu::isa_supported(cpu::Isa::Avx2)) return {0, "fp32_fma"};
-  if (dtype == DType::BF16 && cpu::isa_supported(cpu::Isa::Avx512Bf16))
-    r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
-  r.f32_gflops = avx512 ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
-                        : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
+  Roofline r;
+  r.threads = thread_count(threads);
+  measure_peaks(r, dtype == DType::BF16);
   return compute_peak(r, dtype);
 }
 

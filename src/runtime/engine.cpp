@@ -208,10 +208,7 @@ struct Engine::Impl {
       if (cfg.tie_word_embeddings) {
         // The packed lm_head IS the table: no second [vocab, emb_dim] copy in memory (the
         // file pages were dropped after packing; reading them back would page them in).
-        for (int t = 0; t < n; ++t)
-          if (tokens[t] < 0 || tokens[t] >= cfg.vocab_size)
-            throw UsageError("token id " + std::to_string(tokens[t]) +
-                             " is outside the vocabulary [0, " + std::to_string(cfg.vocab_size) + ")");
+        check_token_ids(tokens.data(), n, cfg.vocab_size);
         be.gather_rows(*lm_head, tokens.data(), n, x.data());
       } else {
         embedding_lookup(*embed, dtype, tokens.data(), n, x.data());

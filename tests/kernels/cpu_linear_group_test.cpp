@@ -17,45 +17,50 @@
 namespace llmport::test {
 namespace {
 
+// The reference backend and the cpu backend at every ISA level this machine runs (2
+// threads), each with a tag for failure messages.
+std::vector<std::pair<std::string, std::unique_ptr<Backend>>> backends_under_test() {
+  std::vector<std::pair<std::string, std::unique_ptr<Backend>>> out;
+  out.emplace_back("reference", make_backend("reference"));
+  for (cpu::Isa isa : isas_under_test())
+    out.emplace_back(std::string("cpu ") + cpu::isa_name(isa), cpu::make_cpu_backend_isa(2, isa));
+  return out;
+}
+
 // q/k/v-like group: three weights of different n_out over one n_in (GQA: k, v narrower).
 TEST(CpuLinearGroup, EqualsSeparateLinearCallsEveryIsaDtypeAndM) {
   const int k = 257;  // odd: exercises the bf16 k-pair tail
   const int ns[3] = {96, 33, 33};
   int cases = 0;
-  for (const std::string& name : {std::string("reference"), std::string("cpu")}) {
-    std::vector<cpu::Isa> isas = name == "cpu" ? isas_under_test() : std::vector<cpu::Isa>{cpu::Isa::Scalar};
-    for (cpu::Isa isa : isas) {
-      auto be = name == "cpu" ? cpu::make_cpu_backend_isa(2, isa) : make_backend("reference");
-      for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
-        std::vector<std::vector<float>> w(3), bias(3);
-        std::vector<std::unique_ptr<LinearWeight>> lw(3);
+  for (const auto& [tag, be] : backends_under_test()) {
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+      std::vector<std::vector<float>> w(3), bias(3);
+      std::vector<std::unique_ptr<LinearWeight>> lw(3);
+      for (int i = 0; i < 3; ++i) {
+        w[i] = random_vec(static_cast<std::size_t>(ns[i]) * k, 0.1f, 10u + i);
+        bias[i] = random_vec(static_cast<std::size_t>(ns[i]), 0.5f, 20u + i);
+        lw[i] = be->make_linear(view_of(w[i], ns[i], k), dt, {});
+      }
+      for (int m : {1, 3, 17}) {
+        const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 5u + m);
+        std::vector<Guarded> got, want;
         for (int i = 0; i < 3; ++i) {
-          w[i] = random_vec(static_cast<std::size_t>(ns[i]) * k, 0.1f, 10u + i);
-          bias[i] = random_vec(static_cast<std::size_t>(ns[i]), 0.5f, 20u + i);
-          lw[i] = be->make_linear(view_of(w[i], ns[i], k), dt, {});
+          got.emplace_back(static_cast<std::size_t>(m) * ns[i]);
+          want.emplace_back(static_cast<std::size_t>(m) * ns[i]);
         }
-        for (int m : {1, 3, 17}) {
-          const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 5u + m);
-          std::vector<Guarded> got, want;
-          for (int i = 0; i < 3; ++i) {
-            got.emplace_back(static_cast<std::size_t>(m) * ns[i]);
-            want.emplace_back(static_cast<std::size_t>(m) * ns[i]);
-          }
-          const LinearCall calls[3] = {{lw[0].get(), got[0].data(), bias[0].data()},
-                                       {lw[1].get(), got[1].data(), nullptr},
-                                       {lw[2].get(), got[2].data(), bias[2].data()}};
-          be->linear_group(calls, x.data(), m);
-          for (int i = 0; i < 3; ++i)
-            be->linear(*lw[i], x.data(), m, want[i].data(), calls[i].bias);
-          for (int i = 0; i < 3; ++i) {
-            const std::string what = name + " " + cpu::isa_name(isa) + " " +
-                                     std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
-                                     " weight " + std::to_string(i);
-            EXPECT_TRUE(got[i].guards_intact()) << what << ": out-of-bounds write";
-            EXPECT_EQ(std::memcmp(got[i].data(), want[i].data(), got[i].size() * 4), 0) << what;
-          }
-          ++cases;
+        const LinearCall calls[3] = {{lw[0].get(), got[0].data(), bias[0].data()},
+                                     {lw[1].get(), got[1].data(), nullptr},
+                                     {lw[2].get(), got[2].data(), bias[2].data()}};
+        be->linear_group(calls, x.data(), m);
+        for (int i = 0; i < 3; ++i)
+          be->linear(*lw[i], x.data(), m, want[i].data(), calls[i].bias);
+        for (int i = 0; i < 3; ++i) {
+          const std::string what = tag + " " + std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
+                                   " weight " + std::to_string(i);
+          EXPECT_TRUE(got[i].guards_intact()) << what << ": out-of-bounds write";
+          EXPECT_EQ(std::memcmp(got[i].data(), want[i].data(), got[i].size() * 4), 0) << what;
         }
+        ++cases;
       }
     }
   }
@@ -110,51 +115,29 @@ TEST(GatherRows, EqualsEmbeddingLookupEveryBackendIsaDtype) {
   const auto table = random_vec(static_cast<std::size_t>(vocab) * dim, 1.0f, 77u);
   const int ids[5] = {0, 36, 17, 16, 15};
   int cases = 0;
-  for (const std::string& name : {std::string("reference"), std::string("cpu")}) {
-    std::vector<cpu::Isa> isas = name == "cpu" ? isas_under_test() : std::vector<cpu::Isa>{cpu::Isa::Scalar};
-    for (cpu::Isa isa : isas) {
-      auto be = name == "cpu" ? cpu::make_cpu_backend_isa(2, isa) : make_backend("reference");
-      for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
-        const TensorView tv = view_of(table, vocab, dim);
-        auto lw = be->make_linear(tv, dt, {});
-        Guarded got(5 * dim);
-        std::vector<float> want(5 * dim);
-        be->gather_rows(*lw, ids, 5, got.data());
-        embedding_lookup(tv, dt, ids, 5, want.data());
-        const std::string what = name + " " + cpu::isa_name(isa) + " " + std::string(dtype_name(dt));
-        EXPECT_TRUE(got.guards_intact()) << what;
-        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << what;
-        const int bad[1] = {vocab};
-        EXPECT_THROW(be->gather_rows(*lw, bad, 1, got.data()), UsageError) << what;
-        const int neg[1] = {-1};
-        EXPECT_THROW(be->gather_rows(*lw, neg, 1, got.data()), UsageError) << what;
-        ++cases;
-      }
+  for (const auto& [tag, be] : backends_under_test()) {
+    for (DType dt : {DType::BF16, DType::F16, DType::F32}) {
+      const TensorView tv = view_of(table, vocab, dim);
+      auto lw = be->make_linear(tv, dt, {});
+      Guarded got(5 * dim);
+      std::vector<float> want(5 * dim);
+      be->gather_rows(*lw, ids, 5, got.data());
+      embedding_lookup(tv, dt, ids, 5, want.data());
+      const std::string what = tag + " " + std::string(dtype_name(dt));
+      EXPECT_TRUE(got.guards_intact()) << what;
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << what;
+      const int bad[1] = {vocab};
+      EXPECT_THROW(be->gather_rows(*lw, bad, 1, got.data()), UsageError) << what;
+      const int neg[1] = {-1};
+      EXPECT_THROW(be->gather_rows(*lw, neg, 1, got.data()), UsageError) << what;
+      ++cases;
     }
   }
   EXPECT_GT(cases, 0);
 }
 
-// The roofline's streamed read sums every element once for any stream count and length.
-TEST(CpuPeak, StreamedReadSumsEveryElementOnce) {
-  for (std::size_t n : {std::size_t{0}, std::size_t{5}, std::size_t{1000}, std::size_t{4099}}) {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(i % 7);
-    double want = 0;
-    for (float f : v) want += f;
-    for (int streams : {1, 3, 4, 8, 12}) {
-      if (cpu::isa_supported(cpu::Isa::Avx2)) {
-        EXPECT_EQ(cpu::read_sum_streams_avx2(v.data(), n, streams), want) << n << " " << streams;
-      }
-      if (cpu::isa_supported(cpu::Isa::Avx512)) {
-        EXPECT_EQ(cpu::read_sum_streams_avx512(v.data(), n, streams), want) << n << " " << streams;
-      }
-    }
-  }
-}
-
-// The integer streamed read (in-place bandwidth of packed weights) XORs every 8-byte lane
-// and tail byte exactly once, for any stream count and length.
+// The streamed read (roofline and in-place bandwidth of packed weights) XORs every 8-byte
+// lane and tail byte exactly once, for any stream count and length.
 TEST(CpuPeak, XorReadCoversEveryByteOnce) {
   for (std::size_t n : {std::size_t{0}, std::size_t{7}, std::size_t{1000}, std::size_t{70001}}) {
     std::vector<unsigned char> v(n);

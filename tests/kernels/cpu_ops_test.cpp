@@ -157,6 +157,14 @@ struct AttnCase {
   float q_scale = 1.0f;  // > 1: peaked softmax, most weights underflow exp
 };
 
+// Attention of case c on `be` with scale 1/sqrt(head_dim); caches [n_kv_heads, max_seq, hd].
+void run_attention(Backend& be, const AttnCase& c, int max_seq, const std::vector<float>& q,
+                   const std::vector<float>& k, const std::vector<float>& v, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  be.attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads, c.n_kv_heads,
+               c.head_dim, scale, out);
+}
+
 TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
   auto ref = make_backend("reference");
   // head_dim 64 / 128 / 80 / 48 / 17 (masked tails) / 256 (two P.V passes); group 1, 2,
@@ -187,12 +195,9 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
               k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
               v[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = std::nanf("");
             }
-        const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
         Guarded got(qn), want(qn);
-        be->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
-                      c.n_kv_heads, c.head_dim, scale, got.data());
-        ref->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
-                       c.n_kv_heads, c.head_dim, scale, want.data());
+        run_attention(*be, c, max_seq, q, k, v, got.data());
+        run_attention(*ref, c, max_seq, q, k, v, want.data());
         const auto what = tag(isa, dt, "attention heads=" + std::to_string(c.n_heads) + "/" +
                                            std::to_string(c.n_kv_heads) + " hd=" +
                                            std::to_string(c.head_dim) + " start=" +
@@ -231,12 +236,9 @@ TEST(CpuOps, AttentionPropagatesNanOnlyInsideCausalWindow) {
       v[(static_cast<std::size_t>(c.n_kv_heads - 1) * max_seq + nan_pos) * c.head_dim + 3] =
           std::nanf("");
       q[(static_cast<std::size_t>(c.m - 1) * c.n_heads) * c.head_dim + 1] = std::nanf("");
-      const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
       Guarded got(qn), want(qn);
-      be->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
-                    c.n_kv_heads, c.head_dim, scale, got.data());
-      ref->attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads,
-                     c.n_kv_heads, c.head_dim, scale, want.data());
+      run_attention(*be, c, max_seq, q, k, v, got.data());
+      run_attention(*ref, c, max_seq, q, k, v, want.data());
       const auto what = std::string(cpu::isa_name(isa)) + " attention nan hd=" +
                         std::to_string(c.head_dim) + " m=" + std::to_string(c.m);
       EXPECT_TRUE(got.guards_intact()) << what;

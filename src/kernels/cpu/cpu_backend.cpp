@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/backend_impls.hpp"
@@ -56,6 +57,21 @@ void round_bf16_rows_f32(const float* x, int r0, int r1, int k, int kp, float* d
   }
 }
 
+// The packed weight behind a LinearWeight; UsageError for one another backend made.
+const CpuLinear& as_cpu(const LinearWeight& lw) {
+  const auto* w = dynamic_cast<const CpuLinear*>(&lw);
+  if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+  return *w;
+}
+
+// Panels [p0, p1) of chunk c when `units` groups of `group` panels (n_panels in all) are
+// cut into n_chunks contiguous chunks.
+std::pair<int, int> chunk_panels(int units, int n_chunks, int c, int group, int n_panels) {
+  const int u0 = static_cast<int>(static_cast<long>(units) * c / n_chunks);
+  const int u1 = static_cast<int>(static_cast<long>(units) * (c + 1) / n_chunks);
+  return {std::min(n_panels, u0 * group), std::min(n_panels, u1 * group)};
+}
+
 // Work below this many multiply-adds runs on the calling thread (a parallel region costs
 // a few microseconds).
 constexpr double kParallelMacs = 1 << 15;
@@ -83,20 +99,22 @@ class CpuBackend final : public Backend {
 
   void linear(const LinearWeight& lw, const float* x, int m, float* y,
               const float* bias) override {
-    const auto* w = dynamic_cast<const CpuLinear*>(&lw);
-    if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+    const CpuLinear& w = as_cpu(lw);
     if (m <= 0) return;
-    const PackedView& v = w->view();
-    const Blocking& blk = w->blocking();
-    check_fma_supported(blk);
-    // The fp32-FMA bf16 path is a prefill GEMM; decode GEMV streams bf16 x as before.
-    const bool fma = v.type == PackedType::BF16 && blk.fma && m > 1;
-    counters_.add(m == 1 ? "gemv" : fma ? "gemm_fma" : "gemm");
+    check_fma_supported(w.blocking());
+    const bool fma = uses_fma(w, m);
     int lda = 0;
-    const void* a = prepare_a(v, fma, x, m, &lda);
-    LinearFn fn = k_.linear_f32;
-    if (v.type == PackedType::BF16) fn = fma ? k_.linear_bf16_fma : k_.linear_bf16;
-    else if (v.type == PackedType::F16) fn = k_.linear_f16;
+    const void* a = prepare_a(w.view(), fma, x, m, &lda);
+    run_linear(w, a, lda, fma, m, y, bias);
+  }
+
+  // One linear on A already prepared by prepare_a for this weight's path.
+  void run_linear(const CpuLinear& w, const void* a, int lda, bool fma, int m, float* y,
+                  const float* bias) {
+    const PackedView& v = w.view();
+    const Blocking& blk = w.blocking();
+    counters_.add(m == 1 ? "gemv" : fma ? "gemm_fma" : "gemm");
+    const LinearFn fn = linear_fn(v.type, fma);
     const double macs = static_cast<double>(m) * v.n * v.k;
     const int nt = macs < kParallelMacs ? 1 : std::min(threads_, v.n_panels);
     if (nt <= 1) {
@@ -111,9 +129,7 @@ class CpuBackend final : public Backend {
     const int per_thread = m == 1 ? 16 : 4;
     const int n_chunks = std::min(units, nt * per_thread);
     pool_->run(n_chunks, [&](int c, int) {
-      const int u0 = static_cast<int>(static_cast<long>(units) * c / n_chunks);
-      const int u1 = static_cast<int>(static_cast<long>(units) * (c + 1) / n_chunks);
-      const int p0 = std::min(v.n_panels, u0 * group), p1 = std::min(v.n_panels, u1 * group);
+      const auto [p0, p1] = chunk_panels(units, n_chunks, c, group, v.n_panels);
       if (p1 > p0) fn(v, a, lda, m, y, bias, p0, p1, blk);
     });
   }
@@ -121,7 +137,8 @@ class CpuBackend final : public Backend {
   // Decode (m = 1): the GEMVs of one group in a single work-pool region, chunks spread over
   // the weights by panel count. A decode step has ~7 GEMVs per layer; each region costs a
   // thread wake-up and a join, which at ~1 ms per layer is a few percent. Prefill GEMMs are
-  // long enough that one region per weight costs nothing, so m > 1 goes through linear().
+  // long enough that one region per weight costs nothing: there x is rounded once per path
+  // (bf16 for vdpbf16ps, widened fp32 for the FMA path) and each GEMM runs in its region.
   void linear_group(std::span<const LinearCall> calls, const float* x, int m) override {
     check_linear_group(calls);
     // Fixed-size bookkeeping: no heap allocation per decode step.
@@ -129,20 +146,29 @@ class CpuBackend final : public Backend {
     std::array<const CpuLinear*, kMaxGroup> ws{};
     bool same_type = calls.size() <= kMaxGroup;
     for (std::size_t i = 0; i < calls.size() && same_type; ++i) {
-      ws[i] = dynamic_cast<const CpuLinear*>(calls[i].w);
-      if (!ws[i]) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
+      ws[i] = &as_cpu(*calls[i].w);
       same_type = ws[i]->view().type == ws[0]->view().type;
     }
-    if (m != 1 || calls.size() < 2 || !same_type || threads_ <= 1) {
+    if (m <= 0) return;
+    if (m > 1 && same_type) {
+      const void* a_path[2] = {nullptr, nullptr};  // [fma]: x prepared for that path
+      int lda_path[2] = {0, 0};
+      for (std::size_t i = 0; i < calls.size(); ++i) {
+        check_fma_supported(ws[i]->blocking());
+        const bool fma = uses_fma(*ws[i], m);
+        if (!a_path[fma]) a_path[fma] = prepare_a(ws[i]->view(), fma, x, m, &lda_path[fma]);
+        run_linear(*ws[i], a_path[fma], lda_path[fma], fma, m, calls[i].y, calls[i].bias);
+      }
+      return;
+    }
+    if (calls.size() < 2 || !same_type || threads_ <= 1) {
       for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
       return;
     }
     const PackedView& v0 = ws.front()->view();
     int lda = 0;
     const void* a = prepare_a(v0, /*fma=*/false, x, 1, &lda);
-    LinearFn fn = k_.linear_f32;
-    if (v0.type == PackedType::BF16) fn = k_.linear_bf16;
-    else if (v0.type == PackedType::F16) fn = k_.linear_f16;
+    const LinearFn fn = linear_fn(v0.type, /*fma=*/false);
     // Chunks of each weight: units of gnp panels, ~16 chunks per thread over the group.
     struct Part { int first_chunk, n_chunks, units, group; };
     std::array<Part, kMaxGroup> parts{};
@@ -165,18 +191,13 @@ class CpuBackend final : public Backend {
       while (i + 1 < n_parts && c >= parts[i + 1].first_chunk) ++i;
       const Part& p = parts[i];
       const PackedView& v = ws[i]->view();
-      const int cc = c - p.first_chunk;
-      const int u0 = static_cast<int>(static_cast<long>(p.units) * cc / p.n_chunks);
-      const int u1 = static_cast<int>(static_cast<long>(p.units) * (cc + 1) / p.n_chunks);
-      const int p0 = std::min(v.n_panels, u0 * p.group), p1 = std::min(v.n_panels, u1 * p.group);
+      const auto [p0, p1] = chunk_panels(p.units, p.n_chunks, c - p.first_chunk, p.group, v.n_panels);
       if (p1 > p0) fn(v, a, lda, 1, calls[i].y, calls[i].bias, p0, p1, ws[i]->blocking());
     });
   }
 
   void gather_rows(const LinearWeight& lw, const int* rows, int m, float* out) override {
-    const auto* w = dynamic_cast<const CpuLinear*>(&lw);
-    if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
-    const PackedView& v = w->view();
+    const PackedView& v = as_cpu(lw).view();
     for (int t = 0; t < m; ++t) {
       check_gather_row(lw, rows[t]);
       const int p = rows[t] / kPanel, c = rows[t] % kPanel;
@@ -203,10 +224,9 @@ class CpuBackend final : public Backend {
     std::vector<Piece> pieces;
     std::size_t total = 0;
     for (const LinearWeight* lw : weights) {
-      const auto* w = dynamic_cast<const CpuLinear*>(lw);
-      if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
-      const auto* base = static_cast<const unsigned char*>(w->view().data);
-      const std::size_t n = w->bytes();
+      const CpuLinear& w = as_cpu(*lw);
+      const auto* base = static_cast<const unsigned char*>(w.view().data);
+      const std::size_t n = w.bytes();
       constexpr std::size_t kPiece = std::size_t{1} << 20;
       for (std::size_t off = 0; off < n; off += kPiece)
         pieces.push_back({base + off, std::min(kPiece, n - off)});
@@ -340,6 +360,17 @@ class CpuBackend final : public Backend {
   // bf16 weights read x rounded to bf16 [m][kp] (odd tail zero), as uint16 for
   // vdpbf16ps / the emulation, or widened back to fp32 (exact) when `fma`. Large
   // inputs are converted on the pool. Sets *lda (elements); returns the buffer.
+  // The fp32-FMA bf16 path is a prefill GEMM; the decode GEMV streams bf16 x.
+  static bool uses_fma(const CpuLinear& w, int m) {
+    return w.view().type == PackedType::BF16 && w.blocking().fma && m > 1;
+  }
+
+  // The kernel for a weight type (fma: the fp32-FMA bf16 GEMM).
+  LinearFn linear_fn(PackedType t, bool fma) const {
+    if (t == PackedType::BF16) return fma ? k_.linear_bf16_fma : k_.linear_bf16;
+    return t == PackedType::F16 ? k_.linear_f16 : k_.linear_f32;
+  }
+
   const void* prepare_a(const PackedView& v, bool fma, const float* x, int m, int* lda) {
     *lda = v.kp;
     if (v.type != PackedType::BF16) {

@@ -12,15 +12,12 @@ double peak_bf16_avx512bf16(long iters);
 double peak_f32_avx512(long iters);
 /// Same with ymm FMAs (16 FLOPs per instruction).
 double peak_f32_avx2(long iters);
-/// Sums n floats (returned, so the reads stay live) read as `streams` (1..8) concurrent
-/// sequential streams, one per equal part of x. Hardware prefetchers track several streams: on some CPUs (a 2-vCPU Xeon VM
-/// here: 26 -> 29 GB/s) this reads faster than one stream, as the decode GEMV does (it
-/// streams several weight panels at once).
-float read_sum_streams_avx512(const float* x, std::size_t n, int streams);
-float read_sum_streams_avx2(const float* x, std::size_t n, int streams);
-/// Same streamed read of `bytes` bytes of any content (packed bf16 weights) with integer
-/// XOR, which, unlike float adds, has no slow path for denormal bit patterns. Returns the
-/// XOR of all 8-byte lanes and tail bytes (keeps the reads live).
+/// Reads `bytes` bytes of any content (a float buffer, packed bf16 weights) as `streams`
+/// (1..8) concurrent sequential streams, one per equal part. Hardware prefetchers track
+/// several streams: on some CPUs (a 2-vCPU Xeon VM here: 26 -> 29 GB/s) this reads faster
+/// than one stream, as the decode GEMV does (it streams several weight panels at once).
+/// Integer XOR, which unlike float adds has no slow path for denormal bit patterns; returns
+/// the XOR of all 8-byte lanes and tail bytes (keeps the reads live).
 uint64_t read_xor_streams_avx512(const void* data, std::size_t bytes, int streams);
 uint64_t read_xor_streams_avx2(const void* data, std::size_t bytes, int streams);
 }  // namespace llmport::cpu

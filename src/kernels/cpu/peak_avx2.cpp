@@ -23,22 +23,6 @@ double peak_f32_avx2(long iters) {
   return 16.0 * 12.0 * static_cast<double>(iters);
 }
 
-float read_sum_streams_avx2(const float* x, std::size_t n, int streams) {
-  streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
-  const std::size_t per = n / static_cast<std::size_t>(streams) / 8 * 8;
-  __m256 acc[8];
-  for (__m256& a : acc) a = _mm256_setzero_ps();
-  for (std::size_t i = 0; i < per; i += 8)
-    for (int j = 0; j < streams; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_loadu_ps(x + j * per + i));
-  __m256 t = acc[0];
-  for (int j = 1; j < 8; ++j) t = _mm256_add_ps(t, acc[j]);
-  alignas(32) float out[8];
-  _mm256_store_ps(out, t);
-  float s = 0;
-  for (float v : out) s += v;
-  for (std::size_t i = per * static_cast<std::size_t>(streams); i < n; ++i) s += x[i];
-  return s;
-}
 uint64_t read_xor_streams_avx2(const void* data, std::size_t bytes, int streams) {
   streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
   const auto* x = static_cast<const unsigned char*>(data);

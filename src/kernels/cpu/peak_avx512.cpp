@@ -23,19 +23,6 @@ double peak_f32_avx512(long iters) {
   return 32.0 * 12.0 * static_cast<double>(iters);
 }
 
-float read_sum_streams_avx512(const float* x, std::size_t n, int streams) {
-  streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
-  const std::size_t per = n / static_cast<std::size_t>(streams) / 16 * 16;
-  __m512 acc[8];
-  for (__m512& a : acc) a = _mm512_setzero_ps();
-  for (std::size_t i = 0; i < per; i += 16)
-    for (int j = 0; j < streams; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_loadu_ps(x + j * per + i));
-  __m512 t = acc[0];
-  for (int j = 1; j < 8; ++j) t = _mm512_add_ps(t, acc[j]);
-  float s = _mm512_reduce_add_ps(t);
-  for (std::size_t i = per * static_cast<std::size_t>(streams); i < n; ++i) s += x[i];
-  return s;
-}
 uint64_t read_xor_streams_avx512(const void* data, std::size_t bytes, int streams) {
   streams = streams < 1 ? 1 : (streams > 8 ? 8 : streams);
   const auto* x = static_cast<const unsigned char*>(data);
