@@ -163,6 +163,15 @@ struct Engine::Impl {
     }
   }
 
+  // Every linear weight (lm_head first): what a decode step streams.
+  std::vector<const LinearWeight*> linears() const {
+    std::vector<const LinearWeight*> ws{lm_head.get()};
+    for (const auto& L : layers)
+      for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
+        ws.push_back(w->get());
+    return ws;
+  }
+
   void ensure_rows(int n) {
     if (n <= rows) return;
     rows = n;
@@ -359,19 +368,13 @@ const ModelConfig& Engine::config() const { return impl_->cfg; }
 DType Engine::dtype() const { return impl_->dtype; }
 Backend& Engine::backend() { return *impl_->backend; }
 std::size_t Engine::weight_bytes() const {
-  std::size_t b = impl_->lm_head->bytes();
-  for (const auto& L : impl_->layers)
-    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      b += (*w)->bytes();
+  std::size_t b = 0;
+  for (const LinearWeight* w : impl_->linears()) b += w->bytes();
   return b;
 }
 std::size_t Engine::kv_cache_bytes() const { return impl_->cache->bytes(); }
 double Engine::weight_read_gbps(int passes) {
-  std::vector<const LinearWeight*> ws{impl_->lm_head.get()};
-  for (const auto& L : impl_->layers)
-    for (const auto* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down})
-      ws.push_back(w->get());
-  return impl_->backend->read_bandwidth_gbps(ws, passes);
+  return impl_->backend->read_bandwidth_gbps(impl_->linears(), passes);
 }
 
 }  // namespace llmport
