@@ -252,7 +252,14 @@ int run_run(const RunArgs& a) {
       std::cout << " " << id << std::flush;
     }
   };
-  const GenerateResult r = generate(engine, prompt, gopt, on_token);
+  GenerateResult r;
+  try {
+    r = generate(engine, prompt, gopt, on_token);
+  } catch (const Error&) {
+    // The streamed text has no newline yet: end its line so `error: ...` starts its own.
+    if (!a.json) std::cout << "\n" << std::flush;
+    throw;
+  }
   if (dec) {
     std::string tail = dec->flush();
     text += tail;

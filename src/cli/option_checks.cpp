@@ -16,7 +16,8 @@ std::optional<double> as_number(const std::string& s) {
   if (s.empty()) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || std::isnan(v)) return std::nullopt;
+  // inf / nan are no setting's meaningful value (--temperature inf samples uniformly).
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
   return v;
 }
 
@@ -26,7 +27,7 @@ CLI::Validator at_least(double min) {
   return CLI::Validator(
       [min](std::string& s) -> std::string {
         const auto v = as_number(s);
-        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if (*v < min) return fmt::format("must be >= {}, got {}", min, s);
         return {};
       },
@@ -38,7 +39,7 @@ CLI::Validator thread_count() {
   return CLI::Validator(
       [max](std::string& s) -> std::string {
         const auto v = as_number(s);
-        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if (*v < 0 || *v > max || *v != static_cast<double>(static_cast<long>(*v)))
           return fmt::format("must be a whole number from 0 (all cores) to {} (4 x this machine's "
                              "hardware threads), got {}", max, s);
@@ -51,7 +52,7 @@ CLI::Validator above(double min) {
   return CLI::Validator(
       [min](std::string& s) -> std::string {
         const auto v = as_number(s);
-        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if (*v <= min) return fmt::format("must be > {}, got {}", min, s);
         return {};
       },
@@ -63,7 +64,7 @@ CLI::Validator in_range(double lo, double hi, bool lo_open) {
   return CLI::Validator(
       [lo, hi, lo_open, interval](std::string& s) -> std::string {
         const auto v = as_number(s);
-        if (!v) return fmt::format("expects a number, got '{}'", s);
+        if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if ((lo_open ? *v <= lo : *v < lo) || *v > hi) return fmt::format("must be in {}, got {}", interval, s);
         return {};
       },

@@ -190,6 +190,20 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     m.created = now_iso();
   }
 
+  // One deploy per deployment at a time: two runs would interleave phases and files. Taken
+  // once every check passed (a refused deploy creates nothing), before anything is written.
+  {
+    std::error_code ec;
+    fs::create_directories(opt.workspace, ec);
+    if (ec || !fs::is_directory(opt.workspace))
+      throw UsageError("--workspace " + opt.workspace.string() + ": not a directory" +
+                       (ec ? " (" + ec.message() + ")" : std::string()));
+  }
+  const auto lock = FileLock::try_lock(deployment_lock_file(opt.workspace, name));
+  if (!lock)
+    throw UsageError(fmt::format("deployment {} is being deployed by another llmport process; "
+                                 "nothing was changed: wait for it to finish, or choose another --name",
+                                 ws.dir().string()));
   // --- workspace ---
   ws.create_dirs();
   m.name = name;

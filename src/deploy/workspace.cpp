@@ -43,6 +43,21 @@ FileLock::~FileLock() {
   }
 }
 
+std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& file) {
+  std::unique_ptr<FileLock> lock(new FileLock());
+  lock->fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock->fd_ < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
+  while (::flock(lock->fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EWOULDBLOCK) return nullptr;  // the destructor closes fd_
+    if (errno != EINTR) throw UsageError(file.string() + ": cannot lock: " + std::strerror(errno));
+  }
+  return lock;
+}
+
+fs::path deployment_lock_file(const fs::path& workspace, const std::string& name) {
+  return workspace / ("." + name + ".deploy.lock");
+}
+
 bool FileLock::try_probe(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return false;

@@ -1,6 +1,7 @@
 #pragma once
 // The deployment workspace `<workspace>/<name>/` and its file layout.
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,18 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
   /// Non-blocking attempt; false when another process holds it.
   static bool try_probe(const std::filesystem::path& file);
+  /// Takes the lock without waiting: null when another process holds it. Throws
+  /// UsageError when the lock file cannot be created.
+  static std::unique_ptr<FileLock> try_lock(const std::filesystem::path& file);
 
  private:
+  FileLock() = default;
   int fd_ = -1;
 };
+
+/// The lock file `deploy` holds for the deployment `name` while it runs, beside the
+/// deployment directory (so a new deployment's directory is not created early).
+std::filesystem::path deployment_lock_file(const std::filesystem::path& workspace,
+                                           const std::string& name);
 
 }  // namespace llmport::deploy

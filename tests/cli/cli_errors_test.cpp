@@ -47,6 +47,8 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
       {{"run", stories(), "--prompt", "hi", "--top-p", "1.5"}, "error: --top-p: must be in (0, 1], got 1.5"},
       {{"run", stories(), "--prompt", "hi", "--min-p", "2"}, "error: --min-p: must be in [0, 1], got 2"},
       {{"run", stories(), "--prompt", "hi", "--repeat-penalty", "0"}, "error: --repeat-penalty: must be > 0, got 0"},
+      {{"run", stories(), "--prompt", "hi", "--temperature", "inf"}, "error: --temperature: expects a finite number, got 'inf'"},
+      {{"run", stories(), "--prompt", "hi", "--repeat-penalty", "inf"}, "error: --repeat-penalty: expects a finite number, got 'inf'"},
       {{"run", stories(), "--prompt", "hi", "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
       {{"check", stories(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
       {{"verify", stories(), "--max-seq", "-3"}, "error: --max-seq: must be >= 1, got -3"},

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "deploy/workspace.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -179,6 +180,30 @@ TEST(DeployCli, BadInputIsExit2) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not an llmport deployment"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(t.path() / "ws" / "stories260k" / "notes.txt"), "mine");
+}
+
+// While one deploy holds a deployment's lock, a second deploy of it is refused (exit 2) and
+// creates nothing; a --workspace that is a file is a usage error naming the flag.
+TEST(DeployCli, SecondConcurrentDeployIsRefused) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const fs::path ws = t.path() / "ws";
+  fs::create_directories(ws);
+  {
+    auto held = llmport::deploy::FileLock::try_lock(llmport::deploy::deployment_lock_file(ws, "stories260k"));
+    ASSERT_TRUE(held);
+    const auto r = deploy({model, "--workspace", ws.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("is being deployed by another llmport process"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(ws / "stories260k"));
+    EXPECT_FALSE(llmport::deploy::FileLock::try_lock(llmport::deploy::deployment_lock_file(ws, "stories260k")));
+  }
+  llmport::test::write_file(t.path() / "afile", "x");
+  const auto f = deploy({model, "--workspace", (t.path() / "afile").string()});
+  EXPECT_EQ(f.exit_code, 2) << f.err;
+  EXPECT_NE(f.err.find("--workspace " + (t.path() / "afile").string() + ": not a directory"),
+            std::string::npos)
+      << f.err;
 }
 
 TEST(DeployCli, InteractiveAsksBeforeAdvancing) {

@@ -39,6 +39,10 @@ TEST(NonFiniteLogits, RunFailsWithExit1AndNamesStepAndPosition) {
       EXPECT_EQ(r.exit_code, 1) << r.err;
       EXPECT_NE(r.err.find("error: non-finite logits at step 0 (position "), std::string::npos) << r.err;
       EXPECT_EQ(r.out.find("generated_ids"), std::string::npos) << r.out;
+      // Streamed text ends its line, so `error: ...` (stderr) starts on its own line.
+      if (!json) {
+        EXPECT_EQ(r.out, "Once upon a time\n");
+      }
     }
   }
 }
