@@ -7,7 +7,7 @@ the smaller id) and writes an `llmport-records/1` file that `llmport verify
 --reference golden:FILE` reads:
 
   {"format": "llmport-records/1", "model", "producer", "compute_dtype", "independent": true,
-   "n_steps", "side_file",
+   "n_steps", "side_file", "versions": {"python", "torch", "transformers"},
    "sequences": [{"name", "prompt", "prompt_rendering", "prompt_ids", "tokens",
                   "steps": [{"ids": [top-k ids], "logits": [...], "logsumexp": float}]}]}
 
@@ -25,6 +25,7 @@ import argparse
 import json
 import math
 import os
+import platform
 import sys
 
 
@@ -52,6 +53,7 @@ def main():
 
     try:
         import torch
+        import transformers
         from transformers import AutoModelForCausalLM, AutoTokenizer
     except ImportError as e:
         print(f"error: hf_reference.py needs torch and transformers: {e}", file=sys.stderr)
@@ -103,7 +105,10 @@ def main():
 
     rec = {"format": "llmport-records/1", "model": os.path.basename(os.path.normpath(args.model)),
            "producer": f"tools/hf_reference.py (transformers AutoModelForCausalLM, {args.dtype})",
-           "compute_dtype": args.dtype, "independent": True, "n_steps": args.steps, "sequences": sequences}
+           "compute_dtype": args.dtype, "independent": True, "n_steps": args.steps,
+           "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                        "transformers": transformers.__version__},
+           "sequences": sequences}
     if not args.no_side_file:
         import numpy as np
         from safetensors.numpy import save_file

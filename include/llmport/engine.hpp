@@ -34,6 +34,8 @@ struct FaultInjection {
   /// KvOffByOne (every layer, decode steps only) and LogitScale are global.
   int layer = 0;
   double value = 0.0;  ///< kind-specific parameter (0 = default)
+  /// The spec it was parsed from ("" for none): what reports record as the planted fault.
+  std::string spec;
   /// Parses "kind[@layer][=value]", kinds: rope_interleaved, drop_qkv_bias, skip_qk_norm,
   /// wrong_rope_theta, kv_off_by_one, logit_scale. Throws UsageError.
   static FaultInjection parse(const std::string& spec);

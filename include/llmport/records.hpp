@@ -8,6 +8,7 @@
 //   - the synthetic golden `llmport-synthetic-golden/1` (`sequences[]` of input ids).
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -85,7 +86,13 @@ struct RecordFile {
   std::string model;        ///< model name the file states
   std::string producer;     ///< tool that produced it (e.g. numpy reference, transformers)
   std::string compute_dtype;  ///< e.g. "float32", "bfloat16" ("" when unstated)
-  bool independent = true;  ///< false when produced by llmport itself (oracle/engine)
+  /// The file's statement: false when it says `"independent": false` (produced by llmport
+  /// itself); true when it says true or nothing. Not trusted alone: see
+  /// assess_provenance and the content check in verify.hpp.
+  bool independent = true;
+  /// Versions the producing program reported (llmport-records/1 "versions", e.g. python,
+  /// torch, transformers for tools/hf_reference.py).
+  std::map<std::string, std::string> versions;
   int n_steps = 0;          ///< steps per sequence
   std::vector<RecordSequence> sequences;
 };

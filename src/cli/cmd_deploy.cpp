@@ -49,7 +49,7 @@ Registrar deploy_cmd{Command{
           ->check(at_least(1));
       sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(thread_count());
       // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
-      sub.add_option("--fault", o->d.fault, "")->group("");
+      sub.add_option("--inject-fault", o->d.fault, "test only: plant a fault kind[@layer][=value] in the engine")->group("");
       sub.add_flag("--quick", o->d.quick, "")->group("");
       sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(in_range(0, deploy::kNumPhases - 1));
       return [o]() {

@@ -348,7 +348,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_option("--registry", a->registry,
                                       "kernel registry directory looked up before the shipped one "
                                       "(a deployment's registry/: its tuned tile configs)");
-                       sub.add_option("--fault", a->fault, "test-only planted fault kind[@layer][=value]")
+                       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")
                            ->group("");
                        return [a] { return run_run(*a); };
                      }}};

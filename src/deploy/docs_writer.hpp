@@ -22,6 +22,9 @@ void write_phase_timing(const Workspace& ws, const Manifest& m);
 void init_progress_files(const Workspace& ws, const Manifest& m);
 /// Appends a phase outcome to progress.md (and the details of a non-PASS to debug_log.md).
 void log_phase(const Workspace& ws, const PhaseResult& r);
+/// Appends a dated entry to LESSONS.md: what the pipeline itself learned (a failed gate's
+/// diagnosis, a tuning phase that kept the previous configs, foreign registry entries).
+void append_lesson(const Workspace& ws, const std::string& text);
 /// Appends one free-form line to progress.md.
 void log_progress(const Workspace& ws, const std::string& line);
 /// Regenerates README, ARCHITECTURE, TODO, Makefile and phase_timing from the manifest.

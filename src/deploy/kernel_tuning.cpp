@@ -139,4 +139,25 @@ SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
   return out;
 }
 
+void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill) {
+  KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
+  const std::string isa = make_backend(ctx.m.target, 1)->isa();
+  for (const auto& b : sweep.best) {
+    const std::string kernel = b.at("kernel").get<std::string>();
+    const KernelShape shape = b.at("shape").get<KernelShape>();
+    const RegistryEntry* e = reg.find(kernel, std::string(dtype_name(ctx.dtype)), isa, shape);
+    if (!e) throw GateError("keeping the previous configs: the sweep's entry for " + kernel + " " + shape_string(shape) +
+                            " is not in " + ctx.ws.registry().string());
+    RegistryEntry kept = *e;
+    kept.best = kernel_config_subset(kernel, b.at("previous").get<TileConfig>());
+    reg.record(kept);
+  }
+  reg.save();
+  if (prefill) {
+    const fs::path snap = prefill_snapshot(ctx.ws.dir());
+    fs::remove_all(snap);
+    fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
+  }
+}
+
 }  // namespace llmport::deploy

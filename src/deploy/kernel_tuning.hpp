@@ -35,6 +35,12 @@ struct SweepOutcome {
 /// the measured configs in the deployment registry.
 SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill);
 
+/// Keeps the previous stage's configs after a sweep whose tuned configs were not
+/// measurably faster: every entry the sweep recorded gets best = the config the previous
+/// stage used for that shape (the sweep's candidates stay recorded), in the deployment
+/// registry and, for the prefill sweep, in phase 4's snapshot.
+void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill);
+
 /// Engine options of the target with the kernel configs of `stage` from the deployment
 /// registry. Works from the manifest alone (the evaluator and regress use it too).
 EngineOptions stage_engine_options(const Manifest& m, const std::filesystem::path& deployment_dir,

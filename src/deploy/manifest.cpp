@@ -36,7 +36,9 @@ nlohmann::json Manifest::to_json() const {
           {"target", target},
           {"dtype", dtype},
           {"threads", threads},
+          {"isa", isa},
           {"max_seq", max_seq},
+          {"verify", {{"top_k", verify_top_k}, {"kl_bound", verify_kl_bound}}},
           {"reference", ref},
           {"prompts_file", prompts_file.string()},
           {"first_prompt_ids", first_prompt_ids},
@@ -69,7 +71,12 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     m.target = j.at("target").get<std::string>();
     m.dtype = j.at("dtype").get<std::string>();
     m.threads = j.value("threads", 0);
+    m.isa = j.value("isa", "");
     m.max_seq = j.value("max_seq", 0);
+    if (j.contains("verify")) {
+      m.verify_top_k = j["verify"].value("top_k", 5);
+      m.verify_kl_bound = j["verify"].value("kl_bound", 0.0);
+    }
     const auto& r = j.at("reference");
     m.reference.kind = r.at("kind").get<std::string>();
     if (m.reference.kind == "golden") {

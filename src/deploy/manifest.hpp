@@ -30,6 +30,12 @@ struct Manifest {
   std::string target;  ///< backend name, e.g. "cpu"
   std::string dtype;   ///< "bf16" | "fp16" | "fp32"
   int threads = 0;     ///< engine threads (0 = all cores), as deployed
+  std::string isa;     ///< the target's ISA when the deployment was validated and tuned
+  /// The verify gate's parameters every phase ran with: top-k of the token-set gates and
+  /// the mean-KL bound (the evaluator re-runs with these and audits them against the
+  /// defaults, so an edited bound is caught, not silently obeyed).
+  int verify_top_k = 5;
+  double verify_kl_bound = 0;  ///< 0 = the dtype default (kl_bound_for)
   int max_seq = 0;     ///< `deploy --max-seq` context cap (0 = the config's), passed on to run/verify
   ReferenceSpec reference;
   std::string reference_hash;  ///< sha256 of the golden file

@@ -17,11 +17,11 @@ class Phase3 : public Phase {
   std::string gate() const override { return "full model"; }
 
   PhaseResult run(Context& ctx) override {
-    VerifyResult v = run_deployment_verify(ctx, ConfigStage::Default, /*full=*/false, "phase3");
+    VerifyResult v = run_deployment_verify(ctx, ConfigStage::Default, "phase3");
     nlohmann::json num;
     num["verify"] = verify_numbers(v, ctx.ws.dir());
-    PhaseResult r = make_result(3, v.pass ? PhaseStatus::Pass : PhaseStatus::Fail,
-                                "verify " + verify_summary(v), num);
+    PhaseResult r = make_result(3, verify_status(v), "verify " + verify_summary(v), num);
+    r.warnings = v.caps;
     r.artifacts.push_back(num["verify"].value("report_dir", ""));
     // Diagnosis next to it (not a gate): where along the depth the engine departs.
     try {

@@ -107,6 +107,9 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
                          "for the built-in id prompts)");
   FaultInjection fault;
   if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
+  // The target must be a backend of this binary (named error otherwise); its ISA is what
+  // phases 1-5 validate and tune, and what the evaluator audits the re-run against.
+  const std::string isa = make_backend(opt.target, 1)->isa();
   std::string dtype;
   if (!opt.dtype.empty()) {
     dtype = std::string(dtype_name(parse_dtype(opt.dtype)));
@@ -218,6 +221,7 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   m.target = opt.target;
   m.dtype = dtype;
   m.threads = opt.threads;
+  m.isa = isa;
   m.reference = ref;
   m.reference_hash = ref.kind == "golden" ? sha256_file(ref.file) : "";
   m.has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");

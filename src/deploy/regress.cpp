@@ -50,7 +50,7 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
     fs::path dir = fresh_dir(ws.verify_reports(), "regress");
     fs::remove(dir);
     EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
-    VerifyOptions vo = deployment_verify_options(m, eo, /*full=*/false, dir);
+    VerifyOptions vo = deployment_verify_options(m, eo, dir);
     vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
     std::string line;
     bool pass = false;

@@ -29,34 +29,81 @@ nlohmann::json TimingStats::to_json() const {
 nlohmann::json TimingComparison::to_json() const {
   return {{"baseline", baseline.to_json()},
           {"tuned", tuned.to_json()},
-          {"diff_ms", diff_ms},
-          {"spread_ms", spread_ms},
-          {"verdict", std::string(status_name(verdict))},
+          {"ratio_of_medians", interval.ratio},
+          {"interval", {{"low", interval.low}, {"high", interval.high}, {"confidence", interval.confidence}}},
+          {"method", interval.method},
+          {"same_configs", same_configs},
+          {"adopted", adopted},
           {"reason", reason}};
 }
 
-TimingComparison compare_timings(const TimingStats& baseline, const TimingStats& tuned,
-                                 bool same_configs, const std::string& what) {
+namespace {
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+// splitmix64: a tiny deterministic generator (the interval must be reproducible).
+uint64_t next_u64(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+RatioInterval ratio_of_medians_interval(const std::vector<double>& base, const std::vector<double>& tuned,
+                                        double confidence, int resamples, uint64_t seed) {
+  if (base.empty() || base.size() != tuned.size())
+    throw UsageError("ratio interval: needs paired samples of equal size (got " + std::to_string(base.size()) +
+                     " and " + std::to_string(tuned.size()) + ")");
+  if (resamples < 1 || !(confidence > 0 && confidence < 1)) throw UsageError("ratio interval: bad resampling setup");
+  RatioInterval r;
+  r.confidence = confidence;
+  r.resamples = resamples;
+  r.ratio = median_of(tuned) / median_of(base);
+  const std::size_t n = base.size();
+  std::vector<double> ratios(static_cast<std::size_t>(resamples)), b(n), t(n);
+  for (auto& ratio : ratios) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t j = static_cast<std::size_t>(next_u64(seed) % n);
+      b[i] = base[j];
+      t[i] = tuned[j];
+    }
+    ratio = median_of(t) / median_of(b);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double tail = (1.0 - confidence) / 2.0;
+  auto at = [&](double q) {
+    const double i = std::clamp(q * (resamples - 1) + 0.5, 0.0, resamples - 1.0);
+    return ratios[static_cast<std::size_t>(i)];
+  };
+  r.low = at(tail);
+  r.high = at(1.0 - tail);
+  r.method = fmt::format("paired percentile bootstrap of the ratio of medians ({} resamples of the {} interleaved pairs)",
+                         resamples, n);
+  return r;
+}
+
+TimingComparison compare_timings(const TimingStats& baseline, const TimingStats& tuned, bool same_configs,
+                                 const std::string& what) {
   TimingComparison c;
   c.baseline = baseline;
   c.tuned = tuned;
-  c.diff_ms = tuned.median - baseline.median;
-  c.spread_ms = std::max(baseline.range(), tuned.range());
-  std::string nums = fmt::format("{} median {:.4g} ms tuned vs {:.4g} ms before (difference {:+.3g} ms, spread {:.3g} ms, {} runs each)",
-                                 what, tuned.median, baseline.median, c.diff_ms, c.spread_ms,
-                                 tuned.samples_ms.size());
+  c.same_configs = same_configs;
+  c.interval = ratio_of_medians_interval(baseline.samples_ms, tuned.samples_ms);
+  const std::string nums =
+      fmt::format("{} median {:.4g} ms tuned vs {:.4g} ms before: ratio {:.3f}, {:.0f}% interval [{:.3f}, {:.3f}] ({})",
+                  what, tuned.median, baseline.median, c.interval.ratio, 100 * c.interval.confidence, c.interval.low,
+                  c.interval.high, c.interval.method);
   if (same_configs) {
-    c.verdict = PhaseStatus::PassWithWarnings;
-    c.reason = "the sweep's best configs are the ones already in use; " + nums;
-  } else if (c.diff_ms < 0 && -c.diff_ms > c.spread_ms) {
-    c.verdict = PhaseStatus::Pass;
-    c.reason = nums;
-  } else if (c.diff_ms > c.spread_ms) {
-    c.verdict = PhaseStatus::Fail;
-    c.reason = "tuned configs are measurably slower: " + nums;
+    c.reason = "the sweep's best configs are the ones already in use (nothing to adopt); " + nums;
+  } else if (c.interval.high < 1.0) {
+    c.adopted = true;
+    c.reason = "tuned configs adopted: measurably faster; " + nums;
   } else {
-    c.verdict = PhaseStatus::PassWithWarnings;
-    c.reason = "difference inside the runs' spread: " + nums;
+    c.reason = "previous configs kept: the tuned ones are not measurably faster (the interval does not lie below 1); " +
+               nums;
   }
   return c;
 }

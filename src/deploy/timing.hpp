@@ -1,6 +1,7 @@
 #pragma once
 // Phase 4/5 timing: interleaved runs of two engine configurations (the previous phase's
 // kernel configs vs the tuned ones) and the comparison rule of the deploy issue.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,20 +21,42 @@ struct TimingStats {
   nlohmann::json to_json() const;
 };
 
+/// A confidence interval for tuned/baseline, the ratio of median times.
+struct RatioInterval {
+  double ratio = 0;          ///< median(tuned) / median(baseline) of the samples
+  double low = 0, high = 0;  ///< the interval's ends
+  double confidence = 0.95;
+  int resamples = 0;
+  /// "paired percentile bootstrap of the ratio of medians (N resamples of the interleaved
+  /// pairs, seed S)".
+  std::string method;
+};
+
+/// Paired percentile bootstrap (Efron & Tibshirani, An Introduction to the Bootstrap, ch.
+/// 13): resamples the interleaved (baseline[i], tuned[i]) pairs with replacement, so the
+/// machine's drift between pairs stays paired, and takes the 2.5th and 97.5th percentiles
+/// of median(tuned*)/median(baseline*). Deterministic (fixed seed). Both sample vectors
+/// must have the same size >= 1, else UsageError.
+RatioInterval ratio_of_medians_interval(const std::vector<double>& baseline_ms,
+                                        const std::vector<double>& tuned_ms, double confidence = 0.95,
+                                        int resamples = 2000, uint64_t seed = 20241201);
+
 /// Outcome of tuned-vs-baseline.
 struct TimingComparison {
   TimingStats baseline, tuned;
-  double diff_ms = 0;  ///< tuned.median - baseline.median (negative: tuned is faster)
-  double spread_ms = 0;  ///< max(baseline.range(), tuned.range())
-  PhaseStatus verdict = PhaseStatus::NotRun;
-  std::string reason;
+  RatioInterval interval;
+  /// Whether the tuned configs are adopted: only when the whole interval lies below 1
+  /// (measurably faster). Otherwise the previous configs stay: tuning never makes a
+  /// deployment slower.
+  bool adopted = false;
+  bool same_configs = false;  ///< the sweep's best configs are the ones already in use
+  std::string reason;         ///< one line: the decision and the numbers
   nlohmann::json to_json() const;
 };
 
-/// The rule: tuned configs identical to the baseline's -> PASS-with-warnings; tuned median
-/// lower by more than the spread -> PASS; |difference| within the spread ->
-/// PASS-with-warnings; tuned median higher by more than the spread (measurably slower) ->
-/// FAIL. `what` names the quantity ("prefill", "decode per token").
+/// The rule (docs/deployment.md): same configs -> nothing to adopt; 95% interval of the
+/// ratio of medians entirely below 1 -> adopt the tuned configs; otherwise keep the
+/// previous ones. `what` names the quantity ("prefill", "decode per token").
 TimingComparison compare_timings(const TimingStats& baseline, const TimingStats& tuned,
                                  bool same_configs, const std::string& what);
 

@@ -16,23 +16,23 @@ fs::path fresh_dir(const fs::path& parent, const std::string& stem) {
   return d;
 }
 
-VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& engine, bool full,
+VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& engine,
                                         const fs::path& report_dir) {
   VerifyOptions v;
   v.engine = engine;
   v.reference = m.reference.to_arg();
-  v.full = full;
+  v.top_k = m.verify_top_k;
+  if (m.verify_kl_bound > 0) v.kl_bound = m.verify_kl_bound;
   v.max_seq = m.max_seq;
   if (!m.prompts_file.empty()) v.prompts_file = m.prompts_file;
   v.report_dir = report_dir;
   return v;
 }
 
-VerifyResult run_deployment_verify(Context& ctx, ConfigStage stage, bool full,
-                                   const std::string& stem) {
+VerifyResult run_deployment_verify(Context& ctx, ConfigStage stage, const std::string& stem) {
   fs::path dir = fresh_dir(ctx.ws.verify_reports(), stem);
   fs::remove(dir);  // verify creates it and refuses to overwrite an existing report
-  VerifyOptions v = deployment_verify_options(ctx.m, ctx.target_engine_options(stage), full, dir);
+  VerifyOptions v = deployment_verify_options(ctx.m, ctx.target_engine_options(stage), dir);
   v.kernel_configs = stage_label(ctx.ws.dir(), stage);
   v.log = [&](const std::string& line) { ctx.log << "  " << line << "\n"; };
   Stopwatch sw;
@@ -41,8 +41,16 @@ VerifyResult run_deployment_verify(Context& ctx, ConfigStage stage, bool full,
   return r;
 }
 
+PhaseStatus verify_status(const VerifyResult& r) {
+  if (!r.pass) return PhaseStatus::Fail;
+  return r.caps.empty() ? PhaseStatus::Pass : PhaseStatus::PassWithWarnings;
+}
+
 nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_dir) {
   nlohmann::json j = {{"pass", r.pass},
+                      {"verdict", r.verdict()},
+                      {"caps", r.caps},
+                      {"independence_finding", r.independence_finding},
                       {"free_running_pass", r.free_running_pass},
                       {"teacher_forced_pass", r.teacher_forced_pass},
                       {"n_prompts", r.n_prompts},
@@ -69,7 +77,7 @@ nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_
 
 std::string verify_summary(const VerifyResult& r) {
   std::string s = fmt::format("{}: {} prompts x {} steps, mean KL {:.3g} (bound {:.3g}), max KL {:.3g}, top-1 agreement {:.1f}%",
-                              r.pass ? "PASS" : "FAIL", r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
+                              r.verdict_line(), r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
                               r.max_kl, 100.0 * r.top1_agreement);
   if (!r.pass && !r.failures.empty()) s += "; " + r.failures.front();
   return s;

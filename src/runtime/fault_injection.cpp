@@ -31,6 +31,7 @@ std::string kind_list() {
 
 FaultInjection FaultInjection::parse(const std::string& spec) {
   FaultInjection f;
+  f.spec = spec;
   std::string kind = spec, layer, value;
   if (auto eq = kind.find('='); eq != std::string::npos) {
     value = kind.substr(eq + 1);
@@ -62,6 +63,7 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
     if (*end != '\0' || !(f.value > 0.0))
       throw UsageError("fault '" + spec + "': value '" + value + "' is not a positive number");
   }
+  if (f.kind == FaultInjection::Kind::None) f.spec.clear();
   return f;
 }
 

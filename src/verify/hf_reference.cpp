@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hub/file_hash.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport::verify_detail {
@@ -18,12 +19,14 @@ std::string sh_quote(const std::string& s) {
 }
 }  // namespace
 
+fs::path shipped_hf_reference_script() { return fs::path(LLMPORT_DATA_DIR).parent_path() / "tools" / "hf_reference.py"; }
+
 fs::path hf_reference_script() {
   if (const char* env = std::getenv("LLMPORT_HF_REFERENCE"); env && *env) return env;
-  return fs::path(LLMPORT_DATA_DIR).parent_path() / "tools" / "hf_reference.py";
+  return shipped_hf_reference_script();
 }
 
-void run_hf_reference(const std::string& python, const fs::path& model_dir, const std::vector<PromptSpec>& prompts,
+nlohmann::json run_hf_reference(const std::string& python, const fs::path& model_dir, const std::vector<PromptSpec>& prompts,
                       bool chat, int n_steps, const fs::path& out) {
   const fs::path script = hf_reference_script();
   if (!fs::exists(script))
@@ -52,6 +55,15 @@ void run_hf_reference(const std::string& python, const fs::path& model_dir, cons
                           std::to_string(n_steps) + " --out " + sh_quote(out.string());
   if (std::system(cmd.c_str()) != 0 || !fs::exists(out))
     throw UsageError("--reference hf: " + script.string() + " failed (see its messages above)");
+  // Which program produced the reference: a program other than the shipped one may print
+  // anything, so the report names it and its hash, and the verdict is capped.
+  const std::string sha = hub::sha256_file(script);
+  const fs::path shipped = shipped_hf_reference_script();
+  const bool is_shipped = fs::exists(shipped) && hub::sha256_file(shipped) == sha;
+  return {{"program", fs::absolute(script).lexically_normal().string()},
+          {"sha256", sha},
+          {"shipped", is_shipped},
+          {"python", python}};
 }
 
 }  // namespace llmport::verify_detail

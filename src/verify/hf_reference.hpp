@@ -5,17 +5,23 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "llmport/verify.hpp"
 
 namespace llmport::verify_detail {
 
-/// Path of tools/hf_reference.py: $LLMPORT_HF_REFERENCE when set, else the source tree's.
+/// The shipped tools/hf_reference.py (under this build's data directory's parent).
+std::filesystem::path shipped_hf_reference_script();
+/// Path of the program that runs: $LLMPORT_HF_REFERENCE when set, else the shipped one.
 std::filesystem::path hf_reference_script();
 
 /// Runs the script with `python` on `prompts` (texts are tokenized by transformers; chat
 /// renders them with the tokenizer's chat template) and writes `out` (llmport-records/1).
-/// Throws UsageError when python, torch or transformers is missing, or the script fails.
-void run_hf_reference(const std::string& python, const std::filesystem::path& model_dir,
+/// Returns what ran: {"program": path, "sha256": hex, "shipped": whether its bytes are the
+/// shipped script's, "python": interpreter}. Throws UsageError when python, torch or
+/// transformers is missing, or the script fails.
+nlohmann::json run_hf_reference(const std::string& python, const std::filesystem::path& model_dir,
                       const std::vector<PromptSpec>& prompts, bool chat, int n_steps,
                       const std::filesystem::path& out);
 

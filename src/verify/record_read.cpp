@@ -29,6 +29,24 @@ std::string opt_str(const JsonField& f, const std::string& key) {
   return f.has(key) && f.raw().at(key).is_string() ? f.at(key).str() : std::string();
 }
 
+// The file's own statement of independence, in any of the formats (absent = not stated,
+// which leaves the verdict to the producer and content rules of assess_provenance).
+void read_independent(const JsonField& root, RecordFile& rf) {
+  rf.independent = true;
+  if (!root.has("independent")) return;
+  if (!root.raw().at("independent").is_boolean()) root.at("independent").fail("expected true or false");
+  rf.independent = root.raw().at("independent").get<bool>();
+}
+
+// {"python": "3.11.2", "torch": ..., "transformers": ...} as the producing program reported.
+void read_versions(const JsonField& root, RecordFile& rf) {
+  if (!root.has("versions")) return;
+  const JsonField v = root.at("versions");
+  if (!v.raw().is_object()) v.fail("expected an object of version strings");
+  for (const auto& [k, val] : v.raw().items())
+    rf.versions[k] = val.is_string() ? val.get<std::string>() : val.dump();
+}
+
 // Top-k entries from parallel arrays (ids, logits), checked sorted-compatible lengths.
 std::vector<TopEntry> top_from_arrays(const JsonField& ids_f, const JsonField& logits_f) {
   auto ids = ids_f.ints();
@@ -59,7 +77,7 @@ RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
   rf.model = opt_str(root, "model");
   rf.producer = opt_str(root, "reference");
   rf.compute_dtype = "float32";
-  rf.independent = true;
+  read_independent(root, rf);
   const JsonField cases = root.at("cases");
   if (cases.size() == 0) cases.fail("no cases");
   rf.n_steps = root.has("steps") ? root.at("steps").integer() : -1;
@@ -138,7 +156,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const fs::path& file) {
       rf.producer = r.str();
     }
   }
-  rf.independent = true;
+  read_independent(root, rf);
   rf.n_steps = root.at("max_new_tokens").integer();
   if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
   const JsonField seqs = root.at("sequences");
@@ -252,10 +270,8 @@ RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
   rf.model = opt_str(root, "model");
   rf.producer = opt_str(root, "producer");
   rf.compute_dtype = opt_str(root, "compute_dtype");
-  if (root.has("independent")) {
-    if (!root.raw().at("independent").is_boolean()) root.at("independent").fail("expected true or false");
-    rf.independent = root.raw().at("independent").get<bool>();
-  }
+  read_independent(root, rf);
+  read_versions(root, rf);
   rf.n_steps = root.at("n_steps").integer();
   if (rf.n_steps <= 0) root.at("n_steps").fail("must be > 0");
   const JsonField seqs = root.at("sequences");

@@ -18,6 +18,7 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
   j["producer"] = rf.producer;
   j["compute_dtype"] = rf.compute_dtype;
   j["independent"] = rf.independent;
+  if (!rf.versions.empty()) j["versions"] = rf.versions;
   j["n_steps"] = rf.n_steps;
   std::vector<TensorData> side;
   nlohmann::ordered_json seqs = nlohmann::ordered_json::array();

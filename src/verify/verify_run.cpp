@@ -69,6 +69,68 @@ std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
          ", reference top-5 " + format_top(s.reference_top);
 }
 
+// Teacher-forces llmport's other computations (the oracle, and the fp32 cpu engine when
+// the engine is not that) along the first reference sequence and counts the reference
+// logits they reproduce bit for bit: a golden copied from llmport's own output matches
+// one of them exactly, an independent one almost nowhere. The first kSelfMatchSteps steps
+// of one sequence are evidence enough and keep the scalar oracle's cost bounded.
+constexpr int kSelfMatchSteps = 8;
+std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
+                                                      const EngineOptions& engine_opt, const RunnerInfo& engine,
+                                                      const std::vector<int>& ids,
+                                                      const std::vector<StepRecord>& ref_steps) {
+  std::vector<std::pair<std::string, std::unique_ptr<EngineRunner>>> sides;
+  sides.emplace_back("oracle", make_oracle_runner(cfg, weights, engine_opt.threads));
+  if (engine.backend != "cpu" || engine.dtype != "fp32") {
+    EngineOptions fp32;
+    fp32.backend = "cpu";
+    fp32.dtype = DType::F32;
+    fp32.threads = engine_opt.threads;
+    sides.emplace_back("cpu fp32 engine", std::make_unique<EngineRunner>(cfg, weights, fp32, "engine"));
+  }
+  std::vector<SelfMatch> out;
+  const int n = std::min<int>(kSelfMatchSteps, static_cast<int>(ref_steps.size()));
+  for (auto& [name, runner] : sides) {
+    SelfMatch m{name, 0, 0};
+    runner->prefill(ids);
+    int pos = static_cast<int>(ids.size());
+    for (int k = 0; k < n; ++k) {
+      if (k > 0) runner->decode_step(ref_steps[static_cast<std::size_t>(k - 1)].token, pos++);
+      count_self_match(ref_steps[static_cast<std::size_t>(k)], runner->last_logits(), m);
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+// Independent = by kind (not the oracle), by provenance (assess_provenance) and by
+// content (no llmport computation reproduces it bit for bit).
+void decide_independence(VerifyResult& res) {
+  for (const auto& m : res.self_matches)
+    if (m.compared > 0 && m.share() >= kSelfMatchShare && res.independence_finding.empty())
+      res.independence_finding = "content: " + fmt_g(100.0 * m.share(), 4) + "% of " + std::to_string(m.compared) +
+                                 " compared logits equal llmport's " + m.against + " output bit for bit";
+  res.reference_independent = res.independence_finding.empty();
+}
+
+// What keeps a passing run from a plain PASS, independence first (docs/verification.md).
+std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set) {
+  std::vector<std::string> caps;
+  if (!res.reference_independent) caps.push_back("reference not independent: " + res.independence_finding);
+  const int need_prompts = builtin_set ? kDefaultPrompts : kMinPrompts;
+  const int need_steps = builtin_set ? kDefaultSteps : kMinSteps;
+  if (res.n_prompts < need_prompts || res.n_steps < need_steps)
+    caps.push_back("depth: " + std::to_string(res.n_prompts) + " prompts x " + std::to_string(res.n_steps) +
+                   " steps, fewer than the required " + std::to_string(need_prompts) + " x " +
+                   std::to_string(need_steps));
+  if (res.reference_program.is_object() && !res.reference_program.value("shipped", true))
+    caps.push_back("hf reference program " + res.reference_program.value("program", std::string()) +
+                   " is not the shipped tools/hf_reference.py");
+  if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
+  if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
+  return caps;
+}
+
 }  // namespace
 
 VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
@@ -83,7 +145,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   if (res.model_name.empty()) res.model_name = fs::absolute(model_dir).lexically_normal().parent_path().filename().string();
   res.kernel_configs = opt.kernel_configs;
   res.heuristic_default_configs = opt.kernel_configs == "heuristic-default";
-  res.full = opt.full;
+  res.full = true;  // --quick with a built-in set clears it below
 
   for (const char* name : {"report.json", "report.md"})
     if (!opt.report_dir.empty() && fs::exists(opt.report_dir / name))
@@ -101,13 +163,13 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   std::shared_ptr<RecordFile> golden;
   std::vector<Prepared> prompts;
   int n_steps = opt.n_steps;
+  bool builtin_set = false;  // a built-in prompt set: oracle and hf run all of it by default
   if (ref.rfind("golden:", 0) == 0) {
     const fs::path gf = ref.substr(7);
     if (gf.empty()) throw UsageError("--reference golden:FILE needs a file");
     golden = std::make_shared<RecordFile>(read_record_file(gf));
     res.reference_kind = "golden";
     res.reference_source = gf.string() + (golden->producer.empty() ? "" : " (" + golden->producer + ")");
-    res.reference_independent = golden->independent;
     res.reference_dtype = golden->compute_dtype;
     res.prompt_set = "golden";
     res.full = true;  // all of the golden's prompts, implied
@@ -118,8 +180,6 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       any_text = any_text || s.prompt_rendering != "ids";
     }
     res.prompt_rendering = any_text ? golden->sequences[0].prompt_rendering + " (golden prompt ids)" : "ids";
-    if (!golden->independent)
-      res.warnings.push_back("reference file " + gf.string() + " was produced by llmport itself: not independent");
   } else if (ref == "oracle" || ref == "hf") {
     res.reference_kind = ref;
     std::vector<PromptSpec> specs;
@@ -127,7 +187,6 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     if (opt.prompts_file) {
       specs = read_prompt_file(*opt.prompts_file);
       res.prompt_set = "file:" + opt.prompts_file->string();
-      res.full = true;
     } else if (!tok) {
       // No tokenizer: text prompts are impossible, so the built-in deterministic id set.
       const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
@@ -136,13 +195,15 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       res.warnings.push_back("the model has no tokenizer: built-in deterministic id prompts (seed " +
                              std::to_string(kIdPromptSeed) + ", ids < vocab_size " + std::to_string(cfg.vocab_size) +
                              ")");
-      if (!opt.full && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
+      builtin_set = true;
     } else {
       chat = !tok->chat_template().empty();
       res.prompt_set = chat ? "instruct" : "base";
       specs = read_prompt_file(prompt_set_dir() / (res.prompt_set + ".json"));
-      if (!opt.full && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
+      builtin_set = true;
     }
+    if (builtin_set && opt.quick && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
+    res.full = !(builtin_set && opt.quick);
     if (opt.prompts_file && tok && !tok->chat_template().empty()) chat = true;
     res.prompt_rendering = chat ? "chat_template" : res.prompt_set == "ids" ? "ids" : "raw";
     for (const auto& p : specs) {
@@ -176,10 +237,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
                              : opt.report_dir;
       fs::create_directories(out_dir);
       const fs::path out = out_dir / "hf_reference.json";
-      verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, n_steps, out);
+      res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, n_steps, out);
       golden = std::make_shared<RecordFile>(read_record_file(out));
-      res.reference_source = out.string() + " (tools/hf_reference.py, transformers)";
-      res.reference_independent = golden->independent;
+      res.reference_program["versions"] = golden->versions;
+      res.reference_source = out.string() + " (" + res.reference_program.value("program", std::string()) + ")";
       res.reference_dtype = golden->compute_dtype;
       if (golden->sequences.size() != prompts.size())
         throw UsageError(out.string() + ": has " + std::to_string(golden->sequences.size()) + " sequences for " +
@@ -192,13 +253,22 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       n_steps = golden->n_steps;
     } else {
       res.reference_source = "llmport reference kernels (fp32)";
-      res.reference_independent = false;
       res.reference_dtype = "fp32";
-      res.warnings.push_back("reference is llmport's own fp32 reference backend (oracle): not independent");
+      res.independence_finding = "oracle";
     }
   } else {
     throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle or hf)");
   }
+  if (golden) {
+    const ReferenceProvenance prov = assess_provenance(*golden);
+    res.reference_producer = prov.producer;
+    res.independence_finding = prov.finding;
+    res.reference_sequences = static_cast<int>(golden->sequences.size());
+    res.reference_steps = golden->n_steps;
+  }
+  res.fault = opt.engine.fault.spec;
+  res.top_k = opt.top_k;
+  if (res.top_k < 1) throw UsageError("verify: top-k must be >= 1");
   res.n_prompts = static_cast<int>(prompts.size());
   res.n_steps = n_steps;
   if (n_steps <= 0) throw UsageError("verify: number of steps must be > 0");
@@ -220,16 +290,17 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
                             {"chosen", ks->chosen},
                             {"heuristic_used", ks->heuristic_used}};
   }
-  if (ei.backend == "reference")
-    res.warnings.push_back("the engine runner uses the reference backend (not the production kernels)");
+  res.kl_bound = opt.kl_bound.value_or(kl_bound_for(parse_dtype(ei.dtype), res.reference_dtype));
+  if (!(res.kl_bound > 0)) throw UsageError("verify: the KL bound must be > 0");
   std::unique_ptr<EngineRunner> oracle;
   if (res.reference_kind == "oracle") oracle = make_oracle_runner(cfg, weights, opt.engine.threads);
   log("verify " + res.model_name + ": engine " + ei.backend + "/" + ei.dtype + " (" + ei.isa + "), reference " +
-      res.reference_kind + (res.reference_independent ? "" : " (not independent)") + ", prompt set " +
+      res.reference_kind + (res.independence_finding.empty() ? "" : " (not independent: " + res.independence_finding + ")") + ", prompt set " +
       res.prompt_set + " [" + res.prompt_rendering + "], " + std::to_string(prompts.size()) + " prompts x " +
       std::to_string(n_steps) + " steps");
 
   engine.engine().backend().reset_counters();
+  SelfMatch engine_match{"engine", 0, 0};
   double kl_sum = 0.0;
   int64_t n_tf = 0, n_agree = 0;
   bool first_kind = true;
@@ -268,7 +339,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     res.engine_forward_calls += eng_steps.empty() ? 0 : static_cast<int64_t>(eng_steps.size());
     res.engine_tokens_generated += static_cast<int64_t>(eng_steps.size());
     for (const auto& s : eng_steps) pv.engine_tokens.push_back(s.token);
-    pv.free_running = check_free_running(eng_steps, ref_steps, n_steps);
+    pv.free_running = check_free_running(eng_steps, ref_steps, n_steps, res.top_k);
 
     // Teacher-forced: the engine follows the reference's tokens.
     engine.prefill(p.ids);
@@ -281,7 +352,8 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
         engine.decode_step(ref_steps[static_cast<std::size_t>(k - 1)].token, pos++);
         res.engine_forward_calls += 1;
       }
-      auto st = compare_step(k, ref_steps[static_cast<std::size_t>(k)], engine.last_logits(), kind);
+      auto st = compare_step(k, ref_steps[static_cast<std::size_t>(k)], engine.last_logits(), kind, res.top_k);
+      if (p.golden) count_self_match(ref_steps[static_cast<std::size_t>(k)], engine.last_logits(), engine_match);
       p_kl += st.kl;
       pv.max_kl = std::max(pv.max_kl, st.kl);
       if (st.kl >= res.max_kl) {
@@ -316,6 +388,12 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     res.prompts.push_back(std::move(pv));
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
+  if (golden && !prompts.empty()) {
+    res.self_matches.push_back(engine_match);
+    for (auto& m : self_matches_of_llmport_kernels(cfg, weights, opt.engine, ei, prompts.front().ids,
+                                                   prompts.front().golden->steps))
+      res.self_matches.push_back(m);
+  }
   res.mean_kl = n_tf ? kl_sum / static_cast<double>(n_tf) : 0.0;
   res.top1_agreement = n_tf ? static_cast<double>(n_agree) / static_cast<double>(n_tf) : 0.0;
   res.free_running_pass = !res.prompts.empty();
@@ -331,8 +409,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   }
   if (res.prompts.empty()) res.failures.push_back("no prompts were run");
   res.pass = res.free_running_pass && res.teacher_forced_pass && res.failures.empty();
+  decide_independence(res);
+  res.caps = verdict_caps(res, builtin_set);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log(std::string("verify: ") + (res.pass ? "PASS" : "FAIL") + " (mean KL " + fmt_g(res.mean_kl) + " <= " +
+  log(std::string("verify: ") + res.verdict() + " (mean KL " + fmt_g(res.mean_kl) + " <= " +
       fmt_g(res.kl_bound) + " required, top-1 agreement " + fmt_g(100.0 * res.top1_agreement, 4) + "%)");
   if (!opt.report_dir.empty()) {
     res.report_dir = opt.report_dir;

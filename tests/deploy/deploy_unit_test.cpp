@@ -48,24 +48,52 @@ TEST(DeployTiming, MedianOfSamples) {
   EXPECT_DOUBLE_EQ(stats({1, 2, 3, 4}).median, 2.5);
 }
 
-TEST(DeployTiming, ComparisonRule) {
-  // Tuned clearly faster: difference -5 beyond the spread 1 -> PASS.
+TEST(DeployTiming, RatioIntervalOfAConstantRatioIsThatRatio) {
+  // Every interleaved pair runs at exactly half the time: every bootstrap resample's ratio
+  // of medians is 0.5, so the interval is the point 0.5.
+  std::vector<double> base = {10, 10.5, 11, 10.2, 10.8, 9.7, 10.1};
+  std::vector<double> tuned;
+  for (double b : base) tuned.push_back(b / 2);
+  auto r = ratio_of_medians_interval(base, tuned);
+  EXPECT_DOUBLE_EQ(r.ratio, 0.5);
+  EXPECT_DOUBLE_EQ(r.low, 0.5);
+  EXPECT_DOUBLE_EQ(r.high, 0.5);
+  EXPECT_EQ(r.resamples, 2000);
+  EXPECT_NE(r.method.find("paired percentile bootstrap"), std::string::npos);
+  EXPECT_THROW(ratio_of_medians_interval({1, 2}, {1}), UsageError);
+  EXPECT_THROW(ratio_of_medians_interval({}, {}), UsageError);
+  // Deterministic: the same samples give the same interval.
+  std::vector<double> noisy = {9, 12, 10, 11, 9.5, 10.5, 13};
+  auto a = ratio_of_medians_interval(base, noisy), b = ratio_of_medians_interval(base, noisy);
+  EXPECT_EQ(a.low, b.low);
+  EXPECT_EQ(a.high, b.high);
+  EXPECT_LE(a.low, a.ratio);
+  EXPECT_GE(a.high, a.ratio);
+}
+
+TEST(DeployTiming, TunedConfigsAreAdoptedOnlyWhenMeasurablyFaster) {
+  // Clearly faster: the whole interval below 1 -> adopted.
   auto c = compare_timings(stats({10, 10.5, 11, 10.2, 10.8}), stats({5, 5.5, 6, 5.2, 5.8}), false, "prefill");
-  EXPECT_EQ(c.verdict, PhaseStatus::Pass);
-  EXPECT_DOUBLE_EQ(c.diff_ms, 5.5 - 10.5);
-  EXPECT_DOUBLE_EQ(c.spread_ms, 1.0);
-  // Same configs as before: PASS-with-warnings whatever the numbers.
-  EXPECT_EQ(compare_timings(stats({10, 11, 12}), stats({5, 5, 5}), true, "prefill").verdict,
-            PhaseStatus::PassWithWarnings);
-  // Inside the spread (difference 0.2, spread 2): PASS-with-warnings, either sign.
-  EXPECT_EQ(compare_timings(stats({9, 10, 11}), stats({9.5, 10.2, 10.9}), false, "decode").verdict,
-            PhaseStatus::PassWithWarnings);
-  EXPECT_EQ(compare_timings(stats({9, 10, 11}), stats({9.5, 9.8, 10.9}), false, "decode").verdict,
-            PhaseStatus::PassWithWarnings);
-  // Measurably slower: +5 beyond the spread -> FAIL.
-  auto f = compare_timings(stats({10, 10.5, 11}), stats({15, 15.5, 16}), false, "decode");
-  EXPECT_EQ(f.verdict, PhaseStatus::Fail);
-  EXPECT_NE(f.reason.find("slower"), std::string::npos);
+  EXPECT_TRUE(c.adopted);
+  EXPECT_LT(c.interval.high, 1.0);
+  EXPECT_NE(c.reason.find("adopted"), std::string::npos);
+  // Same configs as before: nothing to adopt, whatever the numbers (not a warning).
+  auto same = compare_timings(stats({10, 11, 12}), stats({5, 5, 5}), true, "prefill");
+  EXPECT_FALSE(same.adopted);
+  EXPECT_TRUE(same.same_configs);
+  // Inside the noise, either sign: the interval straddles 1 -> the previous configs stay.
+  for (auto tuned : {std::vector<double>{9.5, 10.2, 10.9, 9.1, 10.4}, std::vector<double>{9.5, 9.8, 10.9, 10.6, 9.2}}) {
+    auto k = compare_timings(stats({9, 10, 11, 10.3, 9.6}), stats(tuned), false, "decode");
+    EXPECT_FALSE(k.adopted);
+    EXPECT_LE(k.interval.low, 1.0);
+    EXPECT_GE(k.interval.high, 1.0);
+    EXPECT_NE(k.reason.find("previous configs kept"), std::string::npos) << k.reason;
+  }
+  // A tuned decode 25% slower is never adopted: the deployment cannot get slower.
+  auto slow = compare_timings(stats({10, 10.5, 11, 10.1, 10.7}), stats({12.5, 13.1, 13.8, 12.6, 13.4}), false, "decode");
+  EXPECT_FALSE(slow.adopted);
+  EXPECT_GT(slow.interval.low, 1.0);
+  EXPECT_NEAR(slow.interval.ratio, 13.1 / 10.5, 1e-12);
 }
 
 TEST(DeployReference, ParsesTheThreeKinds) {

@@ -88,8 +88,9 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
   EXPECT_EQ(rep["engine"]["heuristic_default_configs"], false);
   EXPECT_EQ(rep["engine"]["kernel_selection"]["registry"], (dir / "registry").string());
   EXPECT_TRUE(rep["engine"]["kernel_selection"]["heuristic_used"].empty());
-  // Every linear weight shape was served by the tuned registry: the phase-4/5 tuned prefill
-  // (mr, np, kc, ...) and decode (gnp) configs are the ones the engine used.
+  // Every linear weight shape was served by the tuned registry: the configs phases 4-5 left
+  // in use (the sweep's best when measurably faster, else the previous stage's) for prefill
+  // (mr, np, kc, ...) and decode (gnp) are the ones the engine used.
   const auto& chosen = rep["engine"]["kernel_selection"]["chosen"];
   ASSERT_FALSE(chosen.empty());
   for (const char* stage : {"tuned_prefill", "tuned_decode"})
@@ -99,7 +100,7 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
   for (const auto& t : tuned) {
     const std::string key = "n=" + std::to_string(t["shape"]["n"].get<int>()) + " k=" + std::to_string(t["shape"]["k"].get<int>());
     ASSERT_TRUE(chosen.contains(key)) << key;
-    for (const auto& [k, v] : t["best"].items()) EXPECT_EQ(chosen[key][k], v) << key << " " << k;
+    for (const auto& [k, v] : t["in_use"].items()) EXPECT_EQ(chosen[key][k], v) << key << " " << k;
   }
   EXPECT_EQ(rep["prompt_set"]["name"], "ids");
   EXPECT_EQ(rep["prompt_set"]["rendering"], "ids");
@@ -139,7 +140,9 @@ TEST(DeployIntegration, MaxSeqReachesTheArchitectureGate) {
   const json m = load(dir / "deployment.json");
   EXPECT_EQ(m["max_seq"], 96);
   EXPECT_EQ(m["resolved_config"]["max_seq"], 96);
-  EXPECT_EQ(m["phases"][3]["status"], "PASS");
+  // The gate held; the default oracle reference caps it (not independent).
+  EXPECT_EQ(m["phases"][3]["status"], "PASS-with-warnings");
+  EXPECT_EQ(m["phases"][3]["warnings"][0], "reference not independent: oracle");
   EXPECT_NE(read_file(dir / "Makefile").find("--max-seq 96"), std::string::npos);
   // The deployment's own verify (Makefile) runs with the cap.
   auto mv = make_in(dir, "verify");

@@ -116,7 +116,7 @@ TEST(CliRun, SamplingIsSeeded) {
 TEST(CliRun, HiddenFaultFlagPlantsAFault) {
   const std::vector<std::string> base{"run", stories(), "--prompt", "Once upon a time", "--n-tokens", "2", "--json"};
   auto faulty = base;
-  faulty.insert(faulty.end(), {"--fault", "logit_scale=2"});
+  faulty.insert(faulty.end(), {"--inject-fault", "logit_scale=2"});
   const auto a = run_llmport(base), b = run_llmport(faulty);
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
@@ -124,7 +124,7 @@ TEST(CliRun, HiddenFaultFlagPlantsAFault) {
   const auto lb = nlohmann::json::parse(b.out)["steps"][0]["top5"][0]["logit"].get<double>();
   EXPECT_NEAR(lb, 2 * la, 1e-4);
   auto bad = base;
-  bad.insert(bad.end(), {"--fault", "no_such_fault"});
+  bad.insert(bad.end(), {"--inject-fault", "no_such_fault"});
   EXPECT_EQ(run_llmport(bad).exit_code, 2);
 }
 

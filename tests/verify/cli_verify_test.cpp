@@ -41,8 +41,8 @@ TEST(CliVerify, PlantedFaultExitsOneNamingTheFailure) {
 
 TEST(CliVerify, OracleUsesTheBaseSetForAModelWithoutChatTemplate) {
   test::TempDir tmp;
-  const auto r = run_llmport({"verify", test::stories_dir().string(), "--report-dir", (tmp.path() / "a").string(),
-                              "--threads", "1"});
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--quick", "--report-dir",
+                              (tmp.path() / "a").string(), "--threads", "1"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("prompt set base [raw]"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(test::read_file(tmp.path() / "a" / "report.json"));
@@ -51,6 +51,7 @@ TEST(CliVerify, OracleUsesTheBaseSetForAModelWithoutChatTemplate) {
   EXPECT_EQ(j["reference"]["kind"], "oracle");
   EXPECT_FALSE(j["reference"]["independent"].get<bool>());
   EXPECT_EQ(j["tolerances"]["kl_kind"], "full");
+  // Without --quick every prompt of the set runs (--full is accepted and means the same).
   const auto full = run_llmport({"verify", test::stories_dir().string(), "--full", "--report-dir",
                                  (tmp.path() / "b").string(), "--threads", "1"});
   EXPECT_EQ(full.exit_code, 0) << full.out << full.err;
@@ -74,8 +75,9 @@ TEST(CliVerify, PromptIdsFileOnAModelWithoutTokenizer) {
                                 "--report-dir", (tmp.path() / "s").string()});
   EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
   EXPECT_NE(bad.err.find("no tokenizer"), std::string::npos) << bad.err;
-  // Without a prompt file: the built-in deterministic id set (first kQuickPrompts), said so.
-  const auto ids = run_llmport({"verify", model.string(), "--report-dir", (tmp.path() / "i").string(),
+  // Without a prompt file: the built-in deterministic id set (with --quick its first
+  // kQuickPrompts), said so.
+  const auto ids = run_llmport({"verify", model.string(), "--quick", "--report-dir", (tmp.path() / "i").string(),
                                 "--threads", "1"});
   EXPECT_EQ(ids.exit_code, 0) << ids.out << ids.err;
   EXPECT_NE(ids.out.find("no tokenizer: built-in deterministic id prompts"), std::string::npos) << ids.out;

@@ -30,6 +30,7 @@ TEST(VerifyInstruct, InstructSetRenderedWithTheChatTemplate) {
   opt.reference = "oracle";
   opt.engine.threads = 1;
   opt.n_steps = 4;
+  opt.quick = true;
   opt.report_dir = rd;
   const llmport::VerifyResult r = llmport::run_verify(model, opt);
   EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());

@@ -85,7 +85,7 @@ TEST(VerifyGolden, ReportFilesCarryTheAuditFields) {
   EXPECT_FALSE(j["engine"]["dispatch_counters"].empty());
   EXPECT_EQ(j["reference"]["kind"], "golden");
   EXPECT_TRUE(j["reference"]["independent"].get<bool>());
-  EXPECT_EQ(j["tolerances"]["kl_bound"].get<double>(), kKlBound);
+  EXPECT_EQ(j["tolerances"]["kl_bound"].get<double>(), kKlBoundFp32);  // fp32 engine vs fp32 golden
   EXPECT_EQ(j["tolerances"]["top_k"].get<int>(), 5);
   EXPECT_EQ(j["counts"]["prompts"].get<int>(), r.n_prompts);
   EXPECT_EQ(j["counts"]["engine_tokens_generated"].get<int64_t>(), r.engine_tokens_generated);

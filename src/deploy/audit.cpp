@@ -1,0 +1,176 @@
+// Phase 7's audit rows (audit.hpp). Each row compares something the deployment or the
+// re-run could get wrong with what it must be; tests/deploy/audit_test.cpp plants the fault
+// of every row.
+#include "deploy/audit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "deploy/util.hpp"
+#include "llmport/deploy.hpp"
+
+namespace llmport::deploy {
+
+namespace {
+AuditItem row(std::string check, bool ok, std::string detail, bool warn_only = false) {
+  return {std::move(check), ok ? "ok" : (warn_only ? "warning" : "FAIL"), std::move(detail)};
+}
+uint64_t total_calls(const std::map<std::string, uint64_t>& c) {
+  return std::accumulate(c.begin(), c.end(), uint64_t{0}, [](uint64_t s, const auto& kv) { return s + kv.second; });
+}
+}  // namespace
+
+std::vector<AuditItem> audit_phases(const Manifest& m) {
+  std::vector<AuditItem> rows;
+  for (int i = 0; i < kNumPhases - 1; ++i) {
+    const auto& p = m.phases[static_cast<std::size_t>(i)];
+    std::string detail(status_name(p.status));
+    for (const auto& w : p.warnings) detail += "; warning: " + w;
+    AuditItem a{fmt::format("phase {} ({}) recorded and passed", i, phase_name(i)), "FAIL", detail};
+    if (p.status == PhaseStatus::Pass) a.result = "ok";
+    else if (p.status == PhaseStatus::PassWithWarnings) a.result = "warning";
+    rows.push_back(std::move(a));
+  }
+  return rows;
+}
+
+AuditItem audit_target(const Manifest& m, const std::vector<std::string>& available) {
+  const bool ok = m.target != "reference" && std::find(available.begin(), available.end(), m.target) != available.end();
+  return row("engine backend is the deployment's target", ok,
+             ok ? "target " + m.target + ", never the reference kernels" : "target '" + m.target + "' not usable");
+}
+
+AuditItem audit_weights(const Manifest& m, const std::map<std::string, std::string>& now, const std::string& error) {
+  if (!error.empty()) return row("weight hashes match the manifest", false, error);
+  std::vector<std::string> diff;
+  for (const auto& [f, h] : m.file_hashes) {
+    auto it = now.find(f);
+    if (it == now.end() || it->second != h) diff.push_back(f);
+  }
+  for (const auto& [f, h] : now)
+    if (!m.file_hashes.count(f)) diff.push_back(f + " (new)");
+  if (m.file_hashes.empty()) diff.push_back("the manifest records no model files");
+  return row("weight hashes match the manifest", diff.empty(),
+             diff.empty() ? fmt::format("{} files, content hash {}", now.size(), m.content_hash.substr(0, 16))
+                          : "changed since deployment: " + join(diff, ", "));
+}
+
+AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now) {
+  if (m.reference.kind != "golden")
+    return row("reference file unchanged since deployment", true, m.reference.kind + ": computed at each run");
+  const bool ok = !sha256_now.empty() && sha256_now == m.reference_hash;
+  return row("reference file unchanged since deployment", ok,
+             ok ? "golden " + m.reference.file.string() + " (sha256 matches the manifest)"
+                : "golden " + m.reference.file.string() + " missing or changed since deployment");
+}
+
+AuditItem audit_reference_independence(const VerifyResult& r) {
+  std::string detail = r.reference_kind + ": " + r.reference_source;
+  if (!r.reference_producer.empty()) detail += "; producer: " + r.reference_producer;
+  for (const auto& s : r.self_matches)
+    detail += fmt::format("; {:.3g}% of {} logits equal llmport's {}", 100.0 * s.share(), s.compared, s.against);
+  if (r.reference_program.is_object()) detail += "; program: " + r.reference_program.dump();
+  if (!r.reference_independent)
+    detail = "not independent (" + r.independence_finding + "): the verdict is capped at PASS-with-warnings; " + detail;
+  return row("reference is independent of the engine (kind, provenance, content)", r.reference_independent, detail,
+             /*warn_only=*/true);
+}
+
+AuditItem audit_reference_depth(const VerifyResult& r, const ExpectedDepth& e) {
+  const bool all = r.n_steps == e.steps && (e.prompts < 0 ? r.n_prompts >= kDefaultPrompts : r.n_prompts == e.prompts);
+  const std::string required = fmt::format("{} x {}", e.prompts < 0 ? fmt::format(">= {}", kDefaultPrompts)
+                                                                     : std::to_string(e.prompts), e.steps);
+  if (!all)
+    return row("reference depth", false,
+               fmt::format("{} prompts x {} steps run, the reference set holds {}", r.n_prompts, r.n_steps, required));
+  const bool deep = r.n_prompts >= kMinPrompts && r.n_steps >= kMinSteps;
+  return row("reference depth", deep,
+             fmt::format("{} prompts x {} steps (every one the reference set holds: {}; minimum for PASS {} x {})",
+                         r.n_prompts, r.n_steps, required, kMinPrompts, kMinSteps),
+             /*warn_only=*/true);
+}
+
+AuditItem audit_tolerances(const VerifyResult& r, DType engine_dtype) {
+  const double bound = kl_bound_for(engine_dtype, r.reference_dtype);
+  const bool ok = r.top_k == kTopK && r.kl_bound == bound;
+  return row("tolerances, top-k and KL bound are the defaults", ok,
+             fmt::format("run with top-{} sets and mean KL bound {:.3g}; defaults for {} vs a {} reference: top-{}, "
+                         "{:.3g}",
+                         r.top_k, r.kl_bound, dtype_name(engine_dtype),
+                         r.reference_dtype.empty() ? std::string("unstated") : r.reference_dtype, kTopK, bound));
+}
+
+AuditItem audit_engine(const Manifest& m, const VerifyResult& r) {
+  std::vector<std::string> bad;
+  if (r.runner_kind != "engine") bad.push_back("runner " + r.runner_kind);
+  if (r.backend != m.target) bad.push_back("backend " + r.backend + " (deployed on " + m.target + ")");
+  if (r.dtype != m.dtype) bad.push_back("dtype " + r.dtype + " (deployed as " + m.dtype + ")");
+  if (m.isa.empty()) bad.push_back("the manifest records no ISA");
+  else if (r.isa != m.isa) bad.push_back("ISA " + r.isa + " (validated and tuned on " + m.isa + ")");
+  return row("engine backend, dtype and ISA are the deployment's", bad.empty(),
+             bad.empty() ? fmt::format("runner {}, backend {} ({}), dtype {}", r.runner_kind, r.backend, r.isa, r.dtype)
+                         : join(bad, "; "));
+}
+
+bool is_reference_dispatch(const std::string& counter) {
+  const std::string impl = counter.substr(0, counter.find(':'));
+  return impl.rfind("reference", 0) == 0;
+}
+
+AuditItem audit_dispatch(const VerifyResult& r) {
+  std::vector<std::string> ref;
+  for (const auto& [k, v] : r.dispatch_counters)
+    if (is_reference_dispatch(k)) ref.push_back(fmt::format("{} x{}", k, v));
+  if (r.dispatch_counters.empty()) return row("no reference-kernel dispatch", false, "no dispatch counters recorded");
+  return row("no reference-kernel dispatch", ref.empty(),
+             ref.empty() ? nlohmann::json(r.dispatch_counters).dump()
+                         : "served by the reference kernels: " + join(ref, ", "));
+}
+
+AuditItem audit_tuned_configs(const VerifyResult& r, const KernelSelection& sel) {
+  std::vector<std::string> bad;
+  if (r.heuristic_default_configs || !sel.heuristic_used.empty())
+    bad.push_back(fmt::format("{} weight shapes served by a heuristic default", sel.heuristic_used.size()));
+  if (sel.chosen.empty()) bad.push_back("no weight shape took a registry config");
+  return row("tuned kernel configs in use, measured on this machine", bad.empty(),
+             fmt::format("kernel configs: {}; {} weight shapes from the registry{}", r.kernel_configs,
+                         sel.chosen.size(), bad.empty() ? "" : "; " + join(bad, "; ")));
+}
+
+AuditItem audit_kernel_cache(bool cleared, const KernelSelection& sel) {
+  return row("kernel cache cleared before the re-run", cleared && sel.cache_hits == 0,
+             fmt::format("{}; {} weights packed, {} cache hits", cleared ? "cleared" : "NOT cleared", sel.cache_misses,
+                         sel.cache_hits));
+}
+
+AuditItem audit_counts(const VerifyResult& r, uint64_t per_forward) {
+  const int64_t need = static_cast<int64_t>(r.n_prompts) * r.n_steps;
+  const uint64_t calls = total_calls(r.dispatch_counters);
+  const uint64_t want_calls = per_forward * static_cast<uint64_t>(std::max<int64_t>(0, 2 * need));
+  const bool ok = need > 0 && r.engine_tokens_generated == need && r.teacher_forced_steps == need &&
+                  r.engine_forward_calls == 2 * need && per_forward > 0 && calls == want_calls;
+  return row("token, forward and dispatch counts equal what the prompt set requires", ok,
+             fmt::format("{} tokens generated, {} teacher-forced steps, {} forward calls, {} kernel calls (required "
+                         "{}, {}, {}, and {} forward calls x {} kernel calls each = {})",
+                         r.engine_tokens_generated, r.teacher_forced_steps, r.engine_forward_calls, calls, need, need,
+                         2 * need, 2 * need, per_forward, want_calls));
+}
+
+AuditItem audit_fault(const Manifest& m, const VerifyResult& r) {
+  std::vector<std::string> f;
+  if (!m.fault.empty()) f.push_back("the deploy run planted '" + m.fault + "': its phases measured a faulted engine");
+  if (!r.fault.empty()) f.push_back("the re-run planted '" + r.fault + "'");
+  return row("no test-only fault planted", f.empty(), f.empty() ? "none" : join(f, "; "));
+}
+
+AuditItem audit_rerun(const VerifyResult& r) {
+  std::string d = fmt::format("{}: {} prompts x {} steps, mean KL {:.3g} (bound {:.3g}), top-1 agreement {:.1f}%",
+                              r.pass ? "PASS" : "FAIL", r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
+                              100.0 * r.top1_agreement);
+  if (!r.pass && !r.failures.empty()) d += "; " + r.failures.front();
+  return row("verify re-run passes", r.pass, d);
+}
+
+}  // namespace llmport::deploy

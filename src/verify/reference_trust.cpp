@@ -1,0 +1,68 @@
+// What a verify verdict may claim about its reference: provenance (who the file says
+// produced it), content (whether it is llmport's own output copied), the KL bound the
+// run's dtypes allow, and the verdict line with its caps. Rules: docs/verification.md.
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cstdint>
+
+#include "llmport/verify.hpp"
+
+namespace llmport {
+
+namespace {
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+bool same_bits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
+}  // namespace
+
+double kl_bound_for(DType engine_dtype, const std::string& reference_dtype) {
+  const std::string r = lower(reference_dtype);
+  const bool reference_low = r.find("bf16") != std::string::npos || r.find("bfloat16") != std::string::npos ||
+                             r.find("fp16") != std::string::npos || r.find("float16") != std::string::npos ||
+                             r == "half";
+  return engine_dtype == DType::F32 && !reference_low ? kKlBoundFp32 : kKlBoundBf16;
+}
+
+ReferenceProvenance assess_provenance(const RecordFile& rf) {
+  ReferenceProvenance p;
+  p.producer = rf.producer;
+  if (rf.producer.find_first_not_of(" \t") == std::string::npos)
+    p.finding = "no provenance: " + rf.path.filename().string() + " names no producer";
+  else if (lower(rf.producer).find("llmport") != std::string::npos)
+    p.finding = "provenance: produced by llmport (" + rf.producer + ")";
+  else if (!rf.independent)
+    p.finding = "provenance: " + rf.path.filename().string() + " says \"independent\": false";
+  p.independent = p.finding.empty();
+  return p;
+}
+
+void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m) {
+  if (!reference.logits.empty() && reference.logits.size() == logits.size()) {
+    for (std::size_t i = 0; i < logits.size(); ++i) m.identical += same_bits(reference.logits[i], logits[i]) ? 1 : 0;
+    m.compared += static_cast<int64_t>(logits.size());
+    return;
+  }
+  for (const auto& e : reference.top) {
+    if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
+    m.identical += same_bits(e.logit, logits[static_cast<std::size_t>(e.id)]) ? 1 : 0;
+    ++m.compared;
+  }
+}
+
+std::string VerifyResult::verdict() const {
+  if (!pass) return "FAIL";
+  return caps.empty() ? "PASS" : "PASS-with-warnings";
+}
+
+std::string VerifyResult::verdict_line() const {
+  std::string v = verdict();
+  if (v != "PASS-with-warnings") return v;
+  v += " (";
+  for (std::size_t i = 0; i < caps.size(); ++i) v += (i ? "; " : "") + caps[i];
+  return v + ")";
+}
+
+}  // namespace llmport

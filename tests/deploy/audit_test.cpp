@@ -1,0 +1,227 @@
+// Mutation tests of phase 7's gate audit: for every row, a clean input gives "ok" and the
+// fault the row guards, planted into that input, flips it (a row that cannot fail would be
+// a defect). The rows are pure functions of the manifest, the re-run and the selection
+// (src/deploy/audit.hpp); tests/deploy/deploy_pipeline_test.cpp runs them end to end.
+#include <gtest/gtest.h>
+
+#include "deploy/audit.hpp"
+#include "llmport/verify.hpp"
+
+namespace llmport::deploy {
+namespace {
+
+// A deployment and a re-run with nothing wrong: 8 prompts x 32 steps against an
+// independent golden, fp32 on the cpu backend, tuned configs, every count right.
+struct Clean {
+  Manifest m;
+  VerifyResult r;
+  KernelSelection sel;
+  static constexpr uint64_t kPerForward = 10;
+  Clean() {
+    m.name = "x";
+    m.target = "cpu";
+    m.dtype = "fp32";
+    m.isa = "avx512";
+    m.file_hashes = {{"config.json", "aa"}, {"model.safetensors", "bb"}};
+    m.reference.kind = "golden";
+    m.reference.file = "/golden.json";
+    m.reference_hash = "cc";
+    for (auto& p : m.phases) p.status = PhaseStatus::Pass;
+    r.pass = true;
+    r.runner_kind = "engine";
+    r.backend = "cpu";
+    r.isa = "avx512";
+    r.dtype = "fp32";
+    r.reference_kind = "golden";
+    r.reference_independent = true;
+    r.reference_dtype = "float32";
+    r.n_prompts = 8;
+    r.n_steps = 32;
+    r.top_k = kTopK;
+    r.kl_bound = kKlBoundFp32;
+    r.engine_tokens_generated = 256;
+    r.teacher_forced_steps = 256;
+    r.engine_forward_calls = 512;
+    r.dispatch_counters = {{"cpu/avx512:gemv", 512 * 6}, {"cpu/avx512:rmsnorm", 512 * 4}};
+    r.heuristic_default_configs = false;
+    sel.chosen = {{"n=64 k=64", {}}};
+  }
+};
+
+TEST(Audit, PhasesRowFailsOnAFailedPhaseAndWarnsOnACarriedWarning) {
+  Clean c;
+  for (const auto& a : audit_phases(c.m)) EXPECT_EQ(a.result, "ok") << a.check;
+  EXPECT_EQ(audit_phases(c.m).size(), 7u);
+  c.m.phases[2].status = PhaseStatus::Fail;
+  c.m.phases[4].status = PhaseStatus::PassWithWarnings;
+  c.m.phases[4].warnings = {"something real"};
+  c.m.phases[5].status = PhaseStatus::NotRun;
+  auto rows = audit_phases(c.m);
+  EXPECT_EQ(rows[2].result, "FAIL");
+  EXPECT_EQ(rows[4].result, "warning");
+  EXPECT_NE(rows[4].detail.find("something real"), std::string::npos);
+  EXPECT_EQ(rows[5].result, "FAIL");
+  EXPECT_EQ(EvaluationReport::verdict_of({rows[4]}), "PASS-with-warnings");
+}
+
+TEST(Audit, TargetRowFailsForTheReferenceBackendOrAMissingOne) {
+  Clean c;
+  EXPECT_EQ(audit_target(c.m, {"reference", "cpu"}).result, "ok");
+  c.m.target = "reference";
+  EXPECT_EQ(audit_target(c.m, {"reference", "cpu"}).result, "FAIL");
+  c.m.target = "cuda";
+  EXPECT_EQ(audit_target(c.m, {"reference", "cpu"}).result, "FAIL");
+}
+
+TEST(Audit, WeightsRowFailsOnAChangedMissingOrNewFile) {
+  Clean c;
+  EXPECT_EQ(audit_weights(c.m, c.m.file_hashes, "").result, "ok");
+  auto changed = c.m.file_hashes;
+  changed["model.safetensors"] = "bd";
+  auto row = audit_weights(c.m, changed, "");
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("model.safetensors"), std::string::npos);
+  auto extra = c.m.file_hashes;
+  extra["model-2.safetensors"] = "ee";
+  EXPECT_EQ(audit_weights(c.m, extra, "").result, "FAIL");
+  EXPECT_EQ(audit_weights(c.m, {}, "cannot read config.json").result, "FAIL");
+  c.m.file_hashes.clear();
+  EXPECT_EQ(audit_weights(c.m, {}, "").result, "FAIL");  // nothing recorded proves nothing
+}
+
+TEST(Audit, ReferenceFileRowFailsWhenTheGoldenChanged) {
+  Clean c;
+  EXPECT_EQ(audit_reference_file(c.m, "cc").result, "ok");
+  EXPECT_EQ(audit_reference_file(c.m, "cd").result, "FAIL");
+  EXPECT_EQ(audit_reference_file(c.m, "").result, "FAIL");
+}
+
+TEST(Audit, IndependenceRowWarnsForEveryFinding) {
+  Clean c;
+  EXPECT_EQ(audit_reference_independence(c.r).result, "ok");
+  for (const char* finding : {"oracle", "provenance: produced by llmport (llmport 0.1)",
+                              "content: 100% of 1280 compared logits equal llmport's engine output bit for bit"}) {
+    c.r.reference_independent = false;
+    c.r.independence_finding = finding;
+    auto row = audit_reference_independence(c.r);
+    EXPECT_EQ(row.result, "warning") << finding;
+    EXPECT_NE(row.detail.find(finding), std::string::npos);
+  }
+}
+
+TEST(Audit, DepthRowComparesWithTheMinimumNotWithTheFile) {
+  Clean c;
+  EXPECT_EQ(audit_reference_depth(c.r, {8, 32}).result, "ok");
+  // A golden cut to 1 step: the run did all it holds, but that is under the minimum.
+  c.r.n_steps = 1;
+  auto row = audit_reference_depth(c.r, {8, 1});
+  EXPECT_EQ(row.result, "warning");
+  EXPECT_NE(row.detail.find("8 prompts x 1 steps"), std::string::npos) << row.detail;
+  EXPECT_NE(row.detail.find("4 x 24"), std::string::npos) << row.detail;
+  // Fewer than the reference holds: the re-run skipped work.
+  EXPECT_EQ(audit_reference_depth(c.r, {8, 32}).result, "FAIL");
+  c.r.n_steps = 32;
+  c.r.n_prompts = 3;
+  EXPECT_EQ(audit_reference_depth(c.r, {3, 32}).result, "warning");
+  EXPECT_EQ(audit_reference_depth(c.r, {-1, 32}).result, "FAIL");  // a built-in set runs all 8
+}
+
+TEST(Audit, TolerancesRowFailsOnAnyNonDefaultParameter) {
+  Clean c;
+  EXPECT_EQ(audit_tolerances(c.r, DType::F32).result, "ok");
+  c.r.kl_bound = 1.0;
+  EXPECT_EQ(audit_tolerances(c.r, DType::F32).result, "FAIL");
+  c.r.kl_bound = kKlBoundBf16;  // the bf16 bound on an fp32 deployment is 1250x too loose
+  EXPECT_EQ(audit_tolerances(c.r, DType::F32).result, "FAIL");
+  EXPECT_EQ(audit_tolerances(c.r, DType::BF16).result, "ok");
+  c.r.top_k = 20;
+  EXPECT_EQ(audit_tolerances(c.r, DType::BF16).result, "FAIL");
+}
+
+TEST(Audit, EngineRowFailsOnAnotherBackendDtypeIsaOrRunner) {
+  Clean c;
+  EXPECT_EQ(audit_engine(c.m, c.r).result, "ok");
+  for (int i = 0; i < 5; ++i) {
+    Clean d;
+    if (i == 0) d.r.isa = "avx2";
+    if (i == 1) d.r.dtype = "bf16";
+    if (i == 2) d.r.backend = "reference";
+    if (i == 3) d.r.runner_kind = "oracle";
+    if (i == 4) d.m.isa.clear();
+    EXPECT_EQ(audit_engine(d.m, d.r).result, "FAIL") << i;
+  }
+}
+
+TEST(Audit, DispatchRowFiresOnAReferenceKernel) {
+  Clean c;
+  EXPECT_FALSE(is_reference_dispatch("cpu/avx512:gemv"));
+  EXPECT_TRUE(is_reference_dispatch("reference:gemv"));
+  EXPECT_TRUE(is_reference_dispatch("reference/scalar:attention"));
+  EXPECT_EQ(audit_dispatch(c.r).result, "ok");
+  c.r.dispatch_counters["reference:rope"] = 3;
+  auto row = audit_dispatch(c.r);
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("reference:rope x3"), std::string::npos);
+  c.r.dispatch_counters.clear();
+  EXPECT_EQ(audit_dispatch(c.r).result, "FAIL");
+}
+
+TEST(Audit, TunedConfigsRowFailsOnAHeuristicDefault) {
+  Clean c;
+  EXPECT_EQ(audit_tuned_configs(c.r, c.sel).result, "ok");
+  c.sel.heuristic_used = {"gemm n=64 k=64"};
+  EXPECT_EQ(audit_tuned_configs(c.r, c.sel).result, "FAIL");
+  Clean d;
+  d.r.heuristic_default_configs = true;
+  EXPECT_EQ(audit_tuned_configs(d.r, d.sel).result, "FAIL");
+  Clean e;
+  e.sel.chosen.clear();
+  EXPECT_EQ(audit_tuned_configs(e.r, e.sel).result, "FAIL");
+}
+
+TEST(Audit, KernelCacheRowFailsOnAHitOrAnUnclearedCache) {
+  Clean c;
+  c.sel.cache_misses = 14;
+  EXPECT_EQ(audit_kernel_cache(true, c.sel).result, "ok");
+  EXPECT_EQ(audit_kernel_cache(false, c.sel).result, "FAIL");
+  c.sel.cache_hits = 1;
+  EXPECT_EQ(audit_kernel_cache(true, c.sel).result, "FAIL");
+}
+
+TEST(Audit, CountsRowFailsOnAnyMissingToken) {
+  Clean c;
+  c.r.dispatch_counters = {{"cpu/avx512:gemv", 512 * Clean::kPerForward}};
+  EXPECT_EQ(audit_counts(c.r, Clean::kPerForward).result, "ok");
+  for (int i = 0; i < 4; ++i) {
+    Clean d;
+    d.r.dispatch_counters = {{"cpu/avx512:gemv", 512 * Clean::kPerForward}};
+    if (i == 0) d.r.engine_tokens_generated -= 1;
+    if (i == 1) d.r.teacher_forced_steps -= 1;
+    if (i == 2) d.r.engine_forward_calls -= 1;
+    if (i == 3) d.r.dispatch_counters["cpu/avx512:gemv"] -= 1;
+    EXPECT_EQ(audit_counts(d.r, Clean::kPerForward).result, "FAIL") << i;
+  }
+}
+
+TEST(Audit, FaultRowFailsOnAPlantedFaultInTheDeployOrTheRerun) {
+  Clean c;
+  EXPECT_EQ(audit_fault(c.m, c.r).result, "ok");
+  c.m.fault = "logit_scale=1.05";
+  EXPECT_EQ(audit_fault(c.m, c.r).result, "FAIL");
+  Clean d;
+  d.r.fault = "kv_off_by_one";
+  EXPECT_EQ(audit_fault(d.m, d.r).result, "FAIL");
+}
+
+TEST(Audit, RerunRowFailsWhenTheGateFails) {
+  Clean c;
+  EXPECT_EQ(audit_rerun(c.r).result, "ok");
+  c.r.pass = false;
+  c.r.failures = {"mean KL per step 3e-2 exceeds the bound 2e-6"};
+  auto row = audit_rerun(c.r);
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("exceeds the bound"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmport::deploy

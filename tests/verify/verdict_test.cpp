@@ -1,0 +1,268 @@
+// What a verify verdict may claim (docs/verification.md "What a verdict claims"): each way
+// the review fooled the gate (a golden that is llmport's own output under any provenance, a
+// golden cut short, an fp32 gate as loose as bf16's, an hf program that is not the shipped
+// one, the oracle's bare PASS) now caps or fails the verdict, and the honest shared goldens
+// still give a plain PASS. Real files on disk, the real engine, the real binary.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/runner.hpp"
+#include "llmport/verify.hpp"
+#include "llmport/weights.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using test::run_llmport;
+using test::stories_dir;
+using test::stories_golden;
+using test::TempDir;
+using test::verify_golden;
+
+bool has_cap(const VerifyResult& r, const std::string& text) {
+  for (const auto& c : r.caps)
+    if (c.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string last_line(const std::string& s) {
+  std::string t = s.substr(0, s.find_last_not_of('\n') + 1);
+  return t.substr(t.rfind('\n') + 1);
+}
+
+// The stories golden re-written as llmport-records/1 with `edit` applied.
+fs::path rewritten_golden(const TempDir& t, const std::string& name, const std::function<void(RecordFile&)>& edit) {
+  RecordFile rf = read_record_file(stories_golden());
+  edit(rf);
+  const fs::path out = t.path() / (name + ".json");
+  write_record_file(out, rf);
+  return out;
+}
+
+// A "golden" whose every step is `runner`'s own greedy output on the stories prompts,
+// labelled as an independent numpy reference: a forgery only the content check can see.
+fs::path forged_golden(const TempDir& t, const std::string& name, Runner& runner) {
+  const RecordFile honest = read_record_file(stories_golden());
+  RecordFile rf;
+  rf.model = "stories260K";
+  rf.producer = "hf_llama_reference.py (independent numpy forward)";
+  rf.compute_dtype = "float32";
+  rf.independent = true;
+  rf.n_steps = honest.n_steps;
+  for (const auto& s : honest.sequences) {
+    RecordSequence seq;
+    seq.name = s.name;
+    seq.prompt = s.prompt;
+    seq.prompt_ids = s.prompt_ids;
+    seq.steps = generate_greedy(runner, s.prompt_ids, honest.n_steps);
+    rf.sequences.push_back(std::move(seq));
+  }
+  const fs::path out = t.path() / (name + ".json");
+  write_record_file(out, rf);
+  return out;
+}
+
+TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
+  auto r = verify_golden(stories_dir(), stories_golden());
+  EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures[0]);
+  EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+  EXPECT_TRUE(r.reference_independent) << r.independence_finding;
+  ASSERT_GE(r.self_matches.size(), 2u);  // engine and oracle at least
+  for (const auto& m : r.self_matches) {
+    EXPECT_GT(m.compared, 0) << m.against;
+    EXPECT_LT(m.share(), kSelfMatchShare) << m.against << " " << m.share();
+  }
+  auto models = test::synthetic_models();
+  ASSERT_FALSE(models.empty());
+  for (const auto& model : models) {
+    auto s = verify_golden(model, model / "golden.json");
+    EXPECT_EQ(s.verdict(), "PASS") << model << ": " << s.verdict_line();
+    for (const auto& m : s.self_matches) EXPECT_LT(m.share(), kSelfMatchShare) << model << " " << m.against;
+  }
+}
+
+TEST(VerifyVerdict, ProvenanceThatDeniesIndependenceCapsTheVerdict) {
+  TempDir t;
+  struct Case {
+    std::string name, producer;
+    bool independent;
+    std::string finding;
+  };
+  for (const Case& c : {Case{"not_independent", "numpy reference", false, "\"independent\": false"},
+                        Case{"by_llmport", "llmport 0.1.0 engine (cpu, fp32)", true, "produced by llmport"},
+                        Case{"by_LLMPort", "LLMPort oracle", true, "produced by llmport"},
+                        Case{"no_producer", "", true, "no provenance"},
+                        Case{"blank_producer", "  ", true, "no provenance"}}) {
+    SCOPED_TRACE(c.name);
+    const fs::path g = rewritten_golden(t, c.name, [&](RecordFile& rf) {
+      rf.producer = c.producer;
+      rf.independent = c.independent;
+    });
+    auto r = verify_golden(stories_dir(), g);
+    EXPECT_TRUE(r.pass);  // the numbers are the honest golden's: only the claim changes
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_FALSE(r.reference_independent);
+    EXPECT_TRUE(has_cap(r, "reference not independent")) << r.verdict_line();
+    EXPECT_TRUE(has_cap(r, c.finding)) << r.verdict_line();
+  }
+  // The same golden, re-written with its provenance intact, is still a plain PASS.
+  auto ok = verify_golden(stories_dir(), rewritten_golden(t, "intact", [](RecordFile&) {}));
+  EXPECT_EQ(ok.verdict(), "PASS") << ok.verdict_line();
+}
+
+TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
+  TempDir t;
+  const ModelConfig cfg = load_model_config(stories_dir());
+  const WeightStore w = WeightStore::open(stories_dir(), cfg);
+  EngineOptions eo;
+  eo.backend = "cpu";
+  eo.threads = 1;
+  EngineRunner engine(cfg, w, eo);
+  auto oracle = make_oracle_runner(cfg, w, 1);
+  struct Case {
+    std::string name;
+    Runner* runner;
+    std::string against;
+  };
+  for (const Case& c : {Case{"engine", &engine, "engine"}, Case{"oracle", oracle.get(), "oracle"}}) {
+    SCOPED_TRACE(c.name);
+    auto r = verify_golden(stories_dir(), forged_golden(t, c.name, *c.runner));
+    EXPECT_TRUE(r.pass);
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_TRUE(has_cap(r, "content: 100% of")) << r.verdict_line();
+    EXPECT_TRUE(has_cap(r, "llmport's " + c.against + " output bit for bit")) << r.verdict_line();
+  }
+  // A bf16 engine verified against an fp32 cpu-engine forgery: caught by the fp32 check.
+  EngineOptions fp32 = eo;
+  fp32.dtype = DType::F32;
+  EngineRunner fp32_engine(cfg, w, fp32);
+  auto r = verify_golden(stories_dir(), forged_golden(t, "fp32", fp32_engine), "bf16");
+  EXPECT_TRUE(has_cap(r, "llmport's cpu fp32 engine output bit for bit")) << r.verdict_line();
+}
+
+TEST(VerifyVerdict, AShallowReferenceIsCappedWithItsCountsNamed) {
+  TempDir t;
+  const fs::path one_step = rewritten_golden(t, "one_step", [](RecordFile& rf) {
+    rf.n_steps = 1;
+    for (auto& s : rf.sequences) s.steps.resize(1);
+  });
+  auto r = verify_golden(stories_dir(), one_step);
+  EXPECT_TRUE(r.pass);
+  EXPECT_EQ(r.n_steps, 1);
+  EXPECT_TRUE(has_cap(r, "depth: 8 prompts x 1 steps, fewer than the required 4 x 24")) << r.verdict_line();
+  const fs::path three = rewritten_golden(t, "three", [](RecordFile& rf) { rf.sequences.resize(3); });
+  auto r3 = verify_golden(stories_dir(), three);
+  EXPECT_TRUE(has_cap(r3, "depth: 3 prompts x 32 steps")) << r3.verdict_line();
+  // 4 x 24 is enough.
+  const fs::path min = rewritten_golden(t, "min", [](RecordFile& rf) {
+    rf.sequences.resize(4);
+    rf.n_steps = 24;
+    for (auto& s : rf.sequences) s.steps.resize(24);
+  });
+  EXPECT_EQ(verify_golden(stories_dir(), min).verdict(), "PASS");
+}
+
+TEST(VerifyVerdict, Fp32BoundCatchesFaultsTheBf16BoundMisses) {
+  EXPECT_EQ(kl_bound_for(DType::F32, "float32"), kKlBoundFp32);
+  EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
+  EXPECT_EQ(kl_bound_for(DType::F32, "bfloat16"), kKlBoundBf16);
+  EXPECT_EQ(kl_bound_for(DType::BF16, "float32"), kKlBoundBf16);
+  EXPECT_EQ(kl_bound_for(DType::F16, "float32"), kKlBoundBf16);
+  for (const char* fault : {"wrong_rope_theta@2=1.1", "logit_scale=1.05"}) {
+    SCOPED_TRACE(fault);
+    auto r = verify_golden(stories_dir(), stories_golden(), "fp32", fault);
+    EXPECT_EQ(r.kl_bound, kKlBoundFp32);
+    EXPECT_FALSE(r.pass);
+    EXPECT_GT(r.mean_kl, kKlBoundFp32);
+    EXPECT_LT(r.mean_kl, kKlBoundBf16);  // the old, dtype-blind bound let it through
+    EXPECT_EQ(r.verdict(), "FAIL");
+  }
+  auto honest = verify_golden(stories_dir(), stories_golden(), "fp32");
+  EXPECT_TRUE(honest.pass);
+  EXPECT_LT(honest.mean_kl, kKlBoundFp32 / 3);
+}
+
+TEST(VerifyVerdict, RunParametersAreRecordedAsGiven) {
+  VerifyOptions o;
+  o.reference = "golden:" + stories_golden().string();
+  o.engine.threads = 1;
+  o.top_k = 7;
+  o.kl_bound = 0.5;
+  TempDir t;
+  o.report_dir = t.path() / "rep";
+  auto r = run_verify(stories_dir(), o);
+  EXPECT_EQ(r.top_k, 7);
+  EXPECT_EQ(r.kl_bound, 0.5);
+  std::ifstream f(t.path() / "rep" / "report.json");
+  auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["tolerances"]["top_k"], 7);
+  EXPECT_EQ(j["tolerances"]["kl_bound"], 0.5);
+  EXPECT_EQ(j["verdict"], "PASS");
+}
+
+TEST(VerifyVerdict, OracleVerifySaysWhatItProved) {
+  TempDir t;
+  auto r = run_llmport({"verify", stories_dir().string(), "--threads", "1", "--report-dir", (t.path() / "a").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(last_line(r.out), "PASS-with-warnings (reference not independent: oracle)") << r.out;
+  auto j = nlohmann::json::parse(test::read_file(t.path() / "a" / "report.json"));
+  EXPECT_EQ(j["verdict"], "PASS-with-warnings");
+  EXPECT_EQ(j["counts"]["prompts"], kDefaultPrompts);
+  auto q = run_llmport(
+      {"verify", stories_dir().string(), "--threads", "1", "--quick", "--report-dir", (t.path() / "b").string()});
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(last_line(q.out),
+            "PASS-with-warnings (reference not independent: oracle; depth: 2 prompts x 32 steps, fewer than the "
+            "required 8 x 32)")
+      << q.out;
+  auto g = run_llmport({"verify", stories_dir().string(), "--threads", "1", "--reference",
+                        "golden:" + stories_golden().string(), "--report-dir", (t.path() / "c").string()});
+  EXPECT_EQ(g.exit_code, 0) << g.err;
+  EXPECT_EQ(last_line(g.out), "PASS");
+  auto help = run_llmport({"verify", "--help"});
+  EXPECT_NE(help.out.find("oracle       llmport's own fp32 reference kernels: NOT independent"), std::string::npos)
+      << help.out;
+}
+
+// --reference hf with a program other than the shipped tools/hf_reference.py: the report
+// names the program and its sha256, and the verdict is capped. The program here replays the
+// honest stories golden (so the gate itself passes), as a doctored script could.
+TEST(VerifyVerdict, HfReferenceFromAnotherProgramIsNamedAndCapped) {
+  TempDir t;
+  const fs::path records = rewritten_golden(t, "replay", [](RecordFile& rf) {
+    rf.producer = "tools/hf_reference.py (transformers AutoModelForCausalLM, float32)";
+    rf.versions = {{"python", "3.11.2"}, {"torch", "2.5.0"}, {"transformers", "4.46.0"}};
+    for (auto& s : rf.sequences) s.hidden = {};  // no side file: the program copies one file
+  });
+  // A python stand-in: the torch/transformers probe succeeds, the script runs under sh.
+  const fs::path py = t.path() / "python";
+  test::write_file(py, "#!/bin/sh\nif [ \"$1\" = -c ]; then exit 0; fi\nexec sh \"$@\"\n");
+  const fs::path prog = t.path() / "hf_reference.py";
+  test::write_file(prog, "while [ $# -gt 0 ]; do if [ \"$1\" = --out ]; then out=$2; fi; shift; done\ncp '" +
+                             records.string() + "' \"$out\"\n");
+  ::chmod(py.c_str(), 0755);
+  ::setenv("LLMPORT_HF_REFERENCE", prog.c_str(), 1);
+  VerifyOptions o;
+  o.reference = "hf";
+  o.python = py.string();
+  o.engine.threads = 1;
+  o.report_dir = t.path() / "rep";
+  auto r = run_verify(stories_dir(), o);
+  ::unsetenv("LLMPORT_HF_REFERENCE");
+  EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures[0]);
+  EXPECT_EQ(r.reference_program.value("program", ""), fs::absolute(prog).lexically_normal().string());
+  EXPECT_EQ(r.reference_program.value("sha256", "").size(), 64u);
+  EXPECT_FALSE(r.reference_program.value("shipped", true));
+  EXPECT_EQ(r.reference_program["versions"]["transformers"], "4.46.0");
+  EXPECT_TRUE(has_cap(r, "is not the shipped tools/hf_reference.py")) << r.verdict_line();
+  auto j = nlohmann::json::parse(test::read_file(t.path() / "rep" / "report.json"));
+  EXPECT_EQ(j["reference"]["program"]["sha256"], r.reference_program["sha256"]);
+}
+
+}  // namespace
+}  // namespace llmport
