@@ -48,6 +48,7 @@ struct DiagnosisResult {
   std::vector<DiagnosisRow> rows;  ///< n_layers rows, then final_norm
   int first_suspicious_layer = -1;  ///< -1 when nothing is flagged
   int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
+  std::string planted_fault;  ///< test-only fault planted in the engine ("" = none)
 
   nlohmann::json to_json() const;
   /// Markdown table (one row per layer + final_norm) with the flag summary.

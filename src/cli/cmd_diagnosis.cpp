@@ -112,6 +112,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
   else ref = make_oracle_runner(cfg, weights, a.threads);
   DiagnosisResult d = run_diagnosis(engine, *ref, ids);
+  d.planted_fault = eo.fault.spec;
   d.model = dir;
   d.prompt = text;
   if (!a.svg.empty()) {

@@ -283,7 +283,9 @@ int run_run(const RunArgs& a) {
                           {"steps", steps},
                           {"prefill_ms", r.prefill_ms},
                           {"decode_ms", r.decode_ms},
-                          {"n_decode", r.n_decode}};
+                          {"n_decode", r.n_decode},
+                          {"planted_fault", eopt.fault.spec.empty() ? nlohmann::json(nullptr)
+                                                                    : nlohmann::json(eopt.fault.spec)}};
     if (eopt.kernels) {
       out["kernel_configs"] = {{"registry", a.registry},
                                {"chosen", eopt.kernels->chosen},

@@ -40,6 +40,7 @@ nlohmann::json DiagnosisResult::to_json() const {
   j["prompt_ids"] = prompt_ids;
   j["engine"] = runner_json(engine);
   j["reference"] = runner_json(reference);
+  j["planted_fault"] = planted_fault.empty() ? nlohmann::json(nullptr) : nlohmann::json(planted_fault);
   j["n_positions"] = n_positions;
   j["engine_top1"] = engine_top1;
   j["reference_top1"] = reference_top1;
@@ -79,6 +80,7 @@ std::string DiagnosisResult::to_markdown() const {
   s += "- engine: " + engine.kind + " `" + engine.backend + "` " + engine.dtype + "; reference: " + reference.kind +
        (reference.backend.empty() ? "" : " `" + reference.backend + "`") + " " + reference.dtype +
        (reference.independent ? "" : " (not independent)") + "\n";
+  if (!planted_fault.empty()) s += "- planted fault (test only): **" + planted_fault + "**\n";
   s += "- positions compared per layer: " + std::to_string(n_positions) + "\n";
   s += "- top-1 at the last position: engine " + std::to_string(engine_top1) + ", reference " +
        std::to_string(reference_top1) + "\n\n";

@@ -266,3 +266,30 @@ TEST(VerifyVerdict, HfReferenceFromAnotherProgramIsNamedAndCapped) {
 
 }  // namespace
 }  // namespace llmport
+
+namespace llmport {
+namespace {
+
+// One name for the test-only fault everywhere, and every report it touches records it.
+TEST(VerifyVerdict, PlantedFaultHasOneNameAndIsRecordedInEveryReport) {
+  TempDir t;
+  const std::string model = stories_dir().string();
+  for (const std::string cmd : {"run", "verify", "diagnosis", "deploy"}) {
+    auto old = run_llmport({cmd, model, "--fault", "logit_scale=1.05"});
+    EXPECT_EQ(old.exit_code, 2) << cmd << ": " << old.err;
+  }
+  auto run = run_llmport({"run", model, "--prompt", "Once", "-n", "2", "--json", "--inject-fault", "logit_scale=1.05"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["planted_fault"], "logit_scale=1.05");
+  auto ver = run_llmport({"verify", model, "--quick", "--threads", "1", "--report-dir", (t.path() / "v").string(),
+                          "--inject-fault", "logit_scale=1.05"});
+  EXPECT_EQ(nlohmann::json::parse(test::read_file(t.path() / "v" / "report.json"))["planted_fault"], "logit_scale=1.05");
+  EXPECT_NE(test::read_file(t.path() / "v" / "report.md").find("planted fault"), std::string::npos);
+  auto dia = run_llmport({"diagnosis", model, "--prompt", "Once upon a time", "--json", "--inject-fault",
+                          "logit_scale=1.05"});
+  ASSERT_EQ(dia.exit_code, 0) << dia.err;
+  EXPECT_EQ(nlohmann::json::parse(dia.out)["planted_fault"], "logit_scale=1.05");
+}
+
+}  // namespace
+}  // namespace llmport
