@@ -264,6 +264,8 @@ struct VerifyResult {
   /// minimum, a non-shipped hf program, the reference backend as engine, a planted fault);
   /// independence first.
   std::vector<std::string> caps;
+  /// Prompts with different ids among `prompts` (a repeated prompt adds no depth).
+  int distinct_prompts() const;
   /// "FAIL" when !pass, "PASS-with-warnings" when caps, else "PASS".
   std::string verdict() const;
   /// The verdict with its caps: "PASS-with-warnings (reference not independent: oracle)".

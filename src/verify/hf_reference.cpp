@@ -27,7 +27,7 @@ fs::path hf_reference_script() {
 }
 
 nlohmann::json run_hf_reference(const std::string& python, const fs::path& model_dir, const std::vector<PromptSpec>& prompts,
-                      bool chat, int n_steps, const fs::path& out) {
+                                bool chat, int n_steps, const fs::path& out, const std::string& torch_dtype) {
   const fs::path script = hf_reference_script();
   if (!fs::exists(script))
     throw UsageError("--reference hf: " + script.string() + " not found (set LLMPORT_HF_REFERENCE)");
@@ -52,7 +52,8 @@ nlohmann::json run_hf_reference(const std::string& python, const fs::path& model
   }
   const std::string cmd = sh_quote(python) + " " + sh_quote(script.string()) + " --model " +
                           sh_quote(model_dir.string()) + " --prompts " + sh_quote(pfile.string()) + " --steps " +
-                          std::to_string(n_steps) + " --out " + sh_quote(out.string());
+                          std::to_string(n_steps) + " --out " + sh_quote(out.string()) +
+                          (torch_dtype.empty() ? std::string() : " --dtype " + sh_quote(torch_dtype));
   if (std::system(cmd.c_str()) != 0 || !fs::exists(out))
     throw UsageError("--reference hf: " + script.string() + " failed (see its messages above)");
   // Which program produced the reference: a program other than the shipped one may print

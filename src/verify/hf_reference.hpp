@@ -21,8 +21,10 @@ std::filesystem::path hf_reference_script();
 /// Returns what ran: {"program": path, "sha256": hex, "shipped": whether its bytes are the
 /// shipped script's, "python": interpreter}. Throws UsageError when python, torch or
 /// transformers is missing, or the script fails.
+/// `torch_dtype`: the precision transformers computes in ("float32" for an fp32 engine, so
+/// the fp32 KL bound can hold; "" = the script's default, bfloat16).
 nlohmann::json run_hf_reference(const std::string& python, const std::filesystem::path& model_dir,
-                      const std::vector<PromptSpec>& prompts, bool chat, int n_steps,
-                      const std::filesystem::path& out);
+                                const std::vector<PromptSpec>& prompts, bool chat, int n_steps,
+                                const std::filesystem::path& out, const std::string& torch_dtype = "");
 
 }  // namespace llmport::verify_detail

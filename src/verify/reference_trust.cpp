@@ -5,6 +5,7 @@
 #include <bit>
 #include <cctype>
 #include <cstdint>
+#include <set>
 
 #include "llmport/verify.hpp"
 
@@ -50,6 +51,12 @@ void count_self_match(const StepRecord& reference, std::span<const float> logits
     m.identical += same_bits(e.logit, logits[static_cast<std::size_t>(e.id)]) ? 1 : 0;
     ++m.compared;
   }
+}
+
+int VerifyResult::distinct_prompts() const {
+  std::set<std::vector<int>> ids;
+  for (const auto& p : prompts) ids.insert(p.prompt_ids);
+  return static_cast<int>(ids.size());
 }
 
 std::string VerifyResult::verdict() const {

@@ -119,10 +119,16 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
   if (!res.reference_independent) caps.push_back("reference not independent: " + res.independence_finding);
   const int need_prompts = builtin_set ? kDefaultPrompts : kMinPrompts;
   const int need_steps = builtin_set ? kDefaultSteps : kMinSteps;
-  if (res.n_prompts < need_prompts || res.n_steps < need_steps)
-    caps.push_back("depth: " + std::to_string(res.n_prompts) + " prompts x " + std::to_string(res.n_steps) +
+  const int distinct = res.distinct_prompts();
+  if (distinct < need_prompts || res.n_steps < need_steps)
+    caps.push_back("depth: " + std::to_string(distinct) + " prompts x " + std::to_string(res.n_steps) +
                    " steps, fewer than the required " + std::to_string(need_prompts) + " x " +
-                   std::to_string(need_steps));
+                   std::to_string(need_steps) +
+                   (distinct < res.n_prompts ? " (" + std::to_string(res.n_prompts - distinct) + " repeated prompts)"
+                                             : std::string()));
+  if (res.dtype == "fp32" && kl_bound_for(DType::F32, res.reference_dtype) != kKlBoundFp32)
+    caps.push_back("the reference computed in " + res.reference_dtype +
+                   ": it cannot check an fp32 engine at fp32 precision (bf16 KL bound used)");
   if (res.reference_program.is_object() && !res.reference_program.value("shipped", true))
     caps.push_back("hf reference program " + res.reference_program.value("program", std::string()) +
                    " is not the shipped tools/hf_reference.py");
@@ -237,7 +243,9 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
                              : opt.report_dir;
       fs::create_directories(out_dir);
       const fs::path out = out_dir / "hf_reference.json";
-      res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, n_steps, out);
+      const DType engine_dtype = opt.engine.dtype.value_or(checkpoint_dtype(cfg, weights));
+      res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, n_steps, out,
+                                                              engine_dtype == DType::F32 ? "float32" : "");
       golden = std::make_shared<RecordFile>(read_record_file(out));
       res.reference_program["versions"] = golden->versions;
       res.reference_source = out.string() + " (" + res.reference_program.value("program", std::string()) + ")";

@@ -116,7 +116,7 @@ TEST(Audit, DepthRowComparesWithTheMinimumNotWithTheFile) {
   c.r.n_steps = 1;
   auto row = audit_reference_depth(c.r, {8, 1});
   EXPECT_EQ(row.result, "warning");
-  EXPECT_NE(row.detail.find("8 prompts x 1 steps"), std::string::npos) << row.detail;
+  EXPECT_NE(row.detail.find("8 prompts (8 distinct) x 1 steps"), std::string::npos) << row.detail;
   EXPECT_NE(row.detail.find("4 x 24"), std::string::npos) << row.detail;
   // Fewer than the reference holds: the re-run skipped work.
   EXPECT_EQ(audit_reference_depth(c.r, {8, 32}).result, "FAIL");
@@ -124,6 +124,14 @@ TEST(Audit, DepthRowComparesWithTheMinimumNotWithTheFile) {
   c.r.n_prompts = 3;
   EXPECT_EQ(audit_reference_depth(c.r, {3, 32}).result, "warning");
   EXPECT_EQ(audit_reference_depth(c.r, {-1, 32}).result, "FAIL");  // a built-in set runs all 8
+  // Four sequences that are one prompt four times are one prompt deep.
+  Clean d;
+  d.r.n_prompts = 4;
+  d.r.prompts.resize(4);
+  for (auto& p : d.r.prompts) p.prompt_ids = {1, 2, 3};
+  auto dup = audit_reference_depth(d.r, {4, 32});
+  EXPECT_EQ(dup.result, "warning");
+  EXPECT_NE(dup.detail.find("(1 distinct)"), std::string::npos) << dup.detail;
 }
 
 TEST(Audit, TolerancesRowFailsOnAnyNonDefaultParameter) {

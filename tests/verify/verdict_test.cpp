@@ -158,6 +158,18 @@ TEST(VerifyVerdict, AShallowReferenceIsCappedWithItsCountsNamed) {
   const fs::path three = rewritten_golden(t, "three", [](RecordFile& rf) { rf.sequences.resize(3); });
   auto r3 = verify_golden(stories_dir(), three);
   EXPECT_TRUE(has_cap(r3, "depth: 3 prompts x 32 steps")) << r3.verdict_line();
+  // Four copies of one sequence are one prompt deep.
+  const fs::path repeated = rewritten_golden(t, "repeated", [](RecordFile& rf) {
+    rf.sequences.resize(1);
+    for (int i = 1; i < 4; ++i) {
+      rf.sequences.push_back(rf.sequences[0]);
+      rf.sequences.back().name += std::to_string(i);
+    }
+  });
+  auto rr = verify_golden(stories_dir(), repeated);
+  EXPECT_TRUE(rr.pass);
+  EXPECT_TRUE(has_cap(rr, "depth: 1 prompts x 32 steps, fewer than the required 4 x 24 (3 repeated prompts)"))
+      << rr.verdict_line();
   // 4 x 24 is enough.
   const fs::path min = rewritten_golden(t, "min", [](RecordFile& rf) {
     rf.sequences.resize(4);
@@ -185,6 +197,14 @@ TEST(VerifyVerdict, Fp32BoundCatchesFaultsTheBf16BoundMisses) {
   auto honest = verify_golden(stories_dir(), stories_golden(), "fp32");
   EXPECT_TRUE(honest.pass);
   EXPECT_LT(honest.mean_kl, kKlBoundFp32 / 3);
+  // A reference that states a lower precision gets the bf16 bound, but cannot give an fp32
+  // deployment a plain PASS: claiming bf16 does not buy a loose gate.
+  TempDir t;
+  const fs::path claims_bf16 = rewritten_golden(t, "bf16", [](RecordFile& rf) { rf.compute_dtype = "bfloat16"; });
+  auto loose = verify_golden(stories_dir(), claims_bf16, "fp32", "wrong_rope_theta@2=1.1");
+  EXPECT_EQ(loose.kl_bound, kKlBoundBf16);
+  EXPECT_EQ(loose.verdict(), "PASS-with-warnings") << loose.verdict_line();
+  EXPECT_TRUE(has_cap(loose, "cannot check an fp32 engine at fp32 precision")) << loose.verdict_line();
 }
 
 TEST(VerifyVerdict, RunParametersAreRecordedAsGiven) {
