@@ -137,6 +137,274 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
   return caps;
 }
 
+// What a run compares: the prompts with their ids and, for golden and hf, the reference
+// records they replay.
+struct Plan {
+  std::shared_ptr<RecordFile> golden;  // golden or hf records; null for the oracle
+  std::vector<Prepared> prompts;
+  int n_steps = 0;
+  bool builtin_set = false;  // a built-in prompt set: oracle and hf run all of it by default
+};
+
+Plan plan_golden(const fs::path& gf, VerifyResult& res) {
+  if (gf.empty()) throw UsageError("--reference golden:FILE needs a file");
+  Plan plan;
+  plan.golden = std::make_shared<RecordFile>(read_record_file(gf));
+  res.reference_kind = "golden";
+  res.reference_source = gf.string() + (plan.golden->producer.empty() ? "" : " (" + plan.golden->producer + ")");
+  res.reference_dtype = plan.golden->compute_dtype;
+  res.prompt_set = "golden";
+  plan.n_steps = plan.golden->n_steps;
+  bool any_text = false;
+  for (const auto& s : plan.golden->sequences) {
+    plan.prompts.push_back({s.name, s.prompt, s.prompt_ids, &s});
+    any_text = any_text || s.prompt_rendering != "ids";
+  }
+  res.prompt_rendering = any_text ? plan.golden->sequences[0].prompt_rendering + " (golden prompt ids)" : "ids";
+  return plan;
+}
+
+// The prompt set of an oracle/hf run: --prompts FILE, else the built-in set the model
+// calls for (ids without a tokenizer, instruct with a chat template, else base).
+std::vector<PromptSpec> choose_prompt_set(const VerifyOptions& opt, const ModelConfig& cfg, const Tokenizer* tok,
+                                          int n_steps, Plan& plan, bool& chat, VerifyResult& res) {
+  std::vector<PromptSpec> specs;
+  chat = false;
+  if (opt.prompts_file) {
+    specs = read_prompt_file(*opt.prompts_file);
+    res.prompt_set = "file:" + opt.prompts_file->string();
+    chat = tok && !tok->chat_template().empty();
+  } else if (!tok) {
+    // No tokenizer: text prompts are impossible, so the built-in deterministic id set.
+    const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+    specs = builtin_id_prompts(cfg.vocab_size, context, n_steps);
+    res.prompt_set = "ids";
+    res.warnings.push_back("the model has no tokenizer: built-in deterministic id prompts (seed " +
+                           std::to_string(kIdPromptSeed) + ", ids < vocab_size " + std::to_string(cfg.vocab_size) + ")");
+    plan.builtin_set = true;
+  } else {
+    chat = !tok->chat_template().empty();
+    res.prompt_set = chat ? "instruct" : "base";
+    specs = read_prompt_file(prompt_set_dir() / (res.prompt_set + ".json"));
+    plan.builtin_set = true;
+  }
+  if (plan.builtin_set && opt.quick && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
+  res.full = !(plan.builtin_set && opt.quick);
+  res.prompt_rendering = chat ? "chat_template" : res.prompt_set == "ids" ? "ids" : "raw";
+  return specs;
+}
+
+// Token ids of each prompt (given ids, or the text through the tokenizer and, for an
+// instruct set, the chat template; a template llmport cannot render falls back to raw text
+// for both sides, said in the report).
+std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const Tokenizer* tok, bool& chat,
+                                     const fs::path& model_dir, VerifyResult& res) {
+  std::vector<Prepared> out;
+  for (const auto& p : specs) {
+    Prepared pp{p.name, p.text, {}, nullptr};
+    if (p.ids) {
+      pp.ids = *p.ids;
+    } else if (!tok) {
+      throw UsageError(model_dir.string() + " has no tokenizer.json: give prompt ids (--prompts FILE with "
+                       "\"prompt_ids\") or a golden with id sequences (--reference golden:FILE)");
+    } else if (chat) {
+      try {
+        pp.ids = encode_prompt(*tok, *p.text, true);
+      } catch (const ConfigError& e) {
+        chat = false;
+        res.prompt_rendering = std::string("raw (chat template not rendered: ") + e.what() + ")";
+        res.warnings.push_back("instruct prompts fed as raw text: " + std::string(e.what()));
+        pp.ids = encode_prompt(*tok, *p.text, false);
+      }
+    } else {
+      pp.ids = encode_prompt(*tok, *p.text, false);
+    }
+    out.push_back(std::move(pp));
+  }
+  return out;
+}
+
+// Runs tools/hf_reference.py on the prompt set; transformers tokenized the texts itself,
+// so its ids drive both sides.
+void attach_hf_reference(const VerifyOptions& opt, const ModelConfig& cfg, const WeightStore& weights,
+                         const fs::path& tok_dir, const std::vector<PromptSpec>& specs, bool chat, Plan& plan,
+                         VerifyResult& res) {
+  const fs::path out_dir = opt.report_dir.empty()
+                               ? fs::temp_directory_path() / ("llmport-hf-" + std::to_string(::getpid()))
+                               : opt.report_dir;
+  fs::create_directories(out_dir);
+  const fs::path out = out_dir / "hf_reference.json";
+  const DType engine_dtype = opt.engine.dtype.value_or(checkpoint_dtype(cfg, weights));
+  res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, plan.n_steps, out,
+                                                          engine_dtype == DType::F32 ? "float32" : "");
+  plan.golden = std::make_shared<RecordFile>(read_record_file(out));
+  res.reference_program["versions"] = plan.golden->versions;
+  res.reference_source = out.string() + " (" + res.reference_program.value("program", std::string()) + ")";
+  res.reference_dtype = plan.golden->compute_dtype;
+  if (plan.golden->sequences.size() != plan.prompts.size())
+    throw UsageError(out.string() + ": has " + std::to_string(plan.golden->sequences.size()) + " sequences for " +
+                     std::to_string(plan.prompts.size()) + " prompts");
+  for (std::size_t i = 0; i < plan.prompts.size(); ++i) {
+    plan.prompts[i].ids = plan.golden->sequences[i].prompt_ids;
+    plan.prompts[i].golden = &plan.golden->sequences[i];
+  }
+  plan.n_steps = plan.golden->n_steps;
+}
+
+Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const ModelConfig& cfg,
+                    const WeightStore& weights, const Tokenizer* tok, const fs::path& tok_dir, VerifyResult& res) {
+  const std::string& ref = opt.reference;
+  if (ref.rfind("golden:", 0) == 0) return plan_golden(ref.substr(7), res);
+  if (ref != "oracle" && ref != "hf")
+    throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle or hf)");
+  res.reference_kind = ref;
+  Plan plan;
+  plan.n_steps = opt.n_steps;
+  bool chat = false;
+  const auto specs = choose_prompt_set(opt, cfg, tok, plan.n_steps, plan, chat, res);
+  plan.prompts = encode_prompts(specs, tok, chat, model_dir, res);
+  if (ref == "hf") {
+    attach_hf_reference(opt, cfg, weights, tok_dir, specs, chat, plan, res);
+  } else {
+    res.reference_source = "llmport reference kernels (fp32)";
+    res.reference_dtype = "fp32";
+    res.independence_finding = "oracle";
+  }
+  return plan;
+}
+
+// The engine runner as the report describes it: what it actually got, not the label.
+void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResult& res) {
+  const RunnerInfo ei = engine.info();
+  res.runner_kind = ei.kind;
+  res.backend = ei.backend;
+  res.isa = ei.isa;
+  res.dtype = ei.dtype;
+  if (const auto& ks = opt.engine.kernels) {
+    res.heuristic_default_configs = !ks->registry || !ks->heuristic_used.empty();
+    res.kernel_selection = {{"registry", ks->registry && ks->registry->writable_dir()
+                                             ? nlohmann::json(ks->registry->writable_dir()->string())
+                                             : nlohmann::json(nullptr)},
+                            {"chosen", ks->chosen},
+                            {"heuristic_used", ks->heuristic_used}};
+  }
+  res.kl_bound = opt.kl_bound.value_or(kl_bound_for(parse_dtype(ei.dtype), res.reference_dtype));
+  if (!(res.kl_bound > 0)) throw UsageError("verify: the KL bound must be > 0");
+}
+
+// Sums over the prompts of a run.
+struct Totals {
+  SelfMatch engine_match{"engine", 0, 0};
+  double kl_sum = 0.0;
+  int64_t n_tf = 0, n_agree = 0;
+  bool first_kind = true;
+  std::string worst_kl_where;
+};
+
+// Both checks of one prompt: free-running token sets, then teacher-forced along the
+// reference's tokens (top-5 both ways and KL per step).
+PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, const Tokenizer* tok,
+                         int n_steps, VerifyResult& res, Totals& t) {
+  PromptVerdict pv;
+  pv.name = p.name;
+  pv.prompt = p.text;
+  pv.prompt_ids = p.ids;
+  std::vector<StepRecord> ref_steps;
+  if (p.golden) {
+    ref_steps = p.golden->steps;
+    if (tok && p.golden->prompt && p.golden->prompt_rendering == "raw") {
+      const auto ours = tok->encode(*p.golden->prompt);
+      pv.tokenization_ok = ours == p.ids;
+      pv.tokenization = pv.tokenization_ok ? "matches the reference"
+                                           : "llmport encodes the prompt to " + format_ids(ours) +
+                                                 ", the reference used " + format_ids(p.ids);
+    }
+  } else {
+    ref_steps = generate_greedy(*oracle, p.ids, n_steps);
+  }
+  const KlKind kind = kl_kind_for(ref_steps);
+  if (t.first_kind) res.kl_kind = kind;
+  else if (kind != res.kl_kind) res.kl_kind = KlKind::Coarsened;  // mixed: report the weaker
+  t.first_kind = false;
+  for (const auto& s : ref_steps) pv.reference_tokens.push_back(s.token);
+
+  const auto eng_steps = generate_greedy(engine, p.ids, n_steps);
+  res.engine_forward_calls += static_cast<int64_t>(eng_steps.size());
+  res.engine_tokens_generated += static_cast<int64_t>(eng_steps.size());
+  for (const auto& s : eng_steps) pv.engine_tokens.push_back(s.token);
+  pv.free_running = check_free_running(eng_steps, ref_steps, n_steps, res.top_k);
+
+  engine.prefill(p.ids);
+  res.engine_forward_calls += 1;
+  int pos = static_cast<int>(p.ids.size());
+  double p_kl = 0.0;
+  int p_agree = 0;
+  for (int k = 0; k < static_cast<int>(ref_steps.size()); ++k) {
+    const StepRecord& ref = ref_steps[static_cast<std::size_t>(k)];
+    if (k > 0) {
+      engine.decode_step(ref_steps[static_cast<std::size_t>(k - 1)].token, pos++);
+      res.engine_forward_calls += 1;
+    }
+    auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
+    if (p.golden) count_self_match(ref, engine.last_logits(), t.engine_match);
+    p_kl += st.kl;
+    pv.max_kl = std::max(pv.max_kl, st.kl);
+    if (st.kl >= res.max_kl) {
+      res.max_kl = st.kl;
+      t.worst_kl_where = "prompt " + p.name + " step " + std::to_string(k) + ": engine top-5 " +
+                         format_top(st.engine_top) + ", reference top-5 " + format_top(st.reference_top);
+    }
+    p_agree += st.top1_agree ? 1 : 0;
+    if (!st.pass()) pv.teacher_forced_top5_ok = false;
+    pv.teacher_forced.push_back(std::move(st));
+  }
+  const int nt = static_cast<int>(pv.teacher_forced.size());
+  res.teacher_forced_steps += nt;
+  pv.mean_kl = nt ? p_kl / nt : 0.0;
+  pv.top1_agreement = nt ? static_cast<double>(p_agree) / nt : 0.0;
+  t.kl_sum += p_kl;
+  t.n_tf += nt;
+  t.n_agree += p_agree;
+
+  // Failures of this prompt, first one first.
+  if (!pv.tokenization_ok) res.failures.push_back("prompt " + p.name + ": tokenization differs: " + pv.tokenization);
+  if (!pv.free_running.pass) res.failures.push_back("prompt " + p.name + " (free-running): " + pv.free_running.message);
+  for (const auto& st : pv.teacher_forced)
+    if (!st.pass()) {
+      res.failures.push_back(tf_failure(pv, st));
+      break;
+    }
+  return pv;
+}
+
+std::string prompt_line(const PromptVerdict& pv) {
+  return "  " + pv.name + ": free-running " + (pv.free_running.pass ? "PASS" : "FAIL") +
+         (pv.free_running.first_divergence >= 0
+              ? " (diverged at step " + std::to_string(pv.free_running.first_divergence) + ")"
+              : "") +
+         ", teacher-forced top-5 " + (pv.teacher_forced_top5_ok ? "ok" : "FAIL") + ", top-1 " +
+         fmt_g(100.0 * pv.top1_agreement, 4) + "%, mean KL " + fmt_g(pv.mean_kl);
+}
+
+// The gates over the whole run: every prompt's checks and the mean KL bound.
+void summarize(const Totals& t, VerifyResult& res) {
+  res.mean_kl = t.n_tf ? t.kl_sum / static_cast<double>(t.n_tf) : 0.0;
+  res.top1_agreement = t.n_tf ? static_cast<double>(t.n_agree) / static_cast<double>(t.n_tf) : 0.0;
+  res.free_running_pass = !res.prompts.empty();
+  res.teacher_forced_pass = !res.prompts.empty();
+  for (const auto& pv : res.prompts) {
+    res.free_running_pass = res.free_running_pass && pv.free_running.pass && pv.tokenization_ok;
+    res.teacher_forced_pass = res.teacher_forced_pass && pv.teacher_forced_top5_ok;
+  }
+  if (!(res.mean_kl <= res.kl_bound)) {
+    res.teacher_forced_pass = false;
+    res.failures.push_back("mean KL per step " + fmt_g(res.mean_kl) + " exceeds the bound " + fmt_g(res.kl_bound) +
+                           " (max " + fmt_g(res.max_kl) + " at " + t.worst_kl_where + ")");
+  }
+  if (res.prompts.empty()) res.failures.push_back("no prompts were run");
+  res.pass = res.free_running_pass && res.teacher_forced_pass && res.failures.empty();
+}
+
 }  // namespace
 
 VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
@@ -151,277 +419,68 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   if (res.model_name.empty()) res.model_name = fs::absolute(model_dir).lexically_normal().parent_path().filename().string();
   res.kernel_configs = opt.kernel_configs;
   res.heuristic_default_configs = opt.kernel_configs == "heuristic-default";
-  res.full = true;  // --quick with a built-in set clears it below
-
+  res.full = true;  // --quick with a built-in set clears it
   for (const char* name : {"report.json", "report.md"})
     if (!opt.report_dir.empty() && fs::exists(opt.report_dir / name))
       throw UsageError((opt.report_dir / name).string() + " exists; not overwriting (choose another --report-dir)");
+
+  // ---- inputs: model, reference, prompts
   const ModelConfig cfg =
       load_model_config(model_dir, opt.max_seq > 0 ? std::optional<int>(opt.max_seq) : std::nullopt);
-  const WeightStore weights = WeightStore::open(cfg.dir.empty() ? model_dir : cfg.dir, cfg);
+  const fs::path dir = cfg.dir.empty() ? model_dir : cfg.dir;
+  const WeightStore weights = WeightStore::open(dir, cfg);
   for (const auto& w : weights.warnings()) res.warnings.push_back("weights: " + w);
   std::unique_ptr<Tokenizer> tok;
-  const fs::path tok_dir = cfg.dir.empty() ? model_dir : cfg.dir;
-  if (Tokenizer::exists(tok_dir)) tok = Tokenizer::load(tok_dir);
-
-  // ---- reference kind and prompt set
-  const std::string& ref = opt.reference;
-  std::shared_ptr<RecordFile> golden;
-  std::vector<Prepared> prompts;
-  int n_steps = opt.n_steps;
-  bool builtin_set = false;  // a built-in prompt set: oracle and hf run all of it by default
-  if (ref.rfind("golden:", 0) == 0) {
-    const fs::path gf = ref.substr(7);
-    if (gf.empty()) throw UsageError("--reference golden:FILE needs a file");
-    golden = std::make_shared<RecordFile>(read_record_file(gf));
-    res.reference_kind = "golden";
-    res.reference_source = gf.string() + (golden->producer.empty() ? "" : " (" + golden->producer + ")");
-    res.reference_dtype = golden->compute_dtype;
-    res.prompt_set = "golden";
-    res.full = true;  // all of the golden's prompts, implied
-    n_steps = golden->n_steps;
-    bool any_text = false;
-    for (const auto& s : golden->sequences) {
-      prompts.push_back({s.name, s.prompt, s.prompt_ids, &s});
-      any_text = any_text || s.prompt_rendering != "ids";
-    }
-    res.prompt_rendering = any_text ? golden->sequences[0].prompt_rendering + " (golden prompt ids)" : "ids";
-  } else if (ref == "oracle" || ref == "hf") {
-    res.reference_kind = ref;
-    std::vector<PromptSpec> specs;
-    bool chat = false;
-    if (opt.prompts_file) {
-      specs = read_prompt_file(*opt.prompts_file);
-      res.prompt_set = "file:" + opt.prompts_file->string();
-    } else if (!tok) {
-      // No tokenizer: text prompts are impossible, so the built-in deterministic id set.
-      const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
-      specs = builtin_id_prompts(cfg.vocab_size, context, n_steps);
-      res.prompt_set = "ids";
-      res.warnings.push_back("the model has no tokenizer: built-in deterministic id prompts (seed " +
-                             std::to_string(kIdPromptSeed) + ", ids < vocab_size " + std::to_string(cfg.vocab_size) +
-                             ")");
-      builtin_set = true;
-    } else {
-      chat = !tok->chat_template().empty();
-      res.prompt_set = chat ? "instruct" : "base";
-      specs = read_prompt_file(prompt_set_dir() / (res.prompt_set + ".json"));
-      builtin_set = true;
-    }
-    if (builtin_set && opt.quick && static_cast<int>(specs.size()) > kQuickPrompts) specs.resize(kQuickPrompts);
-    res.full = !(builtin_set && opt.quick);
-    if (opt.prompts_file && tok && !tok->chat_template().empty()) chat = true;
-    res.prompt_rendering = chat ? "chat_template" : res.prompt_set == "ids" ? "ids" : "raw";
-    for (const auto& p : specs) {
-      Prepared pp{p.name, p.text, {}, nullptr};
-      if (p.ids) {
-        pp.ids = *p.ids;
-      } else {
-        if (!tok)
-          throw UsageError(model_dir.string() + " has no tokenizer.json: give prompt ids (--prompts FILE with "
-                           "\"prompt_ids\") or a golden with id sequences (--reference golden:FILE)");
-        if (chat) {
-          try {
-            pp.ids = encode_prompt(*tok, *p.text, true);
-          } catch (const ConfigError& e) {
-            // The chat template cannot be rendered by llmport yet: fall back to raw text
-            // (both sides see the same ids) and say so.
-            chat = false;
-            res.prompt_rendering = std::string("raw (chat template not rendered: ") + e.what() + ")";
-            res.warnings.push_back("instruct prompts fed as raw text: " + std::string(e.what()));
-            pp.ids = encode_prompt(*tok, *p.text, false);
-          }
-        } else {
-          pp.ids = encode_prompt(*tok, *p.text, false);
-        }
-      }
-      prompts.push_back(std::move(pp));
-    }
-    if (ref == "hf") {
-      fs::path out_dir = opt.report_dir.empty()
-                             ? fs::temp_directory_path() / ("llmport-hf-" + std::to_string(::getpid()))
-                             : opt.report_dir;
-      fs::create_directories(out_dir);
-      const fs::path out = out_dir / "hf_reference.json";
-      const DType engine_dtype = opt.engine.dtype.value_or(checkpoint_dtype(cfg, weights));
-      res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, n_steps, out,
-                                                              engine_dtype == DType::F32 ? "float32" : "");
-      golden = std::make_shared<RecordFile>(read_record_file(out));
-      res.reference_program["versions"] = golden->versions;
-      res.reference_source = out.string() + " (" + res.reference_program.value("program", std::string()) + ")";
-      res.reference_dtype = golden->compute_dtype;
-      if (golden->sequences.size() != prompts.size())
-        throw UsageError(out.string() + ": has " + std::to_string(golden->sequences.size()) + " sequences for " +
-                         std::to_string(prompts.size()) + " prompts");
-      for (std::size_t i = 0; i < prompts.size(); ++i) {
-        // transformers tokenized the texts itself; its ids drive both sides.
-        prompts[i].ids = golden->sequences[i].prompt_ids;
-        prompts[i].golden = &golden->sequences[i];
-      }
-      n_steps = golden->n_steps;
-    } else {
-      res.reference_source = "llmport reference kernels (fp32)";
-      res.reference_dtype = "fp32";
-      res.independence_finding = "oracle";
-    }
-  } else {
-    throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle or hf)");
-  }
-  if (golden) {
-    const ReferenceProvenance prov = assess_provenance(*golden);
+  if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
+  const Plan plan = plan_reference(model_dir, opt, cfg, weights, tok.get(), dir, res);
+  if (plan.golden) {
+    const ReferenceProvenance prov = assess_provenance(*plan.golden);
     res.reference_producer = prov.producer;
     res.independence_finding = prov.finding;
-    res.reference_sequences = static_cast<int>(golden->sequences.size());
-    res.reference_steps = golden->n_steps;
+    res.reference_sequences = static_cast<int>(plan.golden->sequences.size());
+    res.reference_steps = plan.golden->n_steps;
   }
   res.fault = opt.engine.fault.spec;
   res.top_k = opt.top_k;
   if (res.top_k < 1) throw UsageError("verify: top-k must be >= 1");
-  res.n_prompts = static_cast<int>(prompts.size());
-  res.n_steps = n_steps;
-  if (n_steps <= 0) throw UsageError("verify: number of steps must be > 0");
-  for (const auto& p : prompts) check_ids(p.ids, cfg, n_steps, "prompt " + p.name);
+  res.n_prompts = static_cast<int>(plan.prompts.size());
+  res.n_steps = plan.n_steps;
+  if (plan.n_steps <= 0) throw UsageError("verify: number of steps must be > 0");
+  for (const auto& p : plan.prompts) check_ids(p.ids, cfg, plan.n_steps, "prompt " + p.name);
 
   // ---- runners
   EngineRunner engine(cfg, weights, opt.engine, "engine");
-  const RunnerInfo ei = engine.info();
-  res.runner_kind = ei.kind;
-  res.backend = ei.backend;
-  res.isa = ei.isa;
-  res.dtype = ei.dtype;
-  if (const auto& ks = opt.engine.kernels) {
-    // What the engine actually got (filled while its linears were built), not the label.
-    res.heuristic_default_configs = !ks->registry || !ks->heuristic_used.empty();
-    res.kernel_selection = {{"registry", ks->registry && ks->registry->writable_dir()
-                                             ? nlohmann::json(ks->registry->writable_dir()->string())
-                                             : nlohmann::json(nullptr)},
-                            {"chosen", ks->chosen},
-                            {"heuristic_used", ks->heuristic_used}};
-  }
-  res.kl_bound = opt.kl_bound.value_or(kl_bound_for(parse_dtype(ei.dtype), res.reference_dtype));
-  if (!(res.kl_bound > 0)) throw UsageError("verify: the KL bound must be > 0");
+  describe_engine(engine, opt, res);
   std::unique_ptr<EngineRunner> oracle;
   if (res.reference_kind == "oracle") oracle = make_oracle_runner(cfg, weights, opt.engine.threads);
-  log("verify " + res.model_name + ": engine " + ei.backend + "/" + ei.dtype + " (" + ei.isa + "), reference " +
-      res.reference_kind + (res.independence_finding.empty() ? "" : " (not independent: " + res.independence_finding + ")") + ", prompt set " +
-      res.prompt_set + " [" + res.prompt_rendering + "], " + std::to_string(prompts.size()) + " prompts x " +
-      std::to_string(n_steps) + " steps");
+  log("verify " + res.model_name + ": engine " + res.backend + "/" + res.dtype + " (" + res.isa + "), reference " +
+      res.reference_kind +
+      (res.independence_finding.empty() ? "" : " (not independent: " + res.independence_finding + ")") +
+      ", prompt set " + res.prompt_set + " [" + res.prompt_rendering + "], " + std::to_string(plan.prompts.size()) +
+      " prompts x " + std::to_string(plan.n_steps) + " steps");
 
+  // ---- the checks, prompt by prompt
   engine.engine().backend().reset_counters();
-  SelfMatch engine_match{"engine", 0, 0};
-  double kl_sum = 0.0;
-  int64_t n_tf = 0, n_agree = 0;
-  bool first_kind = true;
-  std::string worst_kl_where;
-  for (std::size_t pi = 0; pi < prompts.size(); ++pi) {
-    const Prepared& p = prompts[pi];
-    PromptVerdict pv;
-    pv.name = p.name;
-    pv.prompt = p.text;
-    pv.prompt_ids = p.ids;
-    // Reference trajectory.
-    std::vector<StepRecord> ref_steps;
-    if (p.golden) {
-      ref_steps = p.golden->steps;
-      if (tok && p.golden->prompt && p.golden->prompt_rendering == "raw") {
-        const auto ours = tok->encode(*p.golden->prompt);
-        if (ours != p.ids) {
-          pv.tokenization_ok = false;
-          pv.tokenization = "llmport encodes the prompt to " + format_ids(ours) + ", the reference used " +
-                            format_ids(p.ids);
-        } else {
-          pv.tokenization = "matches the reference";
-        }
-      }
-    } else {
-      ref_steps = generate_greedy(*oracle, p.ids, n_steps);
-    }
-    const KlKind kind = kl_kind_for(ref_steps);
-    if (first_kind) res.kl_kind = kind;
-    else if (kind != res.kl_kind) res.kl_kind = KlKind::Coarsened;  // mixed: report the weaker
-    first_kind = false;
-    for (const auto& s : ref_steps) pv.reference_tokens.push_back(s.token);
-
-    // Free-running.
-    const auto eng_steps = generate_greedy(engine, p.ids, n_steps);
-    res.engine_forward_calls += eng_steps.empty() ? 0 : static_cast<int64_t>(eng_steps.size());
-    res.engine_tokens_generated += static_cast<int64_t>(eng_steps.size());
-    for (const auto& s : eng_steps) pv.engine_tokens.push_back(s.token);
-    pv.free_running = check_free_running(eng_steps, ref_steps, n_steps, res.top_k);
-
-    // Teacher-forced: the engine follows the reference's tokens.
-    engine.prefill(p.ids);
-    res.engine_forward_calls += 1;
-    int pos = static_cast<int>(p.ids.size());
-    double p_kl = 0.0;
-    int p_agree = 0;
-    for (int k = 0; k < static_cast<int>(ref_steps.size()); ++k) {
-      if (k > 0) {
-        engine.decode_step(ref_steps[static_cast<std::size_t>(k - 1)].token, pos++);
-        res.engine_forward_calls += 1;
-      }
-      auto st = compare_step(k, ref_steps[static_cast<std::size_t>(k)], engine.last_logits(), kind, res.top_k);
-      if (p.golden) count_self_match(ref_steps[static_cast<std::size_t>(k)], engine.last_logits(), engine_match);
-      p_kl += st.kl;
-      pv.max_kl = std::max(pv.max_kl, st.kl);
-      if (st.kl >= res.max_kl) {
-        res.max_kl = st.kl;
-        worst_kl_where = "prompt " + p.name + " step " + std::to_string(k) + ": engine top-5 " +
-                         format_top(st.engine_top) + ", reference top-5 " + format_top(st.reference_top);
-      }
-      p_agree += st.top1_agree ? 1 : 0;
-      if (!st.pass()) pv.teacher_forced_top5_ok = false;
-      pv.teacher_forced.push_back(std::move(st));
-    }
-    const int nt = static_cast<int>(pv.teacher_forced.size());
-    res.teacher_forced_steps += nt;
-    pv.mean_kl = nt ? p_kl / nt : 0.0;
-    pv.top1_agreement = nt ? static_cast<double>(p_agree) / nt : 0.0;
-    kl_sum += p_kl;
-    n_tf += nt;
-    n_agree += p_agree;
-
-    // Failures of this prompt, first one first.
-    if (!pv.tokenization_ok) res.failures.push_back("prompt " + p.name + ": tokenization differs: " + pv.tokenization);
-    if (!pv.free_running.pass) res.failures.push_back("prompt " + p.name + " (free-running): " + pv.free_running.message);
-    for (const auto& st : pv.teacher_forced)
-      if (!st.pass()) {
-        res.failures.push_back(tf_failure(pv, st));
-        break;
-      }
-    log("  " + p.name + ": free-running " + (pv.free_running.pass ? "PASS" : "FAIL") +
-        (pv.free_running.first_divergence >= 0 ? " (diverged at step " + std::to_string(pv.free_running.first_divergence) + ")" : "") +
-        ", teacher-forced top-5 " + (pv.teacher_forced_top5_ok ? "ok" : "FAIL") + ", top-1 " +
-        fmt_g(100.0 * pv.top1_agreement, 4) + "%, mean KL " + fmt_g(pv.mean_kl));
-    res.prompts.push_back(std::move(pv));
+  Totals totals;
+  for (const Prepared& p : plan.prompts) {
+    res.prompts.push_back(run_prompt(p, engine, oracle.get(), tok.get(), plan.n_steps, res, totals));
+    log(prompt_line(res.prompts.back()));
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
-  if (golden && !prompts.empty()) {
-    res.self_matches.push_back(engine_match);
-    for (auto& m : self_matches_of_llmport_kernels(cfg, weights, opt.engine, ei, prompts.front().ids,
-                                                   prompts.front().golden->steps))
+
+  // ---- verdict: the gates, then what the run may claim
+  if (plan.golden && !plan.prompts.empty()) {
+    res.self_matches.push_back(totals.engine_match);
+    for (auto& m : self_matches_of_llmport_kernels(cfg, weights, opt.engine, engine.info(), plan.prompts.front().ids,
+                                                   plan.prompts.front().golden->steps))
       res.self_matches.push_back(m);
   }
-  res.mean_kl = n_tf ? kl_sum / static_cast<double>(n_tf) : 0.0;
-  res.top1_agreement = n_tf ? static_cast<double>(n_agree) / static_cast<double>(n_tf) : 0.0;
-  res.free_running_pass = !res.prompts.empty();
-  res.teacher_forced_pass = !res.prompts.empty();
-  for (const auto& pv : res.prompts) {
-    res.free_running_pass = res.free_running_pass && pv.free_running.pass && pv.tokenization_ok;
-    res.teacher_forced_pass = res.teacher_forced_pass && pv.teacher_forced_top5_ok;
-  }
-  if (!(res.mean_kl <= res.kl_bound)) {
-    res.teacher_forced_pass = false;
-    res.failures.push_back("mean KL per step " + fmt_g(res.mean_kl) + " exceeds the bound " + fmt_g(res.kl_bound) +
-                           " (max " + fmt_g(res.max_kl) + " at " + worst_kl_where + ")");
-  }
-  if (res.prompts.empty()) res.failures.push_back("no prompts were run");
-  res.pass = res.free_running_pass && res.teacher_forced_pass && res.failures.empty();
+  summarize(totals, res);
   decide_independence(res);
-  res.caps = verdict_caps(res, builtin_set);
+  res.caps = verdict_caps(res, plan.builtin_set);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log(std::string("verify: ") + res.verdict() + " (mean KL " + fmt_g(res.mean_kl) + " <= " +
-      fmt_g(res.kl_bound) + " required, top-1 agreement " + fmt_g(100.0 * res.top1_agreement, 4) + "%)");
+  log(std::string("verify: ") + res.verdict() + " (mean KL " + fmt_g(res.mean_kl) + " <= " + fmt_g(res.kl_bound) +
+      " required, top-1 agreement " + fmt_g(100.0 * res.top1_agreement, 4) + "%)");
   if (!opt.report_dir.empty()) {
     res.report_dir = opt.report_dir;
     write_verify_report(opt.report_dir, res);
