@@ -2,6 +2,7 @@
 // library errors to one line on stderr and the shared exit codes.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +12,10 @@
 
 int main(int argc, char** argv) {
   using namespace llmport;
+  // This process is the llmport executable: the children it spawns (phase 6's `make verify`,
+  // phase 7's independent evaluator) are this binary, never a substitute named by
+  // LLMPORT_EXE (that variable serves test programs that call the library directly).
+  ::unsetenv("LLMPORT_EXE");
   CLI::App app{"llmport: bring a Hugging Face decoder-only LLM up on a compute target, "
                "verify it against a reference, make it fast, deploy it"};
   app.set_version_flag("--version", std::string("llmport ") + LLMPORT_VERSION);

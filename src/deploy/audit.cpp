@@ -69,8 +69,12 @@ AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now)
 AuditItem audit_reference_independence(const VerifyResult& r) {
   std::string detail = r.reference_kind + ": " + r.reference_source;
   if (!r.reference_producer.empty()) detail += "; producer: " + r.reference_producer;
+  // The largest self-match per llmport computation (the shares of every sequence are in the report).
+  std::map<std::string, const SelfMatch*> worst;
   for (const auto& s : r.self_matches)
-    detail += fmt::format("; {:.3g}% of {} logits equal llmport's {}", 100.0 * s.share(), s.compared, s.against);
+    if (!worst.count(s.against) || s.share() > worst[s.against]->share()) worst[s.against] = &s;
+  for (const auto& [against, s] : worst)
+    detail += fmt::format("; at most {:.3g}% of a sequence's logits equal llmport's {}", 100.0 * s->share(), against);
   if (r.reference_program.is_object()) detail += "; program: " + r.reference_program.dump();
   if (!r.reference_independent)
     detail = "not independent (" + r.independence_finding + "): the verdict is capped at PASS-with-warnings; " + detail;
@@ -132,11 +136,32 @@ AuditItem audit_dispatch(const VerifyResult& r) {
                          : "served by the reference kernels: " + join(ref, ", "));
 }
 
-AuditItem audit_tuned_configs(const VerifyResult& r, const KernelSelection& sel) {
+AuditItem audit_tuned_configs(const Manifest& m, const VerifyResult& r, const KernelSelection& sel) {
   std::vector<std::string> bad;
   if (r.heuristic_default_configs || !sel.heuristic_used.empty())
     bad.push_back(fmt::format("{} weight shapes served by a heuristic default", sel.heuristic_used.size()));
   if (sel.chosen.empty()) bad.push_back("no weight shape took a registry config");
+  // The registry must serve the configs phases 4-5 decided on (a registry edited after the
+  // deployment, e.g. to a config the timing rejected, is caught here).
+  for (const char* stage : {"tuned_prefill", "tuned_decode"}) {
+    if (!m.kernel_configs.contains(stage) || !m.kernel_configs[stage].is_array()) continue;
+    for (const auto& e : m.kernel_configs[stage]) {
+      if (!e.contains("in_use") || !e.contains("shape")) continue;
+      const std::string key =
+          fmt::format("n={} k={}", e["shape"].value("n", -1), e["shape"].value("k", -1));
+      auto it = sel.chosen.find(key);
+      // Only the keys of the stage's own kernel (a prefill entry's previous config carries
+      // the decode keys phase 5 tuned later).
+      const TileConfig in_use = kernel_config_subset(e.value("kernel", std::string()), e["in_use"].get<TileConfig>());
+      for (const auto& [k, v] : in_use)
+        if (it == sel.chosen.end() || !it->second.count(k) || it->second.at(k) != v) {
+          bad.push_back(fmt::format("{} {}: the registry serves {} where phases 4-5 chose {}", stage, key,
+                                    it == sel.chosen.end() ? std::string("nothing") : nlohmann::json(it->second).dump(),
+                                    nlohmann::json(in_use).dump()));
+          break;
+        }
+    }
+  }
   return row("tuned kernel configs in use, measured on this machine", bad.empty(),
              fmt::format("kernel configs: {}; {} weight shapes from the registry{}", r.kernel_configs,
                          sel.chosen.size(), bad.empty() ? "" : "; " + join(bad, "; ")));
@@ -170,9 +195,11 @@ AuditItem audit_fault(const Manifest& m, const VerifyResult& r) {
 
 AuditItem audit_rerun(const VerifyResult& r) {
   std::string d = fmt::format("{}: {} prompts x {} steps, mean KL {:.3g} (bound {:.3g}), top-1 agreement {:.1f}%",
-                              r.pass ? "PASS" : "FAIL", r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
+                              r.verdict_line(), r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
                               100.0 * r.top1_agreement);
   if (!r.pass && !r.failures.empty()) d += "; " + r.failures.front();
+  // A capped re-run caps the evaluation: verify and the evaluator never disagree.
+  if (r.pass && !r.caps.empty()) return {"verify re-run passes", "warning", d};
   return row("verify re-run passes", r.pass, d);
 }
 

@@ -46,8 +46,9 @@ AuditItem audit_engine(const Manifest& m, const VerifyResult& r);
 bool is_reference_dispatch(const std::string& counter);
 /// No kernel call of the re-run was served by the reference kernels (and some were counted).
 AuditItem audit_dispatch(const VerifyResult& r);
-/// Every linear shape used a tuned config from an entry measured on this machine.
-AuditItem audit_tuned_configs(const VerifyResult& r, const KernelSelection& sel);
+/// Every linear shape used a tuned config from the registry, and the configs served are
+/// the ones phases 4-5 recorded as in use (kernel_configs.tuned_prefill/decode[].in_use).
+AuditItem audit_tuned_configs(const Manifest& m, const VerifyResult& r, const KernelSelection& sel);
 /// The kernel cache was cleared and every packed weight rebuilt (no cache hit).
 AuditItem audit_kernel_cache(bool cleared, const KernelSelection& sel);
 /// Tokens generated, teacher-forced steps, forward calls and kernel dispatches equal what
@@ -55,7 +56,8 @@ AuditItem audit_kernel_cache(bool cleared, const KernelSelection& sel);
 AuditItem audit_counts(const VerifyResult& r, uint64_t calls_per_forward);
 /// No test-only fault in the deploy run the manifest records, nor in the re-run.
 AuditItem audit_fault(const Manifest& m, const VerifyResult& r);
-/// The re-run's own gate.
+/// The re-run's own verdict: FAIL when its gate failed, warning when it is capped
+/// (PASS-with-warnings and its reasons).
 AuditItem audit_rerun(const VerifyResult& r);
 
 }  // namespace llmport::deploy

@@ -64,7 +64,7 @@ void add_model_rows(const Manifest& m, std::vector<AuditItem>& a) {
   }
   a.push_back(audit_weights(m, now, err));
   std::string ref_sha;
-  if (m.reference.kind == "golden" && fs::is_regular_file(m.reference.file)) ref_sha = sha256_file(m.reference.file);
+  if (m.reference.kind == "golden" && fs::is_regular_file(m.reference.file)) ref_sha = reference_files_sha256(m.reference.file);
   a.push_back(audit_reference_file(m, ref_sha));
 }
 
@@ -80,7 +80,7 @@ void add_rerun_rows(const Manifest& m, const VerifyResult& r, const EngineOption
   a.push_back(audit_tolerances(r, parse_dtype(m.dtype)));
   a.push_back(audit_engine(m, r));
   a.push_back(audit_dispatch(r));
-  a.push_back(audit_tuned_configs(r, *eo.kernels));
+  a.push_back(audit_tuned_configs(m, r, *eo.kernels));
   a.push_back(audit_kernel_cache(cache_cleared, *eo.kernels));
   try {
     ModelConfig cfg = load_model_config(m.model_dir, m.max_seq > 0 ? std::optional<int>(m.max_seq) : std::nullopt);

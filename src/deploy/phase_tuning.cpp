@@ -10,6 +10,7 @@
 #include "deploy/timing.hpp"
 #include "deploy/util.hpp"
 #include "deploy/verify_step.hpp"
+#include "llmport/registry.hpp"
 #include "deploy/docs_writer.hpp"
 
 namespace llmport::deploy {
@@ -60,7 +61,9 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   }
   const TimingStats& in_use = cmp.adopted ? tuned : base;
   // Each entry: the sweep's best, the previous stage's config and the one now in use.
-  for (auto& e : sweep.best) e["in_use"] = cmp.adopted ? e["best"] : e["previous"];
+  for (auto& e : sweep.best)
+    e["in_use"] = kernel_config_subset(e["kernel"].get<std::string>(),
+                                       (cmp.adopted ? e["best"] : e["previous"]).get<TileConfig>());
   ctx.m.kernel_configs[prefill ? "tuned_prefill" : "tuned_decode"] = sweep.best;
   ctx.m.kernel_configs[prefill ? "prefill_decision" : "decode_decision"] = {
       {"adopted", cmp.adopted}, {"same_configs", cmp.same_configs}, {"reason", cmp.reason}};

@@ -147,7 +147,7 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
       diffs.push_back(fmt::format("--max-seq {} -> {}", m.max_seq, opt.max_seq.value_or(0)));
     if (m.reference.to_arg() != ref.to_arg())
       diffs.push_back("reference " + m.reference.to_arg() + " -> " + ref.to_arg());
-    else if (ref.kind == "golden" && m.reference_hash != sha256_file(ref.file))
+    else if (ref.kind == "golden" && m.reference_hash != reference_files_sha256(ref.file))
       diffs.push_back("golden file content (" + ref.file.string() + " changed since the deployment)");
     if (!diffs.empty() && opt.from_phase.value_or(-1) != 0)
       throw UsageError(fmt::format("deployment {} exists with a different {}; nothing was changed: "
@@ -223,7 +223,7 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   m.threads = opt.threads;
   m.isa = isa;
   m.reference = ref;
-  m.reference_hash = ref.kind == "golden" ? sha256_file(ref.file) : "";
+  m.reference_hash = ref.kind == "golden" ? reference_files_sha256(ref.file) : "";
   m.has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
   m.prompts_file = opt.prompts.empty() ? fs::path() : fs::weakly_canonical(fs::absolute(opt.prompts));
   m.llmport_version = LLMPORT_VERSION;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
 
 namespace llmport::deploy {
 namespace fs = std::filesystem;
@@ -105,6 +106,25 @@ std::string sha256_string(const std::string& s) {
   MdCtx md;
   md.update(s.data(), s.size());
   return md.hex();
+}
+
+}  // namespace llmport::deploy
+
+namespace llmport::deploy {
+
+std::string reference_files_sha256(const std::filesystem::path& file) {
+  const std::string own = sha256_file(file);
+  std::string side;
+  try {
+    const auto j = read_json_file(file);
+    if (j.is_object() && j.contains("side_file") && j["side_file"].is_string())
+      side = j["side_file"].get<std::string>();
+  } catch (const std::exception&) {
+    return own;  // not JSON we can read: the file's bytes are all there is
+  }
+  if (side.empty()) return own;
+  const auto side_path = file.parent_path() / side;
+  return sha256_string(own + ":" + (std::filesystem::is_regular_file(side_path) ? sha256_file(side_path) : "missing"));
 }
 
 }  // namespace llmport::deploy

@@ -21,6 +21,10 @@ std::string slurp(const std::filesystem::path& file);
 std::string sha256_file(const std::filesystem::path& file);
 /// SHA-256 of a string, lower-case hex.
 std::string sha256_string(const std::string& s);
+/// Content hash of a reference file: its sha256, or, when it names a side file (records
+/// with full logits, `side_file`), the sha256 of both hashes, so a swapped side file is a
+/// changed reference.
+std::string reference_files_sha256(const std::filesystem::path& file);
 
 /// Elements joined by `sep`.
 std::string join(const std::vector<std::string>& v, const std::string& sep);

@@ -31,6 +31,11 @@ nlohmann::json run_hf_reference(const std::string& python, const fs::path& model
   const fs::path script = hf_reference_script();
   if (!fs::exists(script))
     throw UsageError("--reference hf: " + script.string() + " not found (set LLMPORT_HF_REFERENCE)");
+  // Hashed before it runs: what ran is what the report names (a program that rewrites
+  // itself afterwards is still caught).
+  const std::string sha = hub::sha256_file(script);
+  const fs::path shipped = shipped_hf_reference_script();
+  const bool is_shipped = fs::exists(shipped) && hub::sha256_file(shipped) == sha;
   const std::string probe = sh_quote(python) + " -c 'import torch, transformers' >/dev/null 2>&1";
   if (std::system(probe.c_str()) != 0)
     throw UsageError("--reference hf needs " + python +
@@ -57,10 +62,8 @@ nlohmann::json run_hf_reference(const std::string& python, const fs::path& model
   if (std::system(cmd.c_str()) != 0 || !fs::exists(out))
     throw UsageError("--reference hf: " + script.string() + " failed (see its messages above)");
   // Which program produced the reference: a program other than the shipped one may print
-  // anything, so the report names it and its hash, and the verdict is capped.
-  const std::string sha = hub::sha256_file(script);
-  const fs::path shipped = shipped_hf_reference_script();
-  const bool is_shipped = fs::exists(shipped) && hub::sha256_file(shipped) == sha;
+  // anything, so the report names it and its hash, and the verdict is capped. The
+  // interpreter is named too (it can print anything as well: the report is the evidence).
   return {{"program", fs::absolute(script).lexically_normal().string()},
           {"sha256", sha},
           {"shipped", is_shipped},

@@ -47,6 +47,16 @@ void read_versions(const JsonField& root, RecordFile& rf) {
     rf.versions[k] = val.is_string() ? val.get<std::string>() : val.dump();
 }
 
+// A top-k list as the gates read it: distinct ids, logits sorted descending (ties in any
+// order). A list that repeats an id or is out of order was not produced by a top-k.
+void check_top(const JsonField& f, const std::vector<TopEntry>& top) {
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j)
+      if (top[j].id == top[i].id) f.at(i).fail("token id " + std::to_string(top[i].id) + " appears twice");
+    if (i > 0 && top[i].logit > top[i - 1].logit) f.at(i).fail("logits are not sorted in descending order");
+  }
+}
+
 // Top-k entries from parallel arrays (ids, logits), checked sorted-compatible lengths.
 std::vector<TopEntry> top_from_arrays(const JsonField& ids_f, const JsonField& logits_f) {
   auto ids = ids_f.ints();
@@ -60,6 +70,7 @@ std::vector<TopEntry> top_from_arrays(const JsonField& ids_f, const JsonField& l
     if (ids[i] < 0) ids_f.at(i).fail("negative token id");
     top[i] = {ids[i], logits[i]};
   }
+  check_top(ids_f, top);
   return top;
 }
 
@@ -111,6 +122,7 @@ RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
         st.top.push_back({id, static_cast<float>(ef.at("logit").number())});
       }
       if (st.top.empty()) t5.fail("empty top-5 list");
+      check_top(t5, st.top);
       st.token = gen[s];
       if (sf.has("token_id") && sf.at("token_id").integer() != gen[s])
         sf.at("token_id").fail("differs from generated_ids[" + std::to_string(s) + "]");

@@ -27,12 +27,26 @@ double kl_bound_for(DType engine_dtype, const std::string& reference_dtype) {
   return engine_dtype == DType::F32 && !reference_low ? kKlBoundFp32 : kKlBoundBf16;
 }
 
+namespace {
+// The producer as letters and digits only, look-alike digits read as letters: "LLM-P0rt",
+// "llm\u200bport" and "l l m p o r t" all read "llmport".
+std::string letters_of(const std::string& s) {
+  std::string out;
+  for (unsigned char c : lower(s)) {
+    if (c == '0') out += 'o';
+    else if (c == '1') out += 'l';
+    else if (std::isalnum(c)) out += static_cast<char>(c);
+  }
+  return out;
+}
+}  // namespace
+
 ReferenceProvenance assess_provenance(const RecordFile& rf) {
   ReferenceProvenance p;
   p.producer = rf.producer;
-  if (rf.producer.find_first_not_of(" \t") == std::string::npos)
+  if (letters_of(rf.producer).empty())
     p.finding = "no provenance: " + rf.path.filename().string() + " names no producer";
-  else if (lower(rf.producer).find("llmport") != std::string::npos)
+  else if (letters_of(rf.producer).find("llmport") != std::string::npos)
     p.finding = "provenance: produced by llmport (" + rf.producer + ")";
   else if (!rf.independent)
     p.finding = "provenance: " + rf.path.filename().string() + " says \"independent\": false";
@@ -40,13 +54,10 @@ ReferenceProvenance assess_provenance(const RecordFile& rf) {
   return p;
 }
 
-void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m) {
-  if (!reference.logits.empty() && reference.logits.size() == logits.size()) {
-    for (std::size_t i = 0; i < logits.size(); ++i) m.identical += same_bits(reference.logits[i], logits[i]) ? 1 : 0;
-    m.compared += static_cast<int64_t>(logits.size());
-    return;
-  }
-  for (const auto& e : reference.top) {
+void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
+  const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
+  for (std::size_t i = 0; i < n; ++i) {
+    const TopEntry& e = reference.top[i];
     if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
     m.identical += same_bits(e.logit, logits[static_cast<std::size_t>(e.id)]) ? 1 : 0;
     ++m.compared;

@@ -52,7 +52,11 @@ nlohmann::json VerifyResult::to_json() const {
   if (!kernel_selection.is_null()) j["engine"]["kernel_selection"] = kernel_selection;
   nlohmann::json matches = nlohmann::json::array();
   for (const auto& m : self_matches)
-    matches.push_back({{"against", m.against}, {"compared", m.compared}, {"identical", m.identical}, {"share", m.share()}});
+    matches.push_back({{"against", m.against},
+                       {"sequence", m.sequence},
+                       {"compared", m.compared},
+                       {"identical", m.identical},
+                       {"share", m.share()}});
   j["reference"] = {{"kind", reference_kind},
                     {"source", reference_source},
                     {"producer", reference_producer},

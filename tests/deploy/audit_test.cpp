@@ -174,17 +174,29 @@ TEST(Audit, DispatchRowFiresOnAReferenceKernel) {
   EXPECT_EQ(audit_dispatch(c.r).result, "FAIL");
 }
 
-TEST(Audit, TunedConfigsRowFailsOnAHeuristicDefault) {
+TEST(Audit, TunedConfigsRowFailsOnAHeuristicDefaultOrAnotherConfig) {
   Clean c;
-  EXPECT_EQ(audit_tuned_configs(c.r, c.sel).result, "ok");
+  c.sel.chosen = {{"n=64 k=64", {{"mr", 8}, {"fma", 0}, {"gnp", 4}}}};
+  // A prefill entry's in_use may carry decode keys from before phase 5: only its own count.
+  c.m.kernel_configs["tuned_prefill"] = {
+      {{"kernel", "gemm"}, {"shape", {{"n", 64}, {"k", 64}}}, {"in_use", {{"mr", 8}, {"fma", 0}, {"gnp", 2}}}}};
+  c.m.kernel_configs["tuned_decode"] = {{{"kernel", "gemv"}, {"shape", {{"n", 64}, {"k", 64}}}, {"in_use", {{"gnp", 4}}}}};
+  EXPECT_EQ(audit_tuned_configs(c.m, c.r, c.sel).result, "ok");
   c.sel.heuristic_used = {"gemm n=64 k=64"};
-  EXPECT_EQ(audit_tuned_configs(c.r, c.sel).result, "FAIL");
+  EXPECT_EQ(audit_tuned_configs(c.m, c.r, c.sel).result, "FAIL");
   Clean d;
   d.r.heuristic_default_configs = true;
-  EXPECT_EQ(audit_tuned_configs(d.r, d.sel).result, "FAIL");
+  EXPECT_EQ(audit_tuned_configs(d.m, d.r, d.sel).result, "FAIL");
   Clean e;
   e.sel.chosen.clear();
-  EXPECT_EQ(audit_tuned_configs(e.r, e.sel).result, "FAIL");
+  EXPECT_EQ(audit_tuned_configs(e.m, e.r, e.sel).result, "FAIL");
+  // The registry was edited to a config the timing rejected: not what the deployment chose.
+  Clean f = c;
+  f.sel.heuristic_used.clear();
+  f.sel.chosen["n=64 k=64"]["fma"] = 1;
+  auto row = audit_tuned_configs(f.m, f.r, f.sel);
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("where phases 4-5 chose"), std::string::npos) << row.detail;
 }
 
 TEST(Audit, KernelCacheRowFailsOnAHitOrAnUnclearedCache) {
@@ -229,6 +241,12 @@ TEST(Audit, RerunRowFailsWhenTheGateFails) {
   auto row = audit_rerun(c.r);
   EXPECT_EQ(row.result, "FAIL");
   EXPECT_NE(row.detail.find("exceeds the bound"), std::string::npos);
+  // A capped re-run (e.g. a non-shipped hf program) caps the evaluation.
+  Clean d;
+  d.r.caps = {"hf reference program /tmp/x.py is not the shipped tools/hf_reference.py"};
+  auto capped = audit_rerun(d.r);
+  EXPECT_EQ(capped.result, "warning");
+  EXPECT_NE(capped.detail.find("not the shipped"), std::string::npos) << capped.detail;
 }
 
 }  // namespace

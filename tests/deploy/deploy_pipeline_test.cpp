@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deploy/workspace.hpp"
+#include "llmport/records.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -84,14 +85,14 @@ const std::vector<std::string> kWorkspaceFiles = {
 
 // Every phase PASS; phases 4-5 may be PASS-with-warnings; phase 7 as `phase7`.
 // `verdict`: "PASS" (an honest independent reference: every phase PASS, TODO.md without
-// follow-ups) or "PASS-with-warnings" (the verify phases 3-5 carry the reference's cap).
+// follow-ups) or "PASS-with-warnings" (the verify phases 3-6 carry the reference's cap).
 void expect_deployed(const fs::path& dir, const std::string& verdict) {
   const std::set<std::string> phase7 = {verdict};
   for (const auto& f : kWorkspaceFiles) EXPECT_TRUE(fs::is_regular_file(dir / f)) << dir / f;
   json m = load(dir / "deployment.json");
   for (int i = 0; i < 8; ++i) {
     std::string s = status_of(m, i);
-    if (i >= 3 && i <= 5) EXPECT_EQ(s, verdict) << "phase " << i << ": " << m["phases"][i]["reason"];
+    if (i >= 3 && i <= 6) EXPECT_EQ(s, verdict) << "phase " << i << ": " << m["phases"][i]["reason"];
     else if (i == 7) EXPECT_TRUE(phase7.count(s)) << "phase 7: " << s;
     else EXPECT_EQ(s, "PASS") << "phase " << i << ": " << m["phases"][i]["reason"];
   }
@@ -481,6 +482,40 @@ TEST(DeployPipeline, EvaluationFailMarksNeedsHumanReview) {
   EXPECT_TRUE(m["needs_human_review"].get<bool>());
   EXPECT_NE(read_file(dir / "TODO.md").find("needs-human-review"), std::string::npos);
   EXPECT_NE(run_llmport({"status", "--workspace", ws}).out.find("needs-human-review"), std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// The reference hash covers a records golden's side file (full logits, hidden states): a
+// swapped side file is a changed reference. And the CLI's phase 7 always runs this llmport
+// as the evaluator, whatever LLMPORT_EXE says.
+TEST(DeployPipeline, SideFileSwapAndEvaluatorSubstitutionAreCaught) {
+  TempDir t;
+  const fs::path golden = t.path() / "ref" / "golden.json";
+  fs::create_directories(golden.parent_path());
+  llmport::write_record_file(golden, llmport::read_record_file(shared_path("models/stories260K/golden/public.json")));
+  const fs::path side = t.path() / "ref" / "golden.safetensors";
+  ASSERT_TRUE(fs::is_regular_file(side));
+  const std::string model = shared_path("models/stories260K").string(), ws = (t.path() / "ws").string();
+  auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path dir = t.path() / "ws" / "stories260k";
+
+  ::setenv("LLMPORT_EXE", "/bin/false", 1);
+  auto p7 = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
+  ::unsetenv("LLMPORT_EXE");
+  EXPECT_EQ(p7.exit_code, 0) << p7.out << p7.err;
+  EXPECT_EQ(status_of(load(dir / "deployment.json"), 7), "PASS");
+
+  std::string bytes = read_file(side);
+  bytes[bytes.size() - 3] = static_cast<char>(bytes[bytes.size() - 3] ^ 0x5a);  // a value, not the header
+  llmport::test::write_file(side, bytes);
+  auto ev = run_llmport({"evaluate", dir.string()});
+  EXPECT_EQ(ev.exit_code, 1) << ev.out << ev.err;
+  EXPECT_NE(read_file(dir / "docs/evaluation_report.md").find("| reference file unchanged since deployment | FAIL |"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/error.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
@@ -134,15 +135,77 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     auto r = verify_golden(stories_dir(), forged_golden(t, c.name, *c.runner));
     EXPECT_TRUE(r.pass);
     EXPECT_EQ(r.verdict(), "PASS-with-warnings");
-    EXPECT_TRUE(has_cap(r, "content: 100% of")) << r.verdict_line();
+    EXPECT_TRUE(has_cap(r, ": 100% of")) << r.verdict_line();
     EXPECT_TRUE(has_cap(r, "llmport's " + c.against + " output bit for bit")) << r.verdict_line();
   }
-  // A bf16 engine verified against an fp32 cpu-engine forgery: caught by the fp32 check.
-  EngineOptions fp32 = eo;
-  fp32.dtype = DType::F32;
-  EngineRunner fp32_engine(cfg, w, fp32);
-  auto r = verify_golden(stories_dir(), forged_golden(t, "fp32", fp32_engine), "bf16");
-  EXPECT_TRUE(has_cap(r, "llmport's cpu fp32 engine output bit for bit")) << r.verdict_line();
+  // Another dtype's engine output: a bf16 engine against an fp32 cpu-engine forgery, an
+  // fp32 engine against a bf16 one (the forger states bf16 to get the bf16 bound).
+  for (auto [forged_dtype, engine_dtype] : {std::pair{DType::F32, "bf16"}, std::pair{DType::BF16, "fp32"},
+                                            std::pair{DType::F16, "bf16"}}) {
+    EngineOptions other = eo;
+    other.dtype = forged_dtype;
+    EngineRunner forger(cfg, w, other);
+    const std::string name(dtype_name(forged_dtype));
+    auto r = verify_golden(stories_dir(), forged_golden(t, "dtype_" + name, forger), engine_dtype);
+    EXPECT_TRUE(has_cap(r, "llmport's cpu " + name + " engine output bit for bit")) << name << ": " << r.verdict_line();
+  }
+  // A partial copy: five honest sequences and three of llmport's own. Each sequence is
+  // judged on its own, so the copies are caught though they are under half of the file.
+  const RecordFile honest = read_record_file(stories_golden());
+  const RecordFile forged = read_record_file(forged_golden(t, "whole", engine));
+  RecordFile mixed = honest;
+  for (std::size_t i = 5; i < 8; ++i) mixed.sequences[i].steps = forged.sequences[i].steps;
+  for (auto& s : mixed.sequences) s.hidden = {};
+  write_record_file(t.path() / "mixed.json", mixed);
+  auto mr = verify_golden(stories_dir(), t.path() / "mixed.json");
+  EXPECT_TRUE(has_cap(mr, "content: sequence " + honest.sequences[5].name + ": 100% of")) << mr.verdict_line();
+  // Junk full logits beside copied top-5 lists do not dilute the count: only the top-k the
+  // gates read are compared.
+  RecordFile diluted = forged;
+  for (auto& s : diluted.sequences) s.steps[0].logits.assign(static_cast<std::size_t>(cfg.vocab_size), 0.0f);
+  write_record_file(t.path() / "diluted.json", diluted);
+  EXPECT_TRUE(has_cap(verify_golden(stories_dir(), t.path() / "diluted.json"), "content:"));
+}
+
+TEST(VerifyVerdict, TopListsThatNoTopKMadeAreRejectedAndShortOnesCap) {
+  TempDir t;
+  // A padded list that repeats an id, and one out of order: malformed (exit 2 material).
+  RecordFile rf = read_record_file(stories_golden());
+  for (auto& s : rf.sequences) s.hidden = {};
+  RecordFile padded = rf;
+  padded.sequences[0].steps[3].top.push_back(padded.sequences[0].steps[3].top[1]);
+  write_record_file(t.path() / "padded.json", padded);
+  EXPECT_THROW(read_record_file(t.path() / "padded.json"), ConfigError);
+  RecordFile unsorted = rf;
+  std::swap(unsorted.sequences[1].steps[0].top[0], unsorted.sequences[1].steps[0].top[2]);
+  write_record_file(t.path() / "unsorted.json", unsorted);
+  try {
+    read_record_file(t.path() / "unsorted.json");
+    ADD_FAILURE() << "an out-of-order top list was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("not sorted"), std::string::npos) << e.what();
+  }
+  // Top-1 only: the top-5 checks would shrink to nothing; the verdict is capped.
+  const fs::path top1 = rewritten_golden(t, "top1", [](RecordFile& f) {
+    for (auto& s : f.sequences)
+      for (auto& st : s.steps) st.top.resize(1);
+  });
+  auto r = verify_golden(stories_dir(), top1);
+  EXPECT_TRUE(has_cap(r, "holds only 1 top entries per step, fewer than the top-5")) << r.verdict_line();
+}
+
+TEST(VerifyVerdict, TokenizationIsCheckedTheWayTheFileSaysItRendered) {
+  TempDir t;
+  for (const char* rendering : {"ids", "chat_template"}) {
+    SCOPED_TRACE(rendering);
+    const fs::path g = rewritten_golden(t, std::string("render_") + rendering, [&](RecordFile& f) {
+      for (auto& s : f.sequences) s.prompt_rendering = rendering;
+      f.sequences[2].prompt = "a text these ids are not";
+    });
+    auto r = verify_golden(stories_dir(), g);
+    EXPECT_FALSE(r.pass) << r.verdict_line();
+    EXPECT_NE(r.failures.front().find("tokenization differs"), std::string::npos) << r.failures.front();
+  }
 }
 
 TEST(VerifyVerdict, AShallowReferenceIsCappedWithItsCountsNamed) {
@@ -211,16 +274,16 @@ TEST(VerifyVerdict, RunParametersAreRecordedAsGiven) {
   VerifyOptions o;
   o.reference = "golden:" + stories_golden().string();
   o.engine.threads = 1;
-  o.top_k = 7;
+  o.top_k = 3;
   o.kl_bound = 0.5;
   TempDir t;
   o.report_dir = t.path() / "rep";
   auto r = run_verify(stories_dir(), o);
-  EXPECT_EQ(r.top_k, 7);
+  EXPECT_EQ(r.top_k, 3);
   EXPECT_EQ(r.kl_bound, 0.5);
   std::ifstream f(t.path() / "rep" / "report.json");
   auto j = nlohmann::json::parse(f);
-  EXPECT_EQ(j["tolerances"]["top_k"], 7);
+  EXPECT_EQ(j["tolerances"]["top_k"], 3);
   EXPECT_EQ(j["tolerances"]["kl_bound"], 0.5);
   EXPECT_EQ(j["verdict"], "PASS");
 }
