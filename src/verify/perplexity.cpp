@@ -1,0 +1,270 @@
+// `llmport perplexity`: llama-perplexity's method over a text file (perplexity.hpp), the
+// log-probs file of --save-logits and the KL-divergence statistics against such a file.
+#include "llmport/perplexity.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "hub/file_hash.hpp"
+#include "llmport/error.hpp"
+#include "llmport/records.hpp"
+#include "llmport/tokenizer.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_text(const fs::path& f) {
+  if (!fs::is_regular_file(f)) throw UsageError(f.string() + ": text file not found (or not a regular file)");
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) throw UsageError(f.string() + ": cannot read the text file");
+  if (ss.str().empty()) throw UsageError(f.string() + ": the text file is empty");
+  return ss.str();
+}
+
+// {file: sha256} of what decides the model's outputs: config.json and the weight files.
+nlohmann::json model_files(const fs::path& dir) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == "config.json" || e.path().extension() == ".safetensors") j[name] = hub::sha256_file(e.path());
+  }
+  return j;
+}
+
+// The header of a log-probs file, and the stream positioned at its first row.
+struct LogprobsFile {
+  nlohmann::json header;
+  std::ifstream in;
+};
+
+LogprobsFile open_logprobs(const fs::path& f) {
+  LogprobsFile lf;
+  lf.in.open(f, std::ios::binary);
+  if (!lf.in) throw UsageError(f.string() + ": cannot open the KL-divergence base file");
+  char magic[8];
+  uint64_t len = 0;
+  if (!lf.in.read(magic, 8) || std::memcmp(magic, kLogprobsMagic, 8) != 0)
+    throw UsageError(f.string() + ": not an llmport log-probs file (written by perplexity --save-logits)");
+  if (!lf.in.read(reinterpret_cast<char*>(&len), 8) || len > (64u << 20))
+    throw UsageError(f.string() + ": damaged header length");
+  std::string h(len, '\0');
+  if (!lf.in.read(h.data(), static_cast<std::streamsize>(len))) throw UsageError(f.string() + ": truncated header");
+  try {
+    lf.header = nlohmann::json::parse(h);
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(f.string() + ": malformed header: " + e.what());
+  }
+  return lf;
+}
+
+// Refuses a base made for another text, ctx or vocab (its positions would not line up).
+void check_base(const fs::path& f, const nlohmann::json& h, const std::string& text_sha, int ctx, int vocab,
+                int64_t n_scored) {
+  auto want = [&](const char* key, const nlohmann::json& v) {
+    if (!h.contains(key) || h[key] != v)
+      throw UsageError(f.string() + ": made for " + key + " " + (h.contains(key) ? h[key].dump() : "(none)") +
+                       ", this run has " + v.dump() + ": not comparable");
+  };
+  want("text_sha256", text_sha);
+  want("ctx", ctx);
+  want("vocab", vocab);
+  want("n_scored", n_scored);
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// Running sums of one comparison against the base.
+struct KlAccumulator {
+  std::vector<double> kld;
+  int64_t same_top1 = 0;
+  double sum_dp = 0, sum_dp2 = 0, base_nll = 0;
+  void add(const std::vector<float>& base, const std::vector<float>& lp, int target) {
+    double k = 0;
+    for (std::size_t v = 0; v < lp.size(); ++v) {
+      const double pb = std::exp(static_cast<double>(base[v]));
+      if (pb > 0) k += pb * (static_cast<double>(base[v]) - lp[v]);
+    }
+    kld.push_back(std::max(0.0, k));
+    same_top1 += std::max_element(base.begin(), base.end()) - base.begin() ==
+                         std::max_element(lp.begin(), lp.end()) - lp.begin()
+                     ? 1
+                     : 0;
+    const double dp = std::exp(static_cast<double>(lp[static_cast<std::size_t>(target)])) -
+                      std::exp(static_cast<double>(base[static_cast<std::size_t>(target)]));
+    sum_dp += dp;
+    sum_dp2 += dp * dp;
+    base_nll -= base[static_cast<std::size_t>(target)];
+  }
+  KlStats finish(double ppl, const std::string& label) const {
+    KlStats s;
+    const double n = static_cast<double>(kld.size());
+    s.base_label = label;
+    for (double x : kld) s.mean += x / n;
+    s.median = percentile(kld, 0.5);
+    s.p99 = percentile(kld, 0.99);
+    s.max = kld.empty() ? 0 : *std::max_element(kld.begin(), kld.end());
+    s.same_top1 = static_cast<double>(same_top1) / n;
+    s.mean_dp = sum_dp / n;
+    s.rms_dp = std::sqrt(sum_dp2 / n);
+    s.base_ppl = std::exp(base_nll / n);
+    s.ppl_ratio = ppl / s.base_ppl;
+    return s;
+  }
+};
+
+}  // namespace
+
+PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_file, const PerplexityOptions& opt) {
+  const std::string text = read_text(text_file);
+  const ModelConfig cfg = load_model_config(model_dir);
+  const fs::path dir = cfg.dir.empty() ? model_dir : cfg.dir;
+  if (!Tokenizer::exists(dir)) throw UsageError(dir.string() + ": perplexity needs the model's tokenizer.json");
+  const auto tok = Tokenizer::load(dir);
+  const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+  const int ctx = opt.ctx > 0 ? opt.ctx : std::min(512, context);
+  if (ctx < 3) throw UsageError(fmt::format("-c {}: at least 3 tokens (positions ctx/2 .. ctx-2 are scored)", ctx));
+  if (ctx > context) throw UsageError(fmt::format("-c {}: above the model's context of {} tokens", ctx, context));
+  const std::vector<int> tokens = tok->encode(text);
+  PerplexityResult res;
+  res.model = dir.string();
+  res.ctx = ctx;
+  res.n_tokens = static_cast<int64_t>(tokens.size());
+  res.n_chunks = static_cast<int>(tokens.size() / static_cast<std::size_t>(ctx));
+  if (res.n_chunks == 0)
+    throw UsageError(fmt::format("{}: {} tokens, shorter than one chunk of {} (-c)", text_file.string(), tokens.size(), ctx));
+  const int first = ctx / 2, last = ctx - 2;  // scored positions
+  res.n_scored = static_cast<int64_t>(res.n_chunks) * (last - first + 1);
+  const auto bos = tok->bos_id();
+  const bool add_bos = bos && !tokens.empty() && tokens.front() == *bos;
+
+  const WeightStore weights = WeightStore::open(dir, cfg);
+  EngineOptions eo = opt.engine;
+  eo.max_seq = ctx;
+  Engine engine(cfg, weights, eo);
+  res.dtype = std::string(dtype_name(engine.dtype()));
+  const int vocab = cfg.vocab_size;
+
+  const bool need_files = opt.save_logits || opt.kl_base;
+  const std::string text_sha = need_files ? hub::sha256_file(text_file) : "";
+  std::optional<LogprobsFile> base;
+  std::string base_label;
+  if (opt.kl_base) {
+    base = open_logprobs(*opt.kl_base);
+    check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored);
+    const std::string producer = base->header.value("producer", std::string("unknown"));
+    base_label = producer + " " + base->header.value("dtype", std::string("?"));
+    if (producer.find("llmport") != std::string::npos) base_label += " (not independent)";
+  }
+  std::ofstream save;
+  std::vector<int> scored_targets;
+  if (opt.save_logits) {
+    if (fs::exists(*opt.save_logits))
+      throw UsageError(opt.save_logits->string() + " exists; not overwriting (choose another --save-logits file)");
+    for (int c = 0; c < res.n_chunks; ++c)
+      for (int i = first; i <= last; ++i) scored_targets.push_back(tokens[static_cast<std::size_t>(c * ctx + i + 1)]);
+    const nlohmann::json h = {{"format", "llmport-perplexity-logprobs/1"},
+                              {"producer", std::string("llmport ") + LLMPORT_VERSION},
+                              {"model", dir.string()},
+                              {"model_files", model_files(dir)},
+                              {"text_sha256", text_sha},
+                              {"ctx", ctx},
+                              {"vocab", vocab},
+                              {"dtype", res.dtype},
+                              {"n_scored", res.n_scored},
+                              {"tokens", scored_targets}};
+    const std::string hs = h.dump();
+    const uint64_t len = hs.size();
+    save.open(*opt.save_logits, std::ios::binary);
+    if (!save) throw UsageError(opt.save_logits->string() + ": cannot write the log-probs file");
+    save.write(kLogprobsMagic, 8);
+    save.write(reinterpret_cast<const char*>(&len), 8);
+    save.write(hs.data(), static_cast<std::streamsize>(hs.size()));
+  }
+
+  double sum = 0, sum2 = 0;
+  int64_t n = 0;
+  KlAccumulator kl;
+  std::vector<float> lp(static_cast<std::size_t>(vocab)), base_lp(static_cast<std::size_t>(vocab));
+  for (int c = 0; c < res.n_chunks; ++c) {
+    std::vector<int> chunk(tokens.begin() + static_cast<std::ptrdiff_t>(c) * ctx,
+                           tokens.begin() + static_cast<std::ptrdiff_t>(c + 1) * ctx);
+    if (add_bos) chunk[0] = *bos;
+    engine.reset();
+    const std::vector<float> logits = engine.forward(chunk, /*all_logits=*/true);  // [ctx, vocab]
+    for (int i = first; i <= last; ++i) {
+      const std::span<const float> row(logits.data() + static_cast<std::size_t>(i) * vocab, static_cast<std::size_t>(vocab));
+      const double lse = log_sum_exp(row);
+      const int target = chunk[static_cast<std::size_t>(i + 1)];
+      const double nll = lse - row[static_cast<std::size_t>(target)];
+      sum += nll;
+      sum2 += nll * nll;
+      ++n;
+      if (!need_files) continue;
+      for (std::size_t v = 0; v < lp.size(); ++v) lp[v] = static_cast<float>(row[v] - lse);
+      if (save) save.write(reinterpret_cast<const char*>(lp.data()), static_cast<std::streamsize>(lp.size() * sizeof(float)));
+      if (base) {
+        if (!base->in.read(reinterpret_cast<char*>(base_lp.data()), static_cast<std::streamsize>(base_lp.size() * sizeof(float))))
+          throw UsageError(opt.kl_base->string() + ": truncated (fewer rows than its header says)");
+        kl.add(base_lp, lp, target);
+      }
+    }
+    res.running_ppl.push_back(std::exp(sum / static_cast<double>(n)));
+    if (opt.progress) opt.progress(c + 1, res.n_chunks, res.running_ppl.back());
+  }
+  if (save && !save.flush()) throw UsageError(opt.save_logits->string() + ": write failed");
+  res.mean_nll = sum / static_cast<double>(n);
+  res.ppl = std::exp(res.mean_nll);
+  // llama-perplexity's error estimate: the standard error of the mean NLL, carried to PPL.
+  const double var = n > 1 ? std::max(0.0, sum2 / static_cast<double>(n) - res.mean_nll * res.mean_nll) : 0.0;
+  res.ppl_error = n > 1 ? res.ppl * std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
+  if (base) res.kl = kl.finish(res.ppl, base_label);
+  return res;
+}
+
+nlohmann::json PerplexityResult::to_json() const {
+  nlohmann::json j = {{"model", model},       {"dtype", dtype},         {"ctx", ctx},
+                      {"n_tokens", n_tokens}, {"n_chunks", n_chunks},   {"n_scored", n_scored},
+                      {"mean_nll", mean_nll}, {"ppl", ppl},             {"ppl_error", ppl_error},
+                      {"running_ppl", running_ppl}};
+  if (kl)
+    j["kl_divergence"] = {{"base", kl->base_label},   {"mean", kl->mean},       {"median", kl->median},
+                          {"p99", kl->p99},           {"max", kl->max},         {"same_top1", kl->same_top1},
+                          {"mean_delta_p", kl->mean_dp}, {"rms_delta_p", kl->rms_dp}, {"base_ppl", kl->base_ppl},
+                          {"ppl_ratio", kl->ppl_ratio}};
+  return j;
+}
+
+std::string PerplexityResult::to_markdown() const {
+  std::string s = fmt::format("perplexity of {} ({}): {} tokens, {} chunks of {}, {} scored positions\n", model, dtype,
+                              n_tokens, n_chunks, ctx, n_scored);
+  for (std::size_t i = 0; i < running_ppl.size(); ++i) s += fmt::format("{}[{}]{:.4f}", i ? "," : "", i + 1, running_ppl[i]);
+  s += fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", ppl, ppl_error);
+  if (kl) {
+    s += fmt::format("\nKL divergence against {} (PPL {:.4f}):\n", kl->base_label, kl->base_ppl);
+    s += fmt::format("  Mean    KLD: {:.6f}\n  Median  KLD: {:.6f}\n  99.0%   KLD: {:.6f}\n  Maximum KLD: {:.6f}\n",
+                     kl->mean, kl->median, kl->p99, kl->max);
+    s += fmt::format("  Same top p: {:.3f} %\n  Mean    Δp: {:.3f} %\n  RMS     Δp: {:.3f} %\n", 100 * kl->same_top1,
+                     100 * kl->mean_dp, 100 * kl->rms_dp);
+    s += fmt::format("  PPL ratio: {:.6f}\n", kl->ppl_ratio);
+  }
+  return s;
+}
+
+}  // namespace llmport

@@ -1,0 +1,118 @@
+// `llmport perplexity` against the independent numpy reference's figures for stories260K
+// (golden/perplexity_public.json: llama-perplexity's method, fp32), the log-probs file and
+// the KL-divergence statistics, and every bad input as a one-line exit 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+#include "llmport/perplexity.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using test::run_llmport;
+using test::stories_dir;
+using test::TempDir;
+
+fs::path ppl_text() { return test::shared_path("models/stories260K/golden/perplexity_public.txt"); }
+nlohmann::json ppl_golden() {
+  std::ifstream f(test::shared_path("models/stories260K/golden/perplexity_public.json"));
+  return nlohmann::json::parse(f);
+}
+
+PerplexityOptions fp32_options(int ctx) {
+  PerplexityOptions o;
+  o.engine.dtype = DType::F32;
+  o.engine.threads = 1;
+  o.ctx = ctx;
+  return o;
+}
+
+TEST(Perplexity, ReproducesTheReferenceFiguresAtEveryContext) {
+  const auto g = ppl_golden();
+  ASSERT_FALSE(g["results"].empty());
+  for (const auto& want : g["results"]) {
+    const int ctx = want["ctx"];
+    SCOPED_TRACE(ctx);
+    const auto r = run_perplexity(stories_dir(), ppl_text(), fp32_options(ctx));
+    EXPECT_EQ(r.n_tokens, g["n_tokens"].get<int64_t>());
+    EXPECT_EQ(r.n_chunks, want["n_chunks"].get<int>());
+    EXPECT_EQ(r.n_scored, want["n_scored"].get<int64_t>());
+    EXPECT_NEAR(r.ppl, want["ppl"].get<double>(), 1e-3 * want["ppl"].get<double>());
+    EXPECT_NEAR(r.mean_nll, want["mean_nll"].get<double>(), 1e-3);
+    ASSERT_EQ(r.running_ppl.size(), static_cast<std::size_t>(r.n_chunks));
+    EXPECT_DOUBLE_EQ(r.running_ppl.back(), r.ppl);
+    EXPECT_GT(r.ppl_error, 0);
+  }
+}
+
+TEST(Perplexity, KlDivergenceAgainstASavedRun) {
+  TempDir t;
+  auto base_opt = fp32_options(64);
+  base_opt.save_logits = t.path() / "fp32.bin";
+  const auto base = run_perplexity(stories_dir(), ppl_text(), base_opt);
+  ASSERT_TRUE(fs::is_regular_file(t.path() / "fp32.bin"));
+  // The same run against itself: nothing changed.
+  auto same_opt = fp32_options(64);
+  same_opt.kl_base = t.path() / "fp32.bin";
+  const auto same = run_perplexity(stories_dir(), ppl_text(), same_opt);
+  ASSERT_TRUE(same.kl.has_value());
+  EXPECT_NEAR(same.kl->mean, 0.0, 1e-9);
+  EXPECT_EQ(same.kl->same_top1, 1.0);
+  EXPECT_NEAR(same.kl->ppl_ratio, 1.0, 1e-6);  // the base holds fp32-rounded log-probs
+  EXPECT_NEAR(same.kl->base_ppl, base.ppl, 1e-6 * base.ppl);
+  EXPECT_NE(same.kl->base_label.find("(not independent)"), std::string::npos);
+  // bf16 against fp32: a small, non-zero divergence (bf16 rounding of weights and activations).
+  auto bf16_opt = same_opt;
+  bf16_opt.engine.dtype = DType::BF16;
+  const auto bf16 = run_perplexity(stories_dir(), ppl_text(), bf16_opt);
+  EXPECT_GT(bf16.kl->mean, 1e-6);
+  EXPECT_LT(bf16.kl->mean, 2e-3);
+  EXPECT_GE(bf16.kl->max, bf16.kl->p99);
+  EXPECT_GE(bf16.kl->p99, bf16.kl->median);
+  EXPECT_GT(bf16.kl->same_top1, 0.97);
+  // A base made for another ctx does not line up: refused.
+  auto other = fp32_options(128);
+  other.kl_base = t.path() / "fp32.bin";
+  EXPECT_THROW(run_perplexity(stories_dir(), ppl_text(), other), UsageError);
+}
+
+TEST(Perplexity, BadInputIsOneLineExitTwo) {
+  TempDir t;
+  test::write_file(t.path() / "empty.txt", "");
+  test::write_file(t.path() / "short.txt", "Once upon a time");
+  test::write_file(t.path() / "junk.bin", "not a log-probs file at all");
+  test::write_file(t.path() / "exists.bin", "user data");
+  const std::string m = stories_dir().string(), txt = ppl_text().string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {Case{{"-f", (t.path() / "missing.txt").string()}, "not found"},
+                        Case{{"-f", (t.path() / "empty.txt").string()}, "empty"},
+                        Case{{"-f", (t.path() / "short.txt").string(), "-c", "64"}, "shorter than one chunk"},
+                        Case{{"-f", txt, "-c", "2"}, "at least 3"},
+                        Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
+                        Case{{"-f", txt, "--kl-divergence-base", (t.path() / "junk.bin").string()}, "not an llmport"},
+                        Case{{"-f", txt, "--save-logits", (t.path() / "exists.bin").string()}, "not overwriting"},
+                        Case{{"-f", txt, "-o", "xml"}, "-o"}}) {
+    std::vector<std::string> args = {"perplexity", m, "-t", "1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(test::read_file(t.path() / "exists.bin"), "user data");
+  auto ok = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "fp32"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("Final estimate: PPL = 3.69"), std::string::npos) << ok.out;
+}
+
+}  // namespace
+}  // namespace llmport
