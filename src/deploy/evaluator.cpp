@@ -137,8 +137,8 @@ int evaluate_deployment(const fs::path& deployment_dir, std::ostream& out) {
     add(a, "verify used llmport's shared engine runner", r.runner_kind == "engine" && r.backend == m.target,
         fmt::format("runner {}, backend {} ({}), dtype {}", r.runner_kind, r.backend, r.isa, r.dtype));
     add(a, "engine dtype is the deployment's", r.dtype == m.dtype, "run " + r.dtype + ", manifest " + m.dtype);
-    bool fallback = false;
-    for (const auto& [k, v] : r.dispatch_counters) fallback |= k.find("reference") != std::string::npos || k.find("fallback") != std::string::npos;
+    // Counters are "<implementation>:<kernel>"; a call served by `reference` is a fallback.
+    const bool fallback = any_reference_dispatch(r.dispatch_counters);
     add(a, "no reference fallback in kernel dispatch", !r.dispatch_counters.empty() && !fallback,
         r.dispatch_counters.empty() ? "no dispatch counters recorded" : nlohmann::json(r.dispatch_counters).dump());
     const auto& sel = *eo.kernels;
