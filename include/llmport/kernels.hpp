@@ -41,22 +41,32 @@ struct LinearCall {
   const float* bias = nullptr;
 };
 
-/// Calls per kernel name since the last reset (phase-7 audit: no reference fallback).
+/// Calls per "<implementation>:<kernel>" since the last reset, the implementation being
+/// the one that served the call: "reference:gemv", "cpu/avx512bf16:gemm",
+/// "cpu/avx2:attention_decode" (phase-7 audit: no reference fallback).
 struct DispatchCounters {
   std::map<std::string, uint64_t> calls;
-  void add(const std::string& kernel) { ++calls[kernel]; }
+  void add(const std::string& impl_kernel) { ++calls[impl_kernel]; }
 };
+
+/// The implementation part of a dispatch counter name ("cpu/avx2" of "cpu/avx2:gemm").
+std::string dispatch_implementation(const std::string& counter);
+/// True when any counter with a call came from the `reference` implementation (the
+/// scalar oracle serving a call the engine should have run on its target).
+bool any_reference_dispatch(const std::map<std::string, uint64_t>& calls);
 
 /// One compute backend. All pointers are fp32 row-major unless stated.
 class Backend {
  public:
   virtual ~Backend() = default;
-  /// "reference" or "cpu" (or "cuda").
+  /// "reference" or "cpu" (the backends built into this binary: available_backends()).
   virtual std::string name() const = 0;
   /// Instruction set in use, e.g. "avx512bf16", "avx512", "avx2", "scalar".
   virtual std::string isa() const { return "scalar"; }
   /// Worker threads (0 = all cores).
   virtual void set_threads(int n) { (void)n; }
+  /// Worker threads in use (resolved: never 0).
+  virtual int threads() const { return 1; }
 
   /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).
@@ -125,9 +135,15 @@ class Backend {
 /// attempt to start 100000 threads. Backends throw UsageError above it.
 int max_backend_threads();
 
-/// Backends built into this binary, e.g. {"reference", "cpu"}.
+/// Backends built into this binary: {"reference", "cpu"} (deploy targets: those but the
+/// reference oracle). There is no CUDA and no NPU backend.
 std::vector<std::string> available_backends();
-/// Creates a backend by name; throws UsageError naming the available ones otherwise.
+/// Why a known target that is not built in cannot be used, "" for any other name:
+/// "cuda" -> "no CUDA backend exists yet in llmport (built-in targets: cpu)";
+/// "npu1", "npu2" -> "NPU targets are out of llmport's scope (no XRT backend)".
+std::string missing_target_message(const std::string& name);
+/// Creates a backend by name; throws UsageError with missing_target_message, or naming the
+/// available ones, otherwise.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
 
 /// Throws UsageError naming the first id of ids[0, m) outside the vocabulary [0, vocab).

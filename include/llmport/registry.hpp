@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,31 @@ struct Candidate {
   bool pass = true;        ///< within the issue-6 tolerance table
 };
 
+/// The machine a measurement belongs to (PyTorch TunableOp's validators are the model: a
+/// tuned config from another CPU, thread count or llmport version is not used). The
+/// model-name string alone is not enough: VMs report a generic "Intel(R) Xeon(R) Processor".
+struct MachineFingerprint {
+  std::string vendor;  ///< cpuid vendor, e.g. "GenuineIntel", "AuthenticAMD" (empty: unrecorded)
+  int family = -1, model = -1, stepping = -1;  ///< as /proc/cpuinfo reports them
+  /// ISA flags that change which kernel is fastest, sorted: avx2 fma f16c avx512f avx512bw
+  /// avx512vl avx512dq avx512_bf16 avx512_fp16 avx512_vnni amx_bf16 amx_int8 amx_tile.
+  std::vector<std::string> isa_flags;
+  int threads = 0;  ///< worker threads the measurement ran with
+  std::string llmport_version;
+
+  bool empty() const { return vendor.empty(); }
+  /// Stable id: "fp-" + 16 hex digits of FNV-1a over the canonical form of every field.
+  std::string id() const;
+  /// "GenuineIntel family 6 model 143 stepping 8 (avx512_bf16 amx_bf16, 2 threads, llmport 0.1.0)";
+  /// "an unrecorded machine (no fingerprint)" when empty.
+  std::string describe() const;
+  /// This machine now (/proc/cpuinfo), running `threads` workers (0 = all cores).
+  static MachineFingerprint current(int threads);
+};
+
+nlohmann::json to_json(const MachineFingerprint& f);
+MachineFingerprint fingerprint_from_json(const nlohmann::json& j);
+
 /// Where and how an entry was measured.
 struct Provenance {
   std::string cpu;       ///< CPU model name
@@ -45,6 +71,10 @@ struct Provenance {
   std::string llmport_version;
   std::string date;  ///< ISO-8601 UTC
   int threads = 0;
+  /// The machine that measured it; entries of several machines live side by side and a
+  /// lookup uses only this machine's (KernelSelection). Empty in entries written before
+  /// fingerprints existed: those count as foreign.
+  MachineFingerprint fingerprint;
   /// The provenance of this process and machine now.
   static Provenance current(int threads);
 };
@@ -79,19 +109,28 @@ class KernelRegistry {
   /// data/registry/<target> of this build (env LLMPORT_REGISTRY_DATA overrides the root).
   static std::filesystem::path shipped_dir(const std::string& target = "cpu");
 
-  /// Exact lookup (writable first, then shipped); nullptr when unmeasured.
+  /// Exact lookup of an entry measured on `machine` (writable first, then shipped);
+  /// nullptr when this machine has not measured it.
   const RegistryEntry* find(const std::string& kernel, const std::string& dtype,
-                            const std::string& isa, const KernelShape& shape) const;
-  /// Exact lookup; throws UsageError listing the nearest measured shapes of that kernel and
-  /// the command that measures this one (`llmport kernels sweep MODEL ...`).
+                            const std::string& isa, const KernelShape& shape,
+                            const MachineFingerprint& machine) const;
+  /// Entries of the same (kernel, dtype, isa, shape) measured on other machines than
+  /// `machine` (or with no fingerprint): never used by a lookup, counted by KernelSelection.
+  std::vector<const RegistryEntry*> find_foreign(const std::string& kernel, const std::string& dtype,
+                                                 const std::string& isa, const KernelShape& shape,
+                                                 const MachineFingerprint& machine) const;
+  /// Exact lookup on `machine`; throws UsageError listing the nearest shapes this machine
+  /// measured, how many entries of this shape other machines measured, and the command that
+  /// measures it here (`llmport kernels sweep MODEL ...`).
   const RegistryEntry& lookup(const std::string& kernel, const std::string& dtype,
-                              const std::string& isa, const KernelShape& shape) const;
-  /// Inserts or replaces (same kernel/dtype/isa/shape) in the writable registry, merging
-  /// used_by. Throws UsageError when there is no writable registry.
+                              const std::string& isa, const KernelShape& shape,
+                              const MachineFingerprint& machine) const;
+  /// Inserts or replaces (same kernel/dtype/isa/shape and machine) in the writable
+  /// registry, merging used_by. Throws UsageError when there is no writable registry.
   void record(const RegistryEntry& e);
   /// Writes the writable registry's JSON files and its supported_kernels.md.
   void save() const;
-  /// Every entry (writable ones shadow shipped ones).
+  /// Every entry of every machine (writable ones shadow shipped ones of the same machine).
   std::vector<RegistryEntry> entries() const;
   const std::optional<std::filesystem::path>& writable_dir() const { return writable_; }
 
@@ -113,8 +152,19 @@ struct KernelSelection {
   bool allow_heuristic = true;
   int prefill_m = 512;  ///< m of the gemm entries to use (min(512, context) in deployments)
   std::optional<std::filesystem::path> cache_dir;  ///< kernel cache of packed weights
-  /// Shapes served by the heuristic default (reports must say so), e.g. "gemm n=.. k=..".
+  /// The machine lookups match against; unset: MachineFingerprint::current(backend.threads())
+  /// at the first lookup (tests plant another one).
+  std::optional<MachineFingerprint> machine;
+  /// Shapes served by the heuristic default (reports must say so), e.g. "gemm n=.. k=..":
+  /// unmeasured here, or measured only on another machine.
   std::vector<std::string> heuristic_used;
+  /// Registry entries of the looked-up shapes that another machine measured (or that carry
+  /// no fingerprint): skipped, their shapes served by the heuristic default instead.
+  int foreign_skipped = 0;
+  /// Where the skipped entries were measured: MachineFingerprint::describe() -> count.
+  std::map<std::string, int> foreign_machines;
+  /// Shapes served by a registry entry measured on this machine, e.g. "gemm bf16 k=.. m=.. n=..".
+  std::vector<std::string> registry_used;
   /// Configs chosen, one line per distinct weight shape (for reports/manifests).
   std::map<std::string, TileConfig> chosen;
   /// Packed-weight cache hits / misses.
@@ -124,39 +174,65 @@ struct KernelSelection {
   TileConfig linear_config(const Backend& backend, int n, int k, DType dtype);
   /// backend.make_linear with the selected config, through the kernel cache when set.
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
+
+  /// The one line about skipped foreign entries ("" when none), e.g. "registry: 12 entries
+  /// skipped: measured on GenuineIntel family 6 model 143 stepping 8 (avx512_bf16, 2 threads,
+  /// llmport 0.1.0), not this machine; heuristic defaults serve instead; 'llmport kernels
+  /// sweep MODEL' tunes here".
+  std::string foreign_line() const;
+  /// The one line about lookup misses ("" when none or when no registry is open).
+  std::string miss_line() const;
+  /// Writes foreign_line() and miss_line() (those not empty) to stderr, once per selection
+  /// (the Engine calls it after making its weights): one line each per run.
+  void announce();
+  bool announced = false;
 };
 
 /// The tile-config keys a kernel uses: gemm {mr, np, kc, mc, nc, fma}, gemv {gnp}, others none.
 /// Registry entries store only these, so a gemm and a gemv entry merge into one config.
 TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg);
 
-/// One row of `kernels validate`.
+/// One row of `kernels validate` / phase 1: one (kernel, shape, tile config) the engine
+/// dispatches, every output element compared with the fp32 reference fed the same inputs.
 struct ValidationRow {
-  std::string kernel;
+  std::string kernel;  ///< gemm, gemv, linear_group_qkv, linear_group_gate_up, gather_rows, ...
+  std::string path;    ///< the engine call a linear row stands for: o_proj, down_proj, lm_head, "" (q/k/gate shapes)
+  std::string isa;     ///< the backend's ISA level
   KernelShape shape;
   TileConfig config;
-  double max_abs_err = 0;
-  double max_rel_err = 0;  ///< max |d| / max(|ref|, atol) over elements
-  double mean_rel_l1 = 0;
-  double atol = 0, rtol = 0;
+  int k = 0;                ///< accumulation length passed to tolerance()
+  double max_abs_err = 0;   ///< max |got - ref|
+  double max_rel_err = 0;   ///< max |got - ref| / scale (tolerance.hpp: the op's term magnitude)
+  double mean_rel_l1 = 0;   ///< sum |got - ref| / sum |ref|
+  double tolerance = 0;     ///< tolerance(op, dtype, k): the bound on max_rel_err
+  double ratio = 0;         ///< max_rel_err / tolerance (pass: <= 1); 0 when both are 0
   bool pass = false;
-  int n_checked = 0;  ///< elements compared
+  long n_checked = 0;  ///< elements compared (every output element)
 };
 
-/// Element-wise tolerance of the issue-6 table: bf16/fp16 rtol 1.6e-2 with atol 1e-3
-/// gemv, 1.5e-3 gemm, 5e-2 rmsnorm/rope/add, 8e-2 swiglu, 1e-1 attention; fp32 1e-4/1e-4.
-std::pair<double, double> kernel_tolerance(const std::string& kernel, DType dtype);
-
-/// Every kernel x shape `cfg` needs (prefill with m = prefill_m, decode with m = 1).
+/// Every kernel x shape `cfg` needs (prefill with m = prefill_m, decode with m = 1): the
+/// linear shapes a sweep measures.
 std::vector<std::pair<std::string, KernelShape>> model_kernel_shapes(const ModelConfig& cfg,
                                                                      int prefill_m);
 
-/// Runs every kernel x shape the model needs on `backend` (its configs from `sel`, or
-/// the heuristic default) against the reference kernels fed the same rounded random
-/// inputs; element-wise atol/rtol per kernel_tolerance. Never throws on a mismatch
-/// (rows say pass=false).
+/// Every (kernel, shape, tile config) the engine dispatches for `cfg` on `backend`, full
+/// outputs, against the reference backend fed the same inputs: each linear shape as GEMM
+/// at m = prefill_m and at a small odd m and as GEMV; the fused q/k/v group (with the qkv
+/// bias when the model has one) and gate/up group at those m; o_proj with its bias; the
+/// tied-embedding gather; rmsnorm (and the q/k norm), rope, swiglu, add; attention prefill
+/// (from position 0 and after a cached prefix) and decode at two contexts. Tolerances from
+/// tolerance(op, dtype, k). Configs from `sel` (or the heuristic default). Never throws on a
+/// mismatch (rows say pass=false).
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
                                             KernelSelection* sel = nullptr, int prefill_m = 512);
+/// Same on several backends (e.g. the cpu backend at every ISA level this host runs: deploy
+/// phase 1) fed the same inputs; the reference runs once per case. Rows per backend.
+std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
+                                            std::span<Backend* const> backends,
+                                            KernelSelection* sel, int prefill_m);
+
+/// One line per row for reports: "kernel [path] isa shape config: err e, tolerance t, ratio r".
+std::string validation_row_string(const ValidationRow& r);
 
 /// Sweeps the candidate tile configs of every linear shape of the model for the
 /// prefill GEMM (`prefill` true, m = prefill_m) or the decode GEMV, records all candidates

@@ -366,7 +366,10 @@ int run_bench(const BArgs& a) {
       }
     if (!sel->heuristic_used.empty())
       std::cout << fmt::format("note: {} kernel shape(s) ran with the heuristic default config "
-                               "(not in the registry)\n", sel->heuristic_used.size());
+                               "(not measured on this machine{})\n", sel->heuristic_used.size(),
+                               sel->foreign_skipped > 0 ? fmt::format("; {} registry entries of another machine "
+                                                                      "skipped", sel->foreign_skipped)
+                                                        : "");
   }
   return kExitOk;
 }

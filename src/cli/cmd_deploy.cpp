@@ -35,7 +35,7 @@ Registrar deploy_cmd{Command{
       auto o = std::make_shared<Opts>();
       add_model_arg(sub, &o->model);
       sub.add_option("--name", o->d.name, "deployment name (default: the model's name, lower-cased, / -> _)");
-      sub.add_option("--target", o->d.target, "compute target (a backend built into this binary)")
+      sub.add_option("--target", o->d.target, "compute target: cpu (the only target built into this binary; cuda and npu1/npu2 are not)")
           ->default_val("cpu");
       sub.add_option("--dtype", o->d.dtype, "bf16|fp16|fp32 (default: the checkpoint's torch_dtype)");
       sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");

@@ -289,7 +289,8 @@ int run_run(const RunArgs& a) {
     if (eopt.kernels) {
       out["kernel_configs"] = {{"registry", a.registry},
                                {"chosen", eopt.kernels->chosen},
-                               {"heuristic_used", eopt.kernels->heuristic_used}};
+                               {"heuristic_used", eopt.kernels->heuristic_used},
+                               {"foreign_skipped", eopt.kernels->foreign_skipped}};
     }
     if (a.profile) {
       nlohmann::json ops = nlohmann::json::array();
@@ -308,7 +309,7 @@ int run_run(const RunArgs& a) {
         std::cerr << "kernel configs: the backend's heuristic defaults (no --registry)\n";
       else if (!eopt.kernels->heuristic_used.empty())
         std::cerr << "kernel configs: " << eopt.kernels->heuristic_used.size()
-                  << " shape(s) not in the registry ran with the heuristic default config\n";
+                  << " shape(s) not measured on this machine ran with the heuristic default config\n";
       else
         std::cerr << "kernel configs: every linear shape from the registry " << a.registry << "\n";
     }

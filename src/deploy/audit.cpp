@@ -10,6 +10,7 @@
 
 #include "deploy/util.hpp"
 #include "llmport/deploy.hpp"
+#include "llmport/kernels.hpp"
 
 namespace llmport::deploy {
 
@@ -122,8 +123,7 @@ AuditItem audit_engine(const Manifest& m, const VerifyResult& r) {
 }
 
 bool is_reference_dispatch(const std::string& counter) {
-  const std::string impl = counter.substr(0, counter.find(':'));
-  return impl.rfind("reference", 0) == 0;
+  return dispatch_implementation(counter).rfind("reference", 0) == 0;
 }
 
 AuditItem audit_dispatch(const VerifyResult& r) {
@@ -141,6 +141,7 @@ AuditItem audit_tuned_configs(const Manifest& m, const VerifyResult& r, const Ke
   if (r.heuristic_default_configs || !sel.heuristic_used.empty())
     bad.push_back(fmt::format("{} weight shapes served by a heuristic default", sel.heuristic_used.size()));
   if (sel.chosen.empty()) bad.push_back("no weight shape took a registry config");
+  if (sel.foreign_skipped > 0) bad.push_back(sel.foreign_line());
   // The registry must serve the configs phases 4-5 decided on (a registry edited after the
   // deployment, e.g. to a config the timing rejected, is caught here).
   for (const char* stage : {"tuned_prefill", "tuned_decode"}) {

@@ -8,6 +8,7 @@
 
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/registry.hpp"
 
 namespace llmport::deploy {
@@ -71,33 +72,48 @@ std::string stage_label(const fs::path& deployment_dir, ConfigStage stage) {
 }
 
 KernelValidation validate_deployment_kernels(Context& ctx) {
-  auto backend = make_backend(ctx.m.target, ctx.opt.threads);
+  // Every ISA level this host runs (the engine's own level and the ones LLMPORT_CPU_ISA can
+  // force), each (kernel, shape, tile config) the engine dispatches, full outputs.
+  std::vector<std::unique_ptr<Backend>> owned;
+  if (ctx.m.target == "cpu") {
+    for (cpu::Isa isa : cpu::supported_isas()) owned.push_back(cpu::make_cpu_backend_isa(ctx.opt.threads, isa));
+  } else {
+    owned.push_back(make_backend(ctx.m.target, ctx.opt.threads));
+  }
+  std::vector<Backend*> backends;
+  for (auto& b : owned) backends.push_back(b.get());
+  const std::string engine_isa = make_backend(ctx.m.target, ctx.opt.threads)->isa();
   auto sel = selection(ctx.m, ctx.ws.dir(), ConfigStage::Default);
-  std::vector<ValidationRow> rows = validate_kernels(ctx.cfg, ctx.dtype, *backend, sel.get(), prefill_m_of(ctx.m));
+  std::vector<ValidationRow> rows = validate_kernels(ctx.cfg, ctx.dtype, backends, sel.get(), prefill_m_of(ctx.m));
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
-  record_validation(rows, ctx.dtype, backend->isa(), reg, ctx.m.name, ctx.opt.threads);
+  record_validation(rows, ctx.dtype, engine_isa, reg, ctx.m.name, ctx.opt.threads);
   reg.save();
+  return summarize_validation(rows);
+}
+
+KernelValidation summarize_validation(const std::vector<ValidationRow>& rows) {
   KernelValidation kv;
   kv.n_checked = static_cast<int>(rows.size());
   kv.pass = true;
   for (const auto& r : rows) {
+    kv.max_ratio = std::max(kv.max_ratio, r.ratio);
     kv.rows.push_back({{"kernel", r.kernel},
+                       {"path", r.path},
                        {"shape", shape_json(r.shape)},
                        {"config", nlohmann::json(r.config)},
-                       {"isa", backend->isa()},
+                       {"isa", r.isa},
+                       {"k", r.k},
                        {"max_abs_err", r.max_abs_err},
                        {"max_rel_err", r.max_rel_err},
                        {"mean_rel_l1", r.mean_rel_l1},
-                       {"atol", r.atol},
-                       {"rtol", r.rtol},
+                       {"tolerance", r.tolerance},
+                       {"ratio", r.ratio},
                        {"elements", r.n_checked},
                        {"pass", r.pass}});
     if (!r.pass) {
       ++kv.n_failed;
       kv.pass = false;
-      if (kv.first_failure.empty())
-        kv.first_failure = fmt::format("{} {}: max abs err {:.3g}, max rel err {:.3g} (atol {:.3g}, rtol {:.3g})",
-                                       r.kernel, shape_string(r.shape), r.max_abs_err, r.max_rel_err, r.atol, r.rtol);
+      if (kv.first_failure.empty()) kv.first_failure = validation_row_string(r);
     }
   }
   return kv;
@@ -145,7 +161,8 @@ void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill
   for (const auto& b : sweep.best) {
     const std::string kernel = b.at("kernel").get<std::string>();
     const KernelShape shape = b.at("shape").get<KernelShape>();
-    const RegistryEntry* e = reg.find(kernel, std::string(dtype_name(ctx.dtype)), isa, shape);
+    const RegistryEntry* e = reg.find(kernel, std::string(dtype_name(ctx.dtype)), isa, shape,
+                                      MachineFingerprint::current(ctx.opt.threads));
     if (!e) throw GateError("keeping the previous configs: the sweep's entry for " + kernel + " " + shape_string(shape) +
                             " is not in " + ctx.ws.registry().string());
     RegistryEntry kept = *e;

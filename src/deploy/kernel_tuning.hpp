@@ -8,6 +8,7 @@
 
 #include "deploy/phase.hpp"
 #include "deploy/stage.hpp"
+#include "llmport/registry.hpp"
 
 namespace llmport::deploy {
 
@@ -17,12 +18,17 @@ struct KernelValidation {
   int n_checked = 0;
   int n_failed = 0;
   nlohmann::json rows = nlohmann::json::array();  ///< one per (kernel, shape, dtype)
-  std::string first_failure;
+  std::string first_failure;  ///< validation_row_string of the first failing row
+  double max_ratio = 0;       ///< largest measured error / tolerance over the rows
 };
 
-/// Validates every (kernel, shape) the model needs on the target against the reference
-/// kernels and records each verified row (used_by = deployment name) in the deployment's
-/// registry (<ws>/registry).
+/// Phase 1's verdict from validation rows (shared with its tests).
+KernelValidation summarize_validation(const std::vector<ValidationRow>& rows);
+
+/// Validates every (kernel, shape, tile config) the engine dispatches on the target, at
+/// every ISA level the host runs, against the reference kernels (full outputs, tolerance()
+/// per row) and records the engine ISA's rows (used_by = deployment name) in the
+/// deployment's registry (<ws>/registry).
 KernelValidation validate_deployment_kernels(Context& ctx);
 
 /// Phase 4/5 sweep outcome.

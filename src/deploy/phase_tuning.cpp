@@ -38,6 +38,10 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   const ConfigStage after = prefill ? ConfigStage::Prefill : ConfigStage::Tuned;
   VerifyResult v = run_deployment_verify(ctx, after, fmt::format("phase{}", phase));
   num["verify"] = verify_numbers(v, ctx.ws.dir());
+  // Registry entries measured elsewhere were skipped: what this deployment learned.
+  if (v.kernel_selection.is_object() && v.kernel_selection.value("foreign_skipped", 0) > 0)
+    append_lesson(ctx.ws, fmt::format("phase {} ({}): {}", phase, phase_name(phase),
+                                      v.kernel_selection.value("foreign_line", std::string())));
   if (!v.pass)
     return make_result(phase, PhaseStatus::Fail, "correctness with the tuned configs: verify " + verify_summary(v), num);
 

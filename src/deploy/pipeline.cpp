@@ -78,6 +78,8 @@ std::string default_deployment_name(const std::string& model_arg, const fs::path
 int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   // --- everything below up to the workspace is validation: nothing is written ---
   auto targets = deploy_targets();
+  if (const std::string why = missing_target_message(opt.target); !why.empty())
+    throw UsageError(fmt::format("--target {}: {}", opt.target, why));
   if (std::find(targets.begin(), targets.end(), opt.target) == targets.end())
     throw UsageError(fmt::format("--target {}: not built into this binary; available targets: {}",
                                  opt.target, join(targets, ", ")));

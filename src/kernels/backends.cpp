@@ -31,6 +31,17 @@ void Backend::linear_group(std::span<const LinearCall> calls, const float* x, in
   for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
 }
 
+std::string dispatch_implementation(const std::string& counter) {
+  const auto colon = counter.find(':');
+  return colon == std::string::npos ? counter : counter.substr(0, colon);
+}
+
+bool any_reference_dispatch(const std::map<std::string, uint64_t>& calls) {
+  for (const auto& [name, n] : calls)
+    if (n > 0 && dispatch_implementation(name) == "reference") return true;
+  return false;
+}
+
 int max_backend_threads() {
   const unsigned hc = std::thread::hardware_concurrency();
   return std::max(4, 4 * static_cast<int>(hc > 0 ? hc : 1));
@@ -38,9 +49,17 @@ int max_backend_threads() {
 
 std::vector<std::string> available_backends() { return {"reference", "cpu"}; }
 
+std::string missing_target_message(const std::string& name) {
+  if (name == "cuda") return "no CUDA backend exists yet in llmport (built-in targets: cpu)";
+  if (name == "npu1" || name == "npu2") return "NPU targets are out of llmport's scope (no XRT backend)";
+  return "";
+}
+
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
   if (name == "reference") return make_reference_backend();
   if (name == "cpu") return make_cpu_backend(threads);
+  if (const std::string why = missing_target_message(name); !why.empty())
+    throw UsageError("backend '" + name + "': " + why);
   std::string list;
   for (const auto& b : available_backends()) {
     if (!list.empty()) list += ", ";

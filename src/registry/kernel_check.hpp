@@ -17,8 +17,9 @@ struct CheckResult {
   double bytes = 0;    ///< bytes one call must move
 };
 
-/// Checks kernel `kernel` at `shape` in `dtype` (linears with `cfg`), timing `reps`
-/// extra calls. Throws UsageError for an unknown kernel name.
+/// Checks linear kernel `kernel` (gemm | gemv) at `shape` in `dtype` with `cfg` on up to 8
+/// rows (a sweep's pass/fail per candidate; phase 1 checks every row: validate_kernels),
+/// tolerance(kernel, dtype, k), timing `reps` extra calls. Throws UsageError otherwise.
 CheckResult check_kernel(const std::string& kernel, const KernelShape& shape, DType dtype,
                          Backend& backend, const TileConfig& cfg, int reps);
 

@@ -1,6 +1,9 @@
-// How the engine gets its tile configs: registry lookup (exact), heuristic default when
-// allowed, packed weights through the kernel cache.
+// How the engine gets its tile configs: registry lookup (exact, entries measured on this
+// machine only), the heuristic default when allowed, packed weights through the kernel cache.
 #include <algorithm>
+#include <iostream>
+
+#include <fmt/format.h>
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
@@ -12,23 +15,33 @@ namespace llmport {
 TileConfig KernelSelection::linear_config(const Backend& backend, int n, int k, DType dtype) {
   if (backend.name() != "cpu") return {};
   const std::string isa = backend.isa(), dt(dtype_name(dtype));
+  if (!machine) machine = MachineFingerprint::current(backend.threads());
   TileConfig cfg = cpu::default_tile_config(cpu::parse_isa(isa), dtype, n, k);
   const KernelShape gemm{{"m", prefill_m}, {"n", n}, {"k", k}}, gemv{{"n", n}, {"k", k}};
   for (const auto& [kernel, shape] : {std::pair{"gemm", gemm}, std::pair{"gemv", gemv}}) {
-    const RegistryEntry* e = registry ? registry->find(kernel, dt, isa, shape) : nullptr;
+    const std::string what = std::string(kernel) + " " + dt + " " + shape_string(shape);
+    const bool seen = std::find(heuristic_used.begin(), heuristic_used.end(), what) != heuristic_used.end() ||
+                      std::find(registry_used.begin(), registry_used.end(), what) != registry_used.end();
+    const RegistryEntry* e = registry ? registry->find(kernel, dt, isa, shape, *machine) : nullptr;
+    if (registry && !seen) {
+      // Entries another machine measured: never used (the shape is served as unmeasured).
+      for (const RegistryEntry* f : registry->find_foreign(kernel, dt, isa, shape, *machine)) {
+        ++foreign_skipped;
+        ++foreign_machines[f->provenance.fingerprint.describe()];
+      }
+    }
     if (e && !e->heuristic) {
       for (const auto& [key, v] : kernel_config_subset(kernel, e->best)) cfg[key] = v;
+      if (!seen) registry_used.push_back(what);
       continue;
     }
     if (!allow_heuristic) {
-      if (registry) registry->lookup(kernel, dt, isa, shape);  // throws with nearest shapes
+      if (registry) registry->lookup(kernel, dt, isa, shape, *machine);  // throws with nearest shapes
       throw UsageError("kernel registry: " + std::string(kernel) + " " + dt + " " +
                        shape_string(shape) + " is not measured and no registry is open; run "
                        "`llmport kernels sweep MODEL --registry DIR`");
     }
-    const std::string what = std::string(kernel) + " " + dt + " " + shape_string(shape);
-    if (std::find(heuristic_used.begin(), heuristic_used.end(), what) == heuristic_used.end())
-      heuristic_used.push_back(what);
+    if (!seen) heuristic_used.push_back(what);
   }
   chosen["n=" + std::to_string(n) + " k=" + std::to_string(k)] = cfg;
   return cfg;
@@ -44,6 +57,32 @@ std::unique_ptr<LinearWeight> KernelSelection::make_linear(Backend& backend, con
   auto lw = KernelCache(*cache_dir).get_or_pack(backend, w, dtype, cfg, &hit);
   ++(hit ? cache_hits : cache_misses);
   return lw;
+}
+
+std::string KernelSelection::foreign_line() const {
+  if (foreign_skipped == 0) return "";
+  std::string where;
+  for (const auto& [desc, n] : foreign_machines)
+    where += (where.empty() ? "" : "; ") + desc + (foreign_machines.size() > 1 ? fmt::format(" ({})", n) : "");
+  return fmt::format("registry: {} entr{} skipped: measured on {}, not this machine ({}); heuristic "
+                     "defaults serve instead; 'llmport kernels sweep MODEL' tunes here",
+                     foreign_skipped, foreign_skipped == 1 ? "y" : "ies", where,
+                     machine ? machine->describe() : "this machine");
+}
+
+std::string KernelSelection::miss_line() const {
+  if (!registry || heuristic_used.empty()) return "";
+  std::string first = heuristic_used.front();
+  return fmt::format("registry: {} linear shape(s) not measured on this machine ran with the heuristic "
+                     "default config (first: {}); 'llmport kernels sweep MODEL' measures them",
+                     heuristic_used.size(), first);
+}
+
+void KernelSelection::announce() {
+  if (announced) return;
+  announced = true;
+  for (const std::string& line : {foreign_line(), miss_line()})
+    if (!line.empty()) std::cerr << line << "\n";
 }
 
 }  // namespace llmport

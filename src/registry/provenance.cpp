@@ -1,8 +1,10 @@
-// Provenance of a measurement: CPU model and flags, compiler, version, date.
+// Provenance of a measurement: the machine fingerprint (cpuid vendor/family/model/stepping,
+// the ISA flags that matter, threads, llmport version), CPU model name, compiler, date.
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <ctime>
 #include <fstream>
 #include <set>
@@ -14,23 +16,130 @@
 
 namespace llmport {
 
-Provenance Provenance::current(int threads) {
-  Provenance p;
+namespace {
+
+// The /proc/cpuinfo flags that change which kernel or tile config is fastest.
+const std::set<std::string>& fingerprint_flags() {
+  static const std::set<std::string> f = {"avx2",        "fma",         "f16c",     "avx512f",
+                                          "avx512bw",    "avx512vl",    "avx512dq", "avx512_bf16",
+                                          "avx512_fp16", "avx512_vnni", "amx_bf16", "amx_int8",
+                                          "amx_tile"};
+  return f;
+}
+
+struct CpuInfo {
+  std::string model_name, vendor;
+  int family = -1, model = -1, stepping = -1;
+  std::vector<std::string> flags;  // fingerprint_flags() present, sorted
+};
+
+int to_int(const std::string& v) {
+  try {
+    return std::stoi(v);
+  } catch (...) {
+    return -1;
+  }
+}
+
+// First processor block of /proc/cpuinfo (x86 Linux field names).
+CpuInfo read_cpuinfo() {
+  CpuInfo c;
   std::ifstream in("/proc/cpuinfo");
   std::string line;
-  std::set<std::string> wanted = {"avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl",
-                                  "avx512dq", "avx512_bf16", "avx512_fp16", "amx_bf16"};
+  bool have_flags = false;
   while (std::getline(in, line)) {
-    if (p.cpu.empty() && line.rfind("model name", 0) == 0) {
-      auto pos = line.find(':');
-      if (pos != std::string::npos) p.cpu = line.substr(pos + 2);
-    } else if (p.flags.empty() && line.rfind("flags", 0) == 0) {
-      std::istringstream fs(line.substr(line.find(':') + 1));
+    const auto pos = line.find(':');
+    if (pos == std::string::npos) continue;
+    std::string key = line.substr(0, pos);
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+    const std::string val = pos + 2 <= line.size() ? line.substr(pos + 2) : "";
+    if (key == "model name" && c.model_name.empty()) c.model_name = val;
+    else if (key == "vendor_id" && c.vendor.empty()) c.vendor = val;
+    else if (key == "cpu family" && c.family < 0) c.family = to_int(val);
+    else if (key == "model" && c.model < 0) c.model = to_int(val);
+    else if (key == "stepping" && c.stepping < 0) c.stepping = to_int(val);
+    else if (key == "flags" && !have_flags) {
+      have_flags = true;
+      std::istringstream fs(val);
       std::string f;
+      std::set<std::string> got;
       while (fs >> f)
-        if (wanted.count(f)) p.flags += (p.flags.empty() ? "" : " ") + f;
+        if (fingerprint_flags().count(f)) got.insert(f);
+      c.flags.assign(got.begin(), got.end());
     }
   }
+  if (c.vendor.empty()) c.vendor = "unknown-vendor";
+  return c;
+}
+
+const CpuInfo& cpuinfo() {
+  static const CpuInfo c = read_cpuinfo();
+  return c;
+}
+
+int resolved_threads(int threads) { return threads > 0 ? threads : std::max(1, omp_get_num_procs()); }
+
+}  // namespace
+
+std::string MachineFingerprint::id() const {
+  std::string canon = fmt::format("{}|{}|{}|{}|", vendor, family, model, stepping);
+  for (const auto& f : isa_flags) canon += f + ",";
+  canon += fmt::format("|{}|{}", threads, llmport_version);
+  uint64_t h = 1469598103934665603ull;  // FNV-1a 64
+  for (unsigned char ch : canon) {
+    h ^= ch;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("fp-{:016x}", h);
+}
+
+std::string MachineFingerprint::describe() const {
+  if (empty()) return "an unrecorded machine (no fingerprint)";
+  std::string flags;
+  for (const auto& f : isa_flags)
+    if (f.rfind("avx512", 0) == 0 || f.rfind("amx", 0) == 0) flags += (flags.empty() ? "" : " ") + f;
+  if (flags.empty()) flags = isa_flags.empty() ? "no AVX" : isa_flags.back();
+  return fmt::format("{} family {} model {} stepping {} ({}, {} thread{}, llmport {})", vendor, family,
+                     model, stepping, flags, threads, threads == 1 ? "" : "s", llmport_version);
+}
+
+MachineFingerprint MachineFingerprint::current(int threads) {
+  const CpuInfo& c = cpuinfo();
+  MachineFingerprint f;
+  f.vendor = c.vendor;
+  f.family = c.family;
+  f.model = c.model;
+  f.stepping = c.stepping;
+  f.isa_flags = c.flags;
+  f.threads = resolved_threads(threads);
+  f.llmport_version = LLMPORT_VERSION;
+  return f;
+}
+
+nlohmann::json to_json(const MachineFingerprint& f) {
+  return {{"id", f.id()},           {"vendor", f.vendor},       {"family", f.family},
+          {"model", f.model},       {"stepping", f.stepping},   {"isa_flags", f.isa_flags},
+          {"threads", f.threads},   {"llmport_version", f.llmport_version}};
+}
+
+MachineFingerprint fingerprint_from_json(const nlohmann::json& j) {
+  MachineFingerprint f;
+  f.vendor = j.at("vendor").get<std::string>();
+  f.family = j.at("family").get<int>();
+  f.model = j.at("model").get<int>();
+  f.stepping = j.at("stepping").get<int>();
+  f.isa_flags = j.at("isa_flags").get<std::vector<std::string>>();
+  std::sort(f.isa_flags.begin(), f.isa_flags.end());
+  f.threads = j.at("threads").get<int>();
+  f.llmport_version = j.at("llmport_version").get<std::string>();
+  return f;
+}
+
+Provenance Provenance::current(int threads) {
+  Provenance p;
+  const CpuInfo& c = cpuinfo();
+  p.cpu = c.model_name;
+  for (const auto& f : c.flags) p.flags += (p.flags.empty() ? "" : " ") + f;
 #if defined(__clang__)
   p.compiler = fmt::format("Clang {}.{}.{}", __clang_major__, __clang_minor__, __clang_patchlevel__);
 #elif defined(__GNUC__)
@@ -42,7 +151,8 @@ Provenance Provenance::current(int threads) {
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   p.date = buf;
   // 0 means "all cores": record the count that ran.
-  p.threads = threads > 0 ? threads : std::max(1, omp_get_num_procs());
+  p.threads = resolved_threads(threads);
+  p.fingerprint = MachineFingerprint::current(threads);
   return p;
 }
 

@@ -49,6 +49,7 @@ nlohmann::json to_json(const RegistryEntry& e) {
                      {"llmport_version", e.provenance.llmport_version},
                      {"date", e.provenance.date},
                      {"threads", e.provenance.threads}};
+  if (!e.provenance.fingerprint.empty()) j["provenance"]["fingerprint"] = to_json(e.provenance.fingerprint);
   return j;
 }
 
@@ -79,6 +80,7 @@ RegistryEntry entry_from_json(const nlohmann::json& j, const std::string& where)
       e.provenance.llmport_version = p.value("llmport_version", "");
       e.provenance.date = p.value("date", "");
       e.provenance.threads = p.value("threads", 0);
+      if (p.contains("fingerprint")) e.provenance.fingerprint = fingerprint_from_json(p["fingerprint"]);
     }
   } catch (const nlohmann::json::exception& ex) {
     throw ConfigError(where + ": malformed registry entry: " + ex.what());
@@ -119,6 +121,17 @@ bool same_key(const RegistryEntry& e, const std::string& kernel, const std::stri
   return e.kernel == kernel && e.dtype == dtype && e.isa == isa && e.shape == shape;
 }
 
+// Measured on `machine` (an entry without a fingerprint belongs to no machine).
+bool measured_on(const RegistryEntry& e, const MachineFingerprint& machine) {
+  return !e.provenance.fingerprint.empty() && e.provenance.fingerprint.id() == machine.id();
+}
+
+bool same_entry(const RegistryEntry& a, const RegistryEntry& b) {
+  return same_key(a, b.kernel, b.dtype, b.isa, b.shape) &&
+         a.provenance.fingerprint.id() == b.provenance.fingerprint.id() &&
+         a.provenance.fingerprint.empty() == b.provenance.fingerprint.empty();
+}
+
 // Distance between shapes of one kernel: sum of |log2 ratio| over shared dims.
 double shape_distance(const KernelShape& a, const KernelShape& b) {
   double d = 0;
@@ -149,30 +162,50 @@ KernelRegistry::KernelRegistry(std::filesystem::path shipped,
 }
 
 const RegistryEntry* KernelRegistry::find(const std::string& kernel, const std::string& dtype,
-                                          const std::string& isa, const KernelShape& shape) const {
+                                          const std::string& isa, const KernelShape& shape,
+                                          const MachineFingerprint& machine) const {
   for (const auto* list : {&writable_entries_, &shipped_entries_})
     for (const auto& e : *list)
-      if (same_key(e, kernel, dtype, isa, shape)) return &e;
+      if (same_key(e, kernel, dtype, isa, shape) && measured_on(e, machine)) return &e;
   return nullptr;
 }
 
+std::vector<const RegistryEntry*> KernelRegistry::find_foreign(const std::string& kernel,
+                                                               const std::string& dtype,
+                                                               const std::string& isa,
+                                                               const KernelShape& shape,
+                                                               const MachineFingerprint& machine) const {
+  std::vector<const RegistryEntry*> out;
+  for (const auto* list : {&writable_entries_, &shipped_entries_})
+    for (const auto& e : *list)
+      if (same_key(e, kernel, dtype, isa, shape) && !measured_on(e, machine)) out.push_back(&e);
+  return out;
+}
+
 const RegistryEntry& KernelRegistry::lookup(const std::string& kernel, const std::string& dtype,
-                                            const std::string& isa,
-                                            const KernelShape& shape) const {
-  if (const auto* e = find(kernel, dtype, isa, shape)) return *e;
+                                            const std::string& isa, const KernelShape& shape,
+                                            const MachineFingerprint& machine) const {
+  if (const auto* e = find(kernel, dtype, isa, shape, machine)) return *e;
   std::vector<std::pair<double, std::string>> near;
   for (const auto& e : entries())
-    if (e.kernel == kernel && e.dtype == dtype && e.isa == isa)
+    if (e.kernel == kernel && e.dtype == dtype && e.isa == isa && measured_on(e, machine))
       near.emplace_back(shape_distance(shape, e.shape), shape_string(e.shape));
   std::sort(near.begin(), near.end());
   std::string list;
   for (std::size_t i = 0; i < near.size() && i < 3; ++i)
     list += (i ? "; " : "") + near[i].second;
+  const auto foreign = find_foreign(kernel, dtype, isa, shape, machine);
+  const std::string elsewhere =
+      foreign.empty() ? ""
+                      : fmt::format(" ({} entr{} of this shape measured on {}, not this machine, "
+                                    "skipped)",
+                                    foreign.size(), foreign.size() == 1 ? "y" : "ies",
+                                    foreign.front()->provenance.fingerprint.describe());
   const bool prefill = kernel == "gemm" || kernel == "attention_prefill";
   throw UsageError(fmt::format(
-      "kernel registry: {} {} ({}) shape {} is not measured; nearest measured: {}; measure it "
-      "with `llmport kernels sweep MODEL --{} --dtype {}`",
-      kernel, dtype, isa, shape_string(shape), list.empty() ? "none" : list,
+      "kernel registry: {} {} ({}) shape {} is not measured on this machine{}; nearest measured "
+      "here: {}; measure it with `llmport kernels sweep MODEL --{} --dtype {}`",
+      kernel, dtype, isa, shape_string(shape), elsewhere, list.empty() ? "none" : list,
       prefill ? "prefill" : "decode", dtype));
 }
 
@@ -180,7 +213,7 @@ void KernelRegistry::record(const RegistryEntry& e) {
   if (!writable_)
     throw UsageError("kernel registry: the shipped registry is read-only; pass --registry DIR");
   for (auto& w : writable_entries_)
-    if (same_key(w, e.kernel, e.dtype, e.isa, e.shape)) {
+    if (same_entry(w, e)) {
       std::set<std::string> users(w.used_by.begin(), w.used_by.end());
       users.insert(e.used_by.begin(), e.used_by.end());
       const bool validated = w.validated;
@@ -195,8 +228,8 @@ void KernelRegistry::record(const RegistryEntry& e) {
 std::vector<RegistryEntry> KernelRegistry::entries() const {
   std::vector<RegistryEntry> out = writable_entries_;
   for (const auto& e : shipped_entries_)
-    if (!find(e.kernel, e.dtype, e.isa, e.shape) ||
-        find(e.kernel, e.dtype, e.isa, e.shape) == &e)
+    if (std::none_of(writable_entries_.begin(), writable_entries_.end(),
+                     [&](const RegistryEntry& w) { return same_entry(w, e); }))
       out.push_back(e);
   return out;
 }
@@ -214,7 +247,7 @@ void KernelRegistry::save() const {
     j["dtype"] = kd.second;
     nlohmann::json arr = nlohmann::json::array();
     std::vector<const RegistryEntry*> sorted = list;
-    std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+    std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
       return std::tie(a->isa, a->shape) < std::tie(b->isa, b->shape);
     });
     for (const auto* e : sorted) arr.push_back(to_json(*e));

@@ -18,10 +18,12 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
   const cpu::Isa isa = cpu::parse_isa(backend->isa());
   const std::string dt(dtype_name(dtype));
   std::vector<RegistryEntry> out;
+  // Entries of this machine (fingerprint with this backend's resolved thread count).
+  const MachineFingerprint here = MachineFingerprint::current(backend->threads());
   for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
     if (kernel != (prefill ? "gemm" : "gemv")) continue;
     RegistryEntry e;
-    if (const auto* old = registry.find(kernel, dt, backend->isa(), shape)) e = *old;
+    if (const auto* old = registry.find(kernel, dt, backend->isa(), shape, here)) e = *old;
     e.kernel = kernel;
     e.dtype = dt;
     e.isa = backend->isa();
@@ -55,7 +57,7 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
     e.heuristic = false;
     e.validated = false;  // a new best must be validated again (phase 1 / kernels validate)
     e.used_by = {model_name};
-    e.provenance = Provenance::current(threads);
+    e.provenance = Provenance::current(backend->threads());
     registry.record(e);
     out.push_back(e);
   }

@@ -155,6 +155,8 @@ struct Engine::Impl {
     final_norm = load_vec(weights.get(R::FinalNorm), dtype);
     // Tied: logits = h . embed^T, even when a (differing) lm_head.weight is present (TRAPS #8).
     lm_head = make_linear(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead));
+    // Registry entries skipped as foreign and lookup misses: one stderr line each per run.
+    if (opt.kernels) opt.kernels->announce();
     inv_freq = rope_inv_freq(cfg);
     if (opt.fault.kind == FaultInjection::Kind::WrongRopeTheta) {
       ModelConfig wrong = cfg;

@@ -298,7 +298,9 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
                                              ? nlohmann::json(ks->registry->writable_dir()->string())
                                              : nlohmann::json(nullptr)},
                             {"chosen", ks->chosen},
-                            {"heuristic_used", ks->heuristic_used}};
+                            {"heuristic_used", ks->heuristic_used},
+                            {"foreign_skipped", ks->foreign_skipped},
+                            {"foreign_line", ks->foreign_line()}};
   }
   res.kl_bound = opt.kl_bound.value_or(kl_bound_for(parse_dtype(ei.dtype), res.reference_dtype));
   if (!(res.kl_bound > 0)) throw UsageError("verify: the KL bound must be > 0");

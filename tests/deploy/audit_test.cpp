@@ -190,6 +190,14 @@ TEST(Audit, TunedConfigsRowFailsOnAHeuristicDefaultOrAnotherConfig) {
   Clean e;
   e.sel.chosen.clear();
   EXPECT_EQ(audit_tuned_configs(e.m, e.r, e.sel).result, "FAIL");
+  // Entries measured on another machine were skipped (their shapes took a heuristic).
+  Clean g = c;
+  g.sel.heuristic_used.clear();
+  g.sel.foreign_skipped = 3;
+  g.sel.foreign_machines = {{"GenuineIntel family 6 model 143", 3}};
+  auto foreign = audit_tuned_configs(g.m, g.r, g.sel);
+  EXPECT_EQ(foreign.result, "FAIL");
+  EXPECT_NE(foreign.detail.find("3 entries skipped"), std::string::npos) << foreign.detail;
   // The registry was edited to a config the timing rejected: not what the deployment chose.
   Clean f = c;
   f.sel.heuristic_used.clear();

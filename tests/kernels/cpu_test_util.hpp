@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers of the CPU-kernel tests: the tolerance table of issue 6, guarded output
+// Shared helpers of the CPU-kernel tests: comparison under tolerance(op, dtype, k), guarded output
 // buffers that catch out-of-bounds writes, and deterministic random inputs.
 #include <gtest/gtest.h>
 
@@ -13,21 +13,16 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/tolerance.hpp"
 #include "llmport/weights.hpp"
 
 namespace llmport::test {
 
-struct Tol {
-  double atol, rtol;
-};
-/// Tolerance of one op class for one dtype (issue 6 acceptance table).
-inline Tol tol_for(const std::string& op, DType dt) {
-  if (dt == DType::F32) return {1e-4, 1e-4};
-  if (op == "gemv") return {1e-3, 1.6e-2};
-  if (op == "gemm") return {1.5e-3, 1.6e-2};
-  if (op == "swiglu") return {8e-2, 1.6e-2};
-  if (op == "attention") return {1e-1, 1.6e-2};
-  return {5e-2, 1.6e-2};  // rmsnorm, rope, add
+/// |v| element-wise.
+inline std::vector<float> abs_of(const float* v, std::size_t n) {
+  std::vector<float> a(n);
+  for (std::size_t i = 0; i < n; ++i) a[i] = std::abs(v[i]);
+  return a;
 }
 
 /// n values + guard words on both sides, filled with a sentinel.
@@ -59,16 +54,18 @@ inline std::vector<float> random_vec(std::size_t n, float scale, uint32_t seed) 
   return v;
 }
 
-/// Counts element-wise mismatches |got - want| > atol + rtol |want| and non-finite values;
-/// reports the first few through ADD_FAILURE with `what`.
-inline int compare(const float* got, const float* want, std::size_t n, Tol tol,
+/// Counts elements out of the one tolerance table: |got - want| > tol * scale (tol =
+/// llmport::tolerance(op, dtype, k), scale = the op's term magnitude, llmport/tolerance.hpp)
+/// and non-finite values; reports the first few through ADD_FAILURE with `what`.
+inline int compare(const float* got, const float* want, const float* scale, std::size_t n, double tol,
                    const std::string& what) {
   int bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double g = got[i], w = want[i];
-    const bool ok = std::isfinite(g) && std::abs(g - w) <= tol.atol + tol.rtol * std::abs(w);
+    const double g = got[i], w = want[i], d = std::abs(g - w);
+    const bool ok = std::isfinite(g) && (d <= kUnderflowFloor || d <= tol * std::abs(scale[i]));
     if (!ok && ++bad <= 3)
-      ADD_FAILURE() << what << " [" << i << "]: got " << g << " want " << w;
+      ADD_FAILURE() << what << " [" << i << "]: got " << g << " want " << w << " scale " << scale[i]
+                    << " tolerance " << tol;
   }
   return bad;
 }

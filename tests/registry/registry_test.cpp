@@ -29,6 +29,22 @@ RegistryEntry entry(const std::string& kernel, KernelShape shape, TileConfig bes
   return e;
 }
 
+// The machine the test entries were measured on (Provenance::current(2) above).
+MachineFingerprint here() { return MachineFingerprint::current(2); }
+
+// A machine that is not this one (a Zen 4 EPYC with 2 threads).
+MachineFingerprint zen4() {
+  MachineFingerprint f;
+  f.vendor = "AuthenticAMD";
+  f.family = 25;
+  f.model = 17;
+  f.stepping = 1;
+  f.isa_flags = {"avx2", "avx512_bf16", "avx512f", "fma"};
+  f.threads = 2;
+  f.llmport_version = LLMPORT_VERSION;
+  return f;
+}
+
 TEST(Registry, RoundTripsThroughJsonFiles) {
   TempDir dir;
   {
@@ -37,13 +53,15 @@ TEST(Registry, RoundTripsThroughJsonFiles) {
     reg.save();
   }
   KernelRegistry again(dir.path() / "none", dir.path() / "w");
-  const auto* e = again.find("gemm", "bf16", "avx512bf16", {{"m", 512}, {"n", 2048}, {"k", 2048}});
+  const auto* e = again.find("gemm", "bf16", "avx512bf16", {{"m", 512}, {"n", 2048}, {"k", 2048}}, here());
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->best.at("mr"), 8);
   EXPECT_DOUBLE_EQ(e->best_throughput(), 321.5);
   EXPECT_EQ(e->used_by, std::vector<std::string>{"m1"});
   EXPECT_FALSE(e->provenance.compiler.empty());
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "w" / "gemm_bf16.json"));
+  EXPECT_EQ(e->provenance.fingerprint.id(), here().id());
+  EXPECT_EQ(e->provenance.fingerprint.threads, 2);
   const std::string md = read_file(dir.path() / "w" / "supported_kernels.md");
   EXPECT_NE(md.find("| gemm | bf16 | avx512bf16 | k=2048 m=512 n=2048 | mr=8 np=2 | 321.5 GFLOP/s"),
             std::string::npos)
@@ -55,9 +73,9 @@ TEST(Registry, ExactLookupMissListsNearestAndCommand) {
   KernelRegistry reg(dir.path() / "none", dir.path() / "w");
   reg.record(entry("gemv", {{"n", 2048}, {"k", 2048}}, {{"gnp", 4}}, 0));
   reg.record(entry("gemv", {{"n", 256}, {"k", 2048}}, {{"gnp", 2}}, 0));
-  EXPECT_EQ(reg.find("gemv", "bf16", "avx512bf16", {{"n", 2048}, {"k", 2047}}), nullptr);
+  EXPECT_EQ(reg.find("gemv", "bf16", "avx512bf16", {{"n", 2048}, {"k", 2047}}, here()), nullptr);
   try {
-    reg.lookup("gemv", "bf16", "avx512bf16", {{"n", 2000}, {"k", 2048}});
+    reg.lookup("gemv", "bf16", "avx512bf16", {{"n", 2000}, {"k", 2048}}, here());
     FAIL() << "no throw";
   } catch (const UsageError& e) {
     const std::string msg = e.what();
@@ -78,12 +96,12 @@ TEST(Registry, WritableShadowsShippedAndShippedIsReadOnly) {
     shipped_writer.save();
   }
   KernelRegistry ro(dir.path() / "shipped", std::nullopt);
-  ASSERT_NE(ro.find("gemv", "bf16", "avx512bf16", s), nullptr);
+  ASSERT_NE(ro.find("gemv", "bf16", "avx512bf16", s, here()), nullptr);
   EXPECT_THROW(ro.record(entry("gemv", s, {{"gnp", 2}}, 0)), UsageError);
   EXPECT_THROW(ro.save(), UsageError);
   KernelRegistry layered(dir.path() / "shipped", dir.path() / "mine");
   layered.record(entry("gemv", s, {{"gnp", 4}}, 0));
-  EXPECT_EQ(layered.find("gemv", "bf16", "avx512bf16", s)->best.at("gnp"), 4);
+  EXPECT_EQ(layered.find("gemv", "bf16", "avx512bf16", s, here())->best.at("gnp"), 4);
   EXPECT_EQ(layered.entries().size(), 1u);
 }
 
@@ -100,17 +118,6 @@ TEST(Registry, MalformedFileIsAClearError) {
   EXPECT_THROW(KernelRegistry(dir.path(), std::nullopt), ConfigError);
 }
 
-TEST(Registry, ToleranceTableOfIssue6) {
-  EXPECT_EQ(kernel_tolerance("gemv", DType::BF16), std::make_pair(1e-3, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("gemm", DType::F16), std::make_pair(1.5e-3, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("rmsnorm", DType::BF16), std::make_pair(5e-2, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("rope", DType::BF16), std::make_pair(5e-2, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("add", DType::BF16), std::make_pair(5e-2, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("swiglu", DType::BF16), std::make_pair(8e-2, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("attention_decode", DType::BF16), std::make_pair(1e-1, 1.6e-2));
-  EXPECT_EQ(kernel_tolerance("attention_prefill", DType::F32), std::make_pair(1e-4, 1e-4));
-}
-
 TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   TempDir dir;
   auto be = make_backend("cpu", 1);
@@ -124,6 +131,7 @@ TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   KernelSelection sel;
   sel.registry = reg;
   sel.prefill_m = 64;
+  sel.machine = here();
   const TileConfig c = sel.linear_config(*be, 96, 80, DType::BF16);
   EXPECT_EQ(c.at("mr"), 5);
   EXPECT_EQ(c.at("gnp"), 1);
@@ -154,6 +162,85 @@ TEST(Registry, ShippedRegistryParsesAndMarkdownIsGenerated) {
     for (const auto& c : e.candidates) best_listed |= c.config == e.best;
     EXPECT_TRUE(best_listed) << e.kernel << " " << shape_string(e.shape);
   }
+}
+
+TEST(Registry, FingerprintIdentifiesMachineThreadsAndVersion) {
+  const MachineFingerprint a = here();
+  EXPECT_FALSE(a.vendor.empty());
+  EXPECT_EQ(a.id(), MachineFingerprint::current(2).id());  // stable
+  EXPECT_NE(a.id(), MachineFingerprint::current(3).id());  // thread count is part of it
+  MachineFingerprint v = a;
+  v.llmport_version += "-next";
+  EXPECT_NE(a.id(), v.id());
+  MachineFingerprint s = a;
+  s.stepping += 1;
+  EXPECT_NE(a.id(), s.id());
+  EXPECT_EQ(fingerprint_from_json(to_json(zen4())).id(), zen4().id());
+  EXPECT_NE(zen4().describe().find("AuthenticAMD family 25 model 17 stepping 1 (avx512_bf16 avx512f, 2 threads"),
+            std::string::npos)
+      << zen4().describe();
+}
+
+// Issue #13 finding 6: entries measured on another machine (or carrying no fingerprint, as
+// before fingerprints existed) are never used: the heuristic default serves, the selection
+// counts them and says so in one line; entries of two machines live side by side.
+TEST(Registry, ForeignEntriesAreSkippedCountedAndSaidInOneLine) {
+  TempDir dir;
+  auto be = make_backend("cpu", 2);
+  auto reg = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  RegistryEntry g = entry("gemm", {{"m", 64}, {"n", 96}, {"k", 80}}, {{"mr", 5}, {"np", 1}, {"fma", 1}}, 10);
+  g.isa = be->isa();
+  g.provenance.fingerprint = zen4();
+  reg->record(g);
+  RegistryEntry v = entry("gemv", {{"n", 96}, {"k", 80}}, {{"gnp", 1}}, 0);
+  v.isa = be->isa();
+  v.provenance.fingerprint = {};  // legacy: no fingerprint
+  reg->record(v);
+  reg->save();
+  KernelRegistry again(dir.path() / "none", dir.path() / "w");
+  ASSERT_EQ(again.entries().size(), 2u);
+  EXPECT_EQ(again.find("gemm", "bf16", be->isa(), g.shape, zen4())->best.at("mr"), 5);
+  KernelSelection sel;
+  sel.registry = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  sel.prefill_m = 64;
+  const TileConfig c = sel.linear_config(*be, 96, 80, DType::BF16);
+  EXPECT_EQ(c, cpu::default_tile_config(cpu::parse_isa(be->isa()), DType::BF16, 96, 80));
+  EXPECT_EQ(sel.foreign_skipped, 2);
+  EXPECT_EQ(sel.heuristic_used.size(), 2u);
+  EXPECT_TRUE(sel.registry_used.empty());
+  sel.linear_config(*be, 96, 80, DType::BF16);  // a second weight of the shape: counted once
+  EXPECT_EQ(sel.foreign_skipped, 2);
+  const std::string line = sel.foreign_line();
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_NE(line.find("registry: 2 entries skipped: measured on "), std::string::npos) << line;
+  EXPECT_NE(line.find("AuthenticAMD family 25 model 17"), std::string::npos) << line;
+  EXPECT_NE(line.find("an unrecorded machine (no fingerprint)"), std::string::npos) << line;
+  EXPECT_NE(line.find("'llmport kernels sweep MODEL' tunes here"), std::string::npos) << line;
+  EXPECT_NE(sel.miss_line().find("registry: 2 linear shape(s) not measured on this machine"), std::string::npos)
+      << sel.miss_line();
+  // Tuned stage (no heuristic allowed): the miss names the foreign measurement.
+  KernelSelection strict = sel;
+  strict.heuristic_used.clear();
+  strict.allow_heuristic = false;
+  try {
+    strict.linear_config(*be, 96, 80, DType::BF16);
+    FAIL() << "no throw";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not this machine"), std::string::npos) << e.what();
+  }
+  // This machine's entry next to the foreign one: used, the foreign one still counted.
+  RegistryEntry mine = g;
+  mine.best = {{"mr", 4}, {"np", 1}};
+  mine.provenance = Provenance::current(2);
+  auto reg2 = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  reg2->record(mine);
+  EXPECT_EQ(reg2->entries().size(), 3u);
+  KernelSelection both;
+  both.registry = reg2;
+  both.prefill_m = 64;
+  EXPECT_EQ(both.linear_config(*be, 96, 80, DType::BF16).at("mr"), 4);
+  EXPECT_EQ(both.foreign_skipped, 2);
+  EXPECT_EQ(both.registry_used.size(), 1u);
 }
 
 }  // namespace

@@ -99,9 +99,17 @@ TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
   const auto t = run_llmport({"run", stories(), "--prompt", "Once", "--n-tokens", "2", "--profile",
                               "--registry", reg.path().string()});
   ASSERT_EQ(t.exit_code, 0) << t.err;
-  EXPECT_NE(t.err.find("shape(s) not in the registry ran with the heuristic default config"),
+  EXPECT_NE(t.err.find("shape(s) not measured on this machine ran with the heuristic default config"),
             std::string::npos)
       << t.err;
+  // Issue #13: the lookup miss is said in one line on every run, not only with --profile.
+  const auto u = run_llmport({"run", stories(), "--prompt", "Once", "--n-tokens", "2", "--registry",
+                              reg.path().string()});
+  ASSERT_EQ(u.exit_code, 0) << u.err;
+  const std::string miss = "linear shape(s) not measured on this machine ran with the heuristic default config";
+  EXPECT_NE(u.err.find("registry: "), std::string::npos) << u.err;
+  EXPECT_NE(u.err.find(miss), std::string::npos) << u.err;
+  EXPECT_EQ(u.err.find(miss), u.err.rfind(miss)) << u.err;  // one line
 }
 
 TEST(CliRun, SamplingIsSeeded) {

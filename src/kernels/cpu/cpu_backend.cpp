@@ -78,7 +78,13 @@ constexpr double kParallelMacs = 1 << 15;
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int threads, Isa isa) : isa_(isa), k_(kernel_table(isa)) { set_threads(threads); }
+  CpuBackend(int threads, Isa isa) : isa_(isa), k_(kernel_table(isa)) {
+    set_threads(threads);
+    // Dispatch counter names "cpu/<isa>:<kernel>": the implementation that served each
+    // call (made once: counting a call allocates nothing).
+    for (int o = 0; o < kNumOps; ++o)
+      op_name_[o] = std::string("cpu/") + isa_name(isa_) + ":" + kOpNames[o];
+  }
 
   std::string name() const override { return "cpu"; }
   std::string isa() const override { return isa_name(isa_); }
@@ -89,9 +95,15 @@ class CpuBackend final : public Backend {
     threads_ = n > 0 ? n : std::max(1, omp_get_num_procs());
     if (!pool_ || pool_->threads() != threads_) pool_ = std::make_unique<WorkPool>(threads_);
   }
+  int threads() const override { return threads_; }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
+    // No config: the one heuristic default (the config reports name), never Blocking{}.
+    if (cfg.empty() && w.shape.size() == 2)
+      return make_linear(w, compute,
+                         default_tile_config(isa_, compute, static_cast<int>(w.shape[0]),
+                                             static_cast<int>(w.shape[1])));
     auto lw = pack_linear(w, compute, cfg, threads_);
     check_fma_supported(lw->blocking());
     return lw;
@@ -113,7 +125,7 @@ class CpuBackend final : public Backend {
                   const float* bias) {
     const PackedView& v = w.view();
     const Blocking& blk = w.blocking();
-    counters_.add(m == 1 ? "gemv" : fma ? "gemm_fma" : "gemm");
+    count(m == 1 ? kGemv : fma ? kGemmFma : kGemm);
     const LinearFn fn = linear_fn(v.type, fma);
     const double macs = static_cast<double>(m) * v.n * v.k;
     const int nt = macs < kParallelMacs ? 1 : std::min(threads_, v.n_panels);
@@ -184,7 +196,7 @@ class CpuBackend final : public Backend {
       const int nc = static_cast<int>(std::clamp<long>(want, 1, units));
       parts[i] = {n_chunks, nc, units, group};
       n_chunks += nc;
-      counters_.add("gemv");
+      count(kGemv);
     }
     pool_->run(n_chunks, [&](int c, int) {
       std::size_t i = 0;
@@ -198,6 +210,7 @@ class CpuBackend final : public Backend {
 
   void gather_rows(const LinearWeight& lw, const int* rows, int m, float* out) override {
     const PackedView& v = as_cpu(lw).view();
+    count(kGather);
     for (int t = 0; t < m; ++t) {
       check_gather_row(lw, rows[t]);
       const int p = rows[t] / kPanel, c = rows[t] % kPanel;
@@ -252,7 +265,7 @@ class CpuBackend final : public Backend {
   }
 
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
-    counters_.add("rmsnorm");
+    count(kRmsnorm);
     const int nt = static_cast<double>(m) * dim < kParallelMacs ? 1 : std::min(threads_, m);
     if (nt <= 1) return k_.rmsnorm(x, w, y, 0, m, dim, eps);
     const int n_chunks = std::min(m, nt * 4);
@@ -263,7 +276,7 @@ class CpuBackend final : public Backend {
 
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
             const float* inv_freq) override {
-    counters_.add("rope");
+    count(kRope);
     const int half = head_dim / 2;
     // Table [m][half][2] of (cos, sin) of fp32 angles, shared by all heads. A forward pass
     // ropes q and k of every layer with the same positions and frequencies, so the table
@@ -300,7 +313,7 @@ class CpuBackend final : public Backend {
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
       throw ShapeError("cpu attention: n_heads " + std::to_string(n_heads) +
                        " is not a multiple of n_kv_heads " + std::to_string(n_kv_heads));
-    counters_.add(m == 1 ? "attention_decode" : "attention_prefill");
+    count(m == 1 ? kAttnDecode : kAttnPrefill);
     AttnArgs a;
     a.q = q;
     a.k_cache = k_cache;
@@ -339,16 +352,22 @@ class CpuBackend final : public Backend {
   }
 
   void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
-    counters_.add("swiglu");
+    count(kSwiglu);
     elementwise(n, [&](std::size_t i0, std::size_t i1) { k_.swiglu(gate, up, out, i0, i1); });
   }
 
   void add(float* x, const float* y, std::size_t n) override {
-    counters_.add("add");
+    count(kAdd);
     elementwise(n, [&](std::size_t i0, std::size_t i1) { k_.add(x, y, i0, i1); });
   }
 
  private:
+  enum Op { kGemm, kGemmFma, kGemv, kRmsnorm, kRope, kAttnPrefill, kAttnDecode, kSwiglu, kAdd, kGather, kNumOps };
+  static constexpr const char* kOpNames[kNumOps] = {"gemm",   "gemm_fma", "gemv", "rmsnorm", "rope",
+                                                    "attention_prefill", "attention_decode",
+                                                    "swiglu", "add",      "gather_rows"};
+  void count(Op o) { counters_.add(op_name_[o]); }
+
   void check_fma_supported(const Blocking& blk) const {
     if (blk.fma && !k_.linear_bf16_fma)
       throw UsageError(std::string("cpu tile config: 'fma': 1 needs an AVX-512 level (this "
@@ -419,6 +438,7 @@ class CpuBackend final : public Backend {
 
   Isa isa_;
   const KernelTable& k_;
+  std::array<std::string, kNumOps> op_name_;  // "cpu/<isa>:<kernel>"
   int threads_ = 1;
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
   std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32

@@ -37,11 +37,12 @@ class ReferenceBackend final : public Backend {
   }
 
   void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias) override {
-    counters_.add(m == 1 ? "gemv" : "gemm");
+    counters_.add(m == 1 ? "reference:gemv" : "reference:gemm");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
     reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
   }
   void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) override {
+    counters_.add("reference:gather_rows");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
     for (int t = 0; t < m; ++t) {
       check_gather_row(w, rows[t]);
@@ -50,27 +51,27 @@ class ReferenceBackend final : public Backend {
     }
   }
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
-    counters_.add("rmsnorm");
+    counters_.add("reference:rmsnorm");
     reference::rmsnorm(x, w, y, m, dim, eps);
   }
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
             const float* inv_freq) override {
-    counters_.add("rope");
+    counters_.add("reference:rope");
     reference::rope(x, m, n_heads, head_dim, positions, inv_freq);
   }
   void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
                  int start_pos, int m, int n_heads, int n_kv_heads, int head_dim, float scale,
                  float* out) override {
-    counters_.add("attention");
+    counters_.add(m == 1 ? "reference:attention_decode" : "reference:attention_prefill");
     reference::attention(q, k_cache, v_cache, max_seq, start_pos, m, n_heads, n_kv_heads,
                          head_dim, scale, out);
   }
   void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
-    counters_.add("swiglu");
+    counters_.add("reference:swiglu");
     reference::swiglu(gate, up, out, n);
   }
   void add(float* x, const float* y, std::size_t n) override {
-    counters_.add("add");
+    counters_.add("reference:add");
     reference::add(x, y, n);
   }
 };
