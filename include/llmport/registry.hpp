@@ -144,6 +144,15 @@ class KernelRegistry {
 /// supported_kernels.md generated from entries (never edited by hand).
 std::string supported_kernels_markdown(const std::vector<RegistryEntry>& entries);
 
+/// A line of every supported_kernels.md llmport writes: a registry DIR's markdown without
+/// it is the user's own file, which save() keeps (UsageError, exit 2).
+inline constexpr const char* kSupportedKernelsMarker =
+    "Generated from the registry JSON by `llmport kernels list --markdown`; do not edit.";
+
+/// Throws UsageError when saving a registry into `dir` would replace a file llmport did not
+/// write (checked before a command does its work).
+void check_registry_outputs(const std::filesystem::path& dir);
+
 /// How an Engine picks tile configs and packed-weight caching (EngineOptions::kernels).
 struct KernelSelection {
   std::shared_ptr<const KernelRegistry> registry;  ///< may be null: heuristic only

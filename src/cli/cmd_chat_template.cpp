@@ -14,6 +14,7 @@
 #include "cli/tokenizer_dir.hpp"
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/tokenizer.hpp"
 
 namespace llmport::cli {
@@ -38,9 +39,9 @@ std::string read_text(const std::string& path, const char* flag) {
 nlohmann::ordered_json read_messages(const std::string& path) {
   nlohmann::ordered_json m;
   try {
-    m = nlohmann::ordered_json::parse(read_text(path, "--messages"));
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError("--messages " + path + ": not valid JSON (" + e.what() + ")");
+    m = parse_ordered_json_text(read_text(path, "--messages"), "--messages " + path);
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
   }
   if (!m.is_array()) throw UsageError("--messages " + path + ": expected a JSON array of {role, content} objects");
   for (std::size_t i = 0; i < m.size(); ++i)
@@ -55,8 +56,8 @@ void add_var(nlohmann::ordered_json& vars, const std::string& spec) {
   if (eq == std::string::npos || eq == 0) throw UsageError("--var " + spec + ": expected NAME=JSON");
   std::string name = spec.substr(0, eq);
   try {
-    vars[name] = nlohmann::ordered_json::parse(spec.substr(eq + 1));
-  } catch (const nlohmann::json::exception&) {
+    vars[name] = parse_ordered_json_text(spec.substr(eq + 1), "--var " + name);
+  } catch (const ConfigError&) {
     throw UsageError("--var " + spec + ": the value is not JSON (write a string as \"\\\"text\\\"\")");
   }
 }

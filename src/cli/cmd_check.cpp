@@ -11,6 +11,7 @@
 #include "cli/option_checks.hpp"
 #include "llmport/compat.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_checks.hpp"
 #include "llmport/model_config.hpp"
 
@@ -79,7 +80,7 @@ int run_check(const CheckArgs& a) {
   if (!r.accepted) return kExitRejected;
   if (report && !report->pass) {
     std::cout.flush();
-    std::cerr << "error: " << report->error << "\n";
+    std::cerr << "error: " << printable(report->error) << "\n";
     return report->exit_code;
   }
   return kExitOk;

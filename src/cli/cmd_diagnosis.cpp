@@ -11,6 +11,7 @@
 #include "llmport/diagnosis.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
 
@@ -25,6 +26,7 @@ struct DiagArgs {
   bool json = false;
   std::string svg;
   std::string out_dir;
+  bool force = false;  // --force: replace existing output files
   std::string dtype;
   std::string backend = "cpu";
   std::string fault;
@@ -55,6 +57,16 @@ std::vector<int> parse_ids(const std::string& s) {
 
 int run_diagnosis_cmd(const DiagArgs& a) {
   namespace fs = std::filesystem;
+  // Outputs are checked before any work: an existing file is kept unless --force.
+  const Overwrite policy = a.force ? Overwrite::Always : Overwrite::Refuse;
+  if (!a.svg.empty()) check_output_path(a.svg, policy);
+  const char* out_names[] = {"diagnosis.md", "diagnosis.json", "diagnosis.svg"};
+  if (!a.out_dir.empty()) {
+    std::error_code ec;
+    if (fs::exists(a.out_dir, ec) && !fs::is_directory(a.out_dir, ec))
+      throw UsageError("--out " + a.out_dir + ": exists and is not a directory");
+    for (const char* name : out_names) check_output_path(fs::path(a.out_dir) / name, policy);
+  }
   const std::string dir = resolve_model_dir(a.model);
   const ModelConfig cfg = load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
   const WeightStore weights = WeightStore::open(dir, cfg);
@@ -115,19 +127,13 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   d.planted_fault = eo.fault.spec;
   d.model = dir;
   d.prompt = text;
-  if (!a.svg.empty()) {
-    std::ofstream f(a.svg);
-    if (!f) throw UsageError(a.svg + ": cannot write the SVG plot");
-    f << d.to_svg();
-  }
+  if (!a.svg.empty()) write_output_file(a.svg, d.to_svg(), policy);
   if (!a.out_dir.empty()) {
     const fs::path od = a.out_dir;
-    fs::create_directories(od);
-    for (const char* name : {"diagnosis.md", "diagnosis.json", "diagnosis.svg"})
-      if (fs::exists(od / name)) throw UsageError((od / name).string() + " exists; not overwriting");
-    std::ofstream(od / "diagnosis.md") << d.to_markdown();
-    std::ofstream(od / "diagnosis.json") << d.to_json().dump(1) << "\n";
-    std::ofstream(od / "diagnosis.svg") << d.to_svg();
+    for (const char* name : out_names) check_output_path(od / name, policy);
+    write_output_file(od / "diagnosis.md", d.to_markdown(), policy);
+    write_output_file(od / "diagnosis.json", d.to_json().dump(1) + "\n", policy);
+    write_output_file(od / "diagnosis.svg", d.to_svg(), policy);
   }
   if (a.json) std::cout << d.to_json().dump(1) << "\n";
   else std::cout << d.to_markdown();
@@ -145,6 +151,7 @@ Registrar reg{Command{
       sub.add_flag("--json", a->json, "print JSON instead of the markdown table");
       sub.add_option("--svg", a->svg, "write an SVG plot of cosine per layer to FILE");
       sub.add_option("--out", a->out_dir, "also write diagnosis.md, diagnosis.json and diagnosis.svg into DIR");
+      sub.add_flag("--force", a->force, "replace existing --svg / --out files");
       sub.add_option("--dtype", a->dtype, "engine compute dtype (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend")->capture_default_str();
       sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());

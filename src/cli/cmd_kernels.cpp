@@ -103,6 +103,7 @@ int run_list(const KArgs& a) {
 }
 
 int run_validate(const KArgs& a) {
+  if (!a.registry.empty()) check_registry_outputs(a.registry);  // before the work, not after
   const ModelInfo mi = load_info(a);
   auto backend = a.isa.empty() ? make_backend("cpu", a.threads)
                                : cpu::make_cpu_backend_isa(a.threads, cpu::parse_isa(a.isa));
@@ -162,6 +163,7 @@ int run_sweep(const KArgs& a) {
   if (a.prefill == a.decode) throw UsageError("kernels sweep: give exactly one of --prefill or --decode");
   if (a.registry.empty())
     throw UsageError("kernels sweep: the shipped registry is read-only; pass --registry DIR");
+  check_registry_outputs(a.registry);
   const ModelInfo mi = load_info(a);
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   const auto es = sweep_kernels(mi.cfg, mi.dtype, a.prefill, reg, mi.name, a.threads, mi.prefill_m,

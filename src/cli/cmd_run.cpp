@@ -190,10 +190,12 @@ int run_run(const RunArgs& a) {
                      " tokens, longer than the model context of " + std::to_string(context) + " tokens");
 
   // Token budget: --n-tokens (an overflow is an error), else generation_config, clamped.
+  // The last sampled token is never fed back, so the KV cache holds n_prompt + n_tokens - 1
+  // positions: that must fit the context (64-bit sum: -n may be INT_MAX).
   int n_tokens = 0;
   if (a.n_tokens) {
     n_tokens = *a.n_tokens;
-    if (n_prompt + n_tokens > context)
+    if (static_cast<long long>(n_prompt) + n_tokens - 1 > context)
       throw UsageError("prompt (" + std::to_string(n_prompt) + " tokens) + --n-tokens " +
                        std::to_string(n_tokens) + " exceed the model context of " +
                        std::to_string(context) + " tokens");
@@ -202,7 +204,7 @@ int run_run(const RunArgs& a) {
     n_tokens = g.max_new_tokens ? *g.max_new_tokens
                : g.max_length   ? *g.max_length - n_prompt
                                 : 256;
-    n_tokens = std::min(n_tokens, context - n_prompt);
+    n_tokens = std::min(n_tokens, context - n_prompt + 1);
     if (n_tokens < 1)
       throw UsageError("the prompt (" + std::to_string(n_prompt) +
                        " tokens) leaves no room to generate within the context of " +
@@ -219,22 +221,25 @@ int run_run(const RunArgs& a) {
   const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
   for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
   EngineOptions eopt = engine_options(a, context);
-  eopt.max_seq = n_prompt + n_tokens;
+  eopt.max_seq = n_prompt + n_tokens - 1;
   if (!a.fault.empty()) eopt.fault = FaultInjection::parse(a.fault);
   Engine engine(cfg, weights, eopt);
   engine.set_profiling(a.profile);
 
   std::optional<IncrementalDecoder> dec;
+  std::string prompt_stream;  // what the decoder emitted for the prompt ids
   if (tok) {
     dec.emplace(*tok, /*skip_special_tokens=*/true);
-    for (int id : prompt) dec->push(id);  // the prompt's text is printed as the user wrote it
+    for (int id : prompt) prompt_stream += dec->push(id);
   }
   std::string text;  // generated text
   std::function<void(int)> on_token;
   if (!a.json) {
     if (a.prompt_ids) {
       if (dec) {
-        std::cout << tok->decode(prompt, true);
+        // The decoder's own output: a prompt ending inside a multi-byte character leaves
+        // those bytes pending, emitted once when the next token completes (or replaces) them.
+        std::cout << prompt_stream;
       } else {
         for (std::size_t i = 0; i < prompt.size(); ++i) std::cout << (i ? " " : "") << prompt[i];
       }

@@ -11,6 +11,7 @@
 #include "cli/command.hpp"
 #include "cli/tokenizer_dir.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/tokenizer.hpp"
 
 namespace llmport::cli {
@@ -45,9 +46,9 @@ int run_tokenize(const TokenizeArgs& a) {
     for (std::size_t n = 1; std::getline(*in, line); ++n) {
       nlohmann::json j;
       try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception&) {
-        throw UsageError(a.jsonl + ":" + std::to_string(n) + ": not a JSON string");
+        j = parse_json_text(line, a.jsonl + ":" + std::to_string(n));
+      } catch (const ConfigError& e) {
+        throw UsageError(std::string(e.what()) + " (expected a JSON string)");
       }
       if (!j.is_string()) throw UsageError(a.jsonl + ":" + std::to_string(n) + ": not a JSON string");
       std::cout << ids_json(tok->encode(j.get<std::string>(), opt)) << '\n';

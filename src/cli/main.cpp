@@ -9,6 +9,7 @@
 
 #include "cli/command.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 int main(int argc, char** argv) {
   using namespace llmport;
@@ -37,18 +38,19 @@ int main(int argc, char** argv) {
     // Same one-line shape as every other error, plus where to look.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << e.what() << "\n(see " << cmd << " --help)\n";
+    std::cerr << "error: " << printable(e.what()) << "\n(see " << cmd << " --help)\n";
     return kExitBadInput;
   }
   try {
     return run ? run() : kExitBadInput;
   } catch (const Error& e) {
+    // Messages may quote bytes of a damaged file: escaped, on one line.
     std::fflush(stdout);
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << printable(e.what()) << "\n";
     return e.exit_code();
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << printable(e.what()) << "\n";
     return kExitBadInput;
   }
 }

@@ -99,14 +99,23 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   ReferenceSpec ref = ReferenceSpec::parse(opt.reference);
   if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
-  // Without a tokenizer the prompts are ids: verify's built-in id set by default; a
-  // --prompts file must then give prompt_ids.
-  if (!opt.prompts.empty() && !fs::is_regular_file(model_dir / "tokenizer.json"))
-    for (const auto& p : read_prompt_file(opt.prompts))
-      if (!p.ids)
+  // A --prompts file is read and checked here, before a workspace exists (a malformed file
+  // is exit 2 with the file named, never a blocked phase 0). Without a tokenizer the prompts
+  // are ids: verify's built-in id set by default; a --prompts file must then give prompt_ids.
+  const bool has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
+  if (!opt.prompts.empty())
+    for (const auto& p : read_prompt_file(opt.prompts)) {
+      if (p.ids)
+        for (int id : *p.ids)
+          if (id < 0 || id >= cfg.vocab_size)
+            throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "': token id " +
+                             std::to_string(id) + " is outside the vocabulary [0, " +
+                             std::to_string(cfg.vocab_size) + ")");
+      if (!p.ids && !has_tokenizer)
         throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "' is text, but " +
                          model_dir.string() + " has no tokenizer.json: give prompt_ids (or drop --prompts "
                          "for the built-in id prompts)");
+    }
   FaultInjection fault;
   if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
   // The target must be a backend of this binary (named error otherwise); its ISA is what

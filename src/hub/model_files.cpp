@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport::hub {
 
@@ -16,14 +17,7 @@ const std::vector<std::string>& tokenizer_files() {
 }
 
 std::vector<std::string> index_shards(const std::filesystem::path& index_file) {
-  std::ifstream in(index_file);
-  if (!in) throw ConfigError(index_file.string() + ": cannot read");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(index_file.string() + ": malformed JSON: " + e.what());
-  }
+  const nlohmann::json j = parse_json_text(read_text_file(index_file), index_file.string());
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw ConfigError(index_file.string() + ": weight_map: missing or not an object");
   std::set<std::string> shards;

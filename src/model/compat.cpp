@@ -127,7 +127,8 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   }
 
   // sliding_window ("effective")
-  auto window = lenient_int_any(c, {"sliding_window", "sliding_window_size"});
+  auto window = sliding_window_of(c, arch);
+  const bool default_window = window && !lenient_int_any(c, {"sliding_window", "sliding_window_size"});
   auto mpe = lenient_int(c, "max_position_embeddings");
   auto use_sw = lenient_bool(c, "use_sliding_window");
   std::string sw_why;
@@ -137,7 +138,8 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
              lt && lt->is_array() && std::find(lt->begin(), lt->end(), json("sliding_attention")) != lt->end()) {
     sw_why = "layer_types contains sliding_attention";
   } else if (!use_sw && window && (!mpe || *window < *mpe)) {
-    sw_why = "sliding_window " + std::to_string(*window) +
+    sw_why = std::string(default_window ? "no sliding_window key: MistralConfig's default " : "sliding_window ") +
+             std::to_string(*window) +
              (mpe ? " < max_position_embeddings " + std::to_string(*mpe) : std::string());
   }
   if (!sw_why.empty()) {

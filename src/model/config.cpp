@@ -7,6 +7,7 @@
 
 #include "llmport/compat.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 #include "model/json_fields.hpp"
 
@@ -57,7 +58,10 @@ RopeScaling resolve_rope_scaling(const json& config) {
     rs.factor = need("factor");
     rs.low_freq_factor = need("low_freq_factor");
     rs.high_freq_factor = need("high_freq_factor");
-    rs.original_max_position_embeddings = static_cast<int>(need("original_max_position_embeddings"));
+    need("original_max_position_embeddings");
+    rs.original_max_position_embeddings = static_cast<int>(json_integer(
+        *field(*r, "original_max_position_embeddings"), std::string(key) + ".original_max_position_embeddings", 1,
+        2147483647LL));
     if (rs.high_freq_factor <= rs.low_freq_factor)
       throw ConfigError(std::string("field '") + key + "': high_freq_factor must exceed low_freq_factor");
   } else {
@@ -86,19 +90,7 @@ fs::path find_config_json(const fs::path& path) {
 }
 
 json read_json_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string() + ": cannot open for reading");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) throw ConfigError(file.string() + ": read error");
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    // nlohmann's message names the byte offset; keep it on one line.
-    std::string what = e.what();
-    std::replace(what.begin(), what.end(), '\n', ' ');
-    throw ConfigError(file.string() + ": malformed JSON: " + what);
-  }
+  return parse_json_text(read_text_file(file), file.string());
 }
 
 GenerationConfig parse_generation_config(const json& g) {
@@ -148,6 +140,10 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
                         std::to_string(cfg.n_heads) + " and no head_dim is given");
     cfg.head_dim = cfg.emb_dim / cfg.n_heads;
   }
+  // The engine's row widths are ints: the products must fit (64-bit math here).
+  if (static_cast<long long>(cfg.n_heads) * cfg.head_dim > 2147483647LL)
+    throw ConfigError("num_attention_heads " + std::to_string(cfg.n_heads) + " x head_dim " +
+                      std::to_string(cfg.head_dim) + " does not fit a 32-bit dimension");
   if (cfg.head_dim % 2 != 0)
     throw ConfigError("head_dim " + std::to_string(cfg.head_dim) + " is odd: RoPE rotates pairs of dimensions");
   cfg.hidden_dim = as_int(strict_int(config, "intermediate_size", true, 1, who));
@@ -181,11 +177,23 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
 
   cfg.bos_token_id = first_id(config, "bos_token_id");
   cfg.eos_token_ids = strict_ids(config, "eos_token_id");
+  // Every configured token id must name a row of the embedding (an id past the vocabulary
+  // would never be produced: a stop id that can never stop, a bos that cannot be looked up).
+  auto in_vocab = [&](const std::vector<int>& ids, const std::string& key) {
+    for (int id : ids)
+      if (id >= cfg.vocab_size)
+        throw ConfigError("field '" + key + "': token id " + std::to_string(id) + " is beyond vocab_size " +
+                          std::to_string(cfg.vocab_size));
+  };
+  if (cfg.bos_token_id) in_vocab({*cfg.bos_token_id}, "bos_token_id");
+  in_vocab(cfg.eos_token_ids, "eos_token_id");
   cfg.torch_dtype = torch_dtype_of(config);
   cfg.max_seq = cfg.max_position_embeddings;
   if (generation_config) {
     try {
       cfg.generation = parse_generation_config(*generation_config);
+      if (cfg.generation.bos_token_id) in_vocab({*cfg.generation.bos_token_id}, "bos_token_id");
+      in_vocab(cfg.generation.eos_token_ids, "eos_token_id");
     } catch (const ConfigError& e) {
       throw ConfigError(std::string("generation_config.json: ") + e.what());
     }
@@ -221,7 +229,7 @@ ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) 
   }
   cfg.dir = dir;
   if (compat.context_cap) {
-    cfg.sliding_window = static_cast<int>(*lenient_int_any(j, {"sliding_window", "sliding_window_size"}));
+    if (auto w = sliding_window_of(j, cfg.architecture); w && *w <= 2147483647LL) cfg.sliding_window = static_cast<int>(*w);
     cfg.max_seq = std::min(*compat.context_cap, cfg.max_position_embeddings);
   } else if (max_seq) {
     if (*max_seq > cfg.max_position_embeddings)

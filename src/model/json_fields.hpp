@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport::detail {
 
@@ -100,7 +101,8 @@ inline std::optional<bool> strict_bool(const json& j, std::string_view key) {
   return v->get<bool>();
 }
 
-/// Token id field: an int or a list of ints (HF allows both for bos/eos). Strict.
+/// Token id field: an int or a list of ints (HF allows both for bos/eos). Strict: each id
+/// must fit an int (never narrowed); the caller checks it against the vocabulary.
 inline std::vector<int> strict_ids(const json& j, std::string_view key) {
   const json* v = field(j, key);
   std::vector<int> out;
@@ -108,14 +110,14 @@ inline std::vector<int> strict_ids(const json& j, std::string_view key) {
   auto bad = [&] {
     return ConfigError("field '" + std::string(key) + "': expected a token id or a list of ids, got " + show(*v));
   };
+  auto one = [&](const json& e, const std::string& name) {
+    if (!e.is_number_integer()) throw bad();
+    out.push_back(static_cast<int>(json_integer(e, name, 0, 2147483647LL)));
+  };
   if (v->is_number_integer()) {
-    if (v->get<long long>() < 0) throw bad();
-    out.push_back(v->get<int>());
+    one(*v, std::string(key));
   } else if (v->is_array()) {
-    for (const auto& e : *v) {
-      if (!e.is_number_integer() || e.get<long long>() < 0) throw bad();
-      out.push_back(e.get<int>());
-    }
+    for (std::size_t i = 0; i < v->size(); ++i) one((*v)[i], std::string(key) + "[" + std::to_string(i) + "]");
   } else {
     throw bad();
   }
@@ -162,6 +164,17 @@ inline std::string torch_dtype_of(const json& config) {
   std::string s = d.value_or("");
   if (s.rfind("torch.", 0) == 0) s = s.substr(6);
   return s;
+}
+
+/// The sliding-window size a config declares: sliding_window (or sliding_window_size);
+/// for MistralForCausalLM without a sliding_window key, transformers' MistralConfig
+/// default of 4096 (an explicit null means no window).
+inline std::optional<long long> sliding_window_of(const json& c, const std::string& arch) {
+  if (auto w = lenient_int_any(c, {"sliding_window", "sliding_window_size"})) return w;
+  if (arch == "MistralForCausalLM" && c.is_object() && !c.contains("sliding_window") &&
+      !c.contains("sliding_window_size"))
+    return 4096;
+  return std::nullopt;
 }
 
 inline bool is_accepted_architecture(const std::string& arch) {

@@ -38,7 +38,7 @@ std::vector<std::string> config_consistency_problems(const ModelConfig& cfg, con
   same_double("rms_norm_eps", cfg.rms_norm_eps);
   if (auto t = lenient_bool(raw, "tie_word_embeddings"); t && *t != cfg.tie_word_embeddings)
     p.push_back("tie_word_embeddings differs from config.json");
-  if (!lenient_int(raw, "head_dim") && cfg.head_dim * cfg.n_heads != cfg.emb_dim)
+  if (!lenient_int(raw, "head_dim") && static_cast<long long>(cfg.head_dim) * cfg.n_heads != cfg.emb_dim)
     p.push_back("head_dim " + std::to_string(cfg.head_dim) + " * n_heads != emb_dim without an explicit head_dim");
   if (cfg.n_kv_heads <= 0 || cfg.n_heads % cfg.n_kv_heads != 0)
     p.push_back("n_heads " + std::to_string(cfg.n_heads) + " is not a multiple of n_kv_heads " +

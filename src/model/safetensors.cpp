@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/weights.hpp"
 
 namespace llmport {
@@ -69,10 +70,12 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
                          std::to_string(size_) + " bytes)");
     json h;
     try {
-      h = json::parse(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(bytes + 8 + n));
-    } catch (const json::parse_error& e) {
+      h = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), f);
+    } catch (const ConfigError& e) {
+      // "<f>: malformed JSON: ..." / "<f>: JSON nested deeper ..." -> "<f>: malformed JSON header: ..."
       std::string what = e.what();
-      std::replace(what.begin(), what.end(), '\n', ' ');
+      what = what.substr(std::min(what.size(), f.size() + 2));
+      if (what.rfind("malformed JSON: ", 0) == 0) what = what.substr(16);
       throw WeightsError(f + ": malformed JSON header: " + what);
     }
     if (!h.is_object()) throw WeightsError(f + ": malformed header: not a JSON object");

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/safetensors_writer.hpp"
 
 namespace llmport {
@@ -255,12 +256,9 @@ std::vector<TensorPlan> plan_tensors(const json& c, DType dtype, double out_scal
   return t;
 }
 
-void write_json(const fs::path& p, const json& j) {
-  std::ofstream f(p);
-  if (!f) throw WeightsError(p.string() + ": cannot open for writing");
-  f << j.dump(2) << "\n";
-  if (!f) throw WeightsError(p.string() + ": write failed");
-}
+// --out was checked (absent, empty or --force) before: the files are ours to replace,
+// each through a temporary name + rename.
+void write_json(const fs::path& p, const json& j) { write_output_file(p, j.dump(2) + "\n", Overwrite::Always); }
 
 }  // namespace
 
@@ -317,11 +315,11 @@ SynthResult write_synthetic_model(const SynthOptions& opt) {
               {"do_sample", false}};
   write_json(opt.out / "generation_config.json", gen);
   if (!opt.tokenizer_dir.empty()) {
-    if (!fs::exists(opt.tokenizer_dir / "tokenizer.json"))
+    if (!fs::is_regular_file(opt.tokenizer_dir / "tokenizer.json"))
       throw UsageError(opt.tokenizer_dir.string() + ": no tokenizer.json to copy");
     for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                           "chat_template.jinja", "tokenizer.model"})
-      if (fs::exists(opt.tokenizer_dir / f))
+      if (fs::is_regular_file(opt.tokenizer_dir / f))  // never a FIFO (a blocking read)
         fs::copy_file(opt.tokenizer_dir / f, opt.out / f, fs::copy_options::overwrite_existing);
   }
 

@@ -98,9 +98,15 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
       available[name] = &it->second;
     }
     for (const auto& [shard, sf] : shards)
-      for (const auto& [name, v] : sf->tensors())
-        if (!weight_map.count(name))
+      for (const auto& [name, v] : sf->tensors()) {
+        auto wm = weight_map.find(name);
+        if (wm == weight_map.end())
           throw WeightsError(sf->path().string() + ": " + name + ": not listed in model.safetensors.index.json");
+        // A second copy in another shard: which one the model means is ambiguous.
+        if (wm->second != shard)
+          throw WeightsError(sf->path().string() + ": " + name + ": stored in two shards (" + shard + " and " +
+                             wm->second + ", which model.safetensors.index.json names)");
+      }
   } else {
     std::string found;
     for (const auto& e : fs::directory_iterator(dir, ec)) {
@@ -112,8 +118,14 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
                        (found.empty() ? std::string() : " (found " + found + ")"));
   }
 
+  // Every layer needs at least 9 tensors, so a layer count beyond what the files hold cannot
+  // be satisfied: check only up to the first layer that cannot exist (its tensors are
+  // reported missing) instead of listing billions of expected tensors.
+  ModelConfig bounded = cfg;
+  if (static_cast<std::size_t>(cfg.n_layers) > available.size())
+    bounded.n_layers = static_cast<int>(available.size()) + 1;
   std::set<std::string> consumed;
-  for (const TensorSpec& spec : expected_tensors(cfg)) {
+  for (const TensorSpec& spec : expected_tensors(bounded)) {
     auto it = available.find(spec.name);
     if (it == available.end()) {
       if (spec.role == TensorRole::LmHead)

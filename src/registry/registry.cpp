@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport {
 
@@ -252,19 +253,22 @@ void KernelRegistry::save() const {
     });
     for (const auto* e : sorted) arr.push_back(to_json(*e));
     j["entries"] = arr;
-    const auto file = *writable_ / (kd.first + "_" + kd.second + ".json");
-    std::ofstream out(file, std::ios::trunc);
-    out << j.dump(1) << "\n";
-    if (!out) throw UsageError("kernel registry: cannot write " + file.string());
+    // The registry's own data (loaded above, so it parsed as registry JSON): replaced,
+    // through a temporary file.
+    write_output_file(*writable_ / (kd.first + "_" + kd.second + ".json"), j.dump(1) + "\n", Overwrite::Always);
   }
-  std::ofstream md(*writable_ / "supported_kernels.md", std::ios::trunc);
-  md << supported_kernels_markdown(writable_entries_);
+  write_output_file(*writable_ / "supported_kernels.md", supported_kernels_markdown(writable_entries_),
+                    Overwrite::IfMarked, kSupportedKernelsMarker);
+}
+
+void check_registry_outputs(const std::filesystem::path& dir) {
+  check_output_path(dir / "supported_kernels.md", Overwrite::IfMarked, kSupportedKernelsMarker);
 }
 
 std::string supported_kernels_markdown(const std::vector<RegistryEntry>& entries) {
   std::ostringstream o;
   o << "# Supported kernels\n\n"
-       "Generated from the registry JSON by `llmport kernels list --markdown`; do not edit.\n\n"
+    << kSupportedKernelsMarker << "\n\n"
        "| kernel | dtype | isa | shape | best config | throughput | mean rel L1 | validated | "
        "heuristic | used by | measured |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   std::vector<const RegistryEntry*> sorted;

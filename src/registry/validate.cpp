@@ -1,6 +1,8 @@
 // `kernels validate` / deploy phase 1: every (kernel, shape, tile config) the engine
 // dispatches vs the fp32 reference kernels fed the same inputs, every output element,
 // tolerances from tolerance(op, dtype, k) (llmport/tolerance.hpp).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -28,12 +30,52 @@ TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg
   return out;
 }
 
+namespace {
+
+/// a * b as an int, or UsageError naming the product (64-bit math: no overflow).
+int checked_mul(long long a, long long b, const char* what) {
+  const long long r = a * b;
+  if (r > 2147483647LL)
+    throw UsageError(std::string("kernels validate: ") + what + " = " + std::to_string(a) + " x " +
+                     std::to_string(b) + " does not fit a 32-bit dimension (config.json sizes too large)");
+  return static_cast<int>(r);
+}
+
+/// Bytes of the buffers a kernel check allocates (inputs, outputs, the reference copy), roughly.
+long double check_bytes(const std::string& kernel, const KernelShape& s) {
+  auto g = [&](const char* k) { return static_cast<long double>(s.count(k) ? s.at(k) : 1); };
+  if (kernel == "gemm") return 4.0L * 3 * (g("n") * g("k") + g("m") * g("k") + g("m") * g("n"));
+  if (kernel == "gemv") return 4.0L * 3 * (g("n") * g("k") + g("k") + g("n"));
+  long double n = 1;
+  for (const auto& [k, v] : s) n *= static_cast<long double>(v);
+  return 4.0L * 4 * n;
+}
+
+// Every check allocates its buffers: a shape that needs more than the machine's memory is
+// refused before the first allocation.
+void check_fits_memory(const ModelConfig& cfg, int prefill_m) {
+  const long double mem = static_cast<long double>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m))
+    if (mem > 0 && check_bytes(kernel, shape) > mem / 2)
+      throw UsageError("kernels validate: " + kernel + " " + shape_string(shape) + " needs about " +
+                       std::to_string(static_cast<long long>(check_bytes(kernel, shape) / 1e9L)) +
+                       " GB, more than half of this machine's " + std::to_string(static_cast<long long>(mem / 1e9L)) +
+                       " GB (config.json sizes too large)");
+}
+
+}  // namespace
+
 std::vector<std::pair<std::string, KernelShape>> model_kernel_shapes(const ModelConfig& cfg,
                                                                      int prefill_m) {
   const int P = std::max(1, prefill_m);
   const int hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads, e = cfg.emb_dim;
+  const int q_dim = checked_mul(nh, hd, "num_attention_heads * head_dim");
+  const int kv_dim = checked_mul(nkv, hd, "num_key_value_heads * head_dim");
+  checked_mul(P, nh, "prefill rows * num_attention_heads");
+  checked_mul(P, cfg.hidden_dim, "prefill rows * intermediate_size");
+  checked_mul(P, e, "prefill rows * hidden_size");
   std::vector<std::pair<std::string, KernelShape>> out;
-  std::set<std::pair<int, int>> linears = {{nh * hd, e}, {nkv * hd, e}, {e, nh * hd},
+  std::set<std::pair<int, int>> linears = {{q_dim, e}, {kv_dim, e}, {e, q_dim},
                                            {cfg.hidden_dim, e}, {e, cfg.hidden_dim},
                                            {cfg.vocab_size, e}};
   for (const auto& [n, k] : linears) {
@@ -420,6 +462,7 @@ class Validator {
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
                                             std::span<Backend* const> backends,
                                             KernelSelection* sel, int prefill_m) {
+  check_fits_memory(cfg, prefill_m);
   return Validator(cfg, dtype, backends, sel, prefill_m).run();
 }
 

@@ -39,7 +39,8 @@ GenerateResult generate(Engine& engine, std::span<const int> prompt, const Gener
     throw UsageError("the prompt is " + std::to_string(prompt.size()) +
                      " tokens, longer than the context of " + std::to_string(engine.max_seq()) +
                      " tokens");
-  if (total > engine.max_seq())
+  // The last sampled token is never fed back: the cache holds total - 1 positions.
+  if (total - 1 > engine.max_seq())
     throw UsageError("prompt (" + std::to_string(prompt.size()) + " tokens) + n-tokens (" +
                      std::to_string(opt.n_tokens) + ") exceed the context of " +
                      std::to_string(engine.max_seq()) + " tokens");

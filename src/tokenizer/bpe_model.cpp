@@ -67,8 +67,17 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m, std::vector<std::pa
   }
   if (vocab.empty()) throw ConfigError(where + ": model.vocab is missing or empty");
 
+  // The id -> token table is dense, sized by the largest id: an id far beyond the number
+  // of entries would allocate gigabytes for a few bytes of file. Ids must stay below
+  // max_dense_id(entries) (twice the entries plus 1024: real vocabularies have no holes).
   int max_id = -1;
-  for (const auto& [tok, id] : vocab) max_id = std::max(max_id, id);
+  const std::string* max_tok = nullptr;
+  for (const auto& [tok, id] : vocab)
+    if (id > max_id) max_id = id, max_tok = &tok;
+  if (static_cast<long long>(max_id) >= max_dense_id(vocab.size()))
+    throw ConfigError(where + ": model.vocab['" + *max_tok + "']: id " + std::to_string(max_id) +
+                      " is beyond the vocabulary (" + std::to_string(vocab.size()) + " entries; ids must be < " +
+                      std::to_string(max_dense_id(vocab.size())) + ")");
   b.id_to_token_.assign(static_cast<std::size_t>(max_id + 1), std::string());
   b.has_id_.assign(static_cast<std::size_t>(max_id + 1), false);
   for (auto& [tok, id] : vocab) {

@@ -19,6 +19,10 @@
 
 namespace llmport::tok {
 
+/// Bound on token ids (vocab and added tokens): the id tables are dense, so an id must be
+/// below twice the number of entries plus 1024, else a tiny file could ask for gigabytes.
+inline long long max_dense_id(std::size_t entries) { return 2 * static_cast<long long>(entries) + 1024; }
+
 struct StringHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }

@@ -1,9 +1,9 @@
 // Tokenizer::load: the tokenizer.json pipeline (added tokens -> normalizer -> pre-tokenizer
 // -> BPE -> post-processor; decoders for the way back) plus tokenizer_config.json /
 // special_tokens_map.json / chat_template.jinja metadata.
-#include <fstream>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/tokenizer.hpp"
 #include "tokenizer/added_vocabulary.hpp"
 #include "tokenizer/bpe_model.hpp"
@@ -17,23 +17,9 @@ namespace {
 namespace fs = std::filesystem;
 using tok::json;
 
-std::string read_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary | std::ios::ate);
-  if (!f) throw ConfigError(p.string() + ": cannot open");
-  std::string s(static_cast<std::size_t>(f.tellg()), '\0');
-  f.seekg(0);
-  if (!f.read(s.data(), static_cast<std::streamsize>(s.size()))) throw ConfigError(p.string() + ": read failed");
-  return s;
-}
+std::string read_text(const fs::path& p) { return read_text_file(p); }
 
-json parse_json(const fs::path& p) {
-  std::string text = read_text(p);
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(p.string() + ": invalid JSON: " + e.what());
-  }
-}
+json parse_json(const fs::path& p) { return parse_json_text(read_text_file(p), p.string()); }
 
 /// bos_token / eos_token value: a string or an AddedToken object {"content": ...}.
 std::string token_field(const json& j, const char* key) {
@@ -68,9 +54,17 @@ class HfTokenizer final : public Tokenizer {
           if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer() || !a.contains("content") ||
               !a["content"].is_string())
             throw ConfigError(where + ": each added_tokens entry needs an integer 'id' and a string 'content'");
-          t.id = a["id"].get<int>();
-          if (t.id < 0) throw ConfigError(where + ": added token '" + t.content + "' has a negative id");
           t.content = a["content"].get<std::string>();
+          const std::string field = "added_tokens['" + t.content + "'].id";
+          try {
+            t.id = static_cast<int>(json_integer(a["id"], field, 0, 2147483646));
+          } catch (const ConfigError& e) {
+            throw ConfigError(where + ": " + e.what());
+          }
+          const long long bound = tok::max_dense_id(static_cast<std::size_t>(model_->size()) + it->size());
+          if (t.id >= bound)
+            throw ConfigError(where + ": field '" + field + "': id " + std::to_string(t.id) +
+                              " is beyond the vocabulary (ids must be < " + std::to_string(bound) + ")");
           t.special = tok::get_bool(a, "special", false);
           t.lstrip = tok::get_bool(a, "lstrip", false);
           t.rstrip = tok::get_bool(a, "rstrip", false);

@@ -10,6 +10,8 @@ namespace llmport::tok {
 
 struct Regex::Impl {
   pcre2_code* code = nullptr;
+  std::string where;   // the file (tokenizer.json) the pattern came from
+  std::string source;  // the pattern as written there
 };
 
 namespace {
@@ -67,6 +69,8 @@ std::string onig_compatible(const std::string& p) {
 Regex::Regex(const std::string& source, const std::string& where) : impl_(std::make_unique<Impl>()) {
   int err = 0;
   PCRE2_SIZE off = 0;
+  impl_->where = where;
+  impl_->source = source.size() > 60 ? source.substr(0, 57) + "..." : source;
   const std::string pattern = onig_compatible(source);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
                               PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &off, nullptr);
@@ -102,7 +106,9 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
       pcre2_match_data_free(md);
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
-      throw Error(std::string("tokenizer regex match failed: ") + reinterpret_cast<const char*>(buf));
+      // E.g. the match limit on a pathological pattern: name the file and the pattern.
+      throw ConfigError(impl_->where + ": pre-tokenizer regex '" + impl_->source + "' failed on the input text: " +
+                        reinterpret_cast<const char*>(buf));
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     std::size_t s = ov[0], e = ov[1];

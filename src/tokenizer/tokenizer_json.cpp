@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer_json.hpp"
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport::tok {
 namespace {
@@ -137,6 +138,8 @@ class Handler final : public nlohmann::json_sax<json> {
     return true;
   }
   bool open(json&& v) {
+    if (stack_.size() >= static_cast<std::size_t>(kMaxJsonDepth))
+      return fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     json* p = place(std::move(v));
     stack_.push_back(p);
     keys_.emplace_back();

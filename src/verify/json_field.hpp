@@ -1,6 +1,7 @@
 #pragma once
 // Typed access to JSON fields with errors that name the file and the field path
 // (e.g. "golden.json: cases[3].steps[4].top5: expected an array").
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ class JsonField {
   }
   int integer() const {
     if (!j_.is_number_integer()) fail("expected an integer");
+    // Never narrowed: 2^32 + 5 is not 5.
+    if (j_.is_number_unsigned() ? j_.get<std::uint64_t>() > 2147483647u
+                                : (j_.get<std::int64_t>() > 2147483647 || j_.get<std::int64_t>() < -2147483647 - 1))
+      fail(j_.dump() + " does not fit a 32-bit integer");
     return j_.get<int>();
   }
   double number() const {

@@ -6,22 +6,14 @@
 #include <sstream>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/verify.hpp"
 #include "verify/json_field.hpp"
 
 namespace llmport {
 
 std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string() + ": cannot open prompt file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(file.string() + ": malformed JSON: " + e.what());
-  }
+  const nlohmann::json j = parse_json_text(read_text_file(file), file.string());
   verify_detail::JsonField root(j, file, "");
   verify_detail::JsonField list = j.is_object() ? root.at("prompts") : root;
   std::vector<PromptSpec> out;
@@ -38,6 +30,9 @@ std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
       if (f.has("prompt_ids")) p.ids = f.at("prompt_ids").ints();
       if (!p.text && !p.ids) f.fail("needs \"text\" (or \"prompt\") or \"prompt_ids\"");
       if (p.ids && p.ids->empty()) f.at("prompt_ids").fail("empty");
+      if (p.ids)
+        for (std::size_t k = 0; k < p.ids->size(); ++k)
+          if ((*p.ids)[k] < 0) f.at("prompt_ids").at(k).fail("negative token id");
     } else {
       f.fail("expected a string or an object");
     }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/records.hpp"
 #include "llmport/weights.hpp"
 #include "verify/json_field.hpp"
@@ -14,15 +15,7 @@ namespace fs = std::filesystem;
 using verify_detail::JsonField;
 
 nlohmann::json parse_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string() + ": cannot open record file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(file.string() + ": malformed JSON: " + e.what());
-  }
+  return parse_json_text(read_text_file(file), file.string());
 }
 
 std::string opt_str(const JsonField& f, const std::string& key) {

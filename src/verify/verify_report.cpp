@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/verify.hpp"
 #include "verify/format.hpp"
 
@@ -174,18 +175,11 @@ std::string VerifyResult::to_markdown() const {
 }
 
 void write_verify_report(const fs::path& dir, const VerifyResult& r) {
-  fs::create_directories(dir);
-  for (const char* name : {"report.json", "report.md"})
-    if (fs::exists(dir / name))
-      throw UsageError((dir / name).string() + " exists; not overwriting (choose another --report-dir)");
-  {
-    std::ofstream f(dir / "report.json");
-    f << r.to_json().dump(1) << "\n";
-    if (!f) throw UsageError((dir / "report.json").string() + ": write failed");
-  }
-  std::ofstream f(dir / "report.md");
-  f << r.to_markdown();
-  if (!f) throw UsageError((dir / "report.md").string() + ": write failed");
+  // Both paths checked before either is written; each written to a temporary name and
+  // renamed (an interrupted run leaves no half report).
+  for (const char* name : {"report.json", "report.md"}) check_output_path(dir / name);
+  write_output_file(dir / "report.json", r.to_json().dump(1) + "\n");
+  write_output_file(dir / "report.md", r.to_markdown());
 }
 
 fs::path default_report_dir() {

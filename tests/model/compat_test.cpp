@@ -248,6 +248,41 @@ TEST(Compat, SlidingWindowRulesAndMaxSeqCap) {
   EXPECT_TRUE(check_compat(c).accepted);
   c["sliding_window"] = nullptr;
   EXPECT_TRUE(check_compat(c).accepted);
+  // MistralConfig defaults sliding_window to 4096: a config without the key has that
+  // window (the max_seq <= window rule applies), an explicit null has none.
+  json nokey = c;
+  nokey.erase("sliding_window");
+  nokey["max_position_embeddings"] = 32768;
+  auto nk = check_compat(nokey);
+  EXPECT_EQ(nk.reason, "sliding_window") << nk.message;
+  EXPECT_NE(nk.message.find("4096"), std::string::npos) << nk.message;
+  EXPECT_NE(nk.message.find("default"), std::string::npos) << nk.message;
+  auto capped = check_compat(nokey, 4096);
+  EXPECT_TRUE(capped.accepted) << capped.message;
+  EXPECT_EQ(capped.context_cap, std::optional<int>(4096));
+  EXPECT_EQ(check_compat(nokey, 4097).reason, "sliding_window");
+  {
+    TempDir t2;
+    auto f2 = write_config(t2, nokey);
+    EXPECT_EQ(load_model_config(f2, 2048).sliding_window, std::optional<int>(4096));
+    auto o = run_llmport({"check", f2.string()});
+    EXPECT_EQ(o.exit_code, kExitRejected) << o.out << o.err;
+    EXPECT_NE((o.out + o.err).find("4096"), std::string::npos) << o.out << o.err;
+  }
+  nokey["max_position_embeddings"] = 4096;  // window 4096 is not < 4096: no effective window
+  EXPECT_TRUE(check_compat(nokey).accepted);
+  nokey["sliding_window"] = nullptr;
+  nokey["max_position_embeddings"] = 32768;
+  EXPECT_TRUE(check_compat(nokey).accepted);
+  // Qwen2 without use_sliding_window defaults to false; Mixtral's default is no window.
+  json q0 = llama_config();
+  q0["architectures"] = {"Qwen2ForCausalLM"};
+  q0["max_position_embeddings"] = 32768;
+  EXPECT_TRUE(check_compat(q0).accepted);
+  json mx = llama_config();
+  mx["architectures"] = {"MixtralForCausalLM"};
+  mx["num_local_experts"] = 8;
+  EXPECT_EQ(check_compat(mx).reasons, (std::vector<std::string>{"moe", "unsupported_architecture"}));
   // TRAPS #11: Qwen2 use_sliding_window false ignores its window; true rejects.
   json q = llama_config();
   q["architectures"] = {"Qwen2ForCausalLM"};

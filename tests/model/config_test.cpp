@@ -78,6 +78,7 @@ TEST(Config, DtypeKeysAndTokenIdLists) {
   json j = base_config("LlamaForCausalLM");
   j["dtype"] = "bfloat16";  // transformers >= 4.56 spelling
   j["bos_token_id"] = 1;
+  j["vocab_size"] = 128256;  // ids must name rows of the vocabulary
   j["eos_token_id"] = json::array({128001, 128008, 128009});
   ModelConfig c = resolve_model_config(j);
   EXPECT_EQ(c.torch_dtype, "bfloat16");
@@ -87,6 +88,29 @@ TEST(Config, DtypeKeysAndTokenIdLists) {
   EXPECT_EQ(resolve_model_config(j).torch_dtype, "float16");
   j["eos_token_id"] = "two";
   EXPECT_THROW(resolve_model_config(j), ConfigError);
+  // Never narrowed, never past the vocabulary: the field is named (issue #17).
+  for (const json& bad : {json(1LL << 40), json::array({2, 1LL << 32}), json(128256), json(-1)}) {
+    j["eos_token_id"] = bad;
+    try {
+      resolve_model_config(j);
+      ADD_FAILURE() << "accepted eos_token_id " << bad.dump();
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("eos_token_id"), std::string::npos) << e.what();
+    }
+  }
+  j["eos_token_id"] = 2;
+  j["bos_token_id"] = 1LL << 31;
+  EXPECT_THROW(resolve_model_config(j), ConfigError);
+  // llama3 original_max_position_embeddings must be an integer that fits (was cast: UB).
+  j["bos_token_id"] = 1;
+  j["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 1e300}};
+  try {
+    resolve_model_config(j);
+    ADD_FAILURE() << "accepted original_max_position_embeddings 1e300";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("original_max_position_embeddings"), std::string::npos) << e.what();
+  }
 }
 
 // TRAPS #15: stop ids = config eos union generation_config eos (int or list).

@@ -46,7 +46,9 @@ TEST(Phase0, SharedModelsPass) {
   }
 }
 
-TEST(Phase0, ConsistencyFindsIdsOutsideTheVocabulary) {
+// A token id past the vocabulary is bad input (exit 2, the field named) since issue #17:
+// config resolution refuses it, so it never reaches a stop list or the consistency check.
+TEST(Phase0, IdsOutsideTheVocabularyAreBadInput) {
   TempDir t;
   const fs::path dir = t.path() / "m";
   test::copy_model(test::shared_path("models/synthetic/qwen2-tiny"), dir);
@@ -55,17 +57,21 @@ TEST(Phase0, ConsistencyFindsIdsOutsideTheVocabulary) {
   test::write_json(dir / "config.json", c);
   Phase0Report r = check_model_dir(dir);
   EXPECT_FALSE(r.pass);
-  EXPECT_EQ(r.exit_code, kExitCheckFailed);
-  const Phase0Check* cc = find_check(r, "config_consistency");
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  const Phase0Check* cc = find_check(r, "config");
   ASSERT_NE(cc, nullptr);
   EXPECT_FALSE(cc->pass);
-  EXPECT_NE(cc->detail.find("eos_token_id 1029"), std::string::npos) << cc->detail;
-  // The weights were still checked (and are fine).
-  ASSERT_NE(find_check(r, "weights"), nullptr);
-  EXPECT_TRUE(find_check(r, "weights")->pass);
+  EXPECT_NE(cc->detail.find("field 'eos_token_id': token id 1029 is beyond vocab_size 1024"), std::string::npos)
+      << cc->detail;
   auto cli = test::run_llmport({"check", dir.string(), "--weights"});
-  EXPECT_EQ(cli.exit_code, kExitCheckFailed);
-  EXPECT_NE(cli.out.find("FAIL config_consistency"), std::string::npos) << cli.out;
+  EXPECT_EQ(cli.exit_code, kExitBadInput) << cli.out << cli.err;
+  EXPECT_NE((cli.out + cli.err).find("eos_token_id"), std::string::npos) << cli.out << cli.err;
+  // The consistency check still reports what the resolver cannot see (a resolved id
+  // edited after loading).
+  ModelConfig cfg = load_model_config(test::shared_path("models/synthetic/qwen2-tiny"));
+  cfg.eos_token_ids = {cfg.vocab_size + 5};
+  auto p = config_consistency_problems(cfg, test::read_json(cfg.dir / "config.json"));
+  ASSERT_FALSE(p.empty());
 }
 
 TEST(Phase0, ResolvedVersusRawDisagreementIsReported) {

@@ -163,5 +163,38 @@ TEST(CliRun, BadInputExitsTwoWithOneLine) {
   expect_usage_error({"run", stories(), "--prompt", "Once upon a time", "--n-tokens", "600"});
 }
 
+// The last sampled token is never fed back, so n_prompt + n_tokens - 1 <= context: a
+// prompt that exactly fills stories260K's 512 positions may still sample one token.
+TEST(CliRun, PromptThatFillsTheContextSamplesOneToken) {
+  std::string ids = "1";
+  for (int i = 1; i < 512; ++i) ids += ",403";
+  auto r = run_llmport({"run", stories(), "--prompt-ids", ids, "-n", "1", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run_llmport({"run", stories(), "--prompt-ids", ids, "-n", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("exceed the model context of 512"), std::string::npos) << r.err;
+  // -n INT_MAX: the sum is computed in 64 bits (no overflow), a plain context error.
+  r = run_llmport({"run", stories(), "--prompt-ids", "1,2", "-n", "2147483647"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--n-tokens 2147483647 exceed the model context"), std::string::npos) << r.err;
+}
+
+// --prompt-ids ending inside a multi-byte character: the streamed text equals the full
+// decode of prompt + generated ids (the dangling byte is emitted once, not twice).
+TEST(CliRun, PromptIdsEndingMidCharacterStreamLikeTheFullDecode) {
+  const auto r = run_llmport({"run", stories(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = run_llmport({"run", stories(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0",
+                              "--json"});
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const auto out = nlohmann::json::parse(j.out);
+  std::string all;
+  for (const auto& id : out["prompt_ids"]) all += (all.empty() ? "" : ",") + std::to_string(id.get<int>());
+  for (const auto& id : out["generated_ids"]) all += "," + std::to_string(id.get<int>());
+  const auto full = run_llmport({"detokenize", stories(), all, "--skip-special"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_EQ(r.out, full.out);
+}
+
 }  // namespace
 }  // namespace llmport::test

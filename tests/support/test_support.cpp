@@ -59,6 +59,9 @@ RunResult run_llmport(const std::vector<std::string>& args, const std::string& s
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    // A hang (e.g. a blocking read of a FIFO) ends the child after 5 minutes (exit 142,
+    // SIGALRM) instead of hanging the test; the alarm survives execv.
+    alarm(300);
     execv(bin.c_str(), argv.data());
     _exit(127);
   }

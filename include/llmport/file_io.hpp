@@ -1,0 +1,60 @@
+#pragma once
+// Bounded readers of the files a user hands llmport and the one way llmport writes an
+// output file. Every JSON file goes through parse_json_text (nesting depth, number
+// overflow, one-line errors naming the file); every output through write_output_file
+// (temporary name + rename; an existing file the tool did not write is kept).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace llmport {
+
+/// Deepest nesting of arrays/objects accepted in any JSON file llmport reads (config.json
+/// nests 3-4 levels, tokenizer.json normalizer chains about 6). Deeper input is rejected
+/// while parsing, before anything recurses on it.
+inline constexpr int kMaxJsonDepth = 128;
+
+/// Largest text file read whole (tokenizer.json of a 256k vocabulary is ~35 MB).
+inline constexpr std::uint64_t kMaxTextFileBytes = 1ull << 30;
+
+/// Parses JSON `text`. Throws ConfigError "<where>: ..." for malformed JSON, nesting deeper
+/// than kMaxJsonDepth, or a number that does not fit a double/64-bit integer.
+nlohmann::json parse_json_text(std::string_view text, const std::string& where);
+nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where);
+
+/// The whole of a regular file no larger than `max_bytes`. Throws ConfigError
+/// "<file>: ..." for a missing file, a directory, a FIFO/device, a larger file or a read
+/// error (never blocks on a FIFO: it is refused before it is opened).
+std::string read_text_file(const std::filesystem::path& file, std::uint64_t max_bytes = kMaxTextFileBytes);
+
+/// `v` as an integer in [lo, hi]: an integer, or an integral float. Throws ConfigError
+/// "field '<name>': ..." naming the field when it is not an integer or does not fit.
+long long json_integer(const nlohmann::json& v, const std::string& name, long long lo, long long hi);
+
+/// One-line, printable form of a message: control bytes and invalid UTF-8 become \xNN
+/// (newlines \n); valid UTF-8 text is kept.
+std::string printable(std::string_view s);
+
+/// How write_output_file treats an existing file at the path.
+enum class Overwrite {
+  Refuse,     ///< an existing file is kept; UsageError (exit 2) naming it and --force
+  IfMarked,   ///< replaced only when it contains `marker` (a file this tool wrote)
+  Always,     ///< replaced (the user passed --force, or the file is the tool's own)
+};
+
+/// The check write_output_file makes before writing: throws UsageError naming `file` when
+/// it exists and `policy` keeps it (or it is a directory / not a regular file). Lets a
+/// command check all its outputs before it writes the first.
+void check_output_path(const std::filesystem::path& file, Overwrite policy = Overwrite::Refuse,
+                       std::string_view marker = {});
+
+/// Writes `text` to `file` through a temporary file in the same directory + rename, so an
+/// interrupted run never leaves a half-written file. An existing path that is a directory
+/// or not a regular file is always refused. Throws UsageError naming the file.
+void write_output_file(const std::filesystem::path& file, std::string_view text,
+                       Overwrite policy = Overwrite::Refuse, std::string_view marker = {});
+
+}  // namespace llmport
