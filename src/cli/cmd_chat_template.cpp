@@ -57,8 +57,9 @@ void add_var(nlohmann::ordered_json& vars, const std::string& spec) {
   std::string name = spec.substr(0, eq);
   try {
     vars[name] = parse_ordered_json_text(spec.substr(eq + 1), "--var " + name);
-  } catch (const ConfigError&) {
-    throw UsageError("--var " + spec + ": the value is not JSON (write a string as \"\\\"text\\\"\")");
+  } catch (const ConfigError& e) {
+    // The message names NAME, never echoes the whole (possibly huge) value.
+    throw UsageError(std::string(e.what()) + " (the value must be JSON; write a string as \"\\\"text\\\"\")");
   }
 }
 

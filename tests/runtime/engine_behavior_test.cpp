@@ -63,15 +63,15 @@ TEST(Generate, ContextOverflowIsAUsageErrorBeforeAnyWork) {
   eng.forward(std::vector<int>{1, 2, 3});
   const std::vector<int> prompt(10, 5);
   GenerateOptions opt;
-  opt.n_tokens = 7;
+  opt.n_tokens = 8;  // 10 + 8 - 1 = 17 positions (the last token is never fed back)
   EXPECT_THROW(generate(eng, prompt, opt), UsageError);
   EXPECT_EQ(eng.pos(), 3);  // nothing ran: the cache is untouched
   EXPECT_THROW(generate(eng, std::vector<int>(17, 5), GenerateOptions{}), UsageError);
   EXPECT_THROW(generate(eng, std::vector<int>{}, GenerateOptions{}), UsageError);
   EXPECT_THROW(eng.forward(std::vector<int>(14, 5)), UsageError);
   EXPECT_EQ(eng.pos(), 3);
-  opt.n_tokens = 6;
-  EXPECT_NO_THROW(generate(eng, prompt, opt));  // exactly fills the context
+  opt.n_tokens = 7;
+  EXPECT_NO_THROW(generate(eng, prompt, opt));  // 10 + 7 - 1 = 16: exactly fills the context
   EXPECT_THROW(eng.forward(std::vector<int>{model.cfg.vocab_size}), UsageError);  // id out of range
   o.max_seq = model.cfg.max_seq + 1;
   EXPECT_THROW(Engine(model.cfg, *model.weights, o), UsageError);
