@@ -156,10 +156,14 @@ class Evaluator {
   }
 
   Flow exec_for(const Node& n) {
-    ValueList items = iterate(eval(*n.expr));
+    // A list is iterated in place (it is immutable; `seq` keeps it alive), not copied.
+    Value seq = eval(*n.expr);
+    ValueList owned;
+    if (!seq.is_list()) owned = iterate(seq);
+    const ValueList* src = seq.is_list() ? &seq.as_list() : &owned;
     if (n.cond) {
       ValueList kept;
-      for (const auto& item : items) {
+      for (const auto& item : *src) {
         budget_->loop_iteration();
         scopes_.push_back(std::make_shared<Scope>());
         assign_targets(n.targets, item);
@@ -167,8 +171,10 @@ class Evaluator {
         scopes_.pop_back();
         if (keep) kept.push_back(item);
       }
-      items = std::move(kept);
+      owned = std::move(kept);
+      src = &owned;
     }
+    const ValueList& items = *src;
     if (items.empty()) {
       scopes_.push_back(std::make_shared<Scope>());
       Flow f = exec_body(n.else_body);
@@ -181,7 +187,13 @@ class Evaluator {
     for (std::int64_t i = 0; i < len; ++i) {
       budget_->loop_iteration();
       if (!wants_loop) {  // the body never names `loop`: skip building it (most loops)
-        scopes_.push_back(std::make_shared<Scope>());
+        // A body that assigns nothing in its own scope (no set / macro outside an inner
+        // loop) sees the same names every iteration: one scope serves them all.
+        const bool fresh = i == 0 || assigns_in_scope(n.body);
+        if (fresh) {
+          if (i > 0) scopes_.pop_back();
+          scopes_.push_back(std::make_shared<Scope>());
+        }
         Flow f;
         try {
           assign_targets(n.targets, items[static_cast<std::size_t>(i)]);
@@ -190,8 +202,10 @@ class Evaluator {
           scopes_.pop_back();
           throw;
         }
-        scopes_.pop_back();
-        if (f == Flow::Break) break;
+        if (f == Flow::Break || i + 1 == len) {
+          scopes_.pop_back();
+          if (f == Flow::Break) break;
+        }
         continue;
       }
       auto loop = make_object("LoopContext");
@@ -262,6 +276,26 @@ class Evaluator {
     in_body(n.body);
     uses_loop_[&n] = found;
     return found;
+  }
+
+  /// Whether `body` writes a name into the scope it runs in: set, set blocks, macros
+  /// (inner for-loops write into their own scopes). Cached per body.
+  bool assigns_in_scope(const Body& body) {
+    auto it = assigns_.find(&body);
+    if (it != assigns_.end()) return it->second;
+    std::function<bool(const Body&)> scan = [&](const Body& b) {
+      for (const auto& c : b) {
+        if (c->kind == Node::K::Set || c->kind == Node::K::SetBlock || c->kind == Node::K::Macro) return true;
+        if (c->kind == Node::K::For) continue;
+        for (const auto& br : c->branches)
+          if (scan(br.second)) return true;
+        if (scan(c->body) || scan(c->else_body)) return true;
+      }
+      return false;
+    };
+    bool r = scan(body);
+    assigns_[&body] = r;
+    return r;
   }
 
   Value make_macro(const Node& n) {
@@ -438,6 +472,7 @@ class Evaluator {
   RenderBudget* budget_;
   Scopes scopes_;
   std::unordered_map<const Node*, bool> uses_loop_;
+  std::unordered_map<const Body*, bool> assigns_;
   int line_ = 0;
 };
 
