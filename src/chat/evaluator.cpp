@@ -1,5 +1,6 @@
 #include "chat/evaluator.hpp"
 
+#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -8,6 +9,7 @@
 #include "chat/globals.hpp"
 #include "chat/jinja_tests.hpp"
 #include "chat/ops.hpp"
+#include "chat/sandbox.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport::jinja {
@@ -16,11 +18,18 @@ namespace {
 using Scope = std::unordered_map<std::string, Value>;
 using Scopes = std::vector<std::shared_ptr<Scope>>;
 
-constexpr int kMaxCallDepth = 200;
+/// A macro's closure: the scopes it was defined in. The innermost one, where the macro
+/// itself is stored, is held weakly (a strong reference would be a cycle, leaked on every
+/// render); the outer ones cannot hold the macro except through a namespace, which the
+/// render budget empties at the end of the render.
+struct Closure {
+  Scopes outer;
+  std::weak_ptr<Scope> own;
+};
 
 class Evaluator {
  public:
-  explicit Evaluator(std::string* out) : out_(out) {}
+  Evaluator(std::string* out, RenderBudget* budget) : out_(out), budget_(budget) {}
 
   void run(const Program& p, const std::vector<std::pair<std::string, Value>>& vars) {
     auto top = std::make_shared<Scope>();
@@ -34,6 +43,23 @@ class Evaluator {
 
  private:
   enum class Flow { Normal, Break, Continue };
+
+  /// One nested evaluation frame (counted against RenderLimits::kMaxNesting) and one step.
+  struct Frame {
+    explicit Frame(RenderBudget* b) : b_(b) {
+      b_->step();
+      b_->enter_frame();
+    }
+    ~Frame() { b_->leave_frame(); }
+    Frame(const Frame&) = delete;
+    Frame& operator=(const Frame&) = delete;
+    RenderBudget* b_;
+  };
+
+  void write(const std::string& s) {
+    check_string_size(out_->size() + s.size(), "output");
+    *out_ += s;
+  }
 
   // ---- scopes ----
   Value lookup(const std::string& name) const {
@@ -95,9 +121,10 @@ class Evaluator {
 
   Flow exec(const Node& n) {
     line_ = n.line;
+    Frame frame(budget_);
     switch (n.kind) {
-      case Node::K::Text: *out_ += n.text; return Flow::Normal;
-      case Node::K::Output: *out_ += eval(*n.expr).str(); return Flow::Normal;
+      case Node::K::Text: write(n.text); return Flow::Normal;
+      case Node::K::Output: write(eval(*n.expr).str()); return Flow::Normal;
       case Node::K::If:
         for (const auto& [cond, body] : n.branches)
           if (eval(*cond).truthy()) return exec_body(body);
@@ -119,7 +146,7 @@ class Evaluator {
         return Flow::Normal;
       }
       case Node::K::SetBlock: assign(n.text, apply_filters(n.filters, Value::string(capture(n.body)))); return Flow::Normal;
-      case Node::K::FilterBlock: *out_ += apply_filters(n.filters, Value::string(capture(n.body))).str(); return Flow::Normal;
+      case Node::K::FilterBlock: write(apply_filters(n.filters, Value::string(capture(n.body))).str()); return Flow::Normal;
       case Node::K::Macro: assign(n.text, make_macro(n)); return Flow::Normal;
       case Node::K::Break: return Flow::Break;
       case Node::K::Continue: return Flow::Continue;
@@ -129,18 +156,25 @@ class Evaluator {
   }
 
   Flow exec_for(const Node& n) {
-    ValueList items = iterate(eval(*n.expr));
+    // A list is iterated in place (it is immutable; `seq` keeps it alive), not copied.
+    Value seq = eval(*n.expr);
+    ValueList owned;
+    if (!seq.is_list()) owned = iterate(seq);
+    const ValueList* src = seq.is_list() ? &seq.as_list() : &owned;
     if (n.cond) {
       ValueList kept;
-      for (const auto& item : items) {
+      for (const auto& item : *src) {
+        budget_->loop_iteration();
         scopes_.push_back(std::make_shared<Scope>());
         assign_targets(n.targets, item);
         bool keep = eval(*n.cond).truthy();
         scopes_.pop_back();
         if (keep) kept.push_back(item);
       }
-      items = std::move(kept);
+      owned = std::move(kept);
+      src = &owned;
     }
+    const ValueList& items = *src;
     if (items.empty()) {
       scopes_.push_back(std::make_shared<Scope>());
       Flow f = exec_body(n.else_body);
@@ -149,9 +183,32 @@ class Evaluator {
     }
     auto len = static_cast<std::int64_t>(items.size());
     auto last_changed = std::make_shared<std::optional<ValueList>>();
+    const bool wants_loop = uses_loop(n);
     for (std::int64_t i = 0; i < len; ++i) {
-      auto loop = std::make_shared<Object>();
-      loop->type_name = "LoopContext";
+      budget_->loop_iteration();
+      if (!wants_loop) {  // the body never names `loop`: skip building it (most loops)
+        // A body that assigns nothing in its own scope (no set / macro outside an inner
+        // loop) sees the same names every iteration: one scope serves them all.
+        const bool fresh = i == 0 || assigns_in_scope(n.body);
+        if (fresh) {
+          if (i > 0) scopes_.pop_back();
+          scopes_.push_back(std::make_shared<Scope>());
+        }
+        Flow f;
+        try {
+          assign_targets(n.targets, items[static_cast<std::size_t>(i)]);
+          f = exec_body(n.body);
+        } catch (...) {
+          scopes_.pop_back();
+          throw;
+        }
+        if (f == Flow::Break || i + 1 == len) {
+          scopes_.pop_back();
+          if (f == Flow::Break) break;
+        }
+        continue;
+      }
+      auto loop = make_object("LoopContext");
       auto put = [&](const char* k, Value v) { loop->attrs.emplace_back(Value::string(k), std::move(v)); };
       put("index0", Value::integer(i));
       put("index", Value::integer(i + 1));
@@ -190,8 +247,59 @@ class Evaluator {
     return Flow::Normal;
   }
 
+  /// Whether the body of for-loop `n` names `loop` anywhere (cached per node).
+  bool uses_loop(const Node& n) {
+    auto it = uses_loop_.find(&n);
+    if (it != uses_loop_.end()) return it->second;
+    bool found = false;
+    std::function<void(const Expr*)> in_expr = [&](const Expr* e) {
+      if (!e || found) return;
+      if (e->kind == Expr::K::Name && e->name == "loop") found = true;
+      for (const auto& x : e->a) in_expr(x.get());
+      for (const auto& [k, x] : e->kwargs) in_expr(x.get());
+    };
+    std::function<void(const Body&)> in_body = [&](const Body& body) {
+      for (const auto& c : body) {
+        if (found) return;
+        in_expr(c->expr.get());
+        in_expr(c->cond.get());
+        for (const auto& d : c->defaults) in_expr(d.get());
+        for (const auto& f : c->filters) in_expr(f.get());
+        for (const auto& [cond, b] : c->branches) {
+          in_expr(cond.get());
+          in_body(b);
+        }
+        in_body(c->body);
+        in_body(c->else_body);
+      }
+    };
+    in_body(n.body);
+    uses_loop_[&n] = found;
+    return found;
+  }
+
+  /// Whether `body` writes a name into the scope it runs in: set, set blocks, macros
+  /// (inner for-loops write into their own scopes). Cached per body.
+  bool assigns_in_scope(const Body& body) {
+    auto it = assigns_.find(&body);
+    if (it != assigns_.end()) return it->second;
+    std::function<bool(const Body&)> scan = [&](const Body& b) {
+      for (const auto& c : b) {
+        if (c->kind == Node::K::Set || c->kind == Node::K::SetBlock || c->kind == Node::K::Macro) return true;
+        if (c->kind == Node::K::For) continue;
+        for (const auto& br : c->branches)
+          if (scan(br.second)) return true;
+        if (scan(c->body) || scan(c->else_body)) return true;
+      }
+      return false;
+    };
+    bool r = scan(body);
+    assigns_[&body] = r;
+    return r;
+  }
+
   Value make_macro(const Node& n) {
-    Scopes closure = scopes_;
+    Closure closure{Scopes(scopes_.begin(), scopes_.end() - 1), scopes_.back()};
     const Node* node = &n;
     return Value::callable(n.text, [this, closure, node](CallArgs& a) {
       const auto& params = node->targets;
@@ -211,12 +319,15 @@ class Evaluator {
         (*scope)[k] = v;
         given[i] = true;
       }
-      if (depth_ >= kMaxCallDepth) throw RenderError("maximum recursion depth exceeded in macro '" + node->text + "'");
+      budget_->enter_macro(node->text);
       Scopes saved = std::move(scopes_);
       int saved_line = line_;
-      scopes_ = closure;
+      scopes_ = closure.outer;
+      // The defining scope has ended when the macro escaped it (through a namespace):
+      // Jinja2 would still see that scope's variables; they read as undefined here.
+      auto own = closure.own.lock();
+      scopes_.push_back(own ? own : std::make_shared<Scope>());
       scopes_.push_back(scope);
-      ++depth_;
       std::string result;
       try {
         for (std::size_t i = 0; i < params.size(); ++i) {
@@ -226,11 +337,11 @@ class Evaluator {
         }
         result = capture(node->body);
       } catch (...) {
-        --depth_;
+        budget_->leave_macro();
         scopes_ = std::move(saved);
         throw;
       }
-      --depth_;
+      budget_->leave_macro();
       scopes_ = std::move(saved);
       line_ = saved_line;
       return Value::string(result);
@@ -247,6 +358,7 @@ class Evaluator {
 
   Value eval(const Expr& e) {
     line_ = e.line;
+    Frame frame(budget_);
     switch (e.kind) {
       case Expr::K::Literal: return e.value;
       case Expr::K::Name: return lookup(e.name);
@@ -294,7 +406,7 @@ class Evaluator {
         require_defined(v);
         if (!v.is_number()) throw RenderError("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
         if (e.name == "+") return v.is_bool() ? Value::integer(v.as_int()) : v;
-        return v.is_float() ? Value::number(-v.as_double()) : Value::integer(-v.as_int());
+        return v.is_float() ? Value::number(-v.as_double()) : Value::integer(int_neg(v.as_int()));
       }
       case Expr::K::Binary: {
         if (e.name == "and" || e.name == "or") {
@@ -342,6 +454,7 @@ class Evaluator {
           Value k = eval(*e.a[i]);
           Value v = eval(*e.a[i + 1]);
           bool replaced = false;
+          budget_step(static_cast<std::int64_t>(d.size() / 16));
           for (auto& kv : d)
             if (equals(kv.first, k)) {
               kv.second = v;
@@ -356,19 +469,25 @@ class Evaluator {
   }
 
   std::string* out_;
+  RenderBudget* budget_;
   Scopes scopes_;
+  std::unordered_map<const Node*, bool> uses_loop_;
+  std::unordered_map<const Body*, bool> assigns_;
   int line_ = 0;
-  int depth_ = 0;
 };
 
 }  // namespace
 
 std::string render(const Program& program, const std::vector<std::pair<std::string, Value>>& vars) {
   std::string out;
-  Evaluator ev(&out);
+  RenderBudget budget;
+  RenderBudget::Scope installed(&budget);
+  Evaluator ev(&out, &budget);
   auto where = [&ev] { return "chat template line " + std::to_string(ev.line()) + ": "; };
   try {
     ev.run(program, vars);
+  } catch (const LimitExceeded& e) {
+    throw ConfigError(where() + e.what());
   } catch (const Raised& e) {
     throw UsageError(where() + "raise_exception: " + e.what());
   } catch (const Unsupported& e) {

@@ -7,6 +7,7 @@
 
 #include "chat/args.hpp"
 #include "chat/errors.hpp"
+#include "chat/sandbox.hpp"
 #include "chat/jinja_tests.hpp"
 #include "chat/ops.hpp"
 #include "chat/pyjson.hpp"
@@ -32,7 +33,8 @@ Value attr_path(const Value& item, const std::string& path) {
     std::size_t e = path.find('.', p);
     std::string part = path.substr(p, e == std::string::npos ? std::string::npos : e - p);
     bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    v = get_item(v, digits ? Value::integer(std::stoll(part)) : Value::string(part));
+    // More than 18 digits is past any list's end: INT64_MAX looks up the same nothing.
+    v = get_item(v, digits ? Value::integer(part.size() > 18 ? INT64_MAX : std::stoll(part)) : Value::string(part));
     if (e == std::string::npos) return v;
     p = e + 1;
   }
@@ -73,7 +75,9 @@ Value filter_tojson(const Value& v, const CallArgs& a) {
   o.ensure_ascii = b.get(0, Value::boolean(false)).truthy();
   Value indent = b.get(1, Value::none());
   if (indent.is_int()) {
-    o.indent = std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_int())), ' ');
+    auto width = static_cast<std::size_t>(std::max<std::int64_t>(0, indent.as_int()));
+    check_string_size(width, "tojson indent");
+    o.indent = std::string(width, ' ');
   } else if (indent.is_string()) {
     o.indent = indent.as_str();
   } else if (!indent.is_none()) {
@@ -124,7 +128,9 @@ Value filter_int(const Value& v, const CallArgs& a) {
   Value def = b.get(0, Value::integer(0));
   std::int64_t base = b.integer(1, 10);
   require_defined(v);
-  if (v.is_number()) return Value::integer(v.is_float() ? static_cast<std::int64_t>(std::trunc(v.as_double())) : v.as_int());
+  // jinja2's do_int returns the default for a NaN (ValueError); infinity raises (OverflowError).
+  if (v.is_float() && std::isnan(v.as_double())) return def;
+  if (v.is_number()) return Value::integer(v.is_float() ? float_to_int(v.as_double(), "int") : v.as_int());
   if (v.is_string()) {
     std::string s = ustr::strip(v.as_str(), nullptr, true, true);
     std::string digits;
@@ -139,7 +145,7 @@ Value filter_int(const Value& v, const CallArgs& a) {
     try {
       std::size_t used = 0;
       double d = std::stod(s, &used);
-      if (used == s.size() && std::isfinite(d)) return Value::integer(static_cast<std::int64_t>(std::trunc(d)));
+      if (used == s.size() && std::isfinite(d)) return Value::integer(float_to_int(d, "int"));
     } catch (const std::exception&) {
     }
   }
@@ -198,7 +204,14 @@ Value filter_title(const Value& v, const CallArgs& a) {
 Value filter_indent(const Value& v, const CallArgs& a) {
   BoundArgs b("indent", a, {"width", "first", "blank"});
   Value w = b.get(0, Value::integer(4));
-  std::string ind = w.is_string() ? w.as_str() : std::string(static_cast<std::size_t>(std::max<std::int64_t>(0, w.as_int())), ' ');
+  std::string ind;
+  if (w.is_string()) {
+    ind = w.as_str();
+  } else {
+    auto width = static_cast<std::size_t>(std::max<std::int64_t>(0, w.as_int()));
+    check_string_size(width, "indent");
+    ind = std::string(width, ' ');
+  }
   bool first = b.get(1, Value::boolean(false)).truthy();
   bool blank = b.get(2, Value::boolean(false)).truthy();
   std::string s = v.str();
@@ -316,6 +329,7 @@ Value filter_unique(const Value& v, const CallArgs& a) {
   ValueList out, seen;
   for (const auto& x : iterate(v)) {
     Value k = sort_key(b.has(1) ? attr_path(x, b.get(1).str()) : x, cs);
+    budget_step(static_cast<std::int64_t>(seen.size() / 16));  // quadratic: large inputs cost steps
     if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return equals(s, k); })) continue;
     seen.push_back(k);
     out.push_back(x);
@@ -474,7 +488,7 @@ const std::unordered_map<std::string, FilterFn>& table() {
     m["abs"] = [](const Value& v, const CallArgs& a) {
       BoundArgs b("abs", a, {});
       if (!v.is_number()) throw RenderError("bad operand type for abs(): '" + v.type_name() + "'");
-      return v.is_float() ? Value::number(std::fabs(v.as_double())) : Value::integer(std::llabs(v.as_int()));
+      return v.is_float() ? Value::number(std::fabs(v.as_double())) : Value::integer(int_abs(v.as_int()));
     };
     m["attr"] = [](const Value& v, const CallArgs& a) {
       BoundArgs b("attr", a, {"name"});

@@ -5,6 +5,7 @@
 #include "chat/args.hpp"
 #include "chat/errors.hpp"
 #include "chat/ops.hpp"
+#include "chat/sandbox.hpp"
 
 namespace llmport::jinja {
 namespace {
@@ -13,6 +14,7 @@ namespace {
 ValueDict build_dict(const std::string& fn, const CallArgs& a) {
   ValueDict d;
   auto put = [&d](const Value& k, const Value& v) {
+    budget_step(static_cast<std::int64_t>(d.size() / 16));
     for (auto& kv : d)
       if (equals(kv.first, k)) {
         kv.second = v;
@@ -50,18 +52,22 @@ Value range_fn(CallArgs& a) {
     if (a.args.size() == 3) step = a.args[2].as_int();
   }
   if (step == 0) throw RenderError("range() arg 3 must not be zero");
+  // The item count first (unsigned: stop - start may not fit int64), checked against
+  // jinja2.sandbox.MAX_RANGE before anything is built; then no i + step can overflow.
+  auto ustart = static_cast<std::uint64_t>(start), ustop = static_cast<std::uint64_t>(stop);
+  std::uint64_t span = step > 0 ? (stop > start ? ustop - ustart : 0) : (start > stop ? ustart - ustop : 0);
+  std::uint64_t mag = step > 0 ? static_cast<std::uint64_t>(step) : 0 - static_cast<std::uint64_t>(step);
+  std::uint64_t count = span == 0 ? 0 : (span - 1) / mag + 1;
+  check_range(count);
   ValueList out;
-  for (std::int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    // jinja2.sandbox.MAX_RANGE
-    if (out.size() >= 100000) throw RenderError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-    out.push_back(Value::integer(i));
-  }
+  out.reserve(static_cast<std::size_t>(count));
+  for (std::uint64_t k = 0; k < count; ++k)
+    out.push_back(Value::integer(static_cast<std::int64_t>(ustart + k * static_cast<std::uint64_t>(step))));
   return Value::list(std::move(out));
 }
 
 Value cycler_fn(CallArgs& a) {
-  auto obj = std::make_shared<Object>();
-  obj->type_name = "Cycler";
+  auto obj = make_object("Cycler");
   auto items = std::make_shared<ValueList>(a.args);
   auto pos = std::make_shared<std::size_t>(0);
   auto current = [items, pos]() { return items->empty() ? Value::none() : (*items)[*pos % items->size()]; };
@@ -99,9 +105,7 @@ const std::unordered_map<std::string, Value>& global_functions() {
     m["range"] = Value::callable("range", range_fn);
     m["dict"] = Value::callable("dict", [](CallArgs& a) { return Value::dict(build_dict("dict", a)); });
     m["namespace"] = Value::callable("namespace", [](CallArgs& a) {
-      auto obj = std::make_shared<Object>();
-      obj->type_name = "Namespace";
-      obj->is_namespace = true;
+      auto obj = make_object("Namespace", true);
       obj->attrs = build_dict("namespace", a);
       return Value::object(obj);
     });

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "chat/errors.hpp"
+#include "chat/sandbox.hpp"
 #include "chat/ustr.hpp"
 
 namespace llmport::jinja {
@@ -81,8 +82,15 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   };
   b = has_start ? clamp(b) : (s > 0 ? lower : upper);
   e = has_stop ? clamp(e) : (s > 0 ? upper : lower);
+  // b and e lie in [-1, n]: counting the picks first keeps i + s from overflowing for a
+  // huge step.
+  std::uint64_t as = s > 0 ? static_cast<std::uint64_t>(s) : 0 - static_cast<std::uint64_t>(s);
+  std::uint64_t span = s > 0 ? (e > b ? static_cast<std::uint64_t>(e - b) : 0) : (b > e ? static_cast<std::uint64_t>(b - e) : 0);
+  std::uint64_t count = span == 0 ? 0 : (span - 1) / as + 1;
+  budget_step(static_cast<std::int64_t>(count));
   std::vector<std::size_t> picks;
-  for (std::int64_t i = b; s > 0 ? i < e : i > e; i += s) picks.push_back(static_cast<std::size_t>(i));
+  for (std::uint64_t k = 0; k < count; ++k)
+    picks.push_back(static_cast<std::size_t>(s > 0 ? b + static_cast<std::int64_t>(k * as) : b - static_cast<std::int64_t>(k * as)));
   if (obj.is_string()) {
     std::u32string out;
     for (auto i : picks) out += cps[i];
@@ -98,13 +106,22 @@ namespace {
   throw RenderError("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
-std::int64_t floordiv(std::int64_t a, std::int64_t b) {
-  std::int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-
 Value repeat(const Value& seq, std::int64_t n) {
+  if (n < 0) n = 0;
+  std::size_t unit = seq.is_string() ? seq.as_str().size() : seq.as_list().size();
+  // Sized before anything is built: 'a' * 10**12 is refused, not attempted.
+  if (unit > 0 && static_cast<std::uint64_t>(n) > (seq.is_string() ? RenderLimits::kMaxBytes : max_list_items()) / unit) {
+    std::uint64_t total = 0;
+    std::string sz = __builtin_mul_overflow(static_cast<std::uint64_t>(unit), static_cast<std::uint64_t>(n), &total)
+                         ? "more than 18446744073709551615"
+                         : std::to_string(total);
+    if (seq.is_string())
+      throw LimitExceeded("string of " + sz + " bytes exceeds the limit of " + std::to_string(RenderLimits::kMaxBytes) +
+                          " bytes");
+    throw LimitExceeded("list of " + sz + " items exceeds the limit of " + std::to_string(max_list_items()) +
+                        " items (" + std::to_string(RenderLimits::kMaxBytes) + " bytes)");
+  }
+  if (unit == 0) n = 0;
   if (seq.is_string()) {
     std::string out;
     for (std::int64_t i = 0; i < n; ++i) out += seq.as_str();
@@ -122,7 +139,7 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
   bool nums = a.is_number() && b.is_number();
   bool flt = nums && (a.is_float() || b.is_float());
   if (op == "+") {
-    if (nums) return flt ? Value::number(a.as_double() + b.as_double()) : Value::integer(a.as_int() + b.as_int());
+    if (nums) return flt ? Value::number(a.as_double() + b.as_double()) : Value::integer(int_add(a.as_int(), b.as_int()));
     if (a.is_string() && b.is_string()) return Value::string(a.as_str() + b.as_str());
     if (a.is_list() && b.is_list() && a.kind() == b.kind()) {
       ValueList out = a.as_list();
@@ -134,10 +151,10 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "-") {
     if (!nums) bad_operands(op, a, b);
-    return flt ? Value::number(a.as_double() - b.as_double()) : Value::integer(a.as_int() - b.as_int());
+    return flt ? Value::number(a.as_double() - b.as_double()) : Value::integer(int_sub(a.as_int(), b.as_int()));
   }
   if (op == "*") {
-    if (nums) return flt ? Value::number(a.as_double() * b.as_double()) : Value::integer(a.as_int() * b.as_int());
+    if (nums) return flt ? Value::number(a.as_double() * b.as_double()) : Value::integer(int_mul(a.as_int(), b.as_int()));
     if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
     bad_operands(op, a, b);
@@ -145,18 +162,18 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
   if (op == "%" && a.is_string()) return Value::string(percent_format(a.as_str(), b));
   if (!nums) bad_operands(op, a, b);
   if (op == "**") {
-    if (!flt && b.as_int() >= 0) {
-      std::int64_t r = 1, base = a.as_int();
-      for (std::int64_t i = 0; i < b.as_int(); ++i) r *= base;
-      return Value::integer(r);
-    }
+    if (!flt && b.as_int() >= 0) return Value::integer(int_pow(a.as_int(), b.as_int()));
     return Value::number(std::pow(a.as_double(), b.as_double()));
   }
-  if (b.as_double() == 0.0) throw RenderError(op == "%" ? "integer modulo by zero" : "division by zero");
+  if (b.as_double() == 0.0) {  // Python's ZeroDivisionError messages
+    if (op == "/") throw RenderError(flt ? "float division by zero" : "division by zero");
+    if (op == "//") throw RenderError(flt ? "float floor division by zero" : "integer division or modulo by zero");
+    throw RenderError(flt ? "float modulo" : "integer modulo by zero");
+  }
   if (op == "/") return Value::number(a.as_double() / b.as_double());
   if (op == "//") {
     if (flt) return Value::number(std::floor(a.as_double() / b.as_double()));
-    return Value::integer(floordiv(a.as_int(), b.as_int()));
+    return Value::integer(int_floordiv(a.as_int(), b.as_int()));
   }
   if (op == "%") {
     if (flt) {
@@ -164,7 +181,7 @@ Value arith(const std::string& op, const Value& a, const Value& b) {
       if (r != 0 && ((r < 0) != (b.as_double() < 0))) r += b.as_double();
       return Value::number(r);
     }
-    return Value::integer(a.as_int() - floordiv(a.as_int(), b.as_int()) * b.as_int());
+    return Value::integer(int_mod(a.as_int(), b.as_int()));
   }
   throw Unsupported("operator '" + op + "'");
 }
@@ -175,8 +192,11 @@ bool contains(const Value& container, const Value& item) {
     case Value::Kind::String:
       if (!item.is_string())
         throw RenderError("'in <string>' requires string as left operand, not " + item.type_name());
+      // A substring search costs up to haystack x needle comparisons.
+      budget_step(static_cast<std::int64_t>(container.as_str().size() / 256 * (1 + item.as_str().size() / 16)));
       return container.as_str().find(item.as_str()) != std::string::npos;
     case Value::Kind::List: case Value::Kind::Tuple:
+      budget_step(static_cast<std::int64_t>(container.as_list().size() / 16));
       for (const auto& v : container.as_list())
         if (equals(v, item)) return true;
       return false;
@@ -195,6 +215,7 @@ ValueList iterate(const Value& v) {
       return keys;
     }
     case Value::Kind::String: {
+      check_list_size(ustr::length(v.as_str()));
       ValueList chars;
       for (char32_t c : ustr::decode(v.as_str())) chars.push_back(Value::string(ustr::encode(std::u32string(1, c))));
       return chars;

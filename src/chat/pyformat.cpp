@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "chat/errors.hpp"
+#include "chat/sandbox.hpp"
 #include "chat/ops.hpp"
 #include "chat/ustr.hpp"
 
@@ -117,15 +118,20 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       std::string s = t == 's' ? v.str() : v.repr();
       if (prec.size() > 1) {
         std::u32string cps = ustr::decode(s);
-        s = ustr::encode(cps.substr(0, std::stoul(prec.substr(1))));
+        std::size_t keep = prec.size() > 10 ? cps.size() : static_cast<std::size_t>(std::stoull(prec.substr(1)));
+        s = ustr::encode(cps.substr(0, keep));
       }
+      if (width.size() > 9)
+        throw LimitExceeded("format width of " + width + " bytes exceeds the limit of " +
+                            std::to_string(RenderLimits::kMaxBytes) + " bytes");
       std::size_t w = width.empty() ? 0 : std::stoul(width);
+      check_string_size(w, "format width");
       std::size_t len = ustr::length(s);
       if (len < w) s = flags.find('-') != std::string::npos ? s + std::string(w - len, ' ') : std::string(w - len, ' ') + s;
       out += s;
     } else if (t == 'd' || t == 'i' || t == 'x' || t == 'X' || t == 'o') {
       if (!v.is_number()) throw RenderError("%" + std::string(1, t) + " format: a real number is required, not " + v.type_name());
-      auto n = v.is_float() ? static_cast<long long>(std::trunc(v.as_double())) : static_cast<long long>(v.as_int());
+      auto n = v.is_float() ? static_cast<long long>(float_to_int(v.as_double(), "%d format")) : static_cast<long long>(v.as_int());
       std::snprintf(buf, sizeof buf, (spec + "ll" + (t == 'i' ? 'd' : t)).c_str(), n);
       out += buf;
     } else if (t == 'f' || t == 'F' || t == 'e' || t == 'E' || t == 'g' || t == 'G') {

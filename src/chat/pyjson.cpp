@@ -54,6 +54,7 @@ std::string key_string(const Value& k) {
 }
 
 void dump(std::string& out, const Value& v, const JsonDumpOptions& o, int level) {
+  NestingGuard guard;
   auto newline = [&](int lvl) {
     if (!o.indent) return;
     out += '\n';

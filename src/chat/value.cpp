@@ -3,11 +3,63 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <type_traits>
 
 #include "chat/errors.hpp"
+#include "chat/sandbox.hpp"
 #include "chat/ustr.hpp"
 
 namespace llmport::jinja {
+
+namespace {
+
+// Iterative release: a deleter called while another value is being released queues its
+// pointer; the outermost one deletes the queue in a loop. Nesting depth stays one level.
+struct Pending {
+  void* p;
+  void (*destroy)(void*);
+};
+thread_local std::vector<Pending>* t_pending = nullptr;
+
+template <class T>
+struct DeferredDelete {
+  static void destroy(void* p) { delete static_cast<T*>(p); }
+  void operator()(T* p) const {
+    using U = std::remove_const_t<T>;
+    void* raw = const_cast<U*>(p);
+    if (t_pending) {
+      t_pending->push_back({raw, &DeferredDelete<U>::destroy});
+      return;
+    }
+    std::vector<Pending> pending;
+    t_pending = &pending;
+    delete p;
+    while (!pending.empty()) {
+      Pending x = pending.back();
+      pending.pop_back();
+      x.destroy(x.p);
+    }
+    t_pending = nullptr;
+  }
+};
+
+thread_local int t_nesting = 0;
+
+}  // namespace
+
+std::shared_ptr<Object> make_object(std::string type_name, bool is_namespace) {
+  auto* o = new Object;
+  o->type_name = std::move(type_name);
+  o->is_namespace = is_namespace;
+  return std::shared_ptr<Object>(o, DeferredDelete<Object>{});
+}
+
+NestingGuard::NestingGuard() {
+  if (t_nesting >= RenderLimits::kMaxNesting)
+    throw LimitExceeded("value nesting exceeds the limit of " + std::to_string(RenderLimits::kMaxNesting) + " levels");
+  ++t_nesting;
+}
+NestingGuard::~NestingGuard() { --t_nesting; }
 
 Value Value::undefined(std::string hint) {
   Value v;
@@ -38,15 +90,19 @@ Value Value::number(double f) {
   return v;
 }
 Value Value::string(std::string s) {
+  check_string_size(s.size());
+  budget_step(static_cast<std::int64_t>(s.size() / 256));
   Value v;
   v.kind_ = Kind::String;
   v.data_ = std::move(s);
   return v;
 }
 Value Value::list(ValueList items) {
+  check_list_size(items.size());
+  budget_step(static_cast<std::int64_t>(items.size()));
   Value v;
   v.kind_ = Kind::List;
-  v.data_ = std::make_shared<const ValueList>(std::move(items));
+  v.data_ = std::shared_ptr<const ValueList>(new ValueList(std::move(items)), DeferredDelete<const ValueList>{});
   return v;
 }
 Value Value::tuple(ValueList items) {
@@ -55,12 +111,15 @@ Value Value::tuple(ValueList items) {
   return v;
 }
 Value Value::dict(ValueDict items) {
+  check_list_size(items.size());
+  budget_step(static_cast<std::int64_t>(items.size()));
   Value v;
   v.kind_ = Kind::Dict;
-  v.data_ = std::make_shared<const ValueDict>(std::move(items));
+  v.data_ = std::shared_ptr<const ValueDict>(new ValueDict(std::move(items)), DeferredDelete<const ValueDict>{});
   return v;
 }
 Value Value::object(std::shared_ptr<Object> obj) {
+  if (RenderBudget* b = RenderBudget::current()) b->track(obj);
   Value v;
   v.kind_ = Kind::Object;
   v.data_ = std::move(obj);
@@ -69,7 +128,7 @@ Value Value::object(std::shared_ptr<Object> obj) {
 Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
   Value v;
   v.kind_ = Kind::Callable;
-  v.data_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
+  v.data_ = std::shared_ptr<const Callable>(new Callable{std::move(name), std::move(fn)}, DeferredDelete<const Callable>{});
   return v;
 }
 
@@ -176,6 +235,7 @@ std::string Value::str() const {
 }
 
 std::string Value::repr() const {
+  NestingGuard guard;
   switch (kind_) {
     case Kind::Undefined: return "";
     case Kind::None: return "None";
@@ -232,6 +292,7 @@ void require_defined(const Value& v) {
 }
 
 bool equals(const Value& a, const Value& b) {
+  NestingGuard guard;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.as_double() == b.as_double();
     return a.as_int() == b.as_int();
@@ -266,6 +327,7 @@ bool equals(const Value& a, const Value& b) {
 }
 
 int compare(const Value& a, const Value& b) {
+  NestingGuard guard;
   require_defined(a);
   require_defined(b);
   if (a.is_number() && b.is_number()) {
@@ -295,6 +357,7 @@ int compare(const Value& a, const Value& b) {
 }
 
 const Value* dict_find(const ValueDict& d, const Value& key) {
+  budget_step(static_cast<std::int64_t>(d.size() / 16));  // a linear scan: large dicts cost steps
   for (const auto& kv : d)
     if (equals(kv.first, key)) return &kv.second;
   return nullptr;

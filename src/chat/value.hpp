@@ -101,6 +101,22 @@ class Value {
   std::string hint_;
 };
 
+/// A new Object (namespace(), loop, cycler). Objects, lists, dicts and callables are
+/// released iteratively: dropping a value nested a million levels deep (a chain built in a
+/// loop) does not recurse a million frames.
+std::shared_ptr<Object> make_object(std::string type_name, bool is_namespace = false);
+
+/// Guards one level of a recursive walk over a value (repr, ==, ordering, tojson): deeper
+/// than RenderLimits::kMaxNesting levels (e.g. a namespace that contains itself) throws
+/// LimitExceeded instead of overflowing the stack.
+class NestingGuard {
+ public:
+  NestingGuard();
+  ~NestingGuard();
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+};
+
 /// Python ==. Undefined equals only undefined; 1 == 1.0 == True.
 bool equals(const Value& a, const Value& b);
 /// Python ordering (<, >...) of numbers, strings, or lists: negative, 0, positive.

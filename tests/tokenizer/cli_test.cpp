@@ -63,7 +63,10 @@ TEST(TokenizeCli, TokenizerOnlyDirectoryNeedsNoConfigJson) {
 TEST(DetokenizeCli, PrintsDecodedText) {
   // One process per case: the small SentencePiece-style tokenizer keeps this fast.
   auto sp_dir = shared_path("tokenizers/mistral_v0_1");
-  for (const auto& c : read_json(sp_dir / "golden.json")["cases"]) {
+  // Named: a range-for over read_json(...)["cases"] iterates a member of a destroyed
+  // temporary (use-after-free, found by ASan).
+  const json sp_golden = read_json(sp_dir / "golden.json");
+  for (const auto& c : sp_golden["cases"]) {
     auto ids = c["ids"].get<std::vector<int>>();
     std::vector<std::string> args{"detokenize", sp_dir.string(), "--json"};
     for (int id : ids) args.push_back(std::to_string(id));

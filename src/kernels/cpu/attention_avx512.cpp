@@ -12,8 +12,12 @@
 // Tiled attention: Dao et al., "FlashAttention" (2022), online softmax: Milakov & Gimelshein
 // (2018). Only internal-linkage helpers here (see cpu_kernels.hpp on std templates).
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_ps (self-init idiom).
+// clang has no -Wmaybe-uninitialized (an unknown warning group is itself a warning, an
+// error under -Werror) and no such false positive: GCC only.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/cpu/cpu_kernels.hpp"

@@ -1,6 +1,8 @@
 // vdpbf16ps throughput loop for the bf16 peak of the roofline.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no -Wmaybe-uninitialized
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/cpu/cpu_peak.hpp"
