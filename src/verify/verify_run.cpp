@@ -54,10 +54,11 @@ void check_ids(const std::vector<int>& ids, const ModelConfig& cfg, int n_steps,
     if (id < 0 || id >= cfg.vocab_size)
       throw UsageError(where + ": token id " + std::to_string(id) + " outside the vocabulary [0, " +
                        std::to_string(cfg.vocab_size) + ")");
-  const int need = static_cast<int>(ids.size()) + n_steps;
+  // The last generated token is never fed back: n_prompt + n_steps - 1 positions (as run).
+  const int64_t need = static_cast<int64_t>(ids.size()) + n_steps - 1;
   if (cfg.max_seq > 0 && need > cfg.max_seq)
     throw UsageError(where + ": prompt of " + std::to_string(ids.size()) + " tokens + " + std::to_string(n_steps) +
-                     " steps exceeds the context of " + std::to_string(cfg.max_seq) + " tokens");
+                     " steps - 1 exceeds the context of " + std::to_string(cfg.max_seq) + " tokens");
 }
 
 std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
