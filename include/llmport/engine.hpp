@@ -54,6 +54,12 @@ struct EngineOptions {
   /// cpu backend's linears; null = the backend's heuristic defaults, no cache
   /// (llmport/registry.hpp). Records which shapes used a heuristic config.
   std::shared_ptr<KernelSelection> kernels;
+  /// Sequence slots: independent KV-cache regions of max_seq tokens each (>= 1). Slot 0 is
+  /// the one forward() / prefill() / decode_step() use; forward_batch() runs several.
+  int n_slots = 1;
+  /// Backend::set_batch_invariant: a sequence's logits do not depend on its batch
+  /// neighbours or on how its prompt is cut into prefill chunks (`llmport serve`).
+  bool batch_invariant = false;
   /// KV-cache capacity used when max_seq is 0 (bounds memory for 128k-context models).
   static constexpr int kDefaultMaxSeq = 4096;
 };
@@ -78,8 +84,14 @@ struct OpProfile {
   uint64_t calls = 0;
 };
 
-/// One model instance with its KV cache ([n_layers, n_kv_heads, max_seq, head_dim], fp32,
-/// preallocated; no per-token allocation).
+/// One sequence's part of a batched forward (Engine::forward_batch).
+struct BatchItem {
+  int slot = 0;                 ///< KV-cache slot [0, n_slots)
+  std::span<const int> tokens;  ///< >= 1 tokens, run at positions slot_pos(slot)..+n-1
+};
+
+/// One model instance with its KV cache ([n_layers, n_kv_heads, max_seq, head_dim] per
+/// slot, fp32, preallocated; no per-token allocation).
 class Engine {
  public:
   Engine(const ModelConfig& cfg, const WeightStore& weights, const EngineOptions& opt = {});
@@ -95,13 +107,26 @@ class Engine {
   std::vector<float> prefill(std::span<const int> tokens);
   /// forward({token}): one decode step; returns logits [vocab].
   std::vector<float> decode_step(int token);
+  /// Continuous batching: one forward over several sequences, each in its own slot (slots
+  /// distinct). Every item's tokens are appended to its slot's KV cache at that slot's
+  /// positions; the linears run once over all rows (m = total tokens: each weight is read
+  /// once per step), attention runs per item at its own context. Returns the logits of each
+  /// item's last token, [items, vocab] in item order. Throws UsageError (before any work)
+  /// for a bad slot, a repeated slot, an empty item or one that overflows its slot.
+  std::vector<float> forward_batch(std::span<const BatchItem> items);
+  /// Number of sequence slots (EngineOptions::n_slots).
+  int n_slots() const;
+  /// Positions held in slot `slot`'s KV cache.
+  int slot_pos(int slot) const;
+  /// Empties slot `slot` (its position goes back to 0).
+  void reset_slot(int slot);
   /// Empties the KV cache (pos() = 0).
   void reset();
   /// Drops KV entries at positions >= n.
   void truncate(int n);
   /// Number of positions in the KV cache.
   int pos() const;
-  /// KV-cache capacity in tokens.
+  /// KV-cache capacity in tokens (of each slot).
   int max_seq() const;
 
   void set_probe(ProbeFn fn);
@@ -113,7 +138,7 @@ class Engine {
   Backend& backend();
   /// Bytes of the weights as held by the backend (bytes).
   std::size_t weight_bytes() const;
-  /// Bytes of the KV cache (bytes).
+  /// Bytes of the KV cache, all slots (bytes).
   std::size_t kv_cache_bytes() const;
   /// GB/s at which the backend streams all of this model's linear weights (lm_head
   /// included) once, best of `passes`: the in-place memory-read bound of a decode step

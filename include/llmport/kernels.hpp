@@ -67,6 +67,14 @@ class Backend {
   virtual void set_threads(int n) { (void)n; }
   /// Worker threads in use (resolved: never 0).
   virtual int threads() const { return 1; }
+  /// Batch-invariant mode: while on, every row of linear() / linear_group() is computed
+  /// with the reduction order an m = 1 call uses, whatever m is, so a sequence's logits do
+  /// not depend on which other sequences share its batch or on how its prompt is cut into
+  /// prefill chunks (`llmport serve`'s continuous batching). The cpu backend then skips the
+  /// bf16 prefill GEMM with fp32 FMAs (tile config "fma": 1), whose sums differ from the
+  /// vdpbf16ps GEMV's. Default off; backends whose kernels are row-independent anyway
+  /// (reference) ignore it.
+  virtual void set_batch_invariant(bool on) { (void)on; }
 
   /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).

@@ -78,13 +78,14 @@ struct Engine::Impl {
   std::vector<float> inv_freq;          // [head_dim / 2]
   std::vector<float> inv_freq_fault;    // [head_dim / 2] (WrongRopeTheta only)
   int max_seq = 0;
-  std::unique_ptr<KvCache> cache;
-  int pos = 0;
+  std::vector<std::unique_ptr<KvCache>> caches;  // [n_slots]
+  std::vector<int> pos;                          // [n_slots] positions held per slot
   ProbeFn probe;
   Profiler prof;
 
   // Scratch, grown to the largest n_tokens seen (decode reuses it: no per-token allocation).
   int rows = 0;
+  std::vector<int> ids;        // [n] token ids of every item, concatenated
   std::vector<int> positions;  // [n]
   std::vector<float> x;        // [n, emb_dim] residual stream
   std::vector<float> h;        // [n, emb_dim] normed
@@ -107,8 +108,14 @@ struct Engine::Impl {
                                                         EngineOptions::kDefaultMaxSeq);
     check_fault();
     load();
-    // One spare slot so the KvOffByOne fault can write a position late without overflow.
-    cache = std::make_unique<KvCache>(cfg.n_layers, cfg.n_kv_heads, max_seq + 1, cfg.head_dim);
+    if (opt.n_slots < 1)
+      throw UsageError("n_slots must be at least 1 (got " + std::to_string(opt.n_slots) + ")");
+    // One spare position so the KvOffByOne fault can write a position late without overflow.
+    for (int i = 0; i < opt.n_slots; ++i)
+      caches.push_back(
+          std::make_unique<KvCache>(cfg.n_layers, cfg.n_kv_heads, max_seq + 1, cfg.head_dim));
+    pos.assign(static_cast<std::size_t>(opt.n_slots), 0);
+    if (opt.batch_invariant) backend->set_batch_invariant(true);
   }
 
   void check_fault() const {
@@ -196,15 +203,46 @@ struct Engine::Impl {
     if (probe) probe(name, il, data, n, dim);
   }
 
-  std::vector<float> forward(std::span<const int> tokens, bool all_logits) {
+  void check_slot(int slot) const {
+    if (slot < 0 || slot >= static_cast<int>(caches.size()))
+      throw UsageError("slot " + std::to_string(slot) + " is outside 0.." +
+                       std::to_string(caches.size() - 1));
+  }
+
+  // One forward over `items` (distinct slots). Returns the logits of every row when
+  // all_logits (one item only), else of each item's last row: [items, vocab].
+  std::vector<float> forward(std::span<const BatchItem> items, bool all_logits) {
     using K = FaultInjection::Kind;
-    const int n = static_cast<int>(tokens.size());
-    if (n == 0) throw UsageError("forward: no tokens to process");
-    if (pos + n > max_seq)
-      throw UsageError("context overflow: " + std::to_string(pos) + " cached + " +
-                       std::to_string(n) + " new tokens exceed the KV-cache size of " +
-                       std::to_string(max_seq) + " tokens");
+    if (items.empty()) throw UsageError("forward: no sequences to process");
+    int n = 0;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const BatchItem& it = items[i];
+      check_slot(it.slot);
+      for (std::size_t j = 0; j < i; ++j)
+        if (items[j].slot == it.slot)
+          throw UsageError("forward_batch: slot " + std::to_string(it.slot) + " appears twice");
+      const int ni = static_cast<int>(it.tokens.size());
+      if (ni == 0) throw UsageError("forward: no tokens to process");
+      const int p = pos[static_cast<std::size_t>(it.slot)];
+      if (p + ni > max_seq)
+        throw UsageError("context overflow: " + std::to_string(p) + " cached + " +
+                         std::to_string(ni) + " new tokens exceed the KV-cache size of " +
+                         std::to_string(max_seq) + " tokens");
+      n += ni;
+    }
     ensure_rows(n);
+    ids.resize(static_cast<std::size_t>(n));
+    {
+      int r = 0;
+      for (const BatchItem& it : items) {
+        const int p = pos[static_cast<std::size_t>(it.slot)];
+        for (std::size_t t = 0; t < it.tokens.size(); ++t, ++r) {
+          ids[static_cast<std::size_t>(r)] = it.tokens[t];
+          positions[static_cast<std::size_t>(r)] = p + static_cast<int>(t);
+        }
+      }
+    }
+    const std::span<const int> tokens(ids);
     auto& be = *backend;
     const auto& f = opt.fault;
     const int emb = cfg.emb_dim, hd = cfg.head_dim, nh = cfg.n_heads, nkv = cfg.n_kv_heads;
@@ -212,7 +250,6 @@ struct Engine::Impl {
     const auto N = static_cast<std::size_t>(n);
     const float eps = static_cast<float>(cfg.rms_norm_eps);
     const float scale = static_cast<float>(cfg.attn_scale());
-    for (int t = 0; t < n; ++t) positions[static_cast<std::size_t>(t)] = pos + t;
 
     {
       Profiler::Scope s(prof, "embedding");
@@ -266,10 +303,18 @@ struct Engine::Impl {
       emit("v", il, v.data(), n, kvdim);
       {
         Profiler::Scope s(prof, "attention");
-        const int write_pos = (f.kind == K::KvOffByOne && n == 1 && pos > 0) ? pos + 1 : pos;
-        cache->write(il, write_pos, n, k.data(), v.data());
-        be.attention(q.data(), cache->k(il), cache->v(il), cache->capacity(), pos, n, nh, nkv,
-                     hd, scale, att.data());
+        // Each sequence attends over its own slot at its own context.
+        std::size_t r = 0;
+        for (const BatchItem& it : items) {
+          KvCache& cache = *caches[static_cast<std::size_t>(it.slot)];
+          const int p = pos[static_cast<std::size_t>(it.slot)];
+          const int ni = static_cast<int>(it.tokens.size());
+          const int write_pos = (f.kind == K::KvOffByOne && ni == 1 && p > 0) ? p + 1 : p;
+          cache.write(il, write_pos, ni, k.data() + r * kvdim, v.data() + r * kvdim);
+          be.attention(q.data() + r * qdim, cache.k(il), cache.v(il), cache.capacity(), p, ni,
+                       nh, nkv, hd, scale, att.data() + r * qdim);
+          r += static_cast<std::size_t>(ni);
+        }
       }
       {
         Profiler::Scope s(prof, "linear_o");
@@ -307,29 +352,47 @@ struct Engine::Impl {
       emit("layer_out", il, x.data(), n, emb);
     }
 
-    // Only the rows whose logits are wanted go through the norm and lm_head, unless a probe
-    // wants the final normed hidden of every position.
-    const int first = (all_logits || probe) ? 0 : n - 1;
-    const int m = n - first;
-    const std::size_t off = static_cast<std::size_t>(first) * emb;
-    {
-      Profiler::Scope s(prof, "rmsnorm");
-      be.rmsnorm(x.data() + off, final_norm.data(), h.data() + off, m, emb, eps);
-    }
-    emit("final_norm", -1, h.data() + off, m, emb);
-    const int out_first = all_logits ? 0 : n - 1;
-    const int out_rows = n - out_first;
-    std::vector<float> logits(static_cast<std::size_t>(out_rows) * cfg.vocab_size);  // [rows, vocab]
-    {
+    std::vector<float> logits;
+    if (items.size() == 1) {
+      // Only the rows whose logits are wanted go through the norm and lm_head, unless a
+      // probe wants the final normed hidden of every position.
+      const int first = (all_logits || probe) ? 0 : n - 1;
+      const int m = n - first;
+      const std::size_t off = static_cast<std::size_t>(first) * emb;
+      {
+        Profiler::Scope s(prof, "rmsnorm");
+        be.rmsnorm(x.data() + off, final_norm.data(), h.data() + off, m, emb, eps);
+      }
+      emit("final_norm", -1, h.data() + off, m, emb);
+      const int out_first = all_logits ? 0 : n - 1;
+      const int out_rows = n - out_first;
+      logits.resize(static_cast<std::size_t>(out_rows) * cfg.vocab_size);  // [rows, vocab]
       Profiler::Scope s(prof, "lm_head");
       be.linear(*lm_head, h.data() + static_cast<std::size_t>(out_first) * emb, out_rows,
                 logits.data());
+    } else {
+      // Each item's last row, gathered: the norm and lm_head run once over them.
+      const int m = static_cast<int>(items.size());
+      std::size_t r = 0;
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        r += items[i].tokens.size();
+        std::copy_n(x.data() + (r - 1) * emb, emb, o.data() + i * emb);
+      }
+      {
+        Profiler::Scope s(prof, "rmsnorm");
+        be.rmsnorm(o.data(), final_norm.data(), h.data(), m, emb, eps);
+      }
+      emit("final_norm", -1, h.data(), m, emb);
+      logits.resize(static_cast<std::size_t>(m) * cfg.vocab_size);  // [items, vocab]
+      Profiler::Scope s(prof, "lm_head");
+      be.linear(*lm_head, h.data(), m, logits.data());
     }
     if (f.kind == K::LogitScale) {
       const float sc = static_cast<float>(f.value > 0 ? f.value : 1.25);
       for (float& l : logits) l *= sc;
     }
-    pos += n;
+    for (const BatchItem& it : items)
+      pos[static_cast<std::size_t>(it.slot)] += static_cast<int>(it.tokens.size());
     return logits;
   }
 };
@@ -339,7 +402,22 @@ Engine::Engine(const ModelConfig& cfg, const WeightStore& weights, const EngineO
 Engine::~Engine() = default;
 
 std::vector<float> Engine::forward(std::span<const int> tokens, bool all_logits) {
-  return impl_->forward(tokens, all_logits);
+  const BatchItem one{0, tokens};
+  return impl_->forward(std::span<const BatchItem>(&one, 1), all_logits);
+}
+std::vector<float> Engine::forward_batch(std::span<const BatchItem> items) {
+  return impl_->forward(items, false);
+}
+int Engine::n_slots() const { return static_cast<int>(impl_->caches.size()); }
+int Engine::slot_pos(int slot) const {
+  impl_->check_slot(slot);
+  return impl_->pos[static_cast<std::size_t>(slot)];
+}
+void Engine::reset_slot(int slot) {
+  impl_->check_slot(slot);
+  impl_->pos[static_cast<std::size_t>(slot)] = 0;
+  if (impl_->opt.fault.kind == FaultInjection::Kind::KvOffByOne)
+    impl_->caches[static_cast<std::size_t>(slot)]->zero();
 }
 std::vector<float> Engine::prefill(std::span<const int> tokens) {
   reset();
@@ -350,15 +428,14 @@ std::vector<float> Engine::decode_step(int token) {
   return forward(std::span<const int>(t, 1));
 }
 void Engine::reset() {
-  impl_->pos = 0;
-  // With the KvOffByOne fault a stale slot would be read; keep the fault deterministic.
-  if (impl_->opt.fault.kind == FaultInjection::Kind::KvOffByOne) impl_->cache->zero();
+  // With the KvOffByOne fault a stale entry would be read; keep the fault deterministic.
+  reset_slot(0);
 }
 void Engine::truncate(int n) {
   if (n < 0) throw UsageError("truncate: negative position " + std::to_string(n));
-  impl_->pos = std::min(impl_->pos, n);
+  impl_->pos[0] = std::min(impl_->pos[0], n);
 }
-int Engine::pos() const { return impl_->pos; }
+int Engine::pos() const { return impl_->pos[0]; }
 int Engine::max_seq() const { return impl_->max_seq; }
 void Engine::set_probe(ProbeFn fn) { impl_->probe = std::move(fn); }
 void Engine::set_profiling(bool on) {
@@ -374,7 +451,11 @@ std::size_t Engine::weight_bytes() const {
   for (const LinearWeight* w : impl_->linears()) b += w->bytes();
   return b;
 }
-std::size_t Engine::kv_cache_bytes() const { return impl_->cache->bytes(); }
+std::size_t Engine::kv_cache_bytes() const {
+  std::size_t b = 0;
+  for (const auto& c : impl_->caches) b += c->bytes();
+  return b;
+}
 double Engine::weight_read_gbps(int passes) {
   return impl_->backend->read_bandwidth_gbps(impl_->linears(), passes);
 }

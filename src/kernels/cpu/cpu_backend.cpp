@@ -97,6 +97,8 @@ class CpuBackend final : public Backend {
   }
   int threads() const override { return threads_; }
 
+  void set_batch_invariant(bool on) override { batch_invariant_ = on; }
+
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
     // No config: the one heuristic default (the config reports name), never Blocking{}.
@@ -114,7 +116,7 @@ class CpuBackend final : public Backend {
     const CpuLinear& w = as_cpu(lw);
     if (m <= 0) return;
     check_fma_supported(w.blocking());
-    const bool fma = uses_fma(w, m);
+    const bool fma = uses_fma(w, m, batch_invariant_);
     int lda = 0;
     const void* a = prepare_a(w.view(), fma, x, m, &lda);
     run_linear(w, a, lda, fma, m, y, bias);
@@ -167,7 +169,7 @@ class CpuBackend final : public Backend {
       int lda_path[2] = {0, 0};
       for (std::size_t i = 0; i < calls.size(); ++i) {
         check_fma_supported(ws[i]->blocking());
-        const bool fma = uses_fma(*ws[i], m);
+        const bool fma = uses_fma(*ws[i], m, batch_invariant_);
         if (!a_path[fma]) a_path[fma] = prepare_a(ws[i]->view(), fma, x, m, &lda_path[fma]);
         run_linear(*ws[i], a_path[fma], lda_path[fma], fma, m, calls[i].y, calls[i].bias);
       }
@@ -379,9 +381,12 @@ class CpuBackend final : public Backend {
   // bf16 weights read x rounded to bf16 [m][kp] (odd tail zero), as uint16 for
   // vdpbf16ps / the emulation, or widened back to fp32 (exact) when `fma`. Large
   // inputs are converted on the pool. Sets *lda (elements); returns the buffer.
-  // The fp32-FMA bf16 path is a prefill GEMM; the decode GEMV streams bf16 x.
-  static bool uses_fma(const CpuLinear& w, int m) {
-    return w.view().type == PackedType::BF16 && w.blocking().fma && m > 1;
+  // The fp32-FMA bf16 path is a prefill GEMM; the decode GEMV streams bf16 x. Every other
+  // path accumulates each output element over k in the same order for any m (the k blocks
+  // only move where the fp32 partial sums are stored), so batch-invariant mode only has to
+  // keep the GEMM on the GEMV's vdpbf16ps / emulated sums.
+  static bool uses_fma(const CpuLinear& w, int m, bool batch_invariant) {
+    return w.view().type == PackedType::BF16 && w.blocking().fma && m > 1 && !batch_invariant;
   }
 
   // The kernel for a weight type (fma: the fp32-FMA bf16 GEMM).
@@ -440,6 +445,7 @@ class CpuBackend final : public Backend {
   const KernelTable& k_;
   std::array<std::string, kNumOps> op_name_;  // "cpu/<isa>:<kernel>"
   int threads_ = 1;
+  bool batch_invariant_ = false;      // set_batch_invariant: no fp32-FMA bf16 GEMM
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
   std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin

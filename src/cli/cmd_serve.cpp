@@ -1,0 +1,127 @@
+// `llmport serve MODEL|DEPLOYMENT_DIR [--host 127.0.0.1] [--port 8080] [--parallel N]
+// [--ctx-size N] [--queue N] [--api-key KEY] [--dtype D] [--threads T] [--registry DIR]
+// [--chat-template-file F]`: the OpenAI-compatible server (llmport/serve.hpp,
+// docs/serving.md). A deployment directory (it holds deployment.json) serves its model with
+// its dtype, threads and tuned kernel registry unless the flags say otherwise.
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.hpp"
+#include "cli/option_checks.hpp"
+#include "cli/registry_arg.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/serve.hpp"
+
+namespace llmport::cli {
+namespace {
+
+struct ServeArgs {
+  std::string model;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int parallel = 4;
+  int ctx_size = 4096;
+  int queue = 16;
+  std::string api_key;
+  std::optional<std::string> dtype;
+  std::optional<int> threads;
+  std::string registry;
+  std::string chat_template_file;
+  std::string model_name;
+  int prefill_chunk = 128;
+  double shutdown_grace = 10;
+  int test_step_delay_ms = 0;
+};
+
+int run_serve(const ServeArgs& a) {
+  if (a.model.empty()) throw UsageError("MODEL is required (a model directory, deployment directory or org/name id)");
+  ServeOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.parallel = a.parallel;
+  o.ctx_size = a.ctx_size;
+  o.queue = a.queue;
+  o.api_key = a.api_key;
+  o.chat_template_file = a.chat_template_file;
+  o.model_name = a.model_name;
+  o.prefill_chunk = a.prefill_chunk;
+  o.shutdown_grace_s = a.shutdown_grace;
+  o.test_step_delay_ms = a.test_step_delay_ms;
+  std::filesystem::path dir;
+  std::string registry = a.registry;
+  std::optional<std::string> dtype = a.dtype;
+  int threads = a.threads.value_or(0);
+  const std::filesystem::path manifest = std::filesystem::path(a.model) / "deployment.json";
+  if (std::filesystem::is_regular_file(manifest)) {
+    // A deployment: its model, dtype, threads and tuned registry.
+    nlohmann::json m;
+    try {
+      std::ifstream f(manifest);
+      m = nlohmann::json::parse(f);
+      dir = m.at("model").at("path").get<std::string>();
+      if (!dtype && m.contains("dtype") && !m.at("dtype").get<std::string>().empty())
+        dtype = m.at("dtype").get<std::string>();
+      if (!a.threads) threads = m.value("threads", 0);
+    } catch (const nlohmann::json::exception& e) {
+      throw ConfigError(manifest.string() + ": " + e.what());
+    }
+    if (registry.empty() && std::filesystem::is_directory(std::filesystem::path(a.model) / "registry"))
+      registry = (std::filesystem::path(a.model) / "registry").string();
+    if (o.model_name.empty()) o.model_name = m.value("name", "");
+  } else {
+    dir = resolve_model_dir(a.model);
+  }
+  if (dtype) o.dtype = parse_dtype(*dtype);
+  o.threads = threads;
+  if (!registry.empty()) {
+    const ModelConfig cfg = load_model_config(dir);
+    const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+    o.kernels = registry_selection(registry, "cpu", context);
+  }
+  return run_server(dir, o);
+}
+
+const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous batching (docs/serving.md)",
+                     [](CLI::App& sub) -> std::function<int()> {
+                       auto a = std::make_shared<ServeArgs>();
+                       add_model_arg(sub, &a->model);
+                       sub.add_option("--host", a->host, "address to bind (default 127.0.0.1: loopback only)");
+                       sub.add_option("--port", a->port, "TCP port (0: any free port; the bound one is printed)")
+                           ->check(CLI::Range(0, 65535));
+                       sub.add_option("--parallel", a->parallel, "sequence slots decoded together")
+                           ->check(CLI::Range(1, 256));
+                       sub.add_option("--ctx-size,-c", a->ctx_size,
+                                      "total KV-cache budget in tokens, shared by the slots (each: ctx-size / parallel)")
+                           ->check(at_least(2));
+                       sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
+                           ->check(CLI::Range(0, 4096));
+                       sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
+                                                           "(default: the checkpoint's or the deployment's)");
+                       sub.add_option("--threads,-t", a->threads, "compute threads (0: all cores)")
+                           ->check(thread_count());
+                       sub.add_option("--registry", a->registry,
+                                      "kernel registry directory looked up before the shipped one "
+                                      "(default for a deployment: its registry/)");
+                       sub.add_option("--chat-template-file", a->chat_template_file,
+                                      "Jinja chat template replacing the tokenizer's");
+                       sub.add_option("--model-name", a->model_name, "the `model` of responses (default: directory name)");
+                       sub.add_option("--prefill-chunk", a->prefill_chunk,
+                                      "prompt tokens prefilled per step, all slots together")
+                           ->check(CLI::Range(1, 65536));
+                       sub.add_option("--shutdown-grace", a->shutdown_grace,
+                                      "SIGINT/SIGTERM: seconds in-flight requests may still finish")
+                           ->check(in_range(0, 3600));
+                       sub.add_option("--test-step-delay-ms", a->test_step_delay_ms,
+                                      "test-only: pause after every batched step")
+                           ->check(CLI::Range(0, 10000))
+                           ->group("");
+                       return [a] { return run_serve(*a); };
+                     }}};
+
+}  // namespace
+}  // namespace llmport::cli

@@ -1,0 +1,197 @@
+#include "serve/openai_request.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "llmport/error.hpp"
+#include "serve/api_error.hpp"
+
+namespace llmport::serve {
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& param, const std::string& what) {
+  throw ApiError(400, "'" + param + "': " + what, param);
+}
+
+// Optional field: absent and null both mean "not given".
+const json* field(const json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+double number(const json& v, const char* name) {
+  if (!v.is_number()) bad(name, "expected a number, got " + std::string(v.type_name()));
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) bad(name, "expected a finite number");
+  return d;
+}
+
+long long integer(const json& v, const char* name) {
+  if (v.is_number_integer()) return v.get<long long>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<long long>(d);
+  }
+  bad(name, "expected an integer, got " + (v.is_number() ? std::string("a fraction") : std::string(v.type_name())));
+}
+
+bool boolean(const json& v, const char* name) {
+  if (!v.is_boolean()) bad(name, "expected true or false, got " + std::string(v.type_name()));
+  return v.get<bool>();
+}
+
+int int_in(const json& v, const char* name, long long lo, long long hi) {
+  const long long x = integer(v, name);
+  if (x < lo || x > hi)
+    bad(name, std::to_string(x) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return static_cast<int>(x);
+}
+
+// Message content: a string, or a list of {"type": "text", "text": ...} parts (joined).
+std::string content_text(const json& c, const std::string& where) {
+  if (c.is_string()) return c.get<std::string>();
+  if (c.is_array()) {
+    std::string s;
+    for (const auto& part : c) {
+      if (!part.is_object() || !part.contains("text") || !part.at("text").is_string() ||
+          part.value("type", "text") != "text")
+        bad(where, "only text content parts are supported");
+      s += part.at("text").get<std::string>();
+    }
+    return s;
+  }
+  bad(where, "expected a string or a list of text parts, got " + std::string(c.type_name()));
+}
+
+}  // namespace
+
+GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, std::string("malformed JSON body: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  GenerationRequest r;
+  r.endpoint = endpoint;
+  const bool chat = endpoint == Endpoint::Chat;
+
+  if (chat) {
+    const json* m = field(j, "messages");
+    if (!m) bad("messages", "required");
+    if (!m->is_array() || m->empty()) bad("messages", "expected a non-empty list of messages");
+    r.messages = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < m->size(); ++i) {
+      const json& msg = (*m)[i];
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      if (!msg.is_object()) bad(where, "expected an object");
+      if (!msg.contains("role") || !msg.at("role").is_string()) bad(where + ".role", "expected a string");
+      std::string content;
+      if (const json* c = field(msg, "content")) content = content_text(*c, where + ".content");
+      r.messages.push_back({{"role", msg.at("role").get<std::string>()}, {"content", content}});
+    }
+  } else {
+    const json* p = field(j, "prompt");
+    if (!p) bad("prompt", "required");
+    if (p->is_string()) {
+      r.prompt_text = p->get<std::string>();
+    } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+      std::vector<int> ids;
+      for (const auto& v : *p) ids.push_back(int_in(v, "prompt", 0, std::numeric_limits<int>::max()));
+      r.prompt_ids = std::move(ids);
+    } else if (p->is_array() && p->size() == 1 && (*p)[0].is_string()) {
+      r.prompt_text = (*p)[0].get<std::string>();
+    } else {
+      bad("prompt", "expected a string, a list of token ids or a list of one string");
+    }
+    if (const json* e = field(j, "echo"); e && boolean(*e, "echo")) bad("echo", "only false is supported");
+  }
+
+  if (const json* n = field(j, "n"); n && int_in(*n, "n", 1, 128) != 1) bad("n", "only n = 1 is supported");
+  const char* mt_name = "max_tokens";
+  const json* mt = field(j, "max_tokens");
+  if (chat && !mt) {
+    mt = field(j, "max_completion_tokens");
+    mt_name = "max_completion_tokens";
+  }
+  if (mt) r.max_tokens = int_in(*mt, mt_name, 1, std::numeric_limits<int>::max());
+
+  r.sampling.temperature = 1.0;  // OpenAI's default (0 = greedy)
+  if (const json* t = field(j, "temperature")) {
+    r.sampling.temperature = number(*t, "temperature");
+    if (r.sampling.temperature < 0 || r.sampling.temperature > 2) bad("temperature", "must be in [0, 2]");
+  }
+  if (const json* t = field(j, "top_p")) {
+    r.sampling.top_p = number(*t, "top_p");
+    if (!(r.sampling.top_p > 0 && r.sampling.top_p <= 1)) bad("top_p", "must be in (0, 1]");
+  }
+  if (const json* t = field(j, "top_k")) r.sampling.top_k = int_in(*t, "top_k", 0, std::numeric_limits<int>::max());
+  if (const json* t = field(j, "min_p")) {
+    r.sampling.min_p = number(*t, "min_p");
+    if (r.sampling.min_p < 0 || r.sampling.min_p > 1) bad("min_p", "must be in [0, 1]");
+  }
+  if (const json* t = field(j, "seed")) {
+    r.sampling.seed = static_cast<uint64_t>(integer(*t, "seed"));
+    r.seeded = true;
+  }
+  if (const json* s = field(j, "stop")) {
+    if (s->is_string()) {
+      r.stop.push_back(s->get<std::string>());
+    } else if (s->is_array()) {
+      for (const auto& v : *s) {
+        if (!v.is_string()) bad("stop", "expected a string or a list of strings");
+        r.stop.push_back(v.get<std::string>());
+      }
+    } else {
+      bad("stop", "expected a string or a list of strings, got " + std::string(s->type_name()));
+    }
+    if (r.stop.size() > 16) bad("stop", "at most 16 stop strings");
+    for (const auto& s1 : r.stop)
+      if (s1.empty()) bad("stop", "stop strings must not be empty");
+  }
+  if (const json* s = field(j, "stream")) r.stream = boolean(*s, "stream");
+  if (const json* so = field(j, "stream_options")) {
+    if (!so->is_object()) bad("stream_options", "expected an object");
+    if (const json* u = field(*so, "include_usage")) r.include_usage = boolean(*u, "stream_options.include_usage");
+  }
+  if (chat) {
+    if (const json* l = field(j, "logprobs")) r.logprobs = boolean(*l, "logprobs");
+    if (const json* t = field(j, "top_logprobs")) {
+      r.top_logprobs = int_in(*t, "top_logprobs", 0, 20);
+      if (!r.logprobs && r.top_logprobs > 0) bad("top_logprobs", "needs logprobs: true");
+    }
+  } else if (const json* l = field(j, "logprobs")) {
+    r.top_logprobs = int_in(*l, "logprobs", 0, 20);
+    r.logprobs = true;
+  }
+  try {
+    r.sampling.validate();
+  } catch (const UsageError& e) {
+    throw ApiError(400, e.what());
+  }
+  return r;
+}
+
+int token_budget(const GenerationRequest& r, int n_prompt, int context) {
+  if (n_prompt > context)
+    throw ApiError(400, "the prompt is " + std::to_string(n_prompt) +
+                            " tokens, longer than the context of " + std::to_string(context) + " tokens",
+                   r.endpoint == Endpoint::Chat ? "messages" : "prompt");
+  if (r.max_tokens) {
+    const long long need = static_cast<long long>(n_prompt) + *r.max_tokens - 1;
+    if (need > context)
+      throw ApiError(400, "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens " +
+                              std::to_string(*r.max_tokens) + " - 1 = " + std::to_string(need) +
+                              " exceed the context of " + std::to_string(context) + " tokens",
+                     "max_tokens");
+    return *r.max_tokens;
+  }
+  const int rest = context - n_prompt + 1;
+  return r.endpoint == Endpoint::Chat ? rest : std::min(16, rest);
+}
+
+}  // namespace llmport::serve

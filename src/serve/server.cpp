@@ -1,0 +1,491 @@
+// `llmport serve`: the HTTP side (cpp-httplib) of the OpenAI-compatible server. Routes,
+// authentication, admission (429), the request -> GenerationParams path, streamed and
+// whole responses, graceful shutdown. The engine work is the Scheduler's
+// (serve/scheduler.hpp).
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "llmport/chat_template.hpp"
+#include "llmport/engine.hpp"
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
+#include "llmport/serve.hpp"
+#include "llmport/tokenizer.hpp"
+#include "llmport/weights.hpp"
+#include "serve/api_error.hpp"
+#include "serve/metrics.hpp"
+#include "serve/openai_request.hpp"
+#include "serve/scheduler.hpp"
+#include "serve/sse.hpp"
+#include "serve/text_stream.hpp"
+
+namespace llmport {
+namespace serve {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+enum class State : int { Loading, Ready, Draining };
+
+const char* kRoutes[][2] = {{"GET", "/health"},
+                            {"GET", "/metrics"},
+                            {"GET", "/v1/models"},
+                            {"POST", "/v1/completions"},
+                            {"POST", "/v1/chat/completions"}};
+
+std::string route_label(const std::string& path) {
+  for (const auto& r : kRoutes)
+    if (path == r[1]) return r[1];
+  return "other";
+}
+
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = "") {
+  res.status = status;
+  res.set_content(dump(error_body(status, message, param)), "application/json");
+}
+
+// Bytes of weights + KV cache the server will hold (estimate from the config).
+std::size_t weight_bytes_estimate(const ModelConfig& c, DType dt) {
+  const std::size_t emb = static_cast<std::size_t>(c.emb_dim);
+  const std::size_t q = static_cast<std::size_t>(c.n_heads) * c.head_dim;
+  const std::size_t kv = static_cast<std::size_t>(c.n_kv_heads) * c.head_dim;
+  const std::size_t per_layer = emb * q * 2 + emb * kv * 2 + 3 * emb * static_cast<std::size_t>(c.hidden_dim);
+  const std::size_t table = static_cast<std::size_t>(c.vocab_size) * emb * (c.tie_word_embeddings ? 1 : 2);
+  return (per_layer * static_cast<std::size_t>(c.n_layers) + table) * dtype_size(dt);
+}
+
+std::size_t mem_available_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  std::size_t kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;  // unknown: no check
+}
+
+// Token pieces -> client text: incremental detokenization, UTF-8 holdback, stop strings.
+class TextPipe {
+ public:
+  /// The prompt goes through the decoder first (its text is not returned), as `llmport run`
+  /// does: a continuation's leading space is then kept (the decoder strips it only once).
+  TextPipe(const Tokenizer* tok, const std::vector<int>& prompt, std::vector<std::string> stops)
+      : stop_(std::move(stops)) {
+    if (!tok) return;
+    dec_.emplace(*tok, /*skip_special_tokens=*/true);
+    for (int id : prompt) dec_->push(id);
+  }
+  std::string push(int id) { return stop_.push(utf8_.push(dec_ ? dec_->push(id) : std::string())); }
+  /// The rest at the end of a generation that did not stop on a string.
+  std::string finish() {
+    std::string out = stop_.push(utf8_.push(dec_ ? dec_->flush() : std::string()));
+    if (!utf8_.flush().empty()) out += stop_.push("\xEF\xBF\xBD");  // an incomplete tail
+    return out + stop_.flush();
+  }
+  bool stopped() const { return stop_.stopped(); }
+
+ private:
+  std::optional<IncrementalDecoder> dec_;
+  Utf8Holdback utf8_;
+  StopMatcher stop_;
+};
+
+class Server {
+ public:
+  Server(std::filesystem::path dir, const ServeOptions& opt) : dir_(std::move(dir)), opt_(opt) {}
+
+  int run() {
+    check_options();
+    cfg_ = load_model_config(dir_);
+    const int model_ctx = cfg_.max_seq > 0 ? cfg_.max_seq : cfg_.max_position_embeddings;
+    slot_ctx_ = opt_.ctx_size / opt_.parallel;
+    if (model_ctx > 0) slot_ctx_ = std::min(slot_ctx_, model_ctx);
+    if (slot_ctx_ < 2)
+      throw UsageError("--ctx-size " + std::to_string(opt_.ctx_size) + " over --parallel " +
+                       std::to_string(opt_.parallel) + " leaves " + std::to_string(slot_ctx_) +
+                       " tokens per slot (need at least 2)");
+    const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
+    if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
+    if (!opt_.chat_template_file.empty()) {
+      std::ifstream f(opt_.chat_template_file);
+      if (!f) throw UsageError("--chat-template-file: cannot read " + opt_.chat_template_file.string());
+      std::stringstream ss;
+      ss << f.rdbuf();
+      chat_template_ = ss.str();
+    } else if (tok_) {
+      chat_template_ = tok_->chat_template();
+    }
+    if (!chat_template_.empty()) template_ = std::make_unique<ChatTemplate>(chat_template_);
+    model_name_ = !opt_.model_name.empty() ? opt_.model_name : dir_.filename().string();
+    if (model_name_.empty() || model_name_ == ".") model_name_ = std::filesystem::absolute(dir_).parent_path().filename().string();
+
+    // Weights + KV beyond the memory available now: refuse before binding (exit 2).
+    // (dtype: the option, else config torch_dtype, else bf16: the weights are not open yet)
+    DType dt = DType::BF16;
+    if (opt_.dtype) {
+      dt = *opt_.dtype;
+    } else if (!cfg_.torch_dtype.empty()) {
+      try {
+        dt = parse_dtype(cfg_.torch_dtype);
+      } catch (const UsageError&) {
+      }
+    }
+    const std::size_t kv = static_cast<std::size_t>(opt_.parallel) * cfg_.n_layers * cfg_.n_kv_heads *
+                           (static_cast<std::size_t>(slot_ctx_) + 1) * cfg_.head_dim * 2 * sizeof(float);
+    const std::size_t w = weight_bytes_estimate(cfg_, dt);
+    if (const std::size_t avail = mem_available_bytes(); avail > 0 && w + kv > avail)
+      throw UsageError("weights (" + std::to_string(w >> 20) + " MiB) + KV cache (" + std::to_string(kv >> 20) +
+                       " MiB for --parallel " + std::to_string(opt_.parallel) + " x " + std::to_string(slot_ctx_) +
+                       " tokens) exceed the available memory (" + std::to_string(avail >> 20) +
+                       " MiB): lower --ctx-size or --parallel");
+    weights_ = std::make_unique<WeightStore>(WeightStore::open(mdir, cfg_));
+    for (const auto& wm : weights_->warnings()) std::cerr << "warning: " << wm << "\n";
+
+    // SIGINT / SIGTERM are taken by sigwait below: block them before any thread starts.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+
+    setup_routes();
+    int port = opt_.port;
+    if (port == 0) {
+      port = http_.bind_to_any_port(opt_.host);
+      if (port < 0) throw UsageError("cannot bind " + opt_.host + " on any port");
+    } else if (!http_.bind_to_port(opt_.host, port)) {
+      throw UsageError("cannot bind " + opt_.host + ":" + std::to_string(port) + " (in use, or not an address here)");
+    }
+    std::cout << "listening on http://" << opt_.host << ":" << port << std::endl;
+    std::thread http_thread([this] { http_.listen_after_bind(); });
+
+    try {
+      EngineOptions eo;
+      eo.dtype = opt_.dtype;
+      eo.threads = opt_.threads;
+      eo.kernels = opt_.kernels;
+      eo.max_seq = slot_ctx_;
+      eo.n_slots = opt_.parallel;
+      eo.batch_invariant = true;
+      engine_ = std::make_unique<Engine>(cfg_, *weights_, eo);
+      scheduler_ = std::make_unique<Scheduler>(*engine_, opt_.queue, opt_.prefill_chunk, metrics_,
+                                               opt_.test_step_delay_ms);
+    } catch (...) {
+      http_.stop();
+      http_thread.join();
+      throw;
+    }
+    state_.store(State::Ready);
+    std::cerr << "model loaded: " << model_name_ << " (" << opt_.parallel << " slots x " << slot_ctx_
+              << " tokens, " << dtype_name(engine_->dtype()) << ")" << std::endl;
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    std::cerr << "signal " << sig << ": draining (" << opt_.shutdown_grace_s << " s grace)" << std::endl;
+    state_.store(State::Draining);
+    const auto deadline = Clock::now() + std::chrono::duration<double>(opt_.shutdown_grace_s);
+    // In-flight: generation requests not yet answered in full (streams until their releaser).
+    while (Clock::now() < deadline && inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    scheduler_->stop();  // cancels what is left; their handlers answer 503
+    const auto hard = Clock::now() + std::chrono::seconds(2);
+    while (Clock::now() < hard && inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    http_.stop();
+    http_thread.join();
+    return kExitOk;
+  }
+
+ private:
+  void check_options() const {
+    if (opt_.parallel < 1 || opt_.parallel > 256) throw UsageError("--parallel must be in [1, 256]");
+    if (opt_.queue < 0 || opt_.queue > 4096) throw UsageError("--queue must be in [0, 4096]");
+    if (opt_.ctx_size < 1) throw UsageError("--ctx-size must be at least 1");
+    if (opt_.port < 0 || opt_.port > 65535) throw UsageError("--port must be in [0, 65535]");
+  }
+
+  void setup_routes() {
+    const std::size_t pool = static_cast<std::size_t>(opt_.parallel + opt_.queue + 4);
+    http_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
+    http_.set_payload_max_length(opt_.max_body_bytes);
+    http_.set_read_timeout(30, 0);
+    http_.set_write_timeout(30, 0);
+    http_.set_keep_alive_max_count(100);
+    http_.set_keep_alive_timeout(2);  // an idle keep-alive connection holds a pool thread
+
+    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+      if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
+        send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      const State s = state_.load();
+      if (s != State::Ready) {
+        send_error(res, 503, s == State::Loading ? "the model is loading" : "the server is shutting down");
+        res.set_header("Retry-After", "1");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
+    http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;  // a handler's own error body
+      std::string msg = "HTTP " + std::to_string(res.status);
+      if (res.status == 404) msg = "unknown route " + req.method + " " + req.path;
+      if (res.status == 413)
+        msg = "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes";
+      if (res.status == 400) msg = "malformed HTTP request";
+      send_error(res, res.status, msg);
+    });
+    http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string msg = "internal error";
+      try {
+        if (ep) std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        msg = e.what();
+      } catch (...) {
+      }
+      send_error(res, 500, msg);
+    });
+    http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      metrics_.request(route_label(req.path), res.status);
+    });
+
+    http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      const State s = state_.load();
+      res.status = s == State::Ready ? 200 : 503;
+      res.set_content(dump({{"status", s == State::Ready ? "ok" : s == State::Loading ? "loading" : "shutting_down"}}),
+                      "application/json");
+    });
+    http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_.render(), "text/plain; version=0.0.4");
+    });
+    http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+      const json m = {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
+      res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+    });
+    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(req, res, Endpoint::Completions);
+    });
+    http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      generate(req, res, Endpoint::Chat);
+    });
+    // Anything else: 405 for a known route with another method, else 404.
+    auto fallback = [](const httplib::Request& req, httplib::Response& res) {
+      for (const auto& r : kRoutes)
+        if (req.path == r[1]) {
+          res.set_header("Allow", r[0]);
+          return send_error(res, 405, "method " + req.method + " is not allowed on " + req.path + " (use " + r[0] + ")");
+        }
+      send_error(res, 404, "unknown route " + req.method + " " + req.path);
+    };
+    http_.Get(".*", fallback);
+    http_.Post(".*", fallback);
+    http_.Put(".*", fallback);
+    http_.Patch(".*", fallback);
+    http_.Delete(".*", fallback);
+    http_.Options(".*", fallback);
+  }
+
+  std::vector<int> prompt_ids(const GenerationRequest& r) const {
+    std::vector<int> ids;
+    if (r.endpoint == Endpoint::Chat) {
+      if (!template_ || !tok_)
+        throw ApiError(400, "this model has no chat template: use /v1/completions", "messages");
+      try {
+        EncodeOptions eo;
+        eo.add_special_tokens = false;  // the template writes the BOS
+        ids = tok_->encode(template_->render(r.messages, true, special_token_vars(*tok_)), eo);
+      } catch (const Error& e) {
+        throw ApiError(400, std::string("chat template: ") + e.what(), "messages");
+      }
+    } else if (r.prompt_ids) {
+      ids = *r.prompt_ids;
+      for (int id : ids)
+        if (id >= cfg_.vocab_size)
+          throw ApiError(400, "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                                  std::to_string(cfg_.vocab_size) + ")", "prompt");
+    } else {
+      if (!tok_) throw ApiError(400, "this model has no tokenizer: send the prompt as token ids", "prompt");
+      ids = tok_->encode(*r.prompt_text);
+    }
+    if (ids.empty()) throw ApiError(400, "the prompt encodes to zero tokens", "prompt");
+    return ids;
+  }
+
+  std::string token_text(int id) const { return tok_ ? tok_->decode({id}, false) : std::to_string(id); }
+
+  TokenLogprob token_logprob(const TokenEvent& ev) const {
+    TokenLogprob t{token_text(ev.id), ev.logprob, {}};
+    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(id), lp);
+    return t;
+  }
+
+  // Counts a generation request from its handler's start until its response is written
+  // (a stream's: until httplib releases its content provider).
+  struct Inflight {
+    std::atomic<int>& n;
+    explicit Inflight(std::atomic<int>& c) : n(c) { n.fetch_add(1); }
+    ~Inflight() { n.fetch_sub(1); }
+    Inflight(const Inflight&) = delete;
+    Inflight& operator=(const Inflight&) = delete;
+  };
+
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+    auto guard = std::make_shared<Inflight>(inflight_);
+    GenerationRequest r;
+    GenerationParams p;
+    try {
+      r = parse_request(req.body, ep);
+      p.prompt = prompt_ids(r);
+      p.max_tokens = token_budget(r, static_cast<int>(p.prompt.size()), slot_ctx_);
+    } catch (const ApiError& e) {
+      return send_error(res, e.status(), e.what(), e.param());
+    }
+    p.sampling = r.sampling;
+    if (!r.seeded) p.sampling.seed = std::random_device{}() * 0x100000001ull + std::random_device{}();
+    p.stop_ids = (ep == Endpoint::Chat && tok_) ? chat_stop_ids(cfg_.stop_ids(), *tok_) : cfg_.stop_ids();
+    p.top_logprobs = r.top_logprobs;
+    const int n_prompt = static_cast<int>(p.prompt.size());
+    const std::vector<int> prompt = p.prompt;
+    auto gen = scheduler_->submit(std::move(p));
+    if (!gen) {
+      res.set_header("Retry-After", "1");
+      return send_error(res, 429, "the server is busy: " + std::to_string(opt_.parallel) + " requests running and " +
+                                      std::to_string(opt_.queue) + " queued; retry later");
+    }
+    ResponseHead head{ep, (ep == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_),
+                      static_cast<long long>(std::time(nullptr)), model_name_};
+    if (r.stream) return stream(res, r, head, gen, prompt, guard);
+
+    TextPipe pipe(tok_.get(), prompt, r.stop);
+    std::string text;
+    std::vector<TokenLogprob> lps;
+    std::vector<int> offsets;
+    int n_gen = 0;
+    TokenEvent ev;
+    for (;;) {
+      const auto w = gen->next(ev, std::chrono::milliseconds(200));
+      if (w == Generation::Wait::Timeout) continue;
+      if (w == Generation::Wait::Done) break;
+      ++n_gen;
+      if (r.logprobs) {
+        offsets.push_back(static_cast<int>(text.size()));
+        lps.push_back(token_logprob(ev));
+      }
+      text += pipe.push(ev.id);
+      if (pipe.stopped()) {
+        gen->cancel();
+        break;
+      }
+    }
+    std::string reason = pipe.stopped() ? "stop" : gen->finish_reason();
+    if (reason == "cancelled") return send_error(res, 503, "the server is shutting down");
+    if (reason == "error") return send_error(res, 500, "generation failed: " + gen->error());
+    if (!pipe.stopped()) text += pipe.finish();
+    const json lp = r.logprobs ? logprobs_json(ep, lps, offsets) : json(nullptr);
+    res.set_content(dump(completion_body(head, text, reason, lp, n_prompt, n_gen)), "application/json");
+  }
+
+  void stream(httplib::Response& res, const GenerationRequest& r, const ResponseHead& head,
+              std::shared_ptr<Generation> gen, const std::vector<int>& prompt,
+              std::shared_ptr<Inflight> guard) {
+    const int n_prompt = static_cast<int>(prompt.size());
+    struct State {
+      TextPipe pipe;
+      bool started = false, finished = false;
+      int n_gen = 0;
+      int offset = 0;
+    };
+    auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop)});
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, st, gen, head, n_prompt, logprobs = r.logprobs, include_usage = r.include_usage](
+            std::size_t, httplib::DataSink& sink) {
+          auto send = [&](const json& j) {
+            const std::string e = sse_event(dump(j));
+            return sink.write(e.data(), e.size());
+          };
+          if (!st->started) {
+            st->started = true;
+            if (head.endpoint == Endpoint::Chat && !send(chunk_body(head, "", nullptr, "", /*role=*/true))) {
+              gen->cancel();
+              return false;
+            }
+          }
+          TokenEvent ev;
+          const auto w = gen->next(ev, std::chrono::milliseconds(100));
+          if (w == Generation::Wait::Timeout) return true;  // httplib checks the socket, calls again
+          if (w == Generation::Wait::Token) {
+            ++st->n_gen;
+            const std::string piece = st->pipe.push(ev.id);
+            json lp = nullptr;
+            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(ev)}, {st->offset});
+            st->offset += static_cast<int>(piece.size());
+            if (!st->pipe.stopped() || !piece.empty() || logprobs) {
+              if (!send(chunk_body(head, piece, lp, ""))) {
+                gen->cancel();  // the client went away: free its slot
+                return false;
+              }
+            }
+            if (!st->pipe.stopped()) return true;
+            gen->cancel();
+          }
+          // Done (or a stop string): the rest, the finish chunk, usage, [DONE].
+          std::string reason = st->pipe.stopped() ? "stop" : gen->finish_reason();
+          if (reason == "cancelled" || reason == "error") {
+            const std::string msg = reason == "error" ? "generation failed: " + gen->error() : "the server is shutting down";
+            send(error_body(reason == "error" ? 500 : 503, msg));
+            sink.done();
+            return true;
+          }
+          const std::string rest = st->pipe.stopped() ? "" : st->pipe.finish();
+          if (!rest.empty()) send(chunk_body(head, rest, nullptr, ""));
+          send(chunk_body(head, "", nullptr, reason));
+          if (include_usage) send(usage_chunk(head, n_prompt, st->n_gen));
+          const std::string done = sse_event("[DONE]");
+          sink.write(done.data(), done.size());
+          sink.done();
+          return true;
+        },
+        [gen, guard](bool) { gen->cancel(); });  // always: a finished generation ignores it
+  }
+
+  std::filesystem::path dir_;
+  ServeOptions opt_;
+  ModelConfig cfg_;
+  int slot_ctx_ = 0;
+  std::unique_ptr<Tokenizer> tok_;
+  std::string chat_template_;
+  std::unique_ptr<ChatTemplate> template_;
+  std::string model_name_;
+  long long created_ = static_cast<long long>(std::time(nullptr));
+  std::unique_ptr<WeightStore> weights_;
+  std::unique_ptr<Engine> engine_;
+  Metrics metrics_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::atomic<State> state_{State::Loading};
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<int> inflight_{0};
+  httplib::Server http_;
+};
+
+}  // namespace
+}  // namespace serve
+
+int run_server(const std::filesystem::path& model_dir, const ServeOptions& opt) {
+  serve::Server s(model_dir, opt);
+  return s.run();
+}
+
+}  // namespace llmport

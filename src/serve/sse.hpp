@@ -1,0 +1,51 @@
+#pragma once
+// Server-sent events and the OpenAI response bodies (completion, chat completion, their
+// stream chunks), one place for the field-for-field shapes.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/openai_request.hpp"
+
+namespace llmport::serve {
+
+/// `data: <payload>\n\n`.
+std::string sse_event(const std::string& payload);
+/// JSON text; invalid UTF-8 (a byte-fallback token's string) is replaced, never thrown.
+std::string dump(const nlohmann::json& j);
+
+/// Identity of one response: id ("cmpl-N" / "chatcmpl-N"), created (unix s), model.
+struct ResponseHead {
+  Endpoint endpoint = Endpoint::Completions;
+  std::string id;
+  long long created = 0;
+  std::string model;
+};
+
+/// One token's logprobs as the client reads them (token strings already decoded).
+struct TokenLogprob {
+  std::string token;
+  float logprob = 0;
+  std::vector<std::pair<std::string, float>> top;
+};
+
+/// `logprobs` of a choice: completions {tokens, token_logprobs, top_logprobs, text_offset},
+/// chat {content: [{token, logprob, bytes, top_logprobs}]}. text_offset: offset of each
+/// token's text in the completion (completions only).
+nlohmann::json logprobs_json(Endpoint ep, const std::vector<TokenLogprob>& lps,
+                             const std::vector<int>& text_offset);
+
+/// The non-streamed response.
+nlohmann::json completion_body(const ResponseHead& h, const std::string& text,
+                               const std::string& finish_reason, const nlohmann::json& logprobs,
+                               int prompt_tokens, int completion_tokens);
+/// A stream chunk: text / delta (role "assistant" on the first chat chunk when `role`),
+/// finish_reason null unless given.
+nlohmann::json chunk_body(const ResponseHead& h, const std::string& text, const nlohmann::json& logprobs,
+                          const std::string& finish_reason, bool role = false);
+/// The stream's usage chunk (choices: []).
+nlohmann::json usage_chunk(const ResponseHead& h, int prompt_tokens, int completion_tokens);
+
+}  // namespace llmport::serve

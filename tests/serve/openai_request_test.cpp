@@ -1,0 +1,142 @@
+// OpenAI request parsing: defaults, every field's type and range errors (400 naming the
+// field), and the context rule n_prompt + max_tokens - 1 <= context.
+#include <gtest/gtest.h>
+
+#include "serve/api_error.hpp"
+#include "serve/metrics.hpp"
+#include "serve/openai_request.hpp"
+
+namespace llmport::serve {
+namespace {
+
+std::string param_of(const std::string& body, Endpoint ep = Endpoint::Completions) {
+  try {
+    parse_request(body, ep);
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    return e.param().empty() ? "<none>" : e.param();
+  }
+  return "<accepted>";
+}
+
+TEST(OpenAiRequest, CompletionDefaultsAreOpenAis) {
+  const auto r = parse_request(R"({"prompt":"hi","unknown_field":{"x":1},"user":"u"})", Endpoint::Completions);
+  ASSERT_TRUE(r.prompt_text);
+  EXPECT_EQ(*r.prompt_text, "hi");
+  EXPECT_FALSE(r.max_tokens);
+  EXPECT_EQ(r.sampling.temperature, 1.0);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(token_budget(r, 5, 100), 16);
+  EXPECT_EQ(token_budget(r, 95, 100), 6);
+}
+
+TEST(OpenAiRequest, FieldsAreRead) {
+  const auto r = parse_request(
+      R"({"prompt":[1,2,3],"max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"seed":42,
+          "stop":["a","b"],"stream":true,"stream_options":{"include_usage":true},"logprobs":5,"n":1,"echo":false})",
+      Endpoint::Completions);
+  ASSERT_TRUE(r.prompt_ids);
+  EXPECT_EQ(*r.prompt_ids, (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(*r.max_tokens, 7);
+  EXPECT_EQ(r.sampling.temperature, 0.0);
+  EXPECT_EQ(r.sampling.top_p, 0.5);
+  EXPECT_EQ(r.sampling.top_k, 3);
+  EXPECT_EQ(r.sampling.seed, 42u);
+  EXPECT_TRUE(r.seeded);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 5);
+  const auto c = parse_request(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
+                                  "logprobs":true,"top_logprobs":2,"stop":"x"})", Endpoint::Chat);
+  EXPECT_EQ(c.messages[0]["content"], "ab");
+  EXPECT_EQ(c.top_logprobs, 2);
+  EXPECT_EQ(c.stop, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(token_budget(c, 10, 100), 91);  // chat: the rest of the context
+}
+
+TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
+  EXPECT_EQ(param_of("{not json"), "<none>");
+  EXPECT_EQ(param_of("[1,2]"), "<none>");
+  EXPECT_EQ(param_of(R"({})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":5})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":[1,-2]})"), "prompt");
+  EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":"10"})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":0})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":1.5})"), "max_tokens");
+  EXPECT_EQ(param_of(R"({"prompt":"a","temperature":"hot"})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt":"a","temperature":3})"), "temperature");
+  EXPECT_EQ(param_of(R"({"prompt":"a","top_p":0})"), "top_p");
+  EXPECT_EQ(param_of(R"({"prompt":"a","top_k":-1})"), "top_k");
+  EXPECT_EQ(param_of(R"({"prompt":"a","seed":"x"})"), "seed");
+  EXPECT_EQ(param_of(R"({"prompt":"a","stop":3})"), "stop");
+  EXPECT_EQ(param_of(R"({"prompt":"a","stop":[""]})"), "stop");
+  EXPECT_EQ(param_of(R"({"prompt":"a","stream":"yes"})"), "stream");
+  EXPECT_EQ(param_of(R"({"prompt":"a","n":2})"), "n");
+  EXPECT_EQ(param_of(R"({"prompt":"a","echo":true})"), "echo");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logprobs":21})"), "logprobs");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logprobs":true})"), "logprobs");
+  EXPECT_EQ(param_of(R"({"messages":"hi"})", Endpoint::Chat), "messages");
+  EXPECT_EQ(param_of(R"({"messages":[]})", Endpoint::Chat), "messages");
+  EXPECT_EQ(param_of(R"({"messages":[{"content":"x"}]})", Endpoint::Chat), "messages[0].role");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":5}]})", Endpoint::Chat), "messages[0].content");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::Chat), "logprobs");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::Chat), "top_logprobs");
+  // null means "not given".
+  EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":null,"stop":null,"seed":null})"), "<accepted>");
+}
+
+TEST(OpenAiRequest, ContextRuleNamesTheNumbers) {
+  auto r = parse_request(R"({"prompt":"a","max_tokens":10})", Endpoint::Completions);
+  EXPECT_EQ(token_budget(r, 91, 100), 10);  // 91 + 10 - 1 = 100: fits
+  try {
+    token_budget(r, 92, 100);
+    FAIL() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "max_tokens");
+    EXPECT_NE(std::string(e.what()).find("prompt (92 tokens) + max_tokens 10 - 1 = 101 exceed the context of 100 tokens"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(token_budget(r, 101, 100), ApiError);
+}
+
+TEST(OpenAiErrors, ShapeIsOpenAis) {
+  const auto j = error_body(401, "bad key");
+  EXPECT_EQ(j["error"]["message"], "bad key");
+  EXPECT_EQ(j["error"]["type"], "authentication_error");
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  EXPECT_EQ(j["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(error_body(400, "x", "max_tokens")["error"]["param"], "max_tokens");
+  EXPECT_EQ(error_body(429, "x")["error"]["type"], "rate_limit_error");
+}
+
+TEST(Metrics, PrometheusTextHasEveryFamily) {
+  Metrics m;
+  m.request("/v1/completions", 200);
+  m.request("/v1/completions", 200);
+  m.request("other", 404);
+  m.prompt_tokens(5);
+  m.generated_tokens(7);
+  m.time_to_first_token(0.02);
+  m.inter_token_latency(0.003);
+  m.set_load(2, 1, 2, 4);
+  const std::string t = m.render();
+  EXPECT_NE(t.find("llmport_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("llmport_requests_total{endpoint=\"other\",status=\"404\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_prompt_tokens_total 5\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_generated_tokens_total 7\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_time_to_first_token_seconds_bucket{le=\"0.025\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_time_to_first_token_seconds_bucket{le=\"0.01\"} 0\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_inter_token_latency_seconds_count 1\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_requests_active 2\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_requests_queued 1\n"), std::string::npos);
+  EXPECT_NE(t.find("llmport_kv_cache_slots_in_use 2\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE llmport_inter_token_latency_seconds histogram\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace llmport::serve

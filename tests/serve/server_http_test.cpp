@@ -1,0 +1,324 @@
+// `llmport serve` end to end on loopback with curl: stories260K golden greedy completions
+// (whole and streamed), stop strings, logprobs, every error status, 8 concurrent clients
+// getting their solo outputs with bit-identical logprobs, cancellation on disconnect,
+// backpressure (429), and SIGTERM draining.
+#include <fstream>
+#include <future>
+
+#include "serve/serve_test_util.hpp"
+
+namespace llmport::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string stories() { return shared_path("models/stories260K").string(); }
+json golden() {
+  std::ifstream f(shared_path("models/stories260K/golden/public.json"));
+  return json::parse(f);
+}
+
+json completion_request(const json& c, bool stream = false) {
+  json r = {{"prompt", c.at("prompt")}, {"max_tokens", c.at("n_steps")}, {"temperature", 0}};
+  if (stream) {
+    r["stream"] = true;
+    r["stream_options"] = {{"include_usage", true}};
+  }
+  return r;
+}
+
+// One stories260K server for the suite: 8 slots.
+class ServeStories : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({stories(), "--parallel", "8", "--ctx-size", "4096", "--threads", "2",
+                                 "--model-name", "stories"});
+    ASSERT_GT(server_->port(), 0) << server_->first_line() << server_->stderr_text();
+    ASSERT_TRUE(server_->wait_ready()) << server_->stderr_text();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static HttpResult post(const std::string& path, const json& body, const std::vector<std::string>& headers = {}) {
+    return curl("POST", server_->url(path), body.dump(), headers);
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServeStories::server_ = nullptr;
+
+TEST_F(ServeStories, ListeningLineHealthAndModels) {
+  EXPECT_EQ(server_->first_line(), "listening on http://127.0.0.1:" + std::to_string(server_->port()));
+  const auto h = curl("GET", server_->url("/health"));
+  EXPECT_EQ(h.status, 200);
+  EXPECT_EQ(json::parse(h.body), json({{"status", "ok"}}));
+  const auto m = json::parse(curl("GET", server_->url("/v1/models")).body);
+  EXPECT_EQ(m["object"], "list");
+  ASSERT_EQ(m["data"].size(), 1u);
+  EXPECT_EQ(m["data"][0]["id"], "stories");
+  EXPECT_EQ(m["data"][0]["object"], "model");
+}
+
+TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
+  for (const auto& c : golden().at("cases")) {
+    SCOPED_TRACE(c.at("prompt").get<std::string>());
+    const auto r = post("/v1/completions", completion_request(c));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto j = json::parse(r.body);
+    EXPECT_EQ(j["object"], "text_completion");
+    EXPECT_EQ(j["model"], "stories");
+    EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+    EXPECT_TRUE(j["created"].is_number_integer());
+    EXPECT_EQ(j["choices"][0]["index"], 0);
+    EXPECT_EQ(j["choices"][0]["text"], c.at("completion_text"));
+    EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+    EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+    const int n_prompt = static_cast<int>(c.at("prompt_ids").size());
+    EXPECT_EQ(j["usage"]["prompt_tokens"], n_prompt);
+    EXPECT_EQ(j["usage"]["completion_tokens"], 32);
+    EXPECT_EQ(j["usage"]["total_tokens"], n_prompt + 32);
+  }
+}
+
+TEST_F(ServeStories, PromptAsTokenIdsGivesTheSameText) {
+  const auto c = golden().at("cases").at(1);
+  const auto r = post("/v1/completions", {{"prompt", c.at("prompt_ids")}, {"max_tokens", 32}, {"temperature", 0}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], c.at("completion_text"));
+}
+
+TEST_F(ServeStories, StreamedCompletionIsOneEventPerTokenThenFinishUsageDone) {
+  const auto c = golden().at("cases").at(0);
+  const auto r = post("/v1/completions", completion_request(c, /*stream=*/true));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NE(r.headers.find("text/event-stream"), std::string::npos) << r.headers;
+  const auto ev = sse_payloads(r.body);
+  ASSERT_EQ(ev.size(), 32u + 3u) << r.body;  // 32 tokens, finish, usage, [DONE]
+  std::string text;
+  for (std::size_t i = 0; i < 32; ++i) {
+    const auto j = json::parse(ev[i]);
+    EXPECT_EQ(j["object"], "text_completion");
+    EXPECT_TRUE(j["choices"][0]["finish_reason"].is_null());
+    text += j["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, c.at("completion_text"));
+  const auto fin = json::parse(ev[32]);
+  EXPECT_EQ(fin["choices"][0]["finish_reason"], "length");
+  const auto usage = json::parse(ev[33]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 32);
+  EXPECT_EQ(ev[34], "[DONE]");
+}
+
+TEST_F(ServeStories, StopStringEndsTheTextBeforeItWholeAndStreamed) {
+  const auto c = golden().at("cases").at(0);  // ", there was a little girl named Lily. ..."
+  const std::string full = c.at("completion_text");
+  json req = completion_request(c);
+  req["stop"] = json::array({"named", "zzz"});
+  const auto r = post("/v1/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto j = json::parse(r.body);
+  EXPECT_EQ(j["choices"][0]["text"], full.substr(0, full.find("named")));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
+  req["stream"] = true;
+  const auto s = post("/v1/completions", req);
+  std::string text, reason;
+  for (const auto& e : sse_payloads(s.body)) {
+    if (e == "[DONE]") continue;
+    const auto k = json::parse(e);
+    text += k["choices"][0]["text"].get<std::string>();
+    if (!k["choices"][0]["finish_reason"].is_null()) reason = k["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, full.substr(0, full.find("named")));
+  EXPECT_EQ(reason, "stop");
+}
+
+TEST_F(ServeStories, LogprobsListTopKPerToken) {
+  const auto c = golden().at("cases").at(2);
+  json req = completion_request(c);
+  req["max_tokens"] = 5;
+  req["logprobs"] = 5;
+  const auto r = post("/v1/completions", req);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto lp = json::parse(r.body)["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["tokens"].size(), 5u);
+  ASSERT_EQ(lp["token_logprobs"].size(), 5u);
+  ASSERT_EQ(lp["top_logprobs"].size(), 5u);
+  ASSERT_EQ(lp["text_offset"].size(), 5u);
+  EXPECT_EQ(lp["text_offset"][0], 0);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
+    EXPECT_EQ(lp["top_logprobs"][i].size(), 5u);
+    // Greedy: the chosen token is the best alternative.
+    double best = -1e30;
+    for (const auto& [k, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
+    EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
+  }
+}
+
+TEST_F(ServeStories, ErrorStatusesInOpenAisShape) {
+  auto expect_error = [](const HttpResult& r, int status, const std::string& param = "") {
+    EXPECT_EQ(r.status, status) << r.body;
+    const auto j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.body;
+    ASSERT_TRUE(j.contains("error")) << r.body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    EXPECT_TRUE(j["error"].contains("code"));
+    if (!param.empty()) {
+      EXPECT_EQ(j["error"]["param"], param);
+    }
+  };
+  const std::string url = server_->url("/v1/completions");
+  expect_error(curl("POST", url, "{\"prompt\": \"a\", "), 400);
+  expect_error(curl("POST", url, R"({"prompt":"a","max_tokens":"ten"})"), 400, "max_tokens");
+  expect_error(curl("POST", url, R"({"prompt":"a","n":2})"), 400, "n");
+  expect_error(curl("POST", url, R"({"prompt":"a","echo":true})"), 400, "echo");
+  expect_error(curl("POST", url, R"({"prompt":[1,9999]})"), 400, "prompt");
+  // 3 prompt tokens + 510 - 1 = 512 fits the 512-token slot; 511 does not.
+  EXPECT_EQ(curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":510,"temperature":0,"stop":"."})").status, 200);
+  const auto over = curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":511})");
+  expect_error(over, 400, "max_tokens");
+  EXPECT_NE(over.body.find("prompt (3 tokens) + max_tokens 511 - 1 = 513 exceed the context of 512 tokens"),
+            std::string::npos) << over.body;
+  // Chat on a model without a chat template.
+  expect_error(curl("POST", server_->url("/v1/chat/completions"), R"({"messages":[{"role":"user","content":"hi"}]})"),
+               400, "messages");
+  // Body over 8 MiB.
+  const std::string big = R"({"prompt":")" + std::string((8u << 20) + 10, 'a') + R"("})";
+  expect_error(curl("POST", url, big), 413);
+  expect_error(curl("GET", server_->url("/v1/nope")), 404);
+  expect_error(curl("POST", server_->url("/nope"), "{}"), 404);
+  const auto m = curl("GET", url);
+  expect_error(m, 405);
+  EXPECT_NE(m.headers.find("Allow: POST"), std::string::npos) << m.headers;
+  expect_error(curl("DELETE", server_->url("/v1/models")), 405);
+  // The server is still up and answering.
+  EXPECT_EQ(curl("GET", server_->url("/health")).status, 200);
+  const auto metrics = curl("GET", server_->url("/metrics")).body;
+  EXPECT_NE(metrics.find("llmport_requests_total{endpoint=\"/v1/completions\",status=\"413\"} 1"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("llmport_requests_total{endpoint=\"other\",status=\"404\"} 2"), std::string::npos);
+}
+
+TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs) {
+  const auto cases = golden().at("cases");
+  ASSERT_EQ(cases.size(), 8u);
+  auto request = [&](std::size_t i) {
+    json req = completion_request(cases[i]);
+    req["logprobs"] = 5;
+    return req;
+  };
+  // Alone, one after the other.
+  std::vector<json> solo;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const auto r = post("/v1/completions", request(i));
+    ASSERT_EQ(r.status, 200) << r.body;
+    solo.push_back(json::parse(r.body)["choices"][0]);
+  }
+  // All 8 at once (twice: streams and whole responses interleave differently each time).
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::future<HttpResult>> fs;
+    for (std::size_t i = 0; i < 8; ++i)
+      fs.push_back(std::async(std::launch::async, [&, i] { return post("/v1/completions", request(i)); }));
+    for (std::size_t i = 0; i < 8; ++i) {
+      const auto r = fs[i].get();
+      ASSERT_EQ(r.status, 200) << r.body;
+      const auto choice = json::parse(r.body)["choices"][0];
+      EXPECT_EQ(choice["text"], cases[i].at("completion_text")) << i;
+      // Bit-identical top-5 logprobs (the JSON prints every float exactly).
+      EXPECT_EQ(choice["logprobs"].dump(), solo[i]["logprobs"].dump()) << i;
+    }
+  }
+  const auto metrics = curl("GET", server_->url("/metrics")).body;
+  EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_in_use"), 0) << metrics;
+  EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_total"), 8);
+}
+
+// A slow server (test-only step delay) for cancellation, backpressure and draining.
+TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
+  ServerProcess s({stories(), "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--threads", "1",
+                   "--test-step-delay-ms", "20", "--shutdown-grace", "5"});
+  ASSERT_GT(s.port(), 0) << s.stderr_text();
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":400,"temperature":0,"stream":true})";
+  // A client that reads one event and hangs up.
+  const int fd = raw_connect_send(s.port(), post_request("/v1/completions", body));
+  ASSERT_GE(fd, 0);
+  const std::string first = read_until(fd, "data: ", 10);
+  ASSERT_NE(first.find("data: "), std::string::npos) << first;
+  close(fd);
+  // Its slot is free again within a bounded time, long before 400 tokens x 20 ms.
+  double in_use = -1, generated = -1;
+  for (int i = 0; i < 100; ++i) {
+    const auto m = curl("GET", s.url("/metrics")).body;
+    in_use = metric(m, "llmport_kv_cache_slots_in_use");
+    generated = metric(m, "llmport_generated_tokens_total");
+    if (in_use == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(in_use, 0);
+  EXPECT_LT(generated, 200);
+  EXPECT_GE(generated, 1);
+
+  // Backpressure: one running + one queued; the third is 429 with Retry-After.
+  const std::string slow = R"({"prompt":"Once upon a time","max_tokens":60,"temperature":0})";
+  auto a = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto b = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto c = curl("POST", s.url("/v1/completions"), slow);
+  EXPECT_EQ(c.status, 429) << c.body;
+  EXPECT_NE(c.headers.find("Retry-After: 1"), std::string::npos) << c.headers;
+  EXPECT_EQ(json::parse(c.body)["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(a.get().status, 200);
+  EXPECT_EQ(b.get().status, 200);
+
+  // SIGTERM with a request in flight: it still completes, then the server exits 0.
+  auto inflight = std::async(std::launch::async, [&] {
+    return curl("POST", s.url("/v1/completions"), R"({"prompt":"Once upon a time","max_tokens":30,"temperature":0})");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 20), 0) << s.stderr_text();
+  const auto done = inflight.get();
+  EXPECT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(json::parse(done.body)["usage"]["completion_tokens"], 30);
+}
+
+TEST(ServeAuth, ApiKeyIsRequiredOnV1Only) {
+  ServerProcess s({stories(), "--parallel", "1", "--threads", "1", "--api-key", "sekret"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string body = R"({"prompt":"Once","max_tokens":2,"temperature":0})";
+  const auto none = curl("POST", s.url("/v1/completions"), body);
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(json::parse(none.body)["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(curl("POST", s.url("/v1/completions"), body, {"Authorization: Bearer wrong"}).status, 401);
+  EXPECT_EQ(curl("GET", s.url("/v1/models")).status, 401);
+  EXPECT_EQ(curl("POST", s.url("/v1/completions"), body, {"Authorization: Bearer sekret"}).status, 200);
+  EXPECT_EQ(curl("GET", s.url("/health")).status, 200);
+  EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
+}
+
+TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
+  auto r = run_llmport({"serve", stories(), "--parallel", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  r = run_llmport({"serve", stories(), "--ctx-size", "4", "--parallel", "4"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--ctx-size 4 over --parallel 4 leaves 1 tokens per slot"), std::string::npos) << r.err;
+  // Weights + KV beyond the available memory: stories260K's config with a 100M-token
+  // context, all of it asked for (5 layers x 4 kv heads x 8 dims x 2 x 4 bytes = 1280 bytes
+  // per token: 128 GB).
+  TempDir d;
+  auto cfg = json::parse(read_file(shared_path("models/stories260K/config.json")));
+  cfg["max_position_embeddings"] = 100000000;
+  write_file(d.path() / "config.json", cfg.dump());
+  r = run_llmport({"serve", d.path().string(), "--ctx-size", "100000000", "--parallel", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("exceed the available memory"), std::string::npos) << r.err;
+  r = run_llmport({"serve", "/nonexistent/model"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace llmport::test
