@@ -1,4 +1,5 @@
 // Registry JSON files, exact lookup with a helpful miss, and supported_kernels.md.
+#include "common/build_paths.hpp"
 #include "llmport/registry.hpp"
 
 #include <algorithm>
@@ -152,7 +153,7 @@ double shape_distance(const KernelShape& a, const KernelShape& b) {
 std::filesystem::path KernelRegistry::shipped_dir(const std::string& target) {
   if (const char* env = std::getenv("LLMPORT_REGISTRY_DATA"); env && *env)
     return std::filesystem::path(env) / target;
-  return std::filesystem::path(LLMPORT_DATA_DIR) / "registry" / target;
+  return std::filesystem::path(build_data_dir()) / "registry" / target;
 }
 
 KernelRegistry::KernelRegistry(std::filesystem::path shipped,

@@ -26,7 +26,7 @@ class KvCache {
   std::size_t layer_offset(int il) const {
     return static_cast<std::size_t>(il) * n_kv_heads_ * capacity_ * head_dim_;
   }
-  int n_layers_, n_kv_heads_, capacity_, head_dim_;
+  int n_kv_heads_, capacity_, head_dim_;
   std::vector<float> k_;  // [n_layers, n_kv_heads, capacity, head_dim]
   std::vector<float> v_;  // [n_layers, n_kv_heads, capacity, head_dim]
 };

@@ -1,3 +1,4 @@
+#include "common/build_paths.hpp"
 #include "verify/hf_reference.hpp"
 
 #include <cstdlib>
@@ -19,7 +20,7 @@ std::string sh_quote(const std::string& s) {
 }
 }  // namespace
 
-fs::path shipped_hf_reference_script() { return fs::path(LLMPORT_DATA_DIR).parent_path() / "tools" / "hf_reference.py"; }
+fs::path shipped_hf_reference_script() { return fs::path(build_data_dir()).parent_path() / "tools" / "hf_reference.py"; }
 
 fs::path hf_reference_script() {
   if (const char* env = std::getenv("LLMPORT_HF_REFERENCE"); env && *env) return env;

@@ -4,6 +4,11 @@
 #include <string>
 #include <vector>
 
+// The llmport binary and the source tree (tests/CMakeLists.txt generates them; the
+// LLMPORT_BIN and LLMPORT_SOURCE_DIR macros call these).
+extern "C" const char* llmport_test_bin();
+extern "C" const char* llmport_test_source_dir();
+
 namespace llmport::test {
 
 /// Shared data root: $LLMPORT_SHARED, else ../shared relative to the source tree.
