@@ -86,19 +86,19 @@ const std::vector<std::string> kWorkspaceFiles = {
 // Every phase PASS; phases 4-5 may be PASS-with-warnings; phase 7 as `phase7`.
 // `verdict`: "PASS" (an honest independent reference: every phase PASS, TODO.md without
 // follow-ups) or "PASS-with-warnings" (the verify phases 3-6 carry the reference's cap).
-void expect_deployed(const fs::path& dir, const std::string& verdict) {
-  const std::set<std::string> phase7 = {verdict};
+void expect_deployed(const fs::path& dir, const std::string& expected) {
+  const std::set<std::string> phase7 = {expected};
   for (const auto& f : kWorkspaceFiles) EXPECT_TRUE(fs::is_regular_file(dir / f)) << dir / f;
   json m = load(dir / "deployment.json");
   for (int i = 0; i < 8; ++i) {
     std::string s = status_of(m, i);
-    if (i >= 3 && i <= 6) EXPECT_EQ(s, verdict) << "phase " << i << ": " << m["phases"][i]["reason"];
+    if (i >= 3 && i <= 6) EXPECT_EQ(s, expected) << "phase " << i << ": " << m["phases"][i]["reason"];
     else if (i == 7) EXPECT_TRUE(phase7.count(s)) << "phase 7: " << s;
     else EXPECT_EQ(s, "PASS") << "phase " << i << ": " << m["phases"][i]["reason"];
   }
   const std::string todo = read_file(dir / "TODO.md");
   const std::string follow_ups = todo.substr(todo.find("## Follow-ups"));
-  if (verdict == "PASS") EXPECT_EQ(follow_ups.rfind("## Follow-ups\n\nNone.\n", 0), 0u) << todo;
+  if (expected == "PASS") EXPECT_EQ(follow_ups.rfind("## Follow-ups\n\nNone.\n", 0), 0u) << todo;
   else EXPECT_NE(follow_ups.find("- [ ] Phase 3"), std::string::npos) << todo;
   // The evaluation report: title, then exactly the verdict line, then the three sections.
   std::istringstream rep(read_file(dir / "docs/evaluation_report.md"));
