@@ -60,7 +60,8 @@ TEST_F(ServeStories, ListeningLineHealthAndModels) {
 }
 
 TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
-  for (const auto& c : golden().at("cases")) {
+  const json g = golden();  // a range-for over golden().at(...) would outlive the temporary
+  for (const auto& c : g.at("cases")) {
     SCOPED_TRACE(c.at("prompt").get<std::string>());
     const auto r = post("/v1/completions", completion_request(c));
     ASSERT_EQ(r.status, 200) << r.body;
