@@ -157,7 +157,7 @@ SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
 
 void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill) {
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
-  const std::string isa = make_backend(ctx.m.target, 1)->isa();
+  const std::string& isa = ctx.m.isa;  // recorded once by the pipeline for this target
   for (const auto& b : sweep.best) {
     const std::string kernel = b.at("kernel").get<std::string>();
     const KernelShape shape = b.at("shape").get<KernelShape>();

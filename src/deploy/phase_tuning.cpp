@@ -7,11 +7,11 @@
 #include <algorithm>
 
 #include "deploy/kernel_tuning.hpp"
+#include "deploy/docs_writer.hpp"
 #include "deploy/timing.hpp"
 #include "deploy/util.hpp"
 #include "deploy/verify_step.hpp"
 #include "llmport/registry.hpp"
-#include "deploy/docs_writer.hpp"
 
 namespace llmport::deploy {
 
