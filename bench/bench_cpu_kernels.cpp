@@ -130,7 +130,19 @@ void BM_Attention(benchmark::State& st) {
   std::vector<float> out(q.size());                                              // [m, nh, hd]
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   for (auto _ : st) {
-    be->attention(q.data(), kc.data(), vc.data(), ctx, ctx - m, m, nh, nkv, hd, scale, out.data());
+    llmport::AttentionArgs a;
+    a.q = q.data();
+    a.k_cache = kc.data();
+    a.v_cache = vc.data();
+    a.kv_capacity = ctx;
+    a.start_pos = ctx - m;
+    a.m = m;
+    a.n_heads = nh;
+    a.n_kv_heads = nkv;
+    a.head_dim = hd;
+    a.scale = scale;
+    a.out = out.data();
+    be->attention(a);
     benchmark::DoNotOptimize(out.data());
   }
   // Causal QK^T and PV: 4 flops per (query head, key, dim) over the visible keys.

@@ -1,8 +1,12 @@
 #pragma once
-// The kernel interface: every leaf op of the decoder, implemented by the `reference`
-// backend (scalar fp32 oracle, src/kernels/reference/) and the fast `cpu` backend
-// (src/kernels/cpu/, ISA-dispatched). Activations are fp32 everywhere; weights are
-// stored in the compute dtype; accumulation is fp32.
+// The backend interface: every op of llmport/op.hpp, implemented by the `reference` backend
+// (scalar fp32 oracle, src/kernels/reference/) and the fast `cpu` backend (src/kernels/cpu/,
+// ISA-dispatched). Activations are fp32 everywhere; weights are stored in the compute dtype;
+// accumulation is fp32. Everything outside src/kernels/<backend>/ (the engine, the registry,
+// the op harness, `kernels validate|sweep`, deploy phase 1) talks to a backend only through
+// this interface: a new backend is a folder under src/kernels/ plus a line in make_backend.
+// Every op call carries an OpTag {layer, role}: decorators (fault injection, profiling,
+// probes; src/runtime/) wrap a backend and act on tagged calls.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -12,13 +16,10 @@
 #include <vector>
 
 #include "llmport/dtype.hpp"
-#include "llmport/weights.hpp"
+#include "llmport/op.hpp"
+#include "llmport/tensor.hpp"
 
 namespace llmport {
-
-/// Tile/blocking parameters of one kernel for one shape (e.g. {"mc":64,"nc":256,"kc":256}).
-/// Empty means the backend's heuristic default.
-using TileConfig = std::map<std::string, int>;
 
 /// A linear layer's weight W [n_out, n_in] (nn.Linear layout: y = x W^T), converted to
 /// the compute dtype and laid out however the backend wants (packed panels for GEMM).
@@ -31,6 +32,9 @@ class LinearWeight {
   TileConfig config;         ///< config it was packed for
   /// Bytes held by this weight in the backend's memory.
   virtual std::size_t bytes() const = 0;
+  /// The packed bytes exactly as the backend holds them, for the kernel cache to store
+  /// (Backend::linear_from_packed reads them back); empty = this weight is not cacheable.
+  virtual std::span<const std::byte> packed() const { return {}; }
 };
 
 /// One linear of a group that shares its input x (q/k/v, gate/up): y[m, w->n_out] =
@@ -39,6 +43,38 @@ struct LinearCall {
   const LinearWeight* w = nullptr;
   float* y = nullptr;
   const float* bias = nullptr;
+  OpRole role = OpRole::None;  ///< which projection (Q, K, V, ...), for decorators
+};
+
+/// One sequence's attention: m new query rows at positions start_pos..start_pos+m-1 against
+/// its KV-cache region, which already holds positions 0..start_pos+m-1. Query head h reads
+/// kv head h / (n_heads / n_kv_heads) (GQA); scores = q.k * scale, causal softmax over
+/// positions 0..start_pos+t in fp32 (HF eager attention).
+struct AttentionArgs {
+  const float* q = nullptr;        ///< [m, n_heads, head_dim]
+  const float* k_cache = nullptr;  ///< [n_kv_heads, kv_capacity, head_dim]
+  const float* v_cache = nullptr;  ///< [n_kv_heads, kv_capacity, head_dim]
+  int kv_capacity = 0;             ///< positions per kv head in the region (its stride)
+  int start_pos = 0;
+  int m = 1;
+  int n_heads = 0;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  float scale = 1.0f;              ///< usually 1/sqrt(head_dim)
+  float* out = nullptr;            ///< [m, n_heads, head_dim]
+};
+
+/// New K/V rows of one sequence into its KV-cache region at positions pos..pos+m-1.
+struct KvStoreArgs {
+  float* k_cache = nullptr;  ///< [n_kv_heads, kv_capacity, head_dim]
+  float* v_cache = nullptr;  ///< [n_kv_heads, kv_capacity, head_dim]
+  int kv_capacity = 0;
+  int pos = 0;
+  int m = 1;
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  const float* k = nullptr;  ///< [m, n_kv_heads, head_dim] (the k projection's layout)
+  const float* v = nullptr;  ///< [m, n_kv_heads, head_dim]
 };
 
 /// Calls per "<implementation>:<kernel>" since the last reset, the implementation being
@@ -76,6 +112,42 @@ class Backend {
   /// (reference) ignore it.
   virtual void set_batch_invariant(bool on) { (void)on; }
 
+  /// Whether this backend (at its ISA level) runs `op` natively; ops it does not support are
+  /// errors, never a silent fallback. The op harness fails a backend that claims support for
+  /// a kind and yields no case.
+  virtual bool supports(const OpDesc& op) const = 0;
+  /// The keys this backend's kernel for `kind` understands, with ranges (empty: no tiles).
+  virtual TileSchema tile_schema(OpKind kind) const {
+    (void)kind;
+    return {};
+  }
+  /// The config used when the registry has no measured one for `op` (heuristic default).
+  virtual TileConfig default_tiles(const OpDesc& op) const {
+    (void)op;
+    return {};
+  }
+  /// Configs a sweep measures for `op`, each a delta applied over default_tiles(op).
+  virtual std::vector<TileConfig> tile_candidates(const OpDesc& op) const {
+    (void)op;
+    return {};
+  }
+  /// Re-blocks a weight this backend made for another tile config without repacking (the
+  /// packed layout must not depend on it). Throws UsageError for a config the schema rejects.
+  virtual void retile(LinearWeight& w, const TileConfig& cfg) { w.config = cfg; }
+  /// Bytes LinearWeight::packed() holds for W [n, k] in `dtype` (0: not cacheable).
+  virtual std::size_t packed_size(int n, int k, DType dtype) const {
+    (void)n, (void)k, (void)dtype;
+    return 0;
+  }
+  /// A weight W [n, k] from bytes a weight of the same shape, dtype and config returned from
+  /// packed() (the kernel cache); nullptr when this backend does not cache weights.
+  virtual std::unique_ptr<LinearWeight> linear_from_packed(int n, int k, DType dtype,
+                                                           const TileConfig& cfg,
+                                                           std::span<const std::byte> bytes) {
+    (void)n, (void)k, (void)dtype, (void)cfg, (void)bytes;
+    return nullptr;
+  }
+
   /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).
   virtual std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
@@ -84,40 +156,47 @@ class Backend {
   /// GEMV, m > 1 the prefill GEMM. x is rounded to the weight dtype where the kernel
   /// multiplies in that dtype (bf16 dot products); accumulation is fp32.
   virtual void linear(const LinearWeight& w, const float* x, int m, float* y,
-                      const float* bias = nullptr) = 0;
+                      const float* bias = nullptr, OpTag tag = {}) = 0;
   /// Every call of `calls` on the same x [m, n_in] (all weights have the same n_in), as
   /// linear() would compute each. The q/k/v and gate/up projections of a layer: a backend
   /// may run them as one parallel region (a decode step then pays one thread wake-up
   /// instead of three). Default: linear() per call. Throws ShapeError when the weights'
   /// n_in differ.
-  virtual void linear_group(std::span<const LinearCall> calls, const float* x, int m);
+  virtual void linear_group(std::span<const LinearCall> calls, const float* x, int m,
+                            OpTag tag = {});
+  /// Embedding lookup: out[t, :] = table[ids[t], :] rounded through `compute` and widened
+  /// to fp32 (so every backend sees the same values). table: [vocab, dim] any dtype;
+  /// ids: [m]; out: [m, dim]. Throws UsageError for an id outside [0, vocab). Default: the
+  /// free function embedding_lookup().
+  virtual void embedding(const TensorView& table, DType compute, const int* ids, int m,
+                         float* out, OpTag tag = {});
   /// Rows of a linear weight as fp32: out[t, :] = W[rows[t], :], the stored compute-dtype
-  /// values widened (exactly what embedding_lookup gives for the same table and dtype). The
+  /// values widened (exactly what embedding() gives for the same table and dtype). The
   /// embedding lookup of a model with tied embeddings reads its packed lm_head instead of
   /// keeping a second copy of a [vocab, emb_dim] table in memory. rows: [m];
   /// out: [m, n_in] fp32. Throws UsageError for a row outside [0, n_out).
-  virtual void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) = 0;
+  virtual void gather_rows(const LinearWeight& w, const int* rows, int m, float* out,
+                           OpTag tag = {}) = 0;
   /// RMSNorm over rows: y[i,:] = x[i,:] / sqrt(mean(x[i,:]^2) + eps) * w[:]
   /// (HF LlamaRMSNorm: statistics in fp32). x, y: [m, dim]; y may alias x.
-  virtual void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) = 0;
+  virtual void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps,
+                       OpTag tag = {}) = 0;
   /// Rotate-half RoPE in place (HF `apply_rotary_pos_emb`): for each row and pair
   /// i < head_dim/2: angle = positions[t] * inv_freq[i];
   /// (x_i, x_{i+d/2}) <- (x_i cos - x_{i+d/2} sin, x_{i+d/2} cos + x_i sin).
   /// x: [m, n_heads, head_dim]; positions: [m]; inv_freq: [head_dim/2].
   virtual void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
-                    const float* inv_freq) = 0;
-  /// Causal GQA attention of m new query rows at positions start_pos..start_pos+m-1
-  /// against a layer's KV cache (which already holds those positions).
-  /// q: [m, n_heads, head_dim]; k_cache, v_cache: [n_kv_heads, max_seq, head_dim];
-  /// out: [m, n_heads, head_dim]. Query head h reads kv head h / (n_heads / n_kv_heads).
-  /// scores = q.k * scale, softmax over positions 0..start_pos+t (fp32).
-  virtual void attention(const float* q, const float* k_cache, const float* v_cache,
-                         int max_seq, int start_pos, int m, int n_heads, int n_kv_heads,
-                         int head_dim, float scale, float* out) = 0;
+                    const float* inv_freq, OpTag tag = {}) = 0;
+  /// Stores K/V rows into a KV-cache region (KvStoreArgs). Throws UsageError when
+  /// pos + m exceeds kv_capacity. Default: a copy.
+  virtual void kv_store(const KvStoreArgs& a, OpTag tag = {});
+  /// Causal GQA attention of one sequence (AttentionArgs).
+  virtual void attention(const AttentionArgs& a, OpTag tag = {}) = 0;
   /// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)). out may alias.
-  virtual void swiglu(const float* gate, const float* up, float* out, std::size_t n) = 0;
+  virtual void swiglu(const float* gate, const float* up, float* out, std::size_t n,
+                      OpTag tag = {}) = 0;
   /// Residual add: x[i] += y[i].
-  virtual void add(float* x, const float* y, std::size_t n) = 0;
+  virtual void add(float* x, const float* y, std::size_t n, OpTag tag = {}) = 0;
 
   /// Streams every byte of `weights` once, as a decode step does, without the math, and
   /// returns the rate in GB/s (1e9 bytes/s): the memory-read bound of this model's own
@@ -131,8 +210,8 @@ class Backend {
   }
 
   /// Kernel calls counted since the last reset_counters().
-  const DispatchCounters& counters() const { return counters_; }
-  void reset_counters() { counters_ = {}; }
+  virtual const DispatchCounters& counters() const { return counters_; }
+  virtual void reset_counters() { counters_ = {}; }
 
  protected:
   DispatchCounters counters_;
@@ -153,6 +232,15 @@ std::string missing_target_message(const std::string& name);
 /// Creates a backend by name; throws UsageError with missing_target_message, or naming the
 /// available ones, otherwise.
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+/// Implementation levels of backend `name` this machine can run, best first: cpu
+/// {"avx512bf16", "avx512", "avx2", "scalar"} as supported; reference {"scalar"}. Deploy
+/// phase 1 and `kernels validate --all-isas` check every one. Throws UsageError for an
+/// unknown backend.
+std::vector<std::string> backend_levels(const std::string& name);
+/// make_backend at a forced level (one of backend_levels(name)). Throws UsageError naming
+/// the level when this machine cannot run it or the backend has no such level.
+std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
+                                         int threads = 0);
 
 /// Throws UsageError naming the first id of ids[0, m) outside the vocabulary [0, vocab).
 void check_token_ids(const int* ids, int m, int64_t vocab);

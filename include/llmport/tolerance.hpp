@@ -1,5 +1,5 @@
 #pragma once
-// The one kernel tolerance table (issue #13): tolerance(op, dtype, k), used by the kernel
+// Comparing a kernel with the reference: tolerance(op, dtype, k) (llmport/op.hpp), used by the kernel
 // unit tests, `llmport kernels validate`, `kernels sweep` and deploy phase 1.
 //
 // Every check compares a fast kernel with the fp32 reference kernel fed the same inputs
@@ -25,6 +25,7 @@
 #include <string>
 
 #include "llmport/dtype.hpp"
+#include "llmport/op.hpp"
 
 namespace llmport {
 
@@ -38,12 +39,6 @@ inline constexpr double kUnitRoundoffF32 = 5.9604644775390625e-08;
 /// Higham's gamma_k = k u / (1 - k u) for fp32 (u = 2^-24).
 double gamma_k(long k);
 
-/// The bound on max_i |got_i - ref_i| / scale_i for `op` (gemm, gemv, linear_group,
-/// gather_rows, rmsnorm, rope, swiglu, add, attention_prefill, attention_decode) in
-/// `dtype` with accumulation length `k` (a linear's n_in (+1 with a bias), rmsnorm's dim,
-/// attention's ctx + head_dim; elementwise ops: their rounded operations). Throws
-/// UsageError for an unknown op.
-double tolerance(const std::string& op, DType dtype, long k);
 
 /// Outcome of comparing n outputs against the reference with per-element scales.
 struct ToleranceCheck {

@@ -12,19 +12,9 @@
 
 #include "llmport/dtype.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/tensor.hpp"
 
 namespace llmport {
-
-/// A read-only view of one tensor inside a mapped file. Row-major, as stored.
-struct TensorView {
-  std::string name;
-  DType dtype = DType::F32;
-  std::vector<int64_t> shape;  ///< e.g. q_proj: [n_heads*head_dim, emb_dim]
-  const void* data = nullptr;  ///< points into the mmap; valid while the WeightStore lives
-  std::size_t nbytes = 0;
-  std::filesystem::path file;  ///< file it lives in (for error messages)
-  int64_t numel() const;
-};
 
 /// What a tensor is for. One table maps HF names to roles; loader, probes, errors use it.
 enum class TensorRole {

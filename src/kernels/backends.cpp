@@ -1,10 +1,12 @@
-// Backend dispatch by name, plus the backend-independent ops (embedding lookup, softmax).
+// The backend factory (dispatch by name and level: the one place outside a backend's folder
+// that knows its headers), the Backend defaults, and the backend-independent ops.
 #include <algorithm>
 #include <cstring>
 #include <thread>
 #include <string>
 
 #include "kernels/backend_impls.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/reference/reference_ops.hpp"
 #include "llmport/error.hpp"
 
@@ -26,9 +28,29 @@ void check_gather_row(const LinearWeight& w, int row) {
                      std::to_string(w.n_out) + ") rows");
 }
 
-void Backend::linear_group(std::span<const LinearCall> calls, const float* x, int m) {
+void Backend::linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag) {
   check_linear_group(calls);
-  for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias);
+  for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias, {tag.layer, c.role});
+}
+
+void Backend::embedding(const TensorView& table, DType compute, const int* ids, int m, float* out,
+                        OpTag) {
+  embedding_lookup(table, compute, ids, m, out);
+}
+
+void Backend::kv_store(const KvStoreArgs& a, OpTag) {
+  if (a.pos < 0 || a.m < 0 || a.pos + a.m > a.kv_capacity)
+    throw UsageError("kv_store: positions " + std::to_string(a.pos) + ".." +
+                     std::to_string(a.pos + a.m - 1) + " are outside the KV-cache region of " +
+                     std::to_string(a.kv_capacity) + " positions");
+  const std::size_t hd = static_cast<std::size_t>(a.head_dim);
+  for (int t = 0; t < a.m; ++t)
+    for (int h = 0; h < a.n_kv_heads; ++h) {
+      const std::size_t src = (static_cast<std::size_t>(t) * a.n_kv_heads + h) * hd;
+      const std::size_t dst = (static_cast<std::size_t>(h) * a.kv_capacity + a.pos + t) * hd;
+      std::memcpy(a.k_cache + dst, a.k + src, hd * sizeof(float));
+      std::memcpy(a.v_cache + dst, a.v + src, hd * sizeof(float));
+    }
 }
 
 std::string dispatch_implementation(const std::string& counter) {
@@ -66,6 +88,26 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
     list += b;
   }
   throw UsageError("unknown backend '" + name + "' (available: " + list + ")");
+}
+
+std::vector<std::string> backend_levels(const std::string& name) {
+  if (name == "reference") return {"scalar"};
+  if (name == "cpu") {
+    std::vector<std::string> out;
+    for (cpu::Isa isa : cpu::supported_isas()) out.emplace_back(cpu::isa_name(isa));
+    return out;
+  }
+  make_backend(name);  // throws the unknown/missing-target message
+  return {};
+}
+
+std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
+                                         int threads) {
+  if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));
+  if (name == "reference" && level == "scalar") return make_reference_backend();
+  if (name == "reference")
+    throw UsageError("backend 'reference' has one level, 'scalar' (got '" + level + "')");
+  return make_backend(name, threads);  // throws for unknown names
 }
 
 void check_token_ids(const int* ids, int m, int64_t vocab) {

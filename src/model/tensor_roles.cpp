@@ -6,12 +6,6 @@
 
 namespace llmport {
 
-int64_t TensorView::numel() const {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
 std::string_view role_name(TensorRole r) noexcept {
   switch (r) {
     case TensorRole::Embed: return "embed";

@@ -71,10 +71,10 @@ uint64_t hash_bytes(const void* data, std::size_t n, F&& progress) {
 std::string tensor_hash(const TensorView& w) {
   std::size_t released = 0;
   const uint64_t h = hash_bytes(w.data, w.nbytes, [&](std::size_t done) {
-    cpu::release_source_pages(w, released, done - released);
+    release_source_pages(w, released, done - released);
     released = done;
   });
-  cpu::release_source_pages(w, released, w.nbytes - released);
+  release_source_pages(w, released, w.nbytes - released);
   return fmt::format("{:016x}", h);
 }
 }  // namespace

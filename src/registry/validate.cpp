@@ -407,11 +407,11 @@ class Validator {
     const Vec vc = random_vec(static_cast<std::size_t>(nkv) * max_seq * hd, 1.0f, 63, DType::F32);
     const float sc = 1.0f / std::sqrt(static_cast<float>(hd));
     Vec want(q.size()), pv(q.size());
-    ref_->attention(q.data(), kc.data(), vc.data(), max_seq, start, m, nh, nkv, hd, sc, want.data());
+    ref_->attention({.q = q.data(), .k_cache = kc.data(), .v_cache = vc.data(), .kv_capacity = max_seq, .start_pos = start, .m = m, .n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .scale = sc, .out = want.data()});
     // scale = (1 + 2 S) * sum_j p_j |v_j|: S = max_j scale * sum_d |q_d k_jd| bounds how far a
     // score error moves the softmax weights; sum_j p_j |v_j| is the attention of |V|.
     const Vec va = abs_of(vc);
-    ref_->attention(q.data(), kc.data(), va.data(), max_seq, start, m, nh, nkv, hd, sc, pv.data());
+    ref_->attention({.q = q.data(), .k_cache = kc.data(), .v_cache = va.data(), .kv_capacity = max_seq, .start_pos = start, .m = m, .n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .scale = sc, .out = pv.data()});
     Vec scale(q.size());
     const int group = nh / nkv;
     for (int t = 0; t < m; ++t)
@@ -433,7 +433,7 @@ class Validator {
     const long k = ctx + hd;
     for (Backend* be : backends_) {
       Vec y(q.size());
-      be->attention(q.data(), kc.data(), vc.data(), max_seq, start, m, nh, nkv, hd, sc, y.data());
+      be->attention({.q = q.data(), .k_cache = kc.data(), .v_cache = vc.data(), .kv_capacity = max_seq, .start_pos = start, .m = m, .n_heads = nh, .n_kv_heads = nkv, .head_dim = hd, .scale = sc, .out = y.data()});
       ToleranceCheck c;
       c.tolerance = tolerance(op, dt_, k);
       check_tolerance(c, y.data(), want.data(), scale.data(), y.size());

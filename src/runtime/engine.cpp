@@ -311,8 +311,19 @@ struct Engine::Impl {
           const int ni = static_cast<int>(it.tokens.size());
           const int write_pos = (f.kind == K::KvOffByOne && ni == 1 && p > 0) ? p + 1 : p;
           cache.write(il, write_pos, ni, k.data() + r * kvdim, v.data() + r * kvdim);
-          be.attention(q.data() + r * qdim, cache.k(il), cache.v(il), cache.capacity(), p, ni,
-                       nh, nkv, hd, scale, att.data() + r * qdim);
+          AttentionArgs aa;
+          aa.q = q.data() + r * qdim;
+          aa.k_cache = cache.k(il);
+          aa.v_cache = cache.v(il);
+          aa.kv_capacity = cache.capacity();
+          aa.start_pos = p;
+          aa.m = ni;
+          aa.n_heads = nh;
+          aa.n_kv_heads = nkv;
+          aa.head_dim = hd;
+          aa.scale = scale;
+          aa.out = att.data() + r * qdim;
+          be.attention(aa);
           r += static_cast<std::size_t>(ni);
         }
       }

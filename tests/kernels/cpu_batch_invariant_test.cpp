@@ -23,7 +23,7 @@ TEST(CpuBatchInvariant, EveryRowOfABatchEqualsItsSoloGemv) {
   const auto wf = random_vec(static_cast<std::size_t>(n) * k, 0.5f, 7);
   const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 8);
   const auto bias = random_vec(static_cast<std::size_t>(n), 0.1f, 9);
-  const TensorView tv{"w", DType::F32, {n, k}, wf.data(), wf.size() * 4, {}};
+  const TensorView tv = TensorView::f32(wf.data(), n, k, "w");
   const std::vector<Case> cases = {
       {DType::F32, {}},
       {DType::BF16, {}},
@@ -70,7 +70,7 @@ TEST(CpuBatchInvariant, TheFmaPrefillPathDiffersWithoutTheMode) {
   const int n = 64, k = 512, m = 4;
   const auto wf = random_vec(static_cast<std::size_t>(n) * k, 0.5f, 17);
   const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 18);
-  const TensorView tv{"w", DType::F32, {n, k}, wf.data(), wf.size() * 4, {}};
+  const TensorView tv = TensorView::f32(wf.data(), n, k, "w");
   auto be = cpu::make_cpu_backend_isa(1, cpu::detect_isa());
   const auto w = be->make_linear(
       tv, DType::BF16, {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}});

@@ -179,8 +179,19 @@ struct AttnCase {
 void run_attention(Backend& be, const AttnCase& c, int max_seq, const std::vector<float>& q,
                    const std::vector<float>& k, const std::vector<float>& v, float* out) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  be.attention(q.data(), k.data(), v.data(), max_seq, c.start_pos, c.m, c.n_heads, c.n_kv_heads,
-               c.head_dim, scale, out);
+  AttentionArgs a;
+  a.q = q.data();
+  a.k_cache = k.data();
+  a.v_cache = v.data();
+  a.kv_capacity = max_seq;
+  a.start_pos = c.start_pos;
+  a.m = c.m;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.n_kv_heads;
+  a.head_dim = c.head_dim;
+  a.scale = scale;
+  a.out = out;
+  be.attention(a);
 }
 
 // (1 + 2 S) * sum_j p_j |v_j| per output element, S = max_j scale * sum_d |q_d k_jd|.

@@ -21,7 +21,7 @@ TEST(ReferenceAttention, GqaHeadMappingIsHeadOverGroup) {
     for (int i = 0; i < max_seq * hd; ++i) v[static_cast<std::size_t>(g * max_seq * hd + i)] = static_cast<float>(g + 1);
   std::vector<float> q(static_cast<std::size_t>(n_heads * hd), 1.0f);  // [1, n_heads, hd]
   std::vector<float> out(q.size());
-  be->attention(q.data(), k.data(), v.data(), max_seq, n_ctx - 1, 1, n_heads, n_kv, hd, 0.5f, out.data());
+  be->attention({.q = q.data(), .k_cache = k.data(), .v_cache = v.data(), .kv_capacity = max_seq, .start_pos = n_ctx - 1, .m = 1, .n_heads = n_heads, .n_kv_heads = n_kv, .head_dim = hd, .scale = 0.5f, .out = out.data()});
   for (int h = 0; h < n_heads; ++h)
     for (int d = 0; d < hd; ++d)
       EXPECT_FLOAT_EQ(out[static_cast<std::size_t>(h * hd + d)], static_cast<float>(h / 8 + 1))
@@ -41,7 +41,7 @@ TEST(ReferenceAttention, CausalMaskWithPrefix) {
         v[static_cast<std::size_t>((g * max_seq + j) * hd + d)] = static_cast<float>(j * (g + 1) + d);
   std::vector<float> q(static_cast<std::size_t>(m * n_heads * hd), 0.0f);
   std::vector<float> out(q.size());
-  be->attention(q.data(), k.data(), v.data(), max_seq, start, m, n_heads, n_kv, hd, 1.0f, out.data());
+  be->attention({.q = q.data(), .k_cache = k.data(), .v_cache = v.data(), .kv_capacity = max_seq, .start_pos = start, .m = m, .n_heads = n_heads, .n_kv_heads = n_kv, .head_dim = hd, .scale = 1.0f, .out = out.data()});
   for (int t = 0; t < m; ++t)
     for (int h = 0; h < n_heads; ++h)
       for (int d = 0; d < hd; ++d) {
@@ -62,7 +62,7 @@ TEST(ReferenceAttention, ScoresUseScaleAndSoftmax) {
   const std::vector<float> v{10, 0, 0, 10};  // [1, 2, 2]
   const std::vector<float> q{1, 1};
   std::vector<float> out(2);
-  be->attention(q.data(), k.data(), v.data(), 2, 1, 1, 1, 1, 2, 0.5f, out.data());
+  be->attention({.q = q.data(), .k_cache = k.data(), .v_cache = v.data(), .kv_capacity = 2, .start_pos = 1, .m = 1, .n_heads = 1, .n_kv_heads = 1, .head_dim = 2, .scale = 0.5f, .out = out.data()});
   const double p1 = std::exp(1.0) / (1 + std::exp(1.0));
   EXPECT_NEAR(out[0], 10 * (1 - p1), 1e-5);
   EXPECT_NEAR(out[1], 10 * p1, 1e-5);

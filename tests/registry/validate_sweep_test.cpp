@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu_test_util.hpp"
+#include "llmport/backend_decorator.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
 #include "llmport/registry.hpp"
@@ -97,41 +98,14 @@ TEST(Validate, EveryDispatchedKernelPassesOnEachIsaWithMargin) {
 
 // The cpu backend with one planted fault: the second output of every prefill gate/up group
 // has its last element off by 1e-3 (an honest kernel is ~1e-7 off). Nothing else changes.
-class FaultyGroupBackend final : public Backend {
+class FaultyGroupBackend final : public ForwardingBackend {
  public:
-  explicit FaultyGroupBackend(std::unique_ptr<Backend> inner) : in_(std::move(inner)) {}
-  std::string name() const override { return in_->name(); }
-  std::string isa() const override { return in_->isa(); }
-  int threads() const override { return in_->threads(); }
-  std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType c, const TileConfig& cfg) override {
-    return in_->make_linear(w, c, cfg);
-  }
-  void linear(const LinearWeight& w, const float* x, int m, float* y, const float* b) override {
-    in_->linear(w, x, m, y, b);
-  }
-  void linear_group(std::span<const LinearCall> calls, const float* x, int m) override {
-    in_->linear_group(calls, x, m);
+  explicit FaultyGroupBackend(std::unique_ptr<Backend> inner) : ForwardingBackend(std::move(inner)) {}
+  void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag = {}) override {
+    inner().linear_group(calls, x, m, tag);
     if (calls.size() == 2 && m > 1)
       calls[1].y[static_cast<std::size_t>(m) * calls[1].w->n_out - 1] += 1e-3f;
   }
-  void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) override {
-    in_->gather_rows(w, rows, m, out);
-  }
-  void rmsnorm(const float* x, const float* w, float* y, int m, int d, float eps) override {
-    in_->rmsnorm(x, w, y, m, d, eps);
-  }
-  void rope(float* x, int m, int nh, int hd, const int* pos, const float* f) override {
-    in_->rope(x, m, nh, hd, pos, f);
-  }
-  void attention(const float* q, const float* k, const float* v, int ms, int sp, int m, int nh, int nkv,
-                 int hd, float sc, float* out) override {
-    in_->attention(q, k, v, ms, sp, m, nh, nkv, hd, sc, out);
-  }
-  void swiglu(const float* g, const float* u, float* o, std::size_t n) override { in_->swiglu(g, u, o, n); }
-  void add(float* x, const float* y, std::size_t n) override { in_->add(x, y, n); }
-
- private:
-  std::unique_ptr<Backend> in_;
 };
 
 TEST(Validate, PlantedFaultInAFusedPathAtOneIsaFailsThatRowOnly) {

@@ -63,6 +63,7 @@ const CpuLinear& as_cpu(const LinearWeight& lw) {
   if (!w) throw UsageError("cpu backend: linear weight was not made by the cpu backend");
   return *w;
 }
+CpuLinear& as_cpu_mut(LinearWeight& lw) { return const_cast<CpuLinear&>(as_cpu(lw)); }
 
 // Panels [p0, p1) of chunk c when `units` groups of `group` panels (n_panels in all) are
 // cut into n_chunks contiguous chunks.
@@ -99,6 +100,33 @@ class CpuBackend final : public Backend {
 
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
 
+  // Every op in the fp dtypes at every level (scalar included); the fma GEMM path is a tile
+  // config of bf16 gemm at the AVX-512 levels. No block-quantized weights yet.
+  bool supports(const OpDesc& op) const override { return op.quant_block == 0; }
+  TileSchema tile_schema(OpKind kind) const override { return cpu::tile_schema(kind); }
+  TileConfig default_tiles(const OpDesc& op) const override {
+    if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv && op.kind != OpKind::LinearGroup) return {};
+    const auto dim = [&](const char* k) { return op.shape.count(k) ? op.shape.at(k) : 0; };
+    return default_tile_config(isa_, op.dtype, dim("n"), dim("k"));
+  }
+  std::vector<TileConfig> tile_candidates(const OpDesc& op) const override {
+    if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv) return {};
+    return candidate_tile_configs(isa_, op.dtype, op.kind == OpKind::Gemm);
+  }
+  void retile(LinearWeight& w, const TileConfig& cfg) override { as_cpu_mut(w).set_config(cfg); }
+  std::size_t packed_size(int n, int k, DType dtype) const override {
+    return cpu::packed_bytes(n, k, dtype);
+  }
+  std::unique_ptr<LinearWeight> linear_from_packed(int n, int k, DType dtype, const TileConfig& cfg,
+                                                   std::span<const std::byte> bytes) override {
+    auto lw = std::make_unique<CpuLinear>(n, k, dtype, cfg);
+    if (bytes.size() != lw->bytes())
+      throw UsageError("cpu: packed weight of " + std::to_string(bytes.size()) + " bytes, expected " +
+                       std::to_string(lw->bytes()));
+    std::memcpy(lw->data(), bytes.data(), bytes.size());
+    return lw;
+  }
+
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
     // No config: the one heuristic default (the config reports name), never Blocking{}.
@@ -111,8 +139,8 @@ class CpuBackend final : public Backend {
     return lw;
   }
 
-  void linear(const LinearWeight& lw, const float* x, int m, float* y,
-              const float* bias) override {
+  void linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias,
+              OpTag = {}) override {
     const CpuLinear& w = as_cpu(lw);
     if (m <= 0) return;
     check_fma_supported(w.blocking());
@@ -153,7 +181,7 @@ class CpuBackend final : public Backend {
   // thread wake-up and a join, which at ~1 ms per layer is a few percent. Prefill GEMMs are
   // long enough that one region per weight costs nothing: there x is rounded once per path
   // (bf16 for vdpbf16ps, widened fp32 for the FMA path) and each GEMM runs in its region.
-  void linear_group(std::span<const LinearCall> calls, const float* x, int m) override {
+  void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag = {}) override {
     check_linear_group(calls);
     // Fixed-size bookkeeping: no heap allocation per decode step.
     constexpr std::size_t kMaxGroup = 8;
@@ -210,7 +238,7 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void gather_rows(const LinearWeight& lw, const int* rows, int m, float* out) override {
+  void gather_rows(const LinearWeight& lw, const int* rows, int m, float* out, OpTag = {}) override {
     const PackedView& v = as_cpu(lw).view();
     count(kGather);
     for (int t = 0; t < m; ++t) {
@@ -266,7 +294,8 @@ class CpuBackend final : public Backend {
     return best;
   }
 
-  void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
+  void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps,
+               OpTag = {}) override {
     count(kRmsnorm);
     const int nt = static_cast<double>(m) * dim < kParallelMacs ? 1 : std::min(threads_, m);
     if (nt <= 1) return k_.rmsnorm(x, w, y, 0, m, dim, eps);
@@ -277,7 +306,7 @@ class CpuBackend final : public Backend {
   }
 
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
-            const float* inv_freq) override {
+            const float* inv_freq, OpTag = {}) override {
     count(kRope);
     const int half = head_dim / 2;
     // Table [m][half][2] of (cos, sin) of fp32 angles, shared by all heads. A forward pass
@@ -309,25 +338,25 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
-                 int start_pos, int m, int n_heads, int n_kv_heads, int head_dim, float scale,
-                 float* out) override {
+  void attention(const AttentionArgs& args, OpTag = {}) override {
+    const int m = args.m, n_heads = args.n_heads, n_kv_heads = args.n_kv_heads;
+    const int head_dim = args.head_dim, start_pos = args.start_pos;
     if (n_kv_heads <= 0 || n_heads % n_kv_heads != 0)
       throw ShapeError("cpu attention: n_heads " + std::to_string(n_heads) +
                        " is not a multiple of n_kv_heads " + std::to_string(n_kv_heads));
     count(m == 1 ? kAttnDecode : kAttnPrefill);
     AttnArgs a;
-    a.q = q;
-    a.k_cache = k_cache;
-    a.v_cache = v_cache;
-    a.out = out;
-    a.max_seq = max_seq;
+    a.q = args.q;
+    a.k_cache = args.k_cache;
+    a.v_cache = args.v_cache;
+    a.out = args.out;
+    a.max_seq = args.kv_capacity;
     a.start_pos = start_pos;
     a.m = m;
     a.n_heads = n_heads;
     a.n_kv_heads = n_kv_heads;
     a.head_dim = head_dim;
-    a.scale = scale;
+    a.scale = args.scale;
     a.block_kv = 64;
     const int group = n_heads / n_kv_heads;
     const int tq = m == 1 ? 1 : std::max(1, 64 / group);  // query tokens per work item
@@ -353,12 +382,12 @@ class CpuBackend final : public Backend {
     pool_->run(items, [&](int c, int slot) { item(items - 1 - c, scratch + per * slot); });
   }
 
-  void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
+  void swiglu(const float* gate, const float* up, float* out, std::size_t n, OpTag = {}) override {
     count(kSwiglu);
     elementwise(n, [&](std::size_t i0, std::size_t i1) { k_.swiglu(gate, up, out, i0, i1); });
   }
 
-  void add(float* x, const float* y, std::size_t n) override {
+  void add(float* x, const float* y, std::size_t n, OpTag = {}) override {
     count(kAdd);
     elementwise(n, [&](std::size_t i0, std::size_t i1) { k_.add(x, y, i0, i1); });
   }

@@ -3,6 +3,7 @@
 // (src/registry/) and the kernel cache: ISA forcing, tile configs and packed weights.
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,10 @@ Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k);
 /// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
+/// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp}; linear_group both
+/// (a group runs as GEMM or GEMV by m); others none. Values >= 1 (the kernels clamp mr/np to
+/// their register limits), fma 0 or 1.
+TileSchema tile_schema(OpKind kind);
 
 /// A weight packed in 16-column panels (see PackedView) in backend-owned, 64-byte
 /// aligned memory (2 MiB aligned + MADV_HUGEPAGE when large).
@@ -44,6 +49,9 @@ class CpuLinear : public LinearWeight {
   CpuLinear(const CpuLinear&) = delete;
   CpuLinear& operator=(const CpuLinear&) = delete;
   std::size_t bytes() const override { return nbytes_; }
+  std::span<const std::byte> packed() const override {
+    return {static_cast<const std::byte*>(data_), nbytes_};
+  }
   const PackedView& view() const { return view_; }
   void* data() { return data_; }
   const Blocking& blocking() const { return blk_; }
@@ -61,10 +69,6 @@ class CpuLinear : public LinearWeight {
   Blocking blk_;
 };
 
-/// Drops the pages of bytes [off, off + len) of `w` from this process when `w` lives in a
-/// read-only file mapping (w.file set): MADV_DONTNEED on whole pages; the page cache keeps
-/// them and a later read faults them back in. No effect on heap tensors (w.file empty).
-void release_source_pages(const TensorView& w, std::size_t off, std::size_t len);
 /// Packed byte count of W [n, k] in `dtype`.
 std::size_t packed_bytes(int n, int k, DType dtype);
 /// Packs `w` [n_out, n_in] (any stored dtype) into a new CpuLinear of dtype `compute`.

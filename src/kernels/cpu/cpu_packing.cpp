@@ -34,14 +34,6 @@ int padded_k(int k, DType d) { return d == DType::BF16 ? (k + 1) / 2 * 2 : k; }
 // read (the embedding lookup of an untied table, a kernel-cache hash) faults them back in.
 // Heap tensors (no file) are never touched: DONTNEED would zero them. Only whole pages
 // inside [off, off + len).
-void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
-  if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
-  const std::size_t page = 4096;
-  const auto b = reinterpret_cast<std::uintptr_t>(w.data) + off;
-  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
-  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
-}
-
 std::size_t packed_bytes(int n, int k, DType dtype) {
   const std::size_t panels = static_cast<std::size_t>((n + kPanel - 1) / kPanel);
   return panels * kPanel * padded_k(k, dtype) * dtype_size(dtype);

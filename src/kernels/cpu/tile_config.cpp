@@ -42,6 +42,25 @@ Blocking blocking_from_config(const TileConfig& cfg, DType dtype) {
   return b;
 }
 
+TileSchema tile_schema(OpKind kind) {
+  constexpr int kMax = 1 << 30;
+  const TileSchema gemm = {{"mr", 1, kMax, "rows of x per micro-kernel call"},
+                           {"np", 1, kMax, "16-column panels per micro-kernel call"},
+                           {"kc", 1, kMax, "k block in elements"},
+                           {"mc", 1, kMax, "rows of x per cache block"},
+                           {"nc", 1, kMax, "output columns per cache block"},
+                           {"fma", 0, 1, "bf16 GEMM on fp32 FMAs (1) or vdpbf16ps (0)"}};
+  const TileSchema gemv = {{"gnp", 1, kMax, "decode GEMV panels streamed at once"}};
+  if (kind == OpKind::Gemm) return gemm;
+  if (kind == OpKind::Gemv) return gemv;
+  if (kind == OpKind::LinearGroup) {
+    TileSchema both = gemm;
+    both.insert(both.end(), gemv.begin(), gemv.end());
+    return both;
+  }
+  return {};
+}
+
 namespace {
 bool fma_applies(Isa isa, DType dtype) {
   return dtype == DType::BF16 && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16);

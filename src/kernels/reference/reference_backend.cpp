@@ -19,6 +19,8 @@ class RefLinear final : public LinearWeight {
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
+  // Every op in every dtype: the oracle is what other backends are checked against.
+  bool supports(const OpDesc& op) const override { return op.quant_block == 0; }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& t, DType compute,
                                             const TileConfig& cfg) override {
@@ -36,12 +38,13 @@ class ReferenceBackend final : public Backend {
     return lw;
   }
 
-  void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias) override {
+  void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias,
+              OpTag = {}) override {
     counters_.add(m == 1 ? "reference:gemv" : "reference:gemm");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
     reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
   }
-  void gather_rows(const LinearWeight& w, const int* rows, int m, float* out) override {
+  void gather_rows(const LinearWeight& w, const int* rows, int m, float* out, OpTag = {}) override {
     counters_.add("reference:gather_rows");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
     for (int t = 0; t < m; ++t) {
@@ -50,27 +53,26 @@ class ReferenceBackend final : public Backend {
       std::copy(src, src + rw.n_in, out + static_cast<std::size_t>(t) * rw.n_in);
     }
   }
-  void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps) override {
+  void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps,
+               OpTag = {}) override {
     counters_.add("reference:rmsnorm");
     reference::rmsnorm(x, w, y, m, dim, eps);
   }
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
-            const float* inv_freq) override {
+            const float* inv_freq, OpTag = {}) override {
     counters_.add("reference:rope");
     reference::rope(x, m, n_heads, head_dim, positions, inv_freq);
   }
-  void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq,
-                 int start_pos, int m, int n_heads, int n_kv_heads, int head_dim, float scale,
-                 float* out) override {
-    counters_.add(m == 1 ? "reference:attention_decode" : "reference:attention_prefill");
-    reference::attention(q, k_cache, v_cache, max_seq, start_pos, m, n_heads, n_kv_heads,
-                         head_dim, scale, out);
+  void attention(const AttentionArgs& a, OpTag = {}) override {
+    counters_.add(a.m == 1 ? "reference:attention_decode" : "reference:attention_prefill");
+    reference::attention(a.q, a.k_cache, a.v_cache, a.kv_capacity, a.start_pos, a.m, a.n_heads,
+                         a.n_kv_heads, a.head_dim, a.scale, a.out);
   }
-  void swiglu(const float* gate, const float* up, float* out, std::size_t n) override {
+  void swiglu(const float* gate, const float* up, float* out, std::size_t n, OpTag = {}) override {
     counters_.add("reference:swiglu");
     reference::swiglu(gate, up, out, n);
   }
-  void add(float* x, const float* y, std::size_t n) override {
+  void add(float* x, const float* y, std::size_t n, OpTag = {}) override {
     counters_.add("reference:add");
     reference::add(x, y, n);
   }

@@ -1,4 +1,5 @@
-// The one kernel tolerance table: tolerance(op, dtype, k) (include/llmport/tolerance.hpp).
+// The one kernel tolerance function tolerance(op, dtype, k) (include/llmport/op.hpp) and the
+// element-wise comparison every op check uses (include/llmport/tolerance.hpp).
 #include "llmport/tolerance.hpp"
 
 #include <algorithm>
@@ -13,18 +14,18 @@ double gamma_k(long k) {
   return ku / (1.0 - ku);
 }
 
-double tolerance(const std::string& op, DType dtype, long k) {
-  const bool dot = op == "gemm" || op == "gemv" || op == "linear_group" || op.rfind("linear_group", 0) == 0;
-  if (op == "gather_rows") return 0;  // a copy of stored values: exact
-  int e_ulps = 0;
-  if (op == "swiglu" || op == "attention_prefill" || op == "attention_decode") e_ulps = 4;
-  else if (!dot && op != "rmsnorm" && op != "rope" && op != "add")
-    throw UsageError("tolerance: unknown op '" + op +
-                     "' (expected gemm, gemv, linear_group, gather_rows, rmsnorm, rope, swiglu, "
-                     "add, attention_prefill, attention_decode)");
+double tolerance(OpKind op, DType dtype, long k) {
+  const bool dot = op == OpKind::Gemm || op == OpKind::Gemv || op == OpKind::LinearGroup;
+  if (op == OpKind::GatherRows || op == OpKind::Embedding || op == OpKind::KvStore) return 0;
+  const int e_ulps =
+      (op == OpKind::Swiglu || op == OpKind::AttentionPrefill || op == OpKind::AttentionDecode) ? 4 : 0;
   // bf16 x bf16 products are exact in fp32; fp16/fp32 weights times fp32 x round once more.
   const long k_eff = k + (dot && dtype != DType::BF16 ? 1 : 0);
   return 2.0 * gamma_k(k_eff) + 2.0 * e_ulps * kUnitRoundoffF32;
+}
+
+double tolerance(const std::string& op, DType dtype, long k) {
+  return tolerance(parse_op_kind(op), dtype, k);
 }
 
 void check_tolerance(ToleranceCheck& acc, const float* got, const float* ref, const float* scale,

@@ -1,0 +1,44 @@
+#include "llmport/tensor.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdint>
+
+namespace llmport {
+
+int64_t TensorView::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+bool TensorView::contiguous() const {
+  if (strides.empty()) return true;
+  if (strides.size() != shape.size()) return false;
+  int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] != 1 && strides[i] != s) return false;
+    s *= shape[i];
+  }
+  return true;
+}
+
+TensorView TensorView::f32(const float* data, int64_t rows, int64_t cols, std::string name) {
+  TensorView v;
+  v.name = std::move(name);
+  v.dtype = DType::F32;
+  v.shape = {rows, cols};
+  v.data = data;
+  v.nbytes = static_cast<std::size_t>(rows * cols) * sizeof(float);
+  return v;
+}
+
+void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
+  if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
+  const std::size_t page = 4096;
+  const auto b = reinterpret_cast<std::uintptr_t>(w.data) + off;
+  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+}  // namespace llmport
