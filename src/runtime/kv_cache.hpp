@@ -1,6 +1,7 @@
 #pragma once
 // The KV cache: K and V of every layer, [n_layers, n_kv_heads, capacity, head_dim] fp32,
-// allocated once at construction (no per-token allocation).
+// allocated once at construction (no per-token allocation). Rows are stored by
+// Backend::kv_store, so a backend or decorator controls how they are written.
 #include <cstddef>
 #include <vector>
 
@@ -14,11 +15,6 @@ class KvCache {
   float* v(int il) { return v_.data() + layer_offset(il); }
   const float* k(int il) const { return k_.data() + layer_offset(il); }
   const float* v(int il) const { return v_.data() + layer_offset(il); }
-  /// Stores m rows at positions pos..pos+m-1 of layer il from k_rows, v_rows:
-  /// [m, n_kv_heads, head_dim] (the layout the K/V projections produce).
-  void write(int il, int pos, int m, const float* k_rows, const float* v_rows);
-  /// Sets every entry to zero (only needed when stale entries could be read).
-  void zero();
   int capacity() const { return capacity_; }
   std::size_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
 

@@ -174,7 +174,7 @@ TEST(EngineProfile, PerOpTimesOnlyWhenEnabled) {
   eng->decode_step(261);
   std::map<std::string, OpProfile> ops;
   for (const auto& o : eng->profile()) ops[o.op] = o;
-  for (const char* op : {"embedding", "linear_qkv", "rope", "attention", "linear_o", "linear_gate_up",
+  for (const char* op : {"embedding", "linear_qkv", "rope", "kv_store", "attention", "linear_o", "linear_gate_up",
                          "swiglu", "linear_down", "rmsnorm", "add", "lm_head"})
     EXPECT_TRUE(ops.count(op)) << op;
   EXPECT_EQ(ops["attention"].calls, 2u * model.cfg.n_layers);
