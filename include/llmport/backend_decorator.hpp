@@ -41,6 +41,10 @@ class ForwardingBackend : public Backend {
                                             const TileConfig& cfg = {}) override {
     return in_.make_linear(w, compute, cfg);
   }
+  std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType quant,
+                                                      const TileConfig& cfg = {}) override {
+    return in_.make_quantized_linear(w, quant, cfg);
+  }
   void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias = nullptr,
               OpTag tag = {}) override {
     in_.linear(w, x, m, y, bias, tag);

@@ -60,9 +60,22 @@ struct EngineOptions {
   /// Backend::set_batch_invariant: a sequence's logits do not depend on its batch
   /// neighbours or on how its prompt is cut into prefill chunks (`llmport serve`).
   bool batch_invariant = false;
+  /// Weight-only block quantization of the seven linear projections of every layer (q, k,
+  /// v, o, gate, up, down) whose input dimension is a multiple of kQuantBlock; the others,
+  /// embeddings, norms, biases and lm_head stay in `dtype` (llmport/quant.hpp).
+  QuantType quant = QuantType::None;
+  /// Quantization of lm_head too (`--quantize-lm-head`); None keeps it in `dtype`.
+  QuantType quant_lm_head = QuantType::None;
   /// KV-cache capacity used when max_seq is 0 (bounds memory for 128k-context models).
   static constexpr int kDefaultMaxSeq = 4096;
 };
+
+/// Applies a `--dtype` value: bf16|fp16|fp32 (and their spellings) set opt.dtype;
+/// q8_0|q4_0 set opt.quant and leave opt.dtype (the base dtype of the unquantized tensors:
+/// the checkpoint's). Throws UsageError naming the value otherwise.
+void set_dtype_flag(EngineOptions& opt, std::string_view value);
+/// The name of what an engine runs: "q8_0" / "q4_0" when quantized, else dtype_name(dtype).
+std::string precision_name(DType dtype, QuantType quant);
 
 /// The checkpoint's dtype: config torch_dtype when set, else the dominant stored dtype.
 DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights);
@@ -135,6 +148,8 @@ class Engine {
 
   const ModelConfig& config() const;
   DType dtype() const;
+  /// Quantization of the layer projections (EngineOptions::quant).
+  QuantType quant() const;
   Backend& backend();
   /// Bytes of the weights as held by the backend (bytes).
   std::size_t weight_bytes() const;

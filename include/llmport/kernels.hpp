@@ -17,6 +17,7 @@
 
 #include "llmport/dtype.hpp"
 #include "llmport/op.hpp"
+#include "llmport/quant.hpp"
 #include "llmport/tensor.hpp"
 
 namespace llmport {
@@ -28,7 +29,9 @@ class LinearWeight {
   virtual ~LinearWeight() = default;
   int n_out = 0;
   int n_in = 0;
-  DType dtype = DType::F32;  ///< compute dtype of the stored values
+  DType dtype = DType::F32;  ///< compute dtype of the stored values (activations it meets)
+  /// Block quantization of the stored values (None: plain `dtype` values).
+  QuantType quant = QuantType::None;
   TileConfig config;         ///< config it was packed for
   /// Bytes held by this weight in the backend's memory.
   virtual std::size_t bytes() const = 0;
@@ -152,6 +155,12 @@ class Backend {
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).
   virtual std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                                     const TileConfig& cfg = {}) = 0;
+  /// `w` [n_out, n_in] (any stored dtype, n_in a multiple of kQuantBlock) block-quantized to
+  /// `quant` along n_in (llmport/quant.hpp formats), for linear() with fp32 x. Throws
+  /// UsageError when this backend has no kernels for `quant` (never a silent fallback to
+  /// floats) or n_in is not a multiple of kQuantBlock; ShapeError for a tensor not 2-D.
+  virtual std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType quant,
+                                                              const TileConfig& cfg = {});
   /// y[m, n_out] = x[m, n_in] . W^T (+ bias[n_out] when non-null). m = 1 is the decode
   /// GEMV, m > 1 the prefill GEMM. x is rounded to the weight dtype where the kernel
   /// multiplies in that dtype (bf16 dot products); accumulation is fp32.

@@ -33,6 +33,12 @@ void Backend::linear_group(std::span<const LinearCall> calls, const float* x, in
   for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias, {tag.layer, c.role});
 }
 
+std::unique_ptr<LinearWeight> Backend::make_quantized_linear(const TensorView& w, QuantType quant,
+                                                             const TileConfig&) {
+  throw UsageError("backend '" + name() + "' (" + isa() + ") has no " + std::string(quant_name(quant)) +
+                   " kernels yet (" + w.name + "); use --backend reference or a float dtype");
+}
+
 void Backend::embedding(const TensorView& table, DType compute, const int* ids, int m, float* out,
                         OpTag) {
   embedding_lookup(table, compute, ids, m, out);

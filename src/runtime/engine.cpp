@@ -38,17 +38,22 @@ void Engine::Impl::load() {
   auto make_linear = [&](const TensorView& w) {
     return opt.kernels ? opt.kernels->make_linear(be, w, dtype) : be.make_linear(w, dtype);
   };
+  // A projection quantizes when its input dimension splits into whole blocks.
+  auto make_projection = [&](const TensorView& w, QuantType qt) {
+    const bool blocks = w.shape.size() == 2 && w.shape[1] % kQuantBlock == 0;
+    return qt != QuantType::None && blocks ? be.make_quantized_linear(w, qt) : make_linear(w);
+  };
   embed = &weights.get(R::Embed);
   layers.resize(static_cast<std::size_t>(cfg.n_layers));
   for (int il = 0; il < cfg.n_layers; ++il) {
     Layer& L = layers[static_cast<std::size_t>(il)];
-    L.wq = make_linear(weights.get(R::Wq, il));
-    L.wk = make_linear(weights.get(R::Wk, il));
-    L.wv = make_linear(weights.get(R::Wv, il));
-    L.wo = make_linear(weights.get(R::Wo, il));
-    L.w_gate = make_linear(weights.get(R::WGate, il));
-    L.w_up = make_linear(weights.get(R::WUp, il));
-    L.w_down = make_linear(weights.get(R::WDown, il));
+    L.wq = make_projection(weights.get(R::Wq, il), opt.quant);
+    L.wk = make_projection(weights.get(R::Wk, il), opt.quant);
+    L.wv = make_projection(weights.get(R::Wv, il), opt.quant);
+    L.wo = make_projection(weights.get(R::Wo, il), opt.quant);
+    L.w_gate = make_projection(weights.get(R::WGate, il), opt.quant);
+    L.w_up = make_projection(weights.get(R::WUp, il), opt.quant);
+    L.w_down = make_projection(weights.get(R::WDown, il), opt.quant);
     L.attn_norm = load_vec(weights.get(R::AttnNorm, il), dtype);
     L.ffn_norm = load_vec(weights.get(R::FfnNorm, il), dtype);
     if (cfg.qk_norm) {
@@ -64,7 +69,7 @@ void Engine::Impl::load() {
   }
   final_norm = load_vec(weights.get(R::FinalNorm), dtype);
   // Tied: logits = h . embed^T, even when a (differing) lm_head.weight is present (TRAPS #8).
-  lm_head = make_linear(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead));
+  lm_head = make_projection(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead), opt.quant_lm_head);
   // Registry entries skipped as foreign and lookup misses: one stderr line each per run.
   if (opt.kernels) opt.kernels->announce();
   inv_freq = rope_inv_freq(cfg);
@@ -175,10 +180,11 @@ std::vector<float> Engine::Impl::forward(const Batch& b, bool all_logits) {
 }
 
 // x[t] = embedding of token t. Tied models read the packed lm_head: no second
-// [vocab, emb_dim] table in memory (the file pages were dropped after packing).
+// [vocab, emb_dim] table in memory (the file pages were dropped after packing), unless
+// lm_head is quantized: embeddings stay exact.
 void Engine::Impl::embed_rows(const Batch& b, Backend& be) {
   const OpTag tag{-1, OpRole::Embedding};
-  if (cfg.tie_word_embeddings) {
+  if (cfg.tie_word_embeddings && lm_head->quant == QuantType::None) {
     check_token_ids(b.tokens.data(), b.rows(), cfg.vocab_size);
     be.gather_rows(*lm_head, b.tokens.data(), b.rows(), x.data(), tag);
   } else {

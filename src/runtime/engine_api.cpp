@@ -81,6 +81,25 @@ int Engine::pos() const { return impl_->pos[0]; }
 int Engine::max_seq() const { return impl_->max_seq; }
 const ModelConfig& Engine::config() const { return impl_->cfg; }
 DType Engine::dtype() const { return impl_->dtype; }
+QuantType Engine::quant() const { return impl_->opt.quant; }
+
+void set_dtype_flag(EngineOptions& opt, std::string_view value) {
+  const QuantType q = parse_quant(value);
+  if (q != QuantType::None) {
+    opt.quant = q;
+    return;
+  }
+  try {
+    opt.dtype = parse_dtype(value);
+  } catch (const UsageError&) {
+    throw UsageError("unknown dtype '" + std::string(value) + "' (expected bf16, fp16, fp32, q8_0 or q4_0)");
+  }
+  opt.quant = QuantType::None;
+}
+
+std::string precision_name(DType dtype, QuantType quant) {
+  return quant != QuantType::None ? std::string(quant_name(quant)) : std::string(dtype_name(dtype));
+}
 Backend& Engine::backend() { return *impl_->backend; }
 std::size_t Engine::weight_bytes() const {
   std::size_t b = 0;

@@ -158,7 +158,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   EngineOptions eo = opt.engine;
   eo.max_seq = ctx;
   Engine engine(cfg, weights, eo);
-  res.dtype = std::string(dtype_name(engine.dtype()));
+  res.dtype = precision_name(engine.dtype(), engine.quant());
   const int vocab = cfg.vocab_size;
 
   const bool need_files = opt.save_logits || opt.kl_base;

@@ -38,6 +38,23 @@ class ReferenceBackend final : public Backend {
     return lw;
   }
 
+  // The values a q8_0/q4_0 kernel multiplies (quantize, then widen), held as fp32: the oracle
+  // of the quantized kernels and the reference for quantization error.
+  std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& t, QuantType quant,
+                                                      const TileConfig& cfg) override {
+    auto lw = make_linear(t, DType::F32, cfg);
+    auto& rw = static_cast<RefLinear&>(*lw);
+    if (rw.n_in % kQuantBlock != 0)
+      throw UsageError(t.name + ": input dimension " + std::to_string(rw.n_in) + " is not a multiple of " +
+                       std::to_string(kQuantBlock) + " (" + std::string(quant_name(quant)) + " blocks)");
+    for (int r = 0; r < rw.n_out; ++r) {
+      float* row = rw.w.data() + static_cast<std::size_t>(r) * rw.n_in;
+      quantize_round_trip(quant, row, row, rw.n_in);
+    }
+    rw.quant = quant;
+    return lw;
+  }
+
   void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias,
               OpTag = {}) override {
     counters_.add(m == 1 ? "reference:gemv" : "reference:gemm");

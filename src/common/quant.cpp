@@ -1,0 +1,120 @@
+// ggml's reference Q8_0 / Q4_0 block quantizers (llmport/quant.hpp gives the formulas).
+#include "llmport/quant.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "llmport/dtype.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport {
+namespace {
+
+void check_k(int64_t k) {
+  if (k % kQuantBlock != 0)
+    throw UsageError("quantize: row of " + std::to_string(k) + " values is not a multiple of " +
+                     std::to_string(kQuantBlock));
+}
+
+}  // namespace
+
+std::string_view quant_name(QuantType q) noexcept {
+  switch (q) {
+    case QuantType::None: return "none";
+    case QuantType::Q8_0: return "q8_0";
+    case QuantType::Q4_0: return "q4_0";
+  }
+  return "?";
+}
+
+QuantType parse_quant(std::string_view s) noexcept {
+  if (s == "q8_0" || s == "Q8_0") return QuantType::Q8_0;
+  if (s == "q4_0" || s == "Q4_0") return QuantType::Q4_0;
+  return QuantType::None;
+}
+
+std::size_t quant_block_bytes(QuantType q) noexcept {
+  switch (q) {
+    case QuantType::None: return 0;
+    case QuantType::Q8_0: return sizeof(BlockQ8_0);
+    case QuantType::Q4_0: return sizeof(BlockQ4_0);
+  }
+  return 0;
+}
+
+std::size_t quant_row_bytes(QuantType q, int64_t k) noexcept {
+  return static_cast<std::size_t>(k / kQuantBlock) * quant_block_bytes(q);
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k) {
+  check_k(k);
+  for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+    const float* xb = x + b * kQuantBlock;
+    float amax = 0.0f;
+    for (int j = 0; j < kQuantBlock; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kQuantBlock; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(xb[j] * id));
+  }
+}
+
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k) {
+  check_k(k);
+  for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+    const float* xb = x + b * kQuantBlock;
+    float amax = 0.0f, max = 0.0f;  // largest magnitude, and that value with its sign
+    for (int j = 0; j < kQuantBlock; ++j)
+      if (std::fabs(xb[j]) > amax) {
+        amax = std::fabs(xb[j]);
+        max = xb[j];
+      }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    y[b].d = f32_to_f16(d);
+    for (int j = 0; j < kQuantBlock / 2; ++j) {
+      const auto q0 = std::min<uint8_t>(15, static_cast<uint8_t>(static_cast<int8_t>(xb[j] * id + 8.5f)));
+      const auto q1 = std::min<uint8_t>(
+          15, static_cast<uint8_t>(static_cast<int8_t>(xb[j + kQuantBlock / 2] * id + 8.5f)));
+      y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k) noexcept {
+  for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kQuantBlock; ++j) y[b * kQuantBlock + j] = static_cast<float>(x[b].qs[j]) * d;
+  }
+}
+
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t k) noexcept {
+  for (int64_t b = 0; b < k / kQuantBlock; ++b) {
+    const float d = f16_to_f32(x[b].d);
+    for (int j = 0; j < kQuantBlock / 2; ++j) {
+      y[b * kQuantBlock + j] = static_cast<float>((x[b].qs[j] & 0x0f) - 8) * d;
+      y[b * kQuantBlock + j + kQuantBlock / 2] = static_cast<float>((x[b].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void quantize_round_trip(QuantType q, const float* x, float* y, int64_t k) {
+  if (q == QuantType::None) {
+    std::copy(x, x + k, y);
+    return;
+  }
+  check_k(k);
+  if (q == QuantType::Q8_0) {
+    std::vector<BlockQ8_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
+    quantize_row_q8_0(x, blocks.data(), k);
+    dequantize_row_q8_0(blocks.data(), y, k);
+  } else {
+    std::vector<BlockQ4_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
+    quantize_row_q4_0(x, blocks.data(), k);
+    dequantize_row_q4_0(blocks.data(), y, k);
+  }
+}
+
+}  // namespace llmport
