@@ -2,7 +2,7 @@
 # Runs one libFuzzer target of the asan build for SECONDS seconds, seeded from ../shared
 # (or $LLMPORT_SHARED), the repository's data and the committed regression inputs.
 #   scripts/fuzz.sh TARGET [SECONDS] [extra libFuzzer flags...]
-# TARGET: chat_template config tokenizer safetensors records registry.
+# TARGET: chat_template config tokenizer safetensors records registry serve_request.
 # Build first: cmake --preset asan && cmake --build --preset asan.
 # Any finding (crash, sanitizer report, leak, timeout > 10 s, > 2 GiB RSS) fails the run;
 # its reproducer is left in build-asan/fuzz/artifacts/TARGET/. Minimize it with
@@ -64,6 +64,8 @@ PY
     add "$shared"/models/*/golden/*.json "$shared"/models/*/*/golden.json tests/data/verify/*.json ;;
   registry)
     add data/registry/cpu/*.json ;;
+  serve_request)
+    add tests/fuzz/regressions/serve_request/* "$shared"/models/*/golden/public_prompts.json ;;
   *) echo "fuzz.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 regress="tests/fuzz/regressions/$target"

@@ -72,7 +72,7 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1e999
     throw ApiError(400, std::string("malformed JSON body: ") + e.what());
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
