@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
@@ -109,86 +110,96 @@ void run_reps(TestResult& t, int reps, Bound&& bound_now, Rep&& rep) {
   finish(t);
 }
 
-int run_bench(const BArgs& a) {
+// What a run measures, decided before any weights are read: the flags are checked first,
+// so a usage mistake never waits for the roofline or the weights.
+struct Plan {
+  std::string dir;   // the model directory (or its config.json)
+  std::string name;  // the model's name in the reports: its directory's
+  ModelConfig cfg;
+  DType dtype = DType::BF16;
+  ModelCost cost;
+  std::vector<int> pps;  // prompt lengths of the pp tests
+};
+
+Plan plan_bench(const BArgs& a) {
   if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
   if (a.n_gen < 0) throw UsageError("-n/--n-gen must be >= 0 (0 = no generation test)");
   if (a.output != "md" && a.output != "json" && a.output != "csv")
     throw UsageError("-o/--output must be md, json or csv (got '" + a.output + "')");
-  const std::vector<int> pps = parse_list(a.prompts, "-p/--n-prompt");
-  if (pps.empty() && a.n_gen == 0 && !a.roofline_only)
+  Plan p;
+  p.pps = parse_list(a.prompts, "-p/--n-prompt");
+  if (p.pps.empty() && a.n_gen == 0 && !a.roofline_only)
     throw UsageError("nothing to measure: -p/--n-prompt and -n/--n-gen are both 0");
   if (a.roofline_only && a.no_roofline)
     throw UsageError("--roofline and --no-roofline exclude each other");
   if (!a.registry.empty() && !std::filesystem::is_directory(a.registry))
     throw UsageError("--registry " + a.registry +
                      ": not a directory (a kernel registry, e.g. <deployment>/registry)");
-  const std::string dir = resolve_model_dir(a.model);
-  const ModelConfig cfg = load_model_config(dir);
-  const DType dtype = !a.dtype.empty() ? parse_dtype(a.dtype)
-                      : cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(cfg.torch_dtype);
-  const ModelCost cost = model_cost(cfg, dtype);
+  p.dir = resolve_model_dir(a.model);
+  p.cfg = load_model_config(p.dir);
+  p.dtype = dtype_or_config(a.dtype, p.cfg);
+  p.cost = model_cost(p.cfg, p.dtype);
   // The model's name: its directory (also when MODEL names its config.json).
-  std::filesystem::path mdir = std::filesystem::absolute(dir).lexically_normal();
+  std::filesystem::path mdir = std::filesystem::absolute(p.dir).lexically_normal();
   if (std::filesystem::is_regular_file(mdir) || mdir.filename().empty()) mdir = mdir.parent_path();
-  const std::string name = mdir.filename().string();
+  p.name = mdir.filename().string();
+  return p;
+}
 
-  Roofline roof;
-  if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
-  // The prefill bound's peak: the best any kernel path reaches for these weights.
-  const ComputePeak peak = compute_peak(roof, dtype);
-  if (a.roofline_only) {
-    const int pp_roof = pps.empty() ? 512 : pps.front();
-    if (a.output == "json") {
-      std::cout << nlohmann::json{{"model", name},
-                                  {"dtype", std::string(dtype_name(dtype))},
-                                  {"roofline", {{"threads", roof.threads}, {"isa", roof.isa},
-                                                {"read_gbps", roof.read_gbps},
-                                                {"read_gbps_1t", roof.read_gbps_1t},
-                                                {"bf16_gflops", roof.bf16_gflops},
-                                                {"f32_gflops", roof.f32_gflops},
-                                                {"compute_peak_gflops", peak.gflops},
-                                                {"compute_peak", peak.kind}}},
-                                  {"weight_mib", cost.weight_bytes / (1 << 20)},
-                                  {"decode_bound_ts", decode_bound_tps(roof, cost, a.n_gen / 2)},
-                                  {"n_gen", a.n_gen},
-                                  {"prefill_bound_ts", prefill_bound_tps(roof, cost, dtype, pp_roof)},
-                                  {"n_prompt", pp_roof}}
-                       .dump(1)
-                << "\n";
-      return kExitOk;
-    }
-    std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
-              << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
-                             roof.read_gbps_1t)
-              << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n",
-                             roof.bf16_gflops, roof.f32_gflops)
-              << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", dtype_name(dtype),
-                             peak.gflops, peak.kind)
-              << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP per decode token\n", name,
-                             dtype_name(dtype), cost.weight_bytes / (1 << 20),
-                             cost.flops_per_token * 1e-9)
-              << fmt::format("  decode bound (tg{}, mean context {}): {:.1f} tokens/s\n", a.n_gen,
-                             a.n_gen / 2, decode_bound_tps(roof, cost, a.n_gen / 2))
-              << fmt::format("  prefill bound (pp{}): {:.1f} tokens/s\n", pp_roof,
-                             prefill_bound_tps(roof, cost, dtype, pp_roof));
+// --roofline: this machine's bounds for the model, without running it.
+int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const ComputePeak& peak) {
+  const int pp_roof = p.pps.empty() ? 512 : p.pps.front();
+  const double decode_bound = decode_bound_tps(roof, p.cost, a.n_gen / 2);
+  const double prefill_bound = prefill_bound_tps(roof, p.cost, p.dtype, pp_roof);
+  if (a.output == "json") {
+    std::cout << nlohmann::json{{"model", p.name},
+                                {"dtype", std::string(dtype_name(p.dtype))},
+                                {"roofline", {{"threads", roof.threads}, {"isa", roof.isa},
+                                              {"read_gbps", roof.read_gbps},
+                                              {"read_gbps_1t", roof.read_gbps_1t},
+                                              {"bf16_gflops", roof.bf16_gflops},
+                                              {"f32_gflops", roof.f32_gflops},
+                                              {"compute_peak_gflops", peak.gflops},
+                                              {"compute_peak", peak.kind}}},
+                                {"weight_mib", p.cost.weight_bytes / (1 << 20)},
+                                {"decode_bound_ts", decode_bound},
+                                {"n_gen", a.n_gen},
+                                {"prefill_bound_ts", prefill_bound},
+                                {"n_prompt", pp_roof}}
+                     .dump(1)
+              << "\n";
     return kExitOk;
   }
+  std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
+            << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
+                           roof.read_gbps_1t)
+            << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n",
+                           roof.bf16_gflops, roof.f32_gflops)
+            << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", dtype_name(p.dtype),
+                           peak.gflops, peak.kind)
+            << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP per decode token\n", p.name,
+                           dtype_name(p.dtype), p.cost.weight_bytes / (1 << 20),
+                           p.cost.flops_per_token * 1e-9)
+            << fmt::format("  decode bound (tg{}, mean context {}): {:.1f} tokens/s\n", a.n_gen,
+                           a.n_gen / 2, decode_bound)
+            << fmt::format("  prefill bound (pp{}): {:.1f} tokens/s\n", pp_roof, prefill_bound);
+  return kExitOk;
+}
 
-  reset_peak_rss();
-  const double t_open = now();
-  const WeightStore weights = WeightStore::open(dir, cfg);
-  EngineOptions opt;
-  opt.backend = a.backend;
-  opt.dtype = dtype;
-  opt.threads = a.threads;
-  // Positions the tests use: a pp test p, a tg test n_gen (from an empty cache), the warmup
-  // min(8, need - 1) + 1: a prompt may fill the whole context.
+// KV positions the tests use: a pp test p, a tg test n_gen (from an empty cache), the
+// warmup min(8, need - 1) + 1: a prompt may fill the whole context.
+int kv_positions(const BArgs& a, const Plan& p) {
   int need = std::max(2, a.n_gen);
-  for (int p : pps) need = std::max(need, p);
-  const int ctx = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
+  for (int pp : p.pps) need = std::max(need, pp);
+  const int ctx = model_context(p.cfg);
   if (ctx > 0 && need > ctx)
     throw UsageError(fmt::format("bench: {} tokens exceed the model context of {}", need, ctx));
-  opt.max_seq = need;
+  return need;
+}
+
+// The shipped registry (and --registry first); with --kernel-cache, the packed weights
+// are read from / written to that directory, so a second run measures a warm load.
+std::shared_ptr<KernelSelection> bench_kernels(const BArgs& a, const std::vector<int>& pps) {
   auto sel = std::make_shared<KernelSelection>();
   if (!a.registry.empty())
     sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), std::filesystem::path(a.registry));
@@ -208,169 +219,255 @@ int run_bench(const BArgs& a) {
     }
   }
   int max_pp = 0;
-  for (int p : pps) max_pp = std::max(max_pp, p);
-  sel->prefill_m = max_pp > 0 ? max_pp : 512;
+  for (int pp : pps) max_pp = std::max(max_pp, pp);
+  sel->prefill_m = max_pp > 0 ? max_pp : 512;  // the prefill GEMM is tuned for the longest test
+  return sel;
+}
+
+// Random token ids from a fixed seed: every run feeds the same tokens, in the same order.
+struct RandomTokens {
+  std::mt19937 rng{1234};
+  std::uniform_int_distribution<int> dist;
+  explicit RandomTokens(int vocab) : dist(0, vocab - 1) {}
+  int next() { return dist(rng); }
+  std::vector<int> ids(int n) {
+    std::vector<int> v(n);
+    for (auto& x : v) x = next();
+    return v;
+  }
+};
+
+// One pp repetition: a fresh prompt of p tokens into an empty cache; tokens/s.
+double prefill_repetition(Engine& eng, RandomTokens& toks, int p) {
+  const auto prompt = toks.ids(p);
+  eng.reset();
+  const double t0 = now();
+  eng.prefill(prompt);
+  return p / (now() - t0);
+}
+
+// One tg repetition: n_gen single-token decode steps from an empty cache; tokens/s.
+double decode_repetition(Engine& eng, RandomTokens& toks, int n_gen) {
+  eng.reset();
+  int next = toks.next();
+  const double t0 = now();
+  for (int i = 0; i < n_gen; ++i) eng.decode_step(next), next = toks.next();
+  return n_gen / (now() - t0);
+}
+
+// What the tests need beside the engine: the start-of-run roofline, whether each
+// repetition re-measures its bound, and the token source.
+struct Bench {
+  const BArgs& a;
+  const Plan& p;
+  const Roofline& roof;
+  bool interleave;
+  Engine& eng;
+  RandomTokens& toks;
+};
+
+TestResult measure_prefill(Bench& b, int p) {
+  TestResult t;
+  t.test = "pp" + std::to_string(p);
+  t.n_prompt = p;
+  const double flops_per_tok = prefill_flops(b.p.cost, p) / p;
+  auto bound_now = [&] {
+    return b.interleave ? measure_compute_peak(b.a.threads, b.p.dtype).gflops * 1e9 / flops_per_tok
+                        : prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p);
+  };
+  {  // untimed warmup at the test's size (as llama-bench): buffers grown, pages touched
+    b.eng.reset();
+    b.eng.prefill(b.toks.ids(p));
+  }
+  run_reps(t, b.a.reps, bound_now, [&] { return prefill_repetition(b.eng, b.toks, p); });
+  t.start_bound = prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p);
+  return t;
+}
+
+TestResult measure_decode(Bench& b) {
+  const int n_gen = b.a.n_gen;
+  TestResult t;
+  t.test = "tg" + std::to_string(n_gen);
+  t.n_gen = n_gen;
+  const double bytes = b.p.cost.weight_bytes + b.p.cost.kv_bytes_per_pos * (n_gen / 2);
+  auto bound_now = [&] {
+    const double gbps = b.interleave ? b.eng.weight_read_gbps(2) : 0;
+    return gbps > 0 ? gbps * 1e9 / bytes : decode_bound_tps(b.roof, b.p.cost, n_gen / 2);
+  };
+  run_reps(t, b.a.reps, bound_now, [&] { return decode_repetition(b.eng, b.toks, n_gen); });
+  t.start_bound = decode_bound_tps(b.roof, b.p.cost, n_gen / 2);
+  return t;
+}
+
+// This machine is shared: its memory bandwidth and free cores move by 2x within minutes.
+// So each repetition gets its own bound, measured right before and right after it (the
+// better of the two: the stricter bound), and roofline_fraction is the mean of the
+// per-repetition ratios. tg: the backend streams this model's own packed weights in
+// place (Engine::weight_read_gbps); pp: the compute peak for the weight dtype. Without
+// those (reference backend, --no-roofline) the start-of-run roofline is the bound.
+std::vector<TestResult> measure_tests(Bench& b, int need) {
+  {  // warmup: page in, spin up threads
+    b.eng.reset();
+    b.eng.prefill(b.toks.ids(std::min(8, need - 1)));
+    b.eng.decode_step(b.toks.next());
+  }
+  std::vector<TestResult> results;
+  for (int p : b.p.pps) results.push_back(measure_prefill(b, p));
+  if (b.a.n_gen > 0) results.push_back(measure_decode(b));
+  return results;
+}
+
+// The run's facts every report format prints beside the tests.
+struct RunFacts {
+  std::string isa;
+  int threads = 0;
+  int need = 0;  // KV positions
+  double load_s = 0, rss = 0;
+  double packed_mib = 0, kv_mib = 0, budget_mib = 0;
+  bool interleave = false;
+  ComputePeak peak;
+  const KernelSelection* sel = nullptr;
+};
+
+// A bound that was not measured (--no-roofline, reference backend) is "n/a", never 0%.
+nlohmann::json fraction_json(const TestResult& t) {
+  if (t.bound > 0) return t.fraction;
+  return nullptr;
+}
+
+void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFacts& f,
+                const std::vector<TestResult>& results) {
+  nlohmann::json cache_json = nullptr;
+  if (!a.kernel_cache.empty())
+    cache_json = {{"dir", a.kernel_cache}, {"hits", f.sel->cache_hits}, {"packed", f.sel->cache_misses}};
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& t : results)
+    arr.push_back({{"model", p.name}, {"backend", a.backend}, {"isa", f.isa}, {"threads", f.threads},
+                   {"dtype", std::string(dtype_name(p.dtype))}, {"test", t.test},
+                   {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.avg},
+                   {"stddev_ts", t.stddev}, {"samples_ts", t.samples},
+                   {"roofline_fraction", fraction_json(t)}, {"roofline_bound_ts", t.bound},
+                   {"roofline_bounds_ts", t.bounds},
+                   {"roofline_fraction_start",
+                    t.start_bound > 0 ? t.avg / t.start_bound : 0.0},
+                   {"load_s", f.load_s}, {"kernel_cache", cache_json}, {"peak_rss_mib", f.rss},
+                   {"packed_weight_mib", f.packed_mib}, {"memory_budget_mib", f.budget_mib},
+                   {"weight_mib", p.cost.weight_bytes / (1 << 20)},
+                   {"kv_cache_mib", p.cost.kv_bytes_per_pos * f.need / (1 << 20)},
+                   {"heuristic_configs", f.sel->heuristic_used.size()},
+                   {"roofline", {{"threads", roof.threads}, {"read_gbps", roof.read_gbps},
+                                 {"read_gbps_1t", roof.read_gbps_1t},
+                                 {"bf16_gflops", roof.bf16_gflops},
+                                 {"f32_gflops", roof.f32_gflops},
+                                 {"compute_peak_gflops", f.peak.gflops},
+                                 {"compute_peak", f.peak.kind}}}});
+  std::cout << arr.dump(1) << "\n";
+}
+
+void print_csv(const BArgs& a, const Plan& p, const RunFacts& f, const std::vector<TestResult>& results) {
+  std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
+  for (const auto& t : results)
+    std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", p.name, a.backend, f.isa,
+                             f.threads, dtype_name(p.dtype), t.test, t.n_prompt, t.n_gen, t.avg,
+                             t.stddev, t.bound > 0 ? fmt::format("{:.4f}", t.fraction) : "");
+}
+
+// The markdown table (llama-bench's), then the lines that say what the fractions were
+// measured against and whether the run stayed within its memory budget.
+void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const RunFacts& f,
+                    const std::vector<TestResult>& results) {
+  std::cout << "| model | size | backend | isa | threads | dtype | test | t/s | roofline |\n"
+               "| --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n";
+  for (const auto& t : results)
+    std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} |\n",
+                             p.name, p.cost.weight_bytes / (1 << 30), a.backend, f.isa, f.threads,
+                             dtype_name(p.dtype), t.test, t.avg, t.stddev,
+                             t.bound > 0 ? fmt::format("{:.0f}%", 100 * t.fraction) : "n/a");
+  std::cout << "\n";
+  if (f.interleave)
+    std::cout << fmt::format("roofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
+                             "GFLOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
+                             roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops,
+                             f.peak.gflops, f.peak.kind);
+  const std::string cache_text =
+      a.kernel_cache.empty() ? std::string()
+                             : fmt::format(" (kernel cache: {} hits, {} packed and written)", f.sel->cache_hits,
+                                           f.sel->cache_misses);
+  std::cout << fmt::format("load {:.2f} s{}; peak RSS {:.0f} MiB\n", f.load_s, cache_text, f.rss);
+  if (f.interleave)
+    for (const auto& t : results)
+      std::cout << fmt::format("{}: bound {:.2f} tokens/s (mean of {} re-measured next to each "
+                               "repetition{}); vs the start-of-run roofline {:.0f}%\n",
+                               t.test, t.bound, t.bounds.size(),
+                               t.n_gen > 0 ? ": this model's packed weights streamed in place"
+                                           : ": compute peak",
+                               t.start_bound > 0 ? 100 * t.avg / t.start_bound : 0.0);
+  std::cout << fmt::format("memory: peak RSS {:.0f} MiB of a {:.0f} MiB budget (1.1 x (packed weights "
+                           "{:.0f} + KV cache {:.0f} + 64 MiB)){}\n",
+                           f.rss, f.budget_mib, f.packed_mib, f.kv_mib,
+                           f.rss > f.budget_mib ? ": OVER BUDGET" : "");
+  for (const auto& t : results)
+    if (t.fraction > 1.0) {
+      // Above 100% the DRAM/peak bound does not apply: the weights (or KV cache) are
+      // served from CPU caches, or the bound was measured at a noisier moment.
+      std::cout << fmt::format("note: {} exceeds its roofline bound ({:.0f}%): the model's {:.1f} MiB "
+                               "of weights likely fit in the CPU caches, so the DRAM bound does not apply\n",
+                               t.test, 100 * t.fraction, p.cost.weight_bytes / (1 << 20));
+      break;
+    }
+  if (!f.sel->heuristic_used.empty())
+    std::cout << fmt::format("note: {} kernel shape(s) ran with the heuristic default config "
+                             "(not measured on this machine{})\n", f.sel->heuristic_used.size(),
+                             f.sel->foreign_skipped > 0 ? fmt::format("; {} registry entries of another machine "
+                                                                      "skipped", f.sel->foreign_skipped)
+                                                        : "");
+}
+
+int run_bench(const BArgs& a) {
+  const Plan p = plan_bench(a);
+  Roofline roof;
+  if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
+  // The prefill bound's peak: the best any kernel path reaches for these weights.
+  const ComputePeak peak = compute_peak(roof, p.dtype);
+  if (a.roofline_only) return print_roofline(a, p, roof, peak);
+
+  // Load time covers opening the weights and building the engine (packing, kernel cache).
+  reset_peak_rss();
+  const double t_open = now();
+  const WeightStore weights = WeightStore::open(p.dir, p.cfg);
+  EngineOptions opt = engine_options_from_flags({a.backend, a.threads, std::nullopt, /*registry=*/"", /*fault=*/""});
+  opt.dtype = p.dtype;  // as planned: a config without torch_dtype benches bf16
+  const int need = kv_positions(a, p);
+  opt.max_seq = need;
+  const auto sel = bench_kernels(a, p.pps);
   opt.kernels = sel;
-  Engine eng(cfg, weights, opt);
+  Engine eng(p.cfg, weights, opt);
   const double load_s = now() - t_open;
 
-  std::mt19937 rng(1234);
-  std::uniform_int_distribution<int> tok(0, cfg.vocab_size - 1);
-  auto ids = [&](int n) {
-    std::vector<int> v(n);
-    for (auto& x : v) x = tok(rng);
-    return v;
-  };
-  {  // warmup: page in, spin up threads
-    eng.reset();
-    eng.prefill(ids(std::min(8, need - 1)));
-    eng.decode_step(tok(rng));
-  }
-  // This machine is shared: its memory bandwidth and free cores move by 2x within minutes.
-  // So each repetition gets its own bound, measured right before and right after it (the
-  // better of the two: the stricter bound), and roofline_fraction is the mean of the
-  // per-repetition ratios. tg: the backend streams this model's own packed weights in
-  // place (Engine::weight_read_gbps); pp: the compute peak for the weight dtype. Without
-  // those (reference backend, --no-roofline) the start-of-run roofline is the bound.
-  const bool interleave = !a.no_roofline;
-  std::vector<TestResult> results;
-  for (int p : pps) {
-    TestResult t;
-    t.test = "pp" + std::to_string(p);
-    t.n_prompt = p;
-    const double flops_per_tok = prefill_flops(cost, p) / p;
-    auto bound_now = [&] {
-      return interleave ? measure_compute_peak(a.threads, dtype).gflops * 1e9 / flops_per_tok
-                        : prefill_bound_tps(roof, cost, dtype, p);
-    };
-    {  // untimed warmup at the test's size (as llama-bench): buffers grown, pages touched
-      eng.reset();
-      eng.prefill(ids(p));
-    }
-    run_reps(t, a.reps, bound_now, [&] {
-      const auto prompt = ids(p);
-      eng.reset();
-      const double t0 = now();
-      eng.prefill(prompt);
-      return p / (now() - t0);
-    });
-    t.start_bound = prefill_bound_tps(roof, cost, dtype, p);
-    results.push_back(t);
-  }
-  if (a.n_gen > 0) {
-    TestResult t;
-    t.test = "tg" + std::to_string(a.n_gen);
-    t.n_gen = a.n_gen;
-    const double bytes = cost.weight_bytes + cost.kv_bytes_per_pos * (a.n_gen / 2);
-    auto bound_now = [&] {
-      const double gbps = interleave ? eng.weight_read_gbps(2) : 0;
-      return gbps > 0 ? gbps * 1e9 / bytes : decode_bound_tps(roof, cost, a.n_gen / 2);
-    };
-    run_reps(t, a.reps, bound_now, [&] {
-      eng.reset();
-      int next = tok(rng);
-      const double t0 = now();
-      for (int i = 0; i < a.n_gen; ++i) eng.decode_step(next), next = tok(rng);
-      return a.n_gen / (now() - t0);
-    });
-    t.start_bound = decode_bound_tps(roof, cost, a.n_gen / 2);
-    results.push_back(t);
-  }
-  const double rss = peak_rss_mib();
+  RandomTokens toks(p.cfg.vocab_size);
+  Bench b{a, p, roof, /*interleave=*/!a.no_roofline, eng, toks};
+  const std::vector<TestResult> results = measure_tests(b, need);
+
+  RunFacts f;
+  f.rss = peak_rss_mib();
   // Issue 6's memory target: a bf16 run holds its packed weights, the KV cache and at most
   // 64 MiB of activations, scratch and code, within 10%.
-  const double packed_mib = eng.weight_bytes() / double(1 << 20);
-  const double kv_mib = eng.kv_cache_bytes() / double(1 << 20);
-  const double budget_mib = 1.1 * (packed_mib + kv_mib + 64.0);
-  const std::string isa = eng.backend().isa();
-  const int threads =
-      a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  // A bound that was not measured (--no-roofline, reference backend) is "n/a", never 0%.
-  auto fraction_json = [](const TestResult& t) -> nlohmann::json {
-    if (t.bound > 0) return t.fraction;
-    return nullptr;
-  };
-  auto fraction_text = [](const TestResult& t, const char* fmt_pct) -> std::string {
-    return t.bound > 0 ? fmt::format(fmt::runtime(fmt_pct), t.fraction) : "n/a";
-  };
-  nlohmann::json cache_json = nullptr;
-  std::string cache_text;
-  if (!a.kernel_cache.empty()) {
-    cache_json = {{"dir", a.kernel_cache}, {"hits", sel->cache_hits}, {"packed", sel->cache_misses}};
-    cache_text = fmt::format(" (kernel cache: {} hits, {} packed and written)", sel->cache_hits,
-                             sel->cache_misses);
-  }
-  if (a.output == "json") {
-    nlohmann::json arr = nlohmann::json::array();
-    for (const auto& t : results)
-      arr.push_back({{"model", name}, {"backend", a.backend}, {"isa", isa}, {"threads", threads},
-                     {"dtype", std::string(dtype_name(dtype))}, {"test", t.test},
-                     {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.avg},
-                     {"stddev_ts", t.stddev}, {"samples_ts", t.samples},
-                     {"roofline_fraction", fraction_json(t)}, {"roofline_bound_ts", t.bound},
-                     {"roofline_bounds_ts", t.bounds},
-                     {"roofline_fraction_start",
-                      t.start_bound > 0 ? t.avg / t.start_bound : 0.0},
-                     {"load_s", load_s}, {"kernel_cache", cache_json}, {"peak_rss_mib", rss},
-                     {"packed_weight_mib", packed_mib}, {"memory_budget_mib", budget_mib},
-                     {"weight_mib", cost.weight_bytes / (1 << 20)},
-                     {"kv_cache_mib", cost.kv_bytes_per_pos * need / (1 << 20)},
-                     {"heuristic_configs", sel->heuristic_used.size()},
-                     {"roofline", {{"threads", roof.threads}, {"read_gbps", roof.read_gbps},
-                                   {"read_gbps_1t", roof.read_gbps_1t},
-                                   {"bf16_gflops", roof.bf16_gflops},
-                                   {"f32_gflops", roof.f32_gflops},
-                                   {"compute_peak_gflops", peak.gflops},
-                                   {"compute_peak", peak.kind}}}});
-    std::cout << arr.dump(1) << "\n";
-  } else if (a.output == "csv") {
-    std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
-    for (const auto& t : results)
-      std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", name, a.backend, isa,
-                               threads, dtype_name(dtype), t.test, t.n_prompt, t.n_gen, t.avg,
-                               t.stddev, t.bound > 0 ? fraction_text(t, "{:.4f}") : "");
-  } else {
-    std::cout << "| model | size | backend | isa | threads | dtype | test | t/s | roofline |\n"
-                 "| --- | ---: | --- | --- | ---: | --- | ---: | ---: | ---: |\n";
-    for (const auto& t : results)
-      std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} |\n",
-                               name, cost.weight_bytes / (1 << 30), a.backend, isa, threads,
-                               dtype_name(dtype), t.test, t.avg, t.stddev,
-                               t.bound > 0 ? fmt::format("{:.0f}%", 100 * t.fraction) : "n/a");
-    std::cout << "\n";
-    if (interleave)
-      std::cout << fmt::format("roofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
-                               "GFLOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
-                               roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops,
-                               peak.gflops, peak.kind);
-    std::cout << fmt::format("load {:.2f} s{}; peak RSS {:.0f} MiB\n", load_s, cache_text, rss);
-    if (interleave)
-      for (const auto& t : results)
-        std::cout << fmt::format("{}: bound {:.2f} tokens/s (mean of {} re-measured next to each "
-                                 "repetition{}); vs the start-of-run roofline {:.0f}%\n",
-                                 t.test, t.bound, t.bounds.size(),
-                                 t.n_gen > 0 ? ": this model's packed weights streamed in place"
-                                             : ": compute peak",
-                                 t.start_bound > 0 ? 100 * t.avg / t.start_bound : 0.0);
-    std::cout << fmt::format("memory: peak RSS {:.0f} MiB of a {:.0f} MiB budget (1.1 x (packed weights "
-                             "{:.0f} + KV cache {:.0f} + 64 MiB)){}\n",
-                             rss, budget_mib, packed_mib, kv_mib, rss > budget_mib ? ": OVER BUDGET" : "");
-    for (const auto& t : results)
-      if (t.fraction > 1.0) {
-        // Above 100% the DRAM/peak bound does not apply: the weights (or KV cache) are
-        // served from CPU caches, or the bound was measured at a noisier moment.
-        std::cout << fmt::format("note: {} exceeds its roofline bound ({:.0f}%): the model's {:.1f} MiB "
-                                 "of weights likely fit in the CPU caches, so the DRAM bound does not apply\n",
-                                 t.test, 100 * t.fraction, cost.weight_bytes / (1 << 20));
-        break;
-      }
-    if (!sel->heuristic_used.empty())
-      std::cout << fmt::format("note: {} kernel shape(s) ran with the heuristic default config "
-                               "(not measured on this machine{})\n", sel->heuristic_used.size(),
-                               sel->foreign_skipped > 0 ? fmt::format("; {} registry entries of another machine "
-                                                                      "skipped", sel->foreign_skipped)
-                                                        : "");
-  }
+  f.packed_mib = eng.weight_bytes() / double(1 << 20);
+  f.kv_mib = eng.kv_cache_bytes() / double(1 << 20);
+  f.budget_mib = 1.1 * (f.packed_mib + f.kv_mib + 64.0);
+  f.isa = eng.backend().isa();
+  f.threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  f.need = need;
+  f.load_s = load_s;
+  f.interleave = b.interleave;
+  f.peak = peak;
+  f.sel = sel.get();
+  if (a.output == "json")
+    print_json(a, p, roof, f, results);
+  else if (a.output == "csv")
+    print_csv(a, p, f, results);
+  else
+    print_markdown(a, p, roof, f, results);
   return kExitOk;
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/dtype_warning.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/compat.hpp"
 #include "llmport/error.hpp"
@@ -43,7 +44,7 @@ void print_text(const CompatResult& r, const nlohmann::json& resolved) {
 
 int run_check(const CheckArgs& a) {
   const std::string where = resolve_model_dir(a.model, /*config_only=*/!a.weights);
-  const std::optional<int> max_seq = a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt;
+  const std::optional<int> max_seq = context_cap(a.max_seq);
   const auto file = find_config_json(where);
   const auto raw = read_json_file(file);
   if (!raw.is_object()) throw ConfigError(file.string() + ": not a JSON object");

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/diagnosis.hpp"
 #include "llmport/dtype.hpp"
@@ -68,7 +69,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
     for (const char* name : out_names) check_output_path(fs::path(a.out_dir) / name, policy);
   }
   const std::string dir = resolve_model_dir(a.model);
-  const ModelConfig cfg = load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
+  const ModelConfig cfg = load_model_config(dir, context_cap(a.max_seq));
   const WeightStore weights = WeightStore::open(dir, cfg);
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
@@ -114,11 +115,8 @@ int run_diagnosis_cmd(const DiagArgs& a) {
       throw UsageError("--prompt: token id " + std::to_string(id) + " outside the vocabulary [0, " +
                        std::to_string(cfg.vocab_size) + ")");
 
-  EngineOptions eo;
-  eo.backend = a.backend;
-  eo.threads = a.threads;
-  if (!a.dtype.empty()) eo.dtype = parse_dtype(a.dtype);
-  if (!a.fault.empty()) eo.fault = FaultInjection::parse(a.fault);
+  const EngineOptions eo =
+      engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", a.fault});
   EngineRunner engine(cfg, weights, eo, "engine");
   std::unique_ptr<Runner> ref;
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);

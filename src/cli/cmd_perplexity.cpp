@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
@@ -25,9 +26,7 @@ int run_perplexity_cmd(const PerplexityArgs& a) {
   if (a.output != "md" && a.output != "json") throw UsageError("-o: expected md or json, got '" + a.output + "'");
   if (a.text.empty()) throw UsageError("perplexity: -f TEXT is required");
   PerplexityOptions opt;
-  opt.engine.backend = a.backend;
-  opt.engine.threads = a.threads;
-  if (!a.dtype.empty()) opt.engine.dtype = parse_dtype(a.dtype);
+  opt.engine = engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/""});
   opt.ctx = a.ctx;
   if (!a.save_logits.empty()) opt.save_logits = a.save_logits;
   if (!a.kl_base.empty()) opt.kl_base = a.kl_base;

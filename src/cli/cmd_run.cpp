@@ -19,14 +19,15 @@
 
 #include "cli/command.hpp"
 #include "cli/dtype_warning.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/registry_arg.hpp"
 #include "cli/run_chat.hpp"
 #include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/generate.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/registry.hpp"
 #include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
 
@@ -119,19 +120,15 @@ void print_profile(std::ostream& os, const Engine& eng, const GenerateResult& r)
                     decode_ms_tok, decode_tps);
 }
 
-// Engine options both modes (one-shot and --chat) share: backend, threads, dtype, and the
-// registry's tuned tile configs when --registry is given.
-EngineOptions engine_options(const RunArgs& a, int context) {
-  EngineOptions eopt;
-  eopt.backend = a.backend;
-  eopt.threads = a.threads;
-  if (a.dtype) eopt.dtype = parse_dtype(*a.dtype);
-  if (!a.registry.empty()) eopt.kernels = registry_selection(a.registry, a.backend, context);
-  return eopt;
+// Where the model's files are: the config's directory (MODEL may name its config.json).
+std::filesystem::path files_dir(const ModelConfig& cfg, const std::string& dir) {
+  return cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir;
 }
 
-int run_run(const RunArgs& a) {
-  // MODEL first: with no arguments at all, the missing model is the first thing to say.
+// The flags must name one mode (one-shot or --chat) with the inputs it needs; checked before
+// anything is read, so a usage mistake is the first thing said. MODEL first: with no
+// arguments at all, the missing model is the first thing to say.
+void check_mode(const RunArgs& a) {
   if (a.model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
   if (a.prompt && a.prompt_ids) throw UsageError("give either --prompt or --prompt-ids, not both");
   if (a.chat && (a.prompt || a.prompt_ids || a.json))
@@ -139,127 +136,149 @@ int run_run(const RunArgs& a) {
   if (a.chat && a.raw) throw UsageError("--chat needs the chat template: drop --raw");
   if (!a.chat && !a.prompt && !a.prompt_ids)
     throw UsageError("a prompt is required: --prompt TEXT or --prompt-ids 1,2,3 (or --chat)");
-  const std::string dir = resolve_model_dir(a.model);
-  const ModelConfig cfg =
-      load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
-  const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
-  if (!a.dtype)
-    if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << *w << "\n";
+}
 
-  // Prompt -> ids (before loading weights: bad input fails fast).
-  std::unique_ptr<Tokenizer> tok;
-  if (Tokenizer::exists(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir))
-    tok = Tokenizer::load(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir);
-  if (a.chat) {
-    if (!tok) throw UsageError(dir + ": --chat needs the model's tokenizer.json");
-    ChatOptions copt;
-    copt.system = a.system.value_or("");
-    const auto& g = cfg.generation;
-    copt.max_new_tokens = a.n_tokens ? *a.n_tokens : g.max_new_tokens ? *g.max_new_tokens : 256;
-    copt.sampling = sampling_from(a, cfg.generation);
-    copt.stop_ids = a.ignore_eos ? std::vector<int>{} : chat_stop_ids(cfg.stop_ids(), *tok);
-    instruct_prompt_ids(*tok, "", "");  // no chat template: fail before loading the weights
-    const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
-    for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
-    EngineOptions eopt = engine_options(a, context);
-    eopt.max_seq = 0;  // the context, bounded by EngineOptions::kDefaultMaxSeq (KV memory)
-    Engine engine(cfg, weights, eopt);
-    return run_chat_loop(engine, *tok, copt, std::cin, std::cout, std::cerr, isatty(STDIN_FILENO) != 0);
-  }
-  std::string prompt_text;
-  std::vector<int> prompt;
+// Loader warnings (e.g. an unexpected extra tensor) are shown, never fatal.
+void print_weight_warnings(const WeightStore& weights) {
+  for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
+}
+
+// --chat never planted faults (--inject-fault is a test hook of the one-shot mode).
+EngineFlags engine_flags(const RunArgs& a, bool chat) {
+  return {a.backend, a.threads, a.dtype, a.registry, chat ? std::string() : a.fault};
+}
+
+int run_chat_mode(const RunArgs& a, const ModelConfig& cfg, const std::string& dir, const Tokenizer* tok,
+                  int context) {
+  if (!tok) throw UsageError(dir + ": --chat needs the model's tokenizer.json");
+  ChatOptions copt;
+  copt.system = a.system.value_or("");
+  const auto& g = cfg.generation;
+  copt.max_new_tokens = a.n_tokens ? *a.n_tokens : g.max_new_tokens ? *g.max_new_tokens : 256;
+  copt.sampling = sampling_from(a, cfg.generation);
+  copt.stop_ids = a.ignore_eos ? std::vector<int>{} : chat_stop_ids(cfg.stop_ids(), *tok);
+  instruct_prompt_ids(*tok, "", "");  // no chat template: fail before loading the weights
+  const WeightStore weights = WeightStore::open(files_dir(cfg, dir), cfg);
+  print_weight_warnings(weights);
+  EngineOptions eopt = engine_options_from_flags(engine_flags(a, /*chat=*/true), [&] { return context; });
+  eopt.max_seq = 0;  // the context, bounded by EngineOptions::kDefaultMaxSeq (KV memory)
+  Engine engine(cfg, weights, eopt);
+  return run_chat_loop(engine, *tok, copt, std::cin, std::cout, std::cerr, isatty(STDIN_FILENO) != 0);
+}
+
+// The one-shot prompt as ids, built before the weights are read so bad input fails fast.
+struct Prompt {
+  std::string text;       // --prompt (or stdin); empty with --prompt-ids
+  std::vector<int> ids;
+  bool instruct = false;  // rendered through the model's chat template
+};
+
+Prompt build_prompt(const RunArgs& a, const ModelConfig& cfg, const std::string& dir, const Tokenizer* tok,
+                    int context) {
+  Prompt p;
   // An instruct model's prompt goes through its chat template (unless --raw).
-  const bool instruct = a.prompt && tok && !a.raw && !tok->chat_template().empty();
-  if (a.system && !instruct)
+  p.instruct = a.prompt && tok && !a.raw && !tok->chat_template().empty();
+  if (a.system && !p.instruct)
     throw UsageError("--system needs the chat template of an instruct model (and no --raw / --prompt-ids)");
   if (a.prompt_ids) {
-    prompt = parse_ids(*a.prompt_ids);
+    p.ids = parse_ids(*a.prompt_ids);
   } else {
     if (!tok) throw UsageError(dir + ": the model has no tokenizer.json; use --prompt-ids 1,2,3");
-    prompt_text = *a.prompt == "-" ? read_stdin() : *a.prompt;
-    prompt = instruct ? instruct_prompt_ids(*tok, a.system.value_or(""), prompt_text) : tok->encode(prompt_text);
-    if (prompt.empty()) throw UsageError("the prompt encodes to zero tokens");
+    p.text = *a.prompt == "-" ? read_stdin() : *a.prompt;
+    p.ids = p.instruct ? instruct_prompt_ids(*tok, a.system.value_or(""), p.text) : tok->encode(p.text);
+    if (p.ids.empty()) throw UsageError("the prompt encodes to zero tokens");
   }
-  for (int id : prompt)
+  for (int id : p.ids)
     if (id >= cfg.vocab_size)
       throw UsageError("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
                        std::to_string(cfg.vocab_size) + ")");
-  const int n_prompt = static_cast<int>(prompt.size());
+  const int n_prompt = static_cast<int>(p.ids.size());
   if (n_prompt > context)
     throw UsageError("the prompt is " + std::to_string(n_prompt) +
                      " tokens, longer than the model context of " + std::to_string(context) + " tokens");
+  return p;
+}
 
-  // Token budget: --n-tokens (an overflow is an error), else generation_config, clamped.
-  // The last sampled token is never fed back, so the KV cache holds n_prompt + n_tokens - 1
-  // positions: that must fit the context (64-bit sum: -n may be INT_MAX).
-  int n_tokens = 0;
+// Token budget: --n-tokens (an overflow is an error), else generation_config, clamped.
+// The last sampled token is never fed back, so the KV cache holds n_prompt + n_tokens - 1
+// positions: that must fit the context (64-bit sum: -n may be INT_MAX).
+int token_budget(const RunArgs& a, const GenerationConfig& g, int n_prompt, int context) {
   if (a.n_tokens) {
-    n_tokens = *a.n_tokens;
+    const int n_tokens = *a.n_tokens;
     if (static_cast<long long>(n_prompt) + n_tokens - 1 > context)
       throw UsageError("prompt (" + std::to_string(n_prompt) + " tokens) + --n-tokens " +
                        std::to_string(n_tokens) + " exceed the model context of " +
                        std::to_string(context) + " tokens");
-  } else {
-    const auto& g = cfg.generation;
-    n_tokens = g.max_new_tokens ? *g.max_new_tokens
-               : g.max_length   ? *g.max_length - n_prompt
-                                : 256;
-    n_tokens = std::min(n_tokens, context - n_prompt + 1);
-    if (n_tokens < 1)
-      throw UsageError("the prompt (" + std::to_string(n_prompt) +
-                       " tokens) leaves no room to generate within the context of " +
-                       std::to_string(context) + " tokens");
+    return n_tokens;
   }
+  int n_tokens = g.max_new_tokens ? *g.max_new_tokens
+                 : g.max_length   ? *g.max_length - n_prompt
+                                  : 256;
+  n_tokens = std::min(n_tokens, context - n_prompt + 1);
+  if (n_tokens < 1)
+    throw UsageError("the prompt (" + std::to_string(n_prompt) +
+                     " tokens) leaves no room to generate within the context of " +
+                     std::to_string(context) + " tokens");
+  return n_tokens;
+}
 
+GenerateOptions generate_options(const RunArgs& a, const ModelConfig& cfg, const Prompt& p, const Tokenizer* tok,
+                                 int n_tokens) {
   GenerateOptions gopt;
   gopt.n_tokens = n_tokens;
   gopt.sampling = sampling_from(a, cfg.generation);
-  gopt.stop_ids = instruct ? chat_stop_ids(cfg.stop_ids(), *tok) : cfg.stop_ids();
+  // An instruct answer ends at the template's end-of-turn tokens, not only at EOS.
+  gopt.stop_ids = p.instruct ? chat_stop_ids(cfg.stop_ids(), *tok) : cfg.stop_ids();
   gopt.ignore_stop = a.ignore_eos;
   gopt.record_top = a.json ? 5 : 0;
+  return gopt;
+}
 
-  const WeightStore weights = WeightStore::open(cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir, cfg);
-  for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
-  EngineOptions eopt = engine_options(a, context);
-  eopt.max_seq = n_prompt + n_tokens - 1;
-  if (!a.fault.empty()) eopt.fault = FaultInjection::parse(a.fault);
-  Engine engine(cfg, weights, eopt);
-  engine.set_profiling(a.profile);
+// What was generated: the result and, with a tokenizer, its text.
+struct Streamed {
+  GenerateResult result;
+  std::string text;
+};
 
-  std::optional<IncrementalDecoder> dec;
+// The prompt echo that precedes the streamed answer (text mode only).
+void echo_prompt(const RunArgs& a, const Prompt& p, std::optional<IncrementalDecoder>& dec) {
   std::string prompt_stream;  // what the decoder emitted for the prompt ids
-  if (tok) {
-    dec.emplace(*tok, /*skip_special_tokens=*/true);
-    for (int id : prompt) prompt_stream += dec->push(id);
-  }
-  std::string text;  // generated text
-  std::function<void(int)> on_token;
-  if (!a.json) {
-    if (a.prompt_ids) {
-      if (dec) {
-        // The decoder's own output: a prompt ending inside a multi-byte character leaves
-        // those bytes pending, emitted once when the next token completes (or replaces) them.
-        std::cout << prompt_stream;
-      } else {
-        for (std::size_t i = 0; i < prompt.size(); ++i) std::cout << (i ? " " : "") << prompt[i];
-      }
-    } else if (!instruct) {
-      std::cout << prompt_text;  // an instruct answer is printed alone
+  if (dec)
+    for (int id : p.ids) prompt_stream += dec->push(id);
+  if (a.json) return;
+  if (a.prompt_ids) {
+    if (dec) {
+      // The decoder's own output: a prompt ending inside a multi-byte character leaves
+      // those bytes pending, emitted once when the next token completes (or replaces) them.
+      std::cout << prompt_stream;
+    } else {
+      for (std::size_t i = 0; i < p.ids.size(); ++i) std::cout << (i ? " " : "") << p.ids[i];
     }
-    std::cout.flush();
+  } else if (!p.instruct) {
+    std::cout << p.text;  // an instruct answer is printed alone
   }
-  on_token = [&](int id) {
+  std::cout.flush();
+}
+
+// Generates, printing each token as it comes (text mode); the decoder has seen the prompt
+// first, so a piece that completes a character the prompt began prints correctly.
+Streamed stream(const RunArgs& a, Engine& engine, const Prompt& p, const GenerateOptions& gopt,
+                const Tokenizer* tok) {
+  std::optional<IncrementalDecoder> dec;
+  if (tok) dec.emplace(*tok, /*skip_special_tokens=*/true);
+  echo_prompt(a, p, dec);
+  Streamed s;
+  auto on_token = [&](int id) {
     if (dec) {
       std::string piece = dec->push(id);
-      text += piece;
+      s.text += piece;
       if (!a.json) std::cout << piece << std::flush;
     } else if (!a.json) {
       std::cout << " " << id << std::flush;
     }
   };
-  GenerateResult r;
   try {
-    r = generate(engine, prompt, gopt, on_token);
+    s.result = generate(engine, p.ids, gopt, on_token);
   } catch (const Error&) {
     // The streamed text has no newline yet: end its line so `error: ...` starts its own.
     if (!a.json) std::cout << "\n" << std::flush;
@@ -267,58 +286,93 @@ int run_run(const RunArgs& a) {
   }
   if (dec) {
     std::string tail = dec->flush();
-    text += tail;
+    s.text += tail;
     if (!a.json) std::cout << tail;
   }
+  return s;
+}
 
-  if (a.json) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const auto& s : r.steps) {
-      nlohmann::json top = nlohmann::json::array();
-      for (const auto& [id, logit] : s.top) top.push_back({{"id", id}, {"logit", logit}});
-      steps.push_back({{"token", s.token}, {"top5", top}});
-    }
-    nlohmann::json out = {{"model", dir},
-                          {"backend", engine.backend().name()},
-                          {"dtype", std::string(dtype_name(engine.dtype()))},
-                          {"prompt_ids", r.prompt_ids},
-                          {"generated_ids", r.generated_ids},
-                          {"text", tok ? nlohmann::json(text) : nlohmann::json(nullptr)},
-                          {"stop_reason", r.stop_reason},
-                          {"steps", steps},
-                          {"prefill_ms", r.prefill_ms},
-                          {"decode_ms", r.decode_ms},
-                          {"n_decode", r.n_decode},
-                          {"planted_fault", eopt.fault.spec.empty() ? nlohmann::json(nullptr)
-                                                                    : nlohmann::json(eopt.fault.spec)}};
-    if (eopt.kernels) {
-      out["kernel_configs"] = {{"registry", a.registry},
-                               {"chosen", eopt.kernels->chosen},
-                               {"heuristic_used", eopt.kernels->heuristic_used},
-                               {"foreign_skipped", eopt.kernels->foreign_skipped}};
-    }
-    if (a.profile) {
-      nlohmann::json ops = nlohmann::json::array();
-      for (const auto& o : engine.profile())
-        ops.push_back({{"op", o.op}, {"ms", o.ms}, {"calls", o.calls}});
-      out["profile"] = ops;
-    }
-    std::cout << out.dump() << "\n";
-  } else {
-    std::cout << "\n" << std::flush;
-    if (a.profile) {
-      print_profile(std::cerr, engine, r);
-      // Which tile configs the timings above ran with (issue 6: every report that used a
-      // heuristic default says so).
-      if (!eopt.kernels)
-        std::cerr << "kernel configs: the backend's heuristic defaults (no --registry)\n";
-      else if (!eopt.kernels->heuristic_used.empty())
-        std::cerr << "kernel configs: " << eopt.kernels->heuristic_used.size()
-                  << " shape(s) not measured on this machine ran with the heuristic default config\n";
-      else
-        std::cerr << "kernel configs: every linear shape from the registry " << a.registry << "\n";
-    }
+void print_json(const RunArgs& a, const std::string& dir, Engine& engine, const EngineOptions& eopt,
+                const Streamed& s, bool has_tokenizer) {
+  const GenerateResult& r = s.result;
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& st : r.steps) {
+    nlohmann::json top = nlohmann::json::array();
+    for (const auto& [id, logit] : st.top) top.push_back({{"id", id}, {"logit", logit}});
+    steps.push_back({{"token", st.token}, {"top5", top}});
   }
+  nlohmann::json out = {{"model", dir},
+                        {"backend", engine.backend().name()},
+                        {"dtype", std::string(dtype_name(engine.dtype()))},
+                        {"prompt_ids", r.prompt_ids},
+                        {"generated_ids", r.generated_ids},
+                        {"text", has_tokenizer ? nlohmann::json(s.text) : nlohmann::json(nullptr)},
+                        {"stop_reason", r.stop_reason},
+                        {"steps", steps},
+                        {"prefill_ms", r.prefill_ms},
+                        {"decode_ms", r.decode_ms},
+                        {"n_decode", r.n_decode},
+                        {"planted_fault", eopt.fault.spec.empty() ? nlohmann::json(nullptr)
+                                                                  : nlohmann::json(eopt.fault.spec)}};
+  if (eopt.kernels) {
+    out["kernel_configs"] = {{"registry", a.registry},
+                             {"chosen", eopt.kernels->chosen},
+                             {"heuristic_used", eopt.kernels->heuristic_used},
+                             {"foreign_skipped", eopt.kernels->foreign_skipped}};
+  }
+  if (a.profile) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& o : engine.profile()) ops.push_back({{"op", o.op}, {"ms", o.ms}, {"calls", o.calls}});
+    out["profile"] = ops;
+  }
+  std::cout << out.dump() << "\n";
+}
+
+// Text mode: end the streamed line; with --profile the timings go to stderr, so stdout
+// stays the generated text alone.
+void finish_text(const RunArgs& a, const Engine& engine, const EngineOptions& eopt, const GenerateResult& r) {
+  std::cout << "\n" << std::flush;
+  if (!a.profile) return;
+  print_profile(std::cerr, engine, r);
+  // Which tile configs the timings above ran with (issue 6: every report that used a
+  // heuristic default says so).
+  if (!eopt.kernels)
+    std::cerr << "kernel configs: the backend's heuristic defaults (no --registry)\n";
+  else if (!eopt.kernels->heuristic_used.empty())
+    std::cerr << "kernel configs: " << eopt.kernels->heuristic_used.size()
+              << " shape(s) not measured on this machine ran with the heuristic default config\n";
+  else
+    std::cerr << "kernel configs: every linear shape from the registry " << a.registry << "\n";
+}
+
+int run_run(const RunArgs& a) {
+  check_mode(a);
+  const std::string dir = resolve_model_dir(a.model);
+  const ModelConfig cfg = load_model_config(dir, context_cap(a.max_seq));
+  const int context = model_context(cfg);
+  if (!a.dtype)
+    if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << *w << "\n";
+  std::unique_ptr<Tokenizer> tok;
+  if (Tokenizer::exists(files_dir(cfg, dir))) tok = Tokenizer::load(files_dir(cfg, dir));
+  if (a.chat) return run_chat_mode(a, cfg, dir, tok.get(), context);
+
+  const Prompt prompt = build_prompt(a, cfg, dir, tok.get(), context);
+  const int n_prompt = static_cast<int>(prompt.ids.size());
+  const GenerateOptions gopt =
+      generate_options(a, cfg, prompt, tok.get(), token_budget(a, cfg.generation, n_prompt, context));
+
+  const WeightStore weights = WeightStore::open(files_dir(cfg, dir), cfg);
+  print_weight_warnings(weights);
+  EngineOptions eopt = engine_options_from_flags(engine_flags(a, /*chat=*/false), [&] { return context; });
+  eopt.max_seq = n_prompt + gopt.n_tokens - 1;
+  Engine engine(cfg, weights, eopt);
+  engine.set_profiling(a.profile);
+
+  const Streamed s = stream(a, engine, prompt, gopt, tok.get());
+  if (a.json)
+    print_json(a, dir, engine, eopt, s, tok != nullptr);
+  else
+    finish_text(a, engine, eopt, s.result);
   return kExitOk;
 }
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/registry_arg.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/serve.hpp"
@@ -75,13 +75,13 @@ int run_serve(const ServeArgs& a) {
   } else {
     dir = resolve_model_dir(a.model);
   }
-  if (dtype) o.dtype = parse_dtype(*dtype);
-  o.threads = threads;
-  if (!registry.empty()) {
-    const ModelConfig cfg = load_model_config(dir);
-    const int context = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
-    o.kernels = registry_selection(registry, "cpu", context);
-  }
+  // The server runs on the cpu backend; its engine flags are read as every command's.
+  const EngineOptions e = engine_options_from_flags(
+      {"cpu", threads, dtype, registry, /*fault=*/""},
+      [&] { return model_context(load_model_config(dir)); });
+  o.dtype = e.dtype;
+  o.threads = e.threads;
+  o.kernels = e.kernels;
   return run_server(dir, o);
 }
 

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
-#include "cli/registry_arg.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -36,16 +36,10 @@ int run_verify_cmd(const VerifyArgs& a) {
   VerifyOptions opt;
   opt.reference = a.reference;
   opt.quick = a.quick;
-  opt.engine.backend = a.backend;
-  opt.engine.threads = a.threads;
-  if (!a.dtype.empty()) opt.engine.dtype = parse_dtype(a.dtype);
-  if (!a.fault.empty()) opt.engine.fault = FaultInjection::parse(a.fault);
+  opt.engine = engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), a.registry, a.fault},
+                                         [&] { return model_context(load_model_config(dir, context_cap(a.max_seq))); });
   if (!a.prompts.empty()) opt.prompts_file = a.prompts;
   opt.max_seq = a.max_seq;
-  if (!a.registry.empty()) {
-    const ModelConfig cfg = load_model_config(dir, a.max_seq > 0 ? std::optional<int>(a.max_seq) : std::nullopt);
-    opt.engine.kernels = registry_selection(a.registry, a.backend, cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings);
-  }
   opt.kernel_configs = !a.kernel_configs.empty() ? a.kernel_configs
                        : a.registry.empty()      ? std::string("heuristic-default")
                                                  : "tuned:" + a.registry;

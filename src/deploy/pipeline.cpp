@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <unistd.h>
 
 #include "deploy/docs_writer.hpp"
@@ -56,6 +58,280 @@ std::string passed_summary(const Manifest& m) {
   return join(s, " ");
 }
 
+
+// What validation resolved: all the workspace and the phases need, computed before
+// anything is written.
+struct Validated {
+  fs::path model_dir;
+  ModelConfig cfg;
+  ReferenceSpec ref;
+  FaultInjection fault;
+  std::string isa;
+  std::string dtype;  // its name: bf16 | fp16 | fp32
+};
+
+void check_phase_options(const DeployOptions& opt) {
+  auto targets = deploy_targets();
+  if (const std::string why = missing_target_message(opt.target); !why.empty())
+    throw UsageError(fmt::format("--target {}: {}", opt.target, why));
+  if (std::find(targets.begin(), targets.end(), opt.target) == targets.end())
+    throw UsageError(fmt::format("--target {}: not built into this binary; available targets: {}",
+                                 opt.target, join(targets, ", ")));
+  if (opt.from_phase && (*opt.from_phase < 0 || *opt.from_phase >= kNumPhases))
+    throw UsageError(fmt::format("--from-phase {}: phases are 0-{}", *opt.from_phase, kNumPhases - 1));
+  if (opt.last_phase < 0 || opt.last_phase >= kNumPhases)
+    throw UsageError(fmt::format("--last-phase {}: phases are 0-{}", opt.last_phase, kNumPhases - 1));
+}
+
+// A --prompts file is read and checked here, before a workspace exists (a malformed file
+// is exit 2 with the file named, never a blocked phase 0). Without a tokenizer the prompts
+// are ids: verify's built-in id set by default; a --prompts file must then give prompt_ids.
+void check_prompts_file(const DeployOptions& opt, const ModelConfig& cfg, const fs::path& model_dir) {
+  if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
+    throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
+  const bool has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
+  if (opt.prompts.empty()) return;
+  for (const auto& p : read_prompt_file(opt.prompts)) {
+    if (p.ids)
+      for (int id : *p.ids)
+        if (id < 0 || id >= cfg.vocab_size)
+          throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "': token id " +
+                           std::to_string(id) + " is outside the vocabulary [0, " +
+                           std::to_string(cfg.vocab_size) + ")");
+    if (!p.ids && !has_tokenizer)
+      throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "' is text, but " +
+                       model_dir.string() + " has no tokenizer.json: give prompt_ids (or drop --prompts "
+                       "for the built-in id prompts)");
+  }
+}
+
+// --dtype, else the config's torch_dtype, else the dominant stored dtype. A store that
+// does not open is phase 0's finding (BLOCKED with the loader's message), so fp32 here.
+std::string deployment_dtype(const DeployOptions& opt, const ModelConfig& cfg, const fs::path& model_dir) {
+  if (!opt.dtype.empty()) return std::string(dtype_name(parse_dtype(opt.dtype)));
+  if (!cfg.torch_dtype.empty()) return std::string(dtype_name(parse_dtype(cfg.torch_dtype)));
+  try {
+    return std::string(dtype_name(checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg))));
+  } catch (const Error&) {
+    return "fp32";
+  }
+}
+
+// Every check a deploy can fail before it writes anything; also settles opt.model_dir and
+// opt.name, which the phases read.
+Validated validate_options(DeployOptions& opt) {
+  check_phase_options(opt);
+  Validated v;
+  if (opt.model_dir.empty()) opt.model_dir = opt.model;
+  fs::path cfg_file = find_config_json(opt.model_dir);
+  v.model_dir = fs::weakly_canonical(fs::absolute(cfg_file.parent_path()));
+  auto raw = read_json_file(cfg_file);
+  CompatResult compat = check_compat(raw, opt.max_seq);
+  if (!compat.accepted)
+    throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
+                                       cfg_file.string(), compat.reason, compat.message));
+  v.cfg = load_model_config(v.model_dir, opt.max_seq);
+  v.ref = ReferenceSpec::parse(opt.reference);
+  check_prompts_file(opt, v.cfg, v.model_dir);
+  if (!opt.fault.empty()) v.fault = FaultInjection::parse(opt.fault);
+  // The target must be a backend of this binary (named error otherwise); its ISA is what
+  // phases 1-5 validate and tune, and what the evaluator audits the re-run against.
+  v.isa = make_backend(opt.target, 1)->isa();
+  v.dtype = deployment_dtype(opt, v.cfg, v.model_dir);
+  opt.name = opt.name.empty() ? default_deployment_name(opt.model, v.model_dir) : opt.name;
+  check_name(opt.name);
+  return v;
+}
+
+// A resumed deployment must be the same deployment: same model content, target, dtype,
+// context cap and reference (only --from-phase 0 may change them).
+void check_same_deployment(const DeployOptions& opt, const Validated& v, const Workspace& ws, const Manifest& m,
+                           const std::string& content_hash) {
+  std::vector<std::string> diffs;
+  if (m.content_hash != content_hash) diffs.push_back("model content hash");
+  if (m.target != opt.target) diffs.push_back("target " + m.target + " -> " + opt.target);
+  if (m.dtype != v.dtype) diffs.push_back("dtype " + m.dtype + " -> " + v.dtype);
+  if (m.max_seq != opt.max_seq.value_or(0))
+    diffs.push_back(fmt::format("--max-seq {} -> {}", m.max_seq, opt.max_seq.value_or(0)));
+  if (m.reference.to_arg() != v.ref.to_arg())
+    diffs.push_back("reference " + m.reference.to_arg() + " -> " + v.ref.to_arg());
+  else if (v.ref.kind == "golden" && m.reference_hash != reference_files_sha256(v.ref.file))
+    diffs.push_back("golden file content (" + v.ref.file.string() + " changed since the deployment)");
+  if (!diffs.empty() && opt.from_phase.value_or(-1) != 0)
+    throw UsageError(fmt::format("deployment {} exists with a different {}; nothing was changed: "
+                                 "restart it with --from-phase 0, or choose another --name",
+                                 ws.dir().string(), join(diffs, ", ")));
+}
+
+// The phase an existing deployment resumes at: --from-phase (never past an unpassed
+// phase), --resume, or the user's answer. nullopt: nothing to run, exit 0 (the user
+// declined, or every phase has passed).
+std::optional<int> resume_phase(const DeployOptions& opt, const Workspace& ws, const Manifest& m, std::istream& in,
+                                std::ostream& out) {
+  const int fu = m.first_unpassed();
+  int start = fu;
+  if (opt.from_phase) {
+    start = *opt.from_phase;
+    if (start > fu)
+      throw UsageError(fmt::format(
+          "--from-phase {}: phase {} ({}) has not passed ({}); a resume never skips it: use "
+          "--from-phase {} or earlier",
+          start, fu, phase_name(fu), status_name(m.phases[static_cast<std::size_t>(fu)].status), fu));
+  } else if (!opt.resume) {
+    auto a = ask(in, out,
+                 fmt::format("deployment '{}' exists at {} ({}). Resume at phase {}? [y/N]", opt.name,
+                             ws.dir().string(), passed_summary(m), std::min(fu, kNumPhases - 1)));
+    if (!a)
+      throw UsageError(fmt::format(
+          "deployment {} already exists and nobody answered whether to resume it; nothing was "
+          "changed: pass --resume or --from-phase N (phases passed: up to {}), or choose another "
+          "--name/--workspace",
+          ws.dir().string(), fu - 1));
+    if (!yes(a)) {
+      out << "left deployment " << ws.dir().string() << " unchanged\n";
+      return std::nullopt;
+    }
+  }
+  if (start >= kNumPhases) {
+    out << "deployment " << opt.name << ": every phase has passed; nothing to do (re-run a phase "
+           "with --from-phase N)\n";
+    return std::nullopt;
+  }
+  log_progress(ws, fmt::format("resumed at phase {} ({})", start, phase_name(start)));
+  return start;
+}
+
+// One deploy per deployment at a time: two runs would interleave phases and files. Taken
+// once every check passed (a refused deploy creates nothing), before anything is written.
+std::unique_ptr<FileLock> lock_deployment(const DeployOptions& opt, const Workspace& ws) {
+  {
+    std::error_code ec;
+    fs::create_directories(opt.workspace, ec);
+    if (ec || !fs::is_directory(opt.workspace))
+      throw UsageError("--workspace " + opt.workspace.string() + ": not a directory" +
+                       (ec ? " (" + ec.message() + ")" : std::string()));
+  }
+  auto lock = FileLock::try_lock(deployment_lock_file(opt.workspace, opt.name));
+  if (!lock)
+    throw UsageError(fmt::format("deployment {} is being deployed by another llmport process; "
+                                 "nothing was changed: wait for it to finish, or choose another --name",
+                                 ws.dir().string()));
+  return lock;
+}
+
+// The manifest as this run starts: what was deployed, and phases from `start` on reset.
+void fill_manifest(Manifest& m, const DeployOptions& opt, const Validated& v,
+                   const std::map<std::string, std::string>& hashes, const std::string& content_hash, int start) {
+  m.name = opt.name;
+  m.model_dir = v.model_dir;
+  m.repo_id = opt.repo_id;
+  m.revision = opt.revision;
+  m.commit = opt.commit;
+  m.max_seq = opt.max_seq.value_or(0);
+  m.file_hashes = hashes;
+  m.content_hash = content_hash;
+  m.architecture = v.cfg.architecture;
+  m.target = opt.target;
+  m.dtype = v.dtype;
+  m.threads = opt.threads;
+  m.isa = v.isa;
+  m.reference = v.ref;
+  m.reference_hash = v.ref.kind == "golden" ? reference_files_sha256(v.ref.file) : "";
+  m.has_tokenizer = fs::is_regular_file(v.model_dir / "tokenizer.json");
+  m.prompts_file = opt.prompts.empty() ? fs::path() : fs::weakly_canonical(fs::absolute(opt.prompts));
+  m.llmport_version = LLMPORT_VERSION;
+  m.resolved_config = v.cfg.to_json();
+  m.fault = opt.fault;
+  m.quick = opt.quick;
+  for (int i = start; i < kNumPhases; ++i) {
+    m.phases[static_cast<std::size_t>(i)] = PhaseResult{};
+    m.phases[static_cast<std::size_t>(i)].phase = i;
+  }
+  if (start <= 7) m.needs_human_review = false;
+}
+
+// Writes the workspace's directories, manifest, progress files and docs for this run.
+void open_workspace(const Workspace& ws, Manifest& m, const DeployOptions& opt, const Validated& v,
+                    const std::map<std::string, std::string>& hashes, const std::string& content_hash, int start,
+                    std::ostream& out) {
+  ws.create_dirs();
+  fill_manifest(m, opt, v, hashes, content_hash, start);
+  m.save(ws.manifest());
+  init_progress_files(ws, m);
+  if (start == 0) log_progress(ws, fmt::format("deployment created: model {} target {} dtype {} reference {}",
+                                               v.model_dir.string(), m.target, m.dtype, v.ref.to_arg()));
+  write_all(ws, m, v.cfg);
+  out << fmt::format("deploy {}: model {} ({}), target {}, dtype {}, reference {}{}\n", m.name,
+                     v.model_dir.string(), v.cfg.architecture, m.target, m.dtype, v.ref.to_arg(),
+                     v.ref.independent() ? "" : " (not independent)");
+  out << "workspace: " << ws.dir().string() << "\n";
+}
+
+// Runs phase i; whatever it throws becomes its result (a gate: FAIL, anything else:
+// BLOCKED), so the manifest always records why a deploy stopped.
+PhaseResult run_phase(Phase& phase, Context& ctx, int i) {
+  ctx.compile_s = ctx.runtime_s = 0;
+  std::string t0 = now_iso();
+  Stopwatch sw;
+  PhaseResult r;
+  try {
+    r = phase.run(ctx);
+  } catch (const GateError& e) {
+    r = make_result(i, PhaseStatus::Fail, e.what());
+  } catch (const Error& e) {
+    r = make_result(i, PhaseStatus::Blocked, e.what());
+  } catch (const std::exception& e) {
+    r = make_result(i, PhaseStatus::Blocked, std::string("internal error: ") + e.what());
+  }
+  r.phase = i;
+  r.timing.start = t0;
+  r.timing.end = now_iso();
+  r.timing.wall_min = sw.seconds() / 60.0;
+  r.timing.compile_min = ctx.compile_s / 60.0;
+  r.timing.runtime_s = ctx.runtime_s;
+  return r;
+}
+
+// Phases start..last_phase in order, each result saved before the next starts; stops at
+// the first that does not pass (exit 1) or where the user says so (exit 0).
+int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws, Manifest& m, int start,
+               std::istream& in, std::ostream& out) {
+  Context ctx(opt, ws, m, v.cfg, out);
+  ctx.dtype = parse_dtype(v.dtype);
+  ctx.ref = v.ref;
+  ctx.fault = v.fault;
+  auto phases = make_phases();
+  for (int i = start; i <= opt.last_phase; ++i) {
+    out << fmt::format("phase {} ({}) ...\n", i, phase_name(i)) << std::flush;
+    log_progress(ws, fmt::format("phase {} ({}) started", i, phase_name(i)));
+    const PhaseResult r = run_phase(*phases[static_cast<std::size_t>(i)], ctx, i);
+    m.phases[static_cast<std::size_t>(i)] = r;
+    if (i == 7 && r.status == PhaseStatus::Fail) m.needs_human_review = true;
+    m.save(ws.manifest());
+    log_phase(ws, r);
+    write_all(ws, m, v.cfg);
+    out << fmt::format("phase {} ({}): {}{}{}\n", i, phase_name(i), status_name(r.status),
+                       r.reason.empty() ? "" : " — ", r.reason);
+    for (const auto& w : r.warnings) out << "  warning: " << w << "\n";
+    if (!is_pass(r.status)) {
+      out << fmt::format("stopped at phase {}: see {}; after the fix resume with --from-phase {}\n", i,
+                         ws.todo().string(), i);
+      return kExitCheckFailed;
+    }
+    if (opt.interactive && i < opt.last_phase) {
+      auto a = ask(in, out, fmt::format("advance to phase {} ({})? [y/N]", i + 1, phase_name(i + 1)));
+      if (!yes(a)) {
+        out << fmt::format("stopped after phase {} at your request; resume with --from-phase {}\n", i, i + 1);
+        log_progress(ws, fmt::format("stopped by the user after phase {}", i));
+        return kExitOk;
+      }
+    }
+  }
+  out << fmt::format("deploy {}: phases {}-{} passed; workspace {}\n", opt.name, start, opt.last_phase,
+                     ws.dir().string());
+  return kExitOk;
+}
+
 }  // namespace
 
 std::string default_deployment_name(const std::string& model_arg, const fs::path& model_dir) {
@@ -76,70 +352,9 @@ std::string default_deployment_name(const std::string& model_arg, const fs::path
 }
 
 int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
-  // --- everything below up to the workspace is validation: nothing is written ---
-  auto targets = deploy_targets();
-  if (const std::string why = missing_target_message(opt.target); !why.empty())
-    throw UsageError(fmt::format("--target {}: {}", opt.target, why));
-  if (std::find(targets.begin(), targets.end(), opt.target) == targets.end())
-    throw UsageError(fmt::format("--target {}: not built into this binary; available targets: {}",
-                                 opt.target, join(targets, ", ")));
-  if (opt.from_phase && (*opt.from_phase < 0 || *opt.from_phase >= kNumPhases))
-    throw UsageError(fmt::format("--from-phase {}: phases are 0-{}", *opt.from_phase, kNumPhases - 1));
-  if (opt.last_phase < 0 || opt.last_phase >= kNumPhases)
-    throw UsageError(fmt::format("--last-phase {}: phases are 0-{}", opt.last_phase, kNumPhases - 1));
-  if (opt.model_dir.empty()) opt.model_dir = opt.model;
-  fs::path cfg_file = find_config_json(opt.model_dir);
-  fs::path model_dir = fs::weakly_canonical(fs::absolute(cfg_file.parent_path()));
-  auto raw = read_json_file(cfg_file);
-  CompatResult compat = check_compat(raw, opt.max_seq);
-  if (!compat.accepted)
-    throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
-                                       cfg_file.string(), compat.reason, compat.message));
-  ModelConfig cfg = load_model_config(model_dir, opt.max_seq);
-  ReferenceSpec ref = ReferenceSpec::parse(opt.reference);
-  if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
-    throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
-  // A --prompts file is read and checked here, before a workspace exists (a malformed file
-  // is exit 2 with the file named, never a blocked phase 0). Without a tokenizer the prompts
-  // are ids: verify's built-in id set by default; a --prompts file must then give prompt_ids.
-  const bool has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
-  if (!opt.prompts.empty())
-    for (const auto& p : read_prompt_file(opt.prompts)) {
-      if (p.ids)
-        for (int id : *p.ids)
-          if (id < 0 || id >= cfg.vocab_size)
-            throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "': token id " +
-                             std::to_string(id) + " is outside the vocabulary [0, " +
-                             std::to_string(cfg.vocab_size) + ")");
-      if (!p.ids && !has_tokenizer)
-        throw UsageError("--prompts " + opt.prompts.string() + ": prompt '" + p.name + "' is text, but " +
-                         model_dir.string() + " has no tokenizer.json: give prompt_ids (or drop --prompts "
-                         "for the built-in id prompts)");
-    }
-  FaultInjection fault;
-  if (!opt.fault.empty()) fault = FaultInjection::parse(opt.fault);
-  // The target must be a backend of this binary (named error otherwise); its ISA is what
-  // phases 1-5 validate and tune, and what the evaluator audits the re-run against.
-  const std::string isa = make_backend(opt.target, 1)->isa();
-  std::string dtype;
-  if (!opt.dtype.empty()) {
-    dtype = std::string(dtype_name(parse_dtype(opt.dtype)));
-  } else if (!cfg.torch_dtype.empty()) {
-    dtype = std::string(dtype_name(parse_dtype(cfg.torch_dtype)));
-  } else {
-    // No torch_dtype: the dominant stored dtype. A store that does not open is phase 0's
-    // finding (BLOCKED with the loader's message), so fall back to fp32 here.
-    try {
-      dtype = std::string(dtype_name(checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg))));
-    } catch (const Error&) {
-      dtype = "fp32";
-    }
-  }
-  std::string name = opt.name.empty() ? default_deployment_name(opt.model, model_dir) : opt.name;
-  check_name(name);
-  opt.name = name;
-  Workspace ws(opt.workspace / name);
-  auto hashes = hash_model_files(model_dir);
+  const Validated v = validate_options(opt);  // nothing is written before this passes
+  Workspace ws(opt.workspace / opt.name);
+  auto hashes = hash_model_files(v.model_dir);
   std::string content_hash = combine_hashes(hashes);
 
   Manifest m;
@@ -150,52 +365,10 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
                        " exists and is not an llmport deployment (no deployment.json); refusing "
                        "to touch it: choose another --name or --workspace");
     m = Manifest::load(ws.manifest());
-    std::vector<std::string> diffs;
-    if (m.content_hash != content_hash) diffs.push_back("model content hash");
-    if (m.target != opt.target) diffs.push_back("target " + m.target + " -> " + opt.target);
-    if (m.dtype != dtype) diffs.push_back("dtype " + m.dtype + " -> " + dtype);
-    if (m.max_seq != opt.max_seq.value_or(0))
-      diffs.push_back(fmt::format("--max-seq {} -> {}", m.max_seq, opt.max_seq.value_or(0)));
-    if (m.reference.to_arg() != ref.to_arg())
-      diffs.push_back("reference " + m.reference.to_arg() + " -> " + ref.to_arg());
-    else if (ref.kind == "golden" && m.reference_hash != reference_files_sha256(ref.file))
-      diffs.push_back("golden file content (" + ref.file.string() + " changed since the deployment)");
-    if (!diffs.empty() && opt.from_phase.value_or(-1) != 0)
-      throw UsageError(fmt::format("deployment {} exists with a different {}; nothing was changed: "
-                                   "restart it with --from-phase 0, or choose another --name",
-                                   ws.dir().string(), join(diffs, ", ")));
-    int fu = m.first_unpassed();
-    if (opt.from_phase) {
-      start = *opt.from_phase;
-      if (start > fu)
-        throw UsageError(fmt::format(
-            "--from-phase {}: phase {} ({}) has not passed ({}); a resume never skips it: use "
-            "--from-phase {} or earlier",
-            start, fu, phase_name(fu), status_name(m.phases[static_cast<std::size_t>(fu)].status), fu));
-    } else if (opt.resume) {
-      start = fu;
-    } else {
-      auto a = ask(in, out,
-                   fmt::format("deployment '{}' exists at {} ({}). Resume at phase {}? [y/N]", name,
-                               ws.dir().string(), passed_summary(m), std::min(fu, kNumPhases - 1)));
-      if (!a)
-        throw UsageError(fmt::format(
-            "deployment {} already exists and nobody answered whether to resume it; nothing was "
-            "changed: pass --resume or --from-phase N (phases passed: up to {}), or choose another "
-            "--name/--workspace",
-            ws.dir().string(), fu - 1));
-      if (!yes(a)) {
-        out << "left deployment " << ws.dir().string() << " unchanged\n";
-        return kExitOk;
-      }
-      start = fu;
-    }
-    if (start >= kNumPhases) {
-      out << "deployment " << name << ": every phase has passed; nothing to do (re-run a phase "
-             "with --from-phase N)\n";
-      return kExitOk;
-    }
-    log_progress(ws, fmt::format("resumed at phase {} ({})", start, phase_name(start)));
+    check_same_deployment(opt, v, ws, m, content_hash);
+    const std::optional<int> resumed = resume_phase(opt, ws, m, in, out);
+    if (!resumed) return kExitOk;
+    start = *resumed;
   } else {
     if (opt.from_phase.value_or(0) > 0)
       throw UsageError(fmt::format("--from-phase {}: no deployment at {} yet, so phase 0 has not "
@@ -204,110 +377,9 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     m.created = now_iso();
   }
 
-  // One deploy per deployment at a time: two runs would interleave phases and files. Taken
-  // once every check passed (a refused deploy creates nothing), before anything is written.
-  {
-    std::error_code ec;
-    fs::create_directories(opt.workspace, ec);
-    if (ec || !fs::is_directory(opt.workspace))
-      throw UsageError("--workspace " + opt.workspace.string() + ": not a directory" +
-                       (ec ? " (" + ec.message() + ")" : std::string()));
-  }
-  const auto lock = FileLock::try_lock(deployment_lock_file(opt.workspace, name));
-  if (!lock)
-    throw UsageError(fmt::format("deployment {} is being deployed by another llmport process; "
-                                 "nothing was changed: wait for it to finish, or choose another --name",
-                                 ws.dir().string()));
-  // --- workspace ---
-  ws.create_dirs();
-  m.name = name;
-  m.model_dir = model_dir;
-  m.repo_id = opt.repo_id;
-  m.revision = opt.revision;
-  m.commit = opt.commit;
-  m.max_seq = opt.max_seq.value_or(0);
-  m.file_hashes = hashes;
-  m.content_hash = content_hash;
-  m.architecture = cfg.architecture;
-  m.target = opt.target;
-  m.dtype = dtype;
-  m.threads = opt.threads;
-  m.isa = isa;
-  m.reference = ref;
-  m.reference_hash = ref.kind == "golden" ? reference_files_sha256(ref.file) : "";
-  m.has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
-  m.prompts_file = opt.prompts.empty() ? fs::path() : fs::weakly_canonical(fs::absolute(opt.prompts));
-  m.llmport_version = LLMPORT_VERSION;
-  m.resolved_config = cfg.to_json();
-  m.fault = opt.fault;
-  m.quick = opt.quick;
-  for (int i = start; i < kNumPhases; ++i) {
-    m.phases[static_cast<std::size_t>(i)] = PhaseResult{};
-    m.phases[static_cast<std::size_t>(i)].phase = i;
-  }
-  if (start <= 7) m.needs_human_review = false;
-  m.save(ws.manifest());
-  init_progress_files(ws, m);
-  if (start == 0) log_progress(ws, fmt::format("deployment created: model {} target {} dtype {} reference {}",
-                                               model_dir.string(), m.target, m.dtype, ref.to_arg()));
-  write_all(ws, m, cfg);
-  out << fmt::format("deploy {}: model {} ({}), target {}, dtype {}, reference {}{}\n", name,
-                     model_dir.string(), cfg.architecture, m.target, m.dtype, ref.to_arg(),
-                     ref.independent() ? "" : " (not independent)");
-  out << "workspace: " << ws.dir().string() << "\n";
-
-  Context ctx(opt, ws, m, cfg, out);
-  ctx.dtype = parse_dtype(dtype);
-  ctx.ref = ref;
-  ctx.fault = fault;
-  auto phases = make_phases();
-  for (int i = start; i <= opt.last_phase; ++i) {
-    ctx.compile_s = ctx.runtime_s = 0;
-    std::string t0 = now_iso();
-    Stopwatch sw;
-    out << fmt::format("phase {} ({}) ...\n", i, phase_name(i)) << std::flush;
-    log_progress(ws, fmt::format("phase {} ({}) started", i, phase_name(i)));
-    PhaseResult r;
-    try {
-      r = phases[static_cast<std::size_t>(i)]->run(ctx);
-    } catch (const GateError& e) {
-      r = make_result(i, PhaseStatus::Fail, e.what());
-    } catch (const Error& e) {
-      r = make_result(i, PhaseStatus::Blocked, e.what());
-    } catch (const std::exception& e) {
-      r = make_result(i, PhaseStatus::Blocked, std::string("internal error: ") + e.what());
-    }
-    r.phase = i;
-    r.timing.start = t0;
-    r.timing.end = now_iso();
-    r.timing.wall_min = sw.seconds() / 60.0;
-    r.timing.compile_min = ctx.compile_s / 60.0;
-    r.timing.runtime_s = ctx.runtime_s;
-    m.phases[static_cast<std::size_t>(i)] = r;
-    if (i == 7 && r.status == PhaseStatus::Fail) m.needs_human_review = true;
-    m.save(ws.manifest());
-    log_phase(ws, r);
-    write_all(ws, m, cfg);
-    out << fmt::format("phase {} ({}): {}{}{}\n", i, phase_name(i), status_name(r.status),
-                       r.reason.empty() ? "" : " — ", r.reason);
-    for (const auto& w : r.warnings) out << "  warning: " << w << "\n";
-    if (!is_pass(r.status)) {
-      out << fmt::format("stopped at phase {}: see {}; after the fix resume with --from-phase {}\n", i,
-                         ws.todo().string(), i);
-      return kExitCheckFailed;
-    }
-    if (opt.interactive && i < opt.last_phase) {
-      auto a = ask(in, out, fmt::format("advance to phase {} ({})? [y/N]", i + 1, phase_name(i + 1)));
-      if (!yes(a)) {
-        out << fmt::format("stopped after phase {} at your request; resume with --from-phase {}\n", i, i + 1);
-        log_progress(ws, fmt::format("stopped by the user after phase {}", i));
-        return kExitOk;
-      }
-    }
-  }
-  out << fmt::format("deploy {}: phases {}-{} passed; workspace {}\n", name, start, opt.last_phase,
-                     ws.dir().string());
-  return kExitOk;
+  const auto lock = lock_deployment(opt, ws);
+  open_workspace(ws, m, opt, v, hashes, content_hash, start, out);
+  return run_phases(opt, v, ws, m, start, in, out);
 }
 
 }  // namespace llmport::deploy
