@@ -26,7 +26,8 @@ int run_perplexity_cmd(const PerplexityArgs& a) {
   if (a.output != "md" && a.output != "json") throw UsageError("-o: expected md or json, got '" + a.output + "'");
   if (a.text.empty()) throw UsageError("perplexity: -f TEXT is required");
   PerplexityOptions opt;
-  opt.engine = engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/""});
+  opt.engine = engine_options_from_flags(
+      {a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", /*quantized_ok=*/true});
   opt.ctx = a.ctx;
   if (!a.save_logits.empty()) opt.save_logits = a.save_logits;
   if (!a.kl_base.empty()) opt.kl_base = a.kl_base;
@@ -57,7 +58,8 @@ Registrar reg{Command{
       sub.add_option("-f,--file", a->text, "text file to score");
       sub.add_option("-c,--ctx-size", a->ctx, "chunk length in tokens (default min(512, the model's context))")
           ->check(at_least(1));
-      sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32 (default: checkpoint dtype)");
+      sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization of the "
+                                          "layer projections (--backend reference for now) (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference)")->capture_default_str();
       sub.add_option("-t,--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--save-logits", a->save_logits,

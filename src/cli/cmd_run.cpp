@@ -145,7 +145,7 @@ void print_weight_warnings(const WeightStore& weights) {
 
 // --chat never planted faults (--inject-fault is a test hook of the one-shot mode).
 EngineFlags engine_flags(const RunArgs& a, bool chat) {
-  return {a.backend, a.threads, a.dtype, a.registry, chat ? std::string() : a.fault};
+  return {a.backend, a.threads, a.dtype, a.registry, chat ? std::string() : a.fault, /*quantized_ok=*/true};
 }
 
 int run_chat_mode(const RunArgs& a, const ModelConfig& cfg, const std::string& dir, const Tokenizer* tok,
@@ -303,7 +303,7 @@ void print_json(const RunArgs& a, const std::string& dir, Engine& engine, const 
   }
   nlohmann::json out = {{"model", dir},
                         {"backend", engine.backend().name()},
-                        {"dtype", std::string(dtype_name(engine.dtype()))},
+                        {"dtype", precision_name(engine.dtype(), engine.quant())},
                         {"prompt_ids", r.prompt_ids},
                         {"generated_ids", r.generated_ids},
                         {"text", has_tokenizer ? nlohmann::json(s.text) : nlohmann::json(nullptr)},
@@ -397,8 +397,9 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_option("--threads,-t", a->threads, "worker threads (0: all cores)")
                            ->check(thread_count());
                        sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
-                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
-                                                           "(default: the checkpoint's torch_dtype)");
+                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
+                                                           "q4_0 weight-only quantization (--backend reference "
+                                                           "for now) (default: the checkpoint's torch_dtype)");
                        sub.add_flag("--json", a->json, "print one JSON object instead of streaming text");
                        sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
                        sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")

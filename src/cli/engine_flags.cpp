@@ -13,7 +13,8 @@ EngineOptions engine_options_from_flags(const EngineFlags& flags, const std::fun
   EngineOptions opt;
   opt.backend = flags.backend;
   opt.threads = flags.threads;
-  if (flags.dtype) opt.dtype = parse_dtype(*flags.dtype);
+  if (flags.dtype && flags.quantized_ok) set_dtype_flag(opt, *flags.dtype);
+  else if (flags.dtype) opt.dtype = parse_dtype(*flags.dtype);
   if (!flags.fault.empty()) opt.fault = FaultInjection::parse(flags.fault);
   if (!flags.registry.empty()) opt.kernels = registry_selection(flags.registry, flags.backend, context());
   return opt;

@@ -20,6 +20,9 @@ struct EngineFlags {
   std::optional<std::string> dtype;   ///< nullopt: the checkpoint's dtype
   std::string registry;               ///< "": the backend's heuristic defaults, no registry
   std::string fault;                  ///< test only: --inject-fault kind[@layer][=value]
+  /// --dtype may name a block quantization (q8_0, q4_0): the commands whose reports and
+  /// gates already speak it (run, perplexity). Elsewhere those are unknown dtypes.
+  bool quantized_ok = false;
 };
 
 /// A --dtype held as a plain string, where "" has always meant "the checkpoint's" (verify,

@@ -133,7 +133,10 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
                         Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
                         Case{{"-f", txt, "--kl-divergence-base", (t.path() / "junk.bin").string()}, "not an llmport"},
                         Case{{"-f", txt, "--save-logits", (t.path() / "exists.bin").string()}, "not overwriting"},
-                        Case{{"-f", txt, "-o", "xml"}, "-o"}}) {
+                        Case{{"-f", txt, "-o", "xml"}, "-o"},
+                        // No cpu q4_0 kernels yet: refused, never a silent float run.
+                        Case{{"-f", txt, "--dtype", "q4_0", "--backend", "cpu"}, "has no q4_0 kernels"},
+                        Case{{"-f", txt, "--dtype", "q5_1"}, "unknown dtype 'q5_1'"}}) {
     std::vector<std::string> args = {"perplexity", m, "-t", "1"};
     args.insert(args.end(), c.args.begin(), c.args.end());
     auto r = run_llmport(args);
@@ -146,6 +149,12 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto ok = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "fp32"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("Final estimate: PPL = 3.69"), std::string::npos) << ok.out;
+  auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0", "--backend", "reference"});
+  EXPECT_EQ(q4.exit_code, 0) << q4.err;
+  EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
+  // verify's gates do not speak the quantized dtypes yet: an unknown dtype there.
+  auto v = run_llmport({"verify", m, "--dtype", "q8_0"});
+  EXPECT_EQ(v.exit_code, 2) << v.err;
 }
 
 }  // namespace
