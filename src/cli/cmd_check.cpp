@@ -61,7 +61,7 @@ int run_check(const CheckArgs& a) {
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
     if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))
       warnings.push_back(*w);
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& w : warnings) std::cerr << "warning: " << printable(w) << "\n";
   if (a.json) {
     nlohmann::json out = {{"verdict", r.accepted ? "ACCEPT" : "REJECT"},
                           {"reason", r.accepted ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},

@@ -22,6 +22,7 @@
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/run_chat.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
@@ -140,7 +141,7 @@ void check_mode(const RunArgs& a) {
 
 // Loader warnings (e.g. an unexpected extra tensor) are shown, never fatal.
 void print_weight_warnings(const WeightStore& weights) {
-  for (const auto& w : weights.warnings()) std::cerr << "warning: " << w << "\n";
+  for (const auto& w : weights.warnings()) std::cerr << "warning: " << printable(w) << "\n";
 }
 
 // --chat never planted faults (--inject-fault is a test hook of the one-shot mode).
@@ -351,7 +352,7 @@ int run_run(const RunArgs& a) {
   const ModelConfig cfg = load_model_config(dir, context_cap(a.max_seq));
   const int context = model_context(cfg);
   if (!a.dtype)
-    if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << *w << "\n";
+    if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << printable(*w) << "\n";
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(files_dir(cfg, dir))) tok = Tokenizer::load(files_dir(cfg, dir));
   if (a.chat) return run_chat_mode(a, cfg, dir, tok.get(), context);

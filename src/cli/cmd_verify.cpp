@@ -7,6 +7,7 @@
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -50,7 +51,7 @@ int run_verify_cmd(const VerifyArgs& a) {
   if (!r.pass) {
     for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";
   }
-  for (const auto& w : r.warnings) std::cout << "warning: " << w << "\n";
+  for (const auto& w : r.warnings) std::cout << "warning: " << printable(w) << "\n";
   std::cout << "report: " << (r.report_dir / "report.md").string() << "\n";
   // The verdict line says what was proved: a capped run never prints a bare PASS.
   std::cout << r.verdict_line() << std::endl;

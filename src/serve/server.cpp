@@ -15,6 +15,7 @@
 
 #include <httplib.h>
 
+#include "llmport/file_io.hpp"
 #include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
@@ -150,7 +151,7 @@ class Server {
                        " tokens) exceed the available memory (" + std::to_string(avail >> 20) +
                        " MiB): lower --ctx-size or --parallel");
     weights_ = std::make_unique<WeightStore>(WeightStore::open(mdir, cfg_));
-    for (const auto& wm : weights_->warnings()) std::cerr << "warning: " << wm << "\n";
+    for (const auto& wm : weights_->warnings()) std::cerr << "warning: " << printable(wm) << "\n";
 
     // SIGINT / SIGTERM are taken by sigwait below: block them before any thread starts.
     sigset_t sigs;
