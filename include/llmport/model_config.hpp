@@ -1,13 +1,15 @@
 #pragma once
 // ModelConfig: every architecture difference llmport supports is a field here, read by
-// one engine. Resolution follows transformers' defaults for LlamaConfig, MistralConfig,
-// Qwen2Config and Qwen3Config (configuration_*.py).
+// one engine. Which classes are accepted, and each one's defaults and deltas, is the
+// architecture table (architecture.hpp); resolution applies its row.
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "llmport/compat.hpp"
 
 namespace llmport {
 
@@ -93,6 +95,23 @@ GenerationConfig parse_generation_config(const nlohmann::json& generation_config
 /// Does not judge scope: call check_compat for that.
 ModelConfig resolve_model_config(const nlohmann::json& config,
                                  const nlohmann::json* generation_config = nullptr);
+
+/// config.json read once: the architecture gate's verdict and, when it accepts, the config
+/// resolved from the same parsed object.
+struct ConfigCheck {
+  std::filesystem::path file;         ///< the config.json that was read
+  CompatResult gate;                  ///< check_compat's verdict (with the --max-seq cap)
+  std::optional<ModelConfig> config;  ///< set exactly when gate.accepted
+};
+
+/// Reads config.json (path: a model directory or the file) once, runs the architecture gate
+/// on it and, for an ACCEPT, resolves it as load_model_config does (generation_config.json
+/// included). A REJECT is returned, not thrown (gate.accepted false, no config). Throws
+/// ConfigError (exit 2) for a missing/unreadable/non-object file or an accepted config whose
+/// fields do not resolve, UnsupportedError (exit 3) for an accepted class whose
+/// hidden_act/rope_scaling resolution refuses it, UsageError for `max_seq` <= 0 or above
+/// max_position_embeddings of a model without a sliding window.
+ConfigCheck check_model_config(const std::filesystem::path& path, std::optional<int> max_seq = std::nullopt);
 
 /// Loads config.json (and generation_config.json when present) from a model directory or
 /// config.json path, checks the architecture gate and returns the resolved config.

@@ -57,9 +57,15 @@ struct SynthResult {
   nlohmann::json config;       ///< the config.json written
 };
 
-/// Writes the model directory, streaming the weights (bounded memory, multi-threaded
+/// Writes the model directory, streaming the weights; the tensor set is expected_tensors()
+/// of the config as resolve_model_config resolves it (the architecture table), so a synthetic
+/// model passes the strict tensor-set check by construction (bounded memory, multi-threaded
 /// generation, output independent of the thread count). Throws UsageError for an unknown
 /// preset or a non-empty output directory without `force`, WeightsError on I/O failure.
 SynthResult write_synthetic_model(const SynthOptions& opt);
+/// The same for a preset that is not in synth_presets() (opt.preset is ignored), e.g. a tiny
+/// config built from an architecture-table row in tests. Also throws ConfigError /
+/// UnsupportedError when preset.config does not resolve (resolve_model_config).
+SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& preset);
 
 }  // namespace llmport

@@ -1,7 +1,7 @@
 #pragma once
 // Weight loading: memory-mapped safetensors (single file or sharded through
 // model.safetensors.index.json), validated before use, checked against the tensor set
-// the config implies (tensor-role table).
+// the config implies (the tensor-role table of architecture.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -10,31 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "llmport/architecture.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/tensor.hpp"
 
 namespace llmport {
-
-/// What a tensor is for. One table maps HF names to roles; loader, probes, errors use it.
-enum class TensorRole {
-  Embed, AttnNorm, Wq, Wk, Wv, Wo, Bq, Bk, Bv, QNorm, KNorm, FfnNorm, WGate, WUp, WDown,
-  FinalNorm, LmHead,
-  Bo,  ///< o_proj bias [emb_dim], only when cfg.o_bias (Llama/Qwen3 attention_bias)
-};
-
-/// One expected tensor: HF name, role, layer index (-1 for global), expected shape.
-struct TensorSpec {
-  std::string name;  ///< e.g. "model.layers.3.self_attn.q_proj.weight"
-  TensorRole role;
-  int layer = -1;
-  std::vector<int64_t> shape;
-};
-
-/// The tensor set a config implies (lm_head omitted when tied).
-std::vector<TensorSpec> expected_tensors(const ModelConfig& cfg);
-/// Short role name used by probes and reports ("wq", "attn_norm", ...).
-std::string_view role_name(TensorRole r) noexcept;
 
 /// One mapped safetensors file, validated on open (header length inside the file, JSON
 /// well formed, dtype known, shape x dtype size == byte range, ranges inside the data

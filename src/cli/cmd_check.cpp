@@ -45,18 +45,14 @@ void print_text(const CompatResult& r, const nlohmann::json& resolved) {
 int run_check(const CheckArgs& a) {
   const std::string where = resolve_model_dir(a.model, /*config_only=*/!a.weights);
   const std::optional<int> max_seq = context_cap(a.max_seq);
-  const auto file = find_config_json(where);
-  const auto raw = read_json_file(file);
-  if (!raw.is_object()) throw ConfigError(file.string() + ": not a JSON object");
-  CompatResult r = check_compat(raw, max_seq);
-  nlohmann::json resolved = r.resolved;
+  // One read of config.json: the gate, and for an ACCEPT the full resolution (a missing
+  // field of an accepted architecture is bad input, exit 2).
+  const ConfigCheck checked = check_model_config(where, max_seq);
+  const auto& file = checked.file;
+  const CompatResult& r = checked.gate;
+  const nlohmann::json resolved = r.accepted ? checked.config->to_json() : r.resolved;
   std::optional<Phase0Report> report;
-  if (r.accepted) {
-    // An accepted architecture must resolve fully; a missing field is bad input (exit 2).
-    ModelConfig cfg = load_model_config(file, max_seq);
-    resolved = cfg.to_json();
-    if (a.weights) report = check_model_dir(file, max_seq, a.scan_values);
-  }
+  if (r.accepted && a.weights) report = check_model_dir(file, max_seq, a.scan_values);
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
     if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))

@@ -1,11 +1,14 @@
 // Architecture gate: the rules written at the top of shared/configs/expected.json, plus our
 // own lowest-precedence class unsupported_rope_scaling. Never throws on config content.
+// What is accepted, and each class's deltas and defaults, come from the architecture table
+// (architecture.hpp); the reason classes below are about everything else.
 #include "llmport/compat.hpp"
 
 #include <algorithm>
 #include <array>
 #include <string_view>
 
+#include "llmport/architecture.hpp"
 #include "model/json_fields.hpp"
 
 namespace llmport {
@@ -28,10 +31,11 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// Informational resolved fields; exact for the four accepted classes (transformers'
-/// defaults), null where a foreign config has no such notion.
-json informational_resolved(const json& c, const std::string& arch, bool mla) {
-  const bool family = is_accepted_architecture(arch);
+/// Informational resolved fields; exact for the table's classes (their rows' defaults and
+/// deltas), null where a foreign config has no such notion. Lenient on purpose: a REJECT
+/// still shows what it could read; an ACCEPT is resolved strictly by resolve_model_config.
+json informational_resolved(const json& c, const std::string& arch, const Architecture* row, bool mla) {
+  const bool family = row != nullptr;
   auto num = [](std::optional<long long> v) { return v ? json(*v) : json(nullptr); };
   json r = json::object();
   r["architecture"] = arch.empty() ? json(nullptr) : json(arch);
@@ -59,17 +63,15 @@ json informational_resolved(const json& c, const std::string& arch, bool mla) {
   const json* rs = rope_scaling_of(c);
   std::optional<double> theta = lenient_double(c, "rope_theta");
   if (!theta && rs) theta = lenient_double(*rs, "rope_theta");
-  if (!theta && family) theta = 10000.0;
+  if (!theta && family) theta = row->default_rope_theta;
   r["rope_theta"] = theta ? json(*theta) : json(nullptr);
   auto tie = lenient_bool(c, "tie_word_embeddings");
-  if (!tie && family) tie = false;
+  if (!tie && family) tie = row->tie_word_embeddings_default;
   r["tie_word_embeddings"] = tie ? json(*tie) : json(nullptr);
   std::optional<bool> qkv_bias = lenient_bool(c, "attention_bias");
-  if (arch == "Qwen2ForCausalLM") qkv_bias = true;
-  else if (arch == "MistralForCausalLM") qkv_bias = false;
-  else if (family && !qkv_bias) qkv_bias = false;
+  if (family) qkv_bias = bias_present(row->qkv_bias, qkv_bias.value_or(false));
   r["qkv_bias"] = qkv_bias ? json(*qkv_bias) : json(nullptr);
-  r["qk_norm"] = family ? json(arch == "Qwen3ForCausalLM") : json(nullptr);
+  r["qk_norm"] = family ? json(row->qk_norm) : json(nullptr);
   std::string rt = rope_type_of(rs);
   r["rope_scaling_type"] = (rt == "none" || rt.empty()) ? json(nullptr) : json(rt);
   r["max_position_embeddings"] = num(lenient_int_any(c, {"max_position_embeddings", "n_positions"}));
@@ -92,6 +94,7 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   }
   CompatResult res;
   const std::string arch = architecture_of(c);
+  const Architecture* row = find_architecture(arch);
   const std::string model_type = lenient_string(c, "model_type").value_or("");
   std::vector<std::string> details;  // one short phrase per reason, same order
 
@@ -127,7 +130,7 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   }
 
   // sliding_window ("effective")
-  auto window = sliding_window_of(c, arch);
+  auto window = sliding_window_of(c, row);
   const bool default_window = window && !lenient_int_any(c, {"sliding_window", "sliding_window_size"});
   auto mpe = lenient_int(c, "max_position_embeddings");
   auto use_sw = lenient_bool(c, "use_sliding_window");
@@ -159,28 +162,27 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   // unsupported_architecture
   const json* act = field(c, "hidden_act");
   if (!act) act = field(c, "hidden_activation");
-  const bool act_not_silu = act && act->is_string() && act->get<std::string>() != "silu";
-  if (!is_accepted_architecture(arch)) {
+  if (!row) {
     res.reasons.push_back("unsupported_architecture");
-    details.push_back("architecture " + (arch.empty() ? std::string("(none given)") : arch) +
-                      " is not one of LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM");
-  } else if (act_not_silu) {
+    details.push_back("architecture " + (arch.empty() ? std::string("(none given)") : arch) + " is not one of " +
+                      accepted_architecture_list());
+  } else if (act && act->is_string() && act->get<std::string>() != row->hidden_act) {
     res.reasons.push_back("unsupported_architecture");
-    details.push_back("hidden_act " + act->get<std::string>() + " is not silu");
+    details.push_back("hidden_act " + act->get<std::string>() + " is not " + std::string(row->hidden_act));
   }
 
-  // unsupported_rope_scaling: only for an otherwise accepted model.
+  // unsupported_rope_scaling: only for an otherwise accepted model (so `row` is set).
   if (res.reasons.empty()) {
     const json* rs = rope_scaling_of(c);
     std::string rt = rope_type_of(rs);
-    if (!rt.empty() && rt != "none" && rt != "linear" && rt != "llama3") {
+    if (!rt.empty() && !rope_type_allowed(*row, rt)) {
       res.reasons.push_back("unsupported_rope_scaling");
-      details.push_back("rope_scaling type '" + rt + "' is not supported (none, linear, llama3)");
+      details.push_back("rope_scaling type '" + rt + "' is not supported (" + rope_type_list(*row) + ")");
     }
   }
 
   res.accepted = res.reasons.empty();
-  res.resolved = informational_resolved(c, arch, mla);
+  res.resolved = informational_resolved(c, arch, row, mla);
   if (res.accepted) {
     res.message = "ACCEPT: " + arch + " (" + (model_type.empty() ? "?" : model_type) + ")";
   } else {

@@ -1,10 +1,11 @@
-// config.json -> ModelConfig, following transformers' LlamaConfig / MistralConfig /
-// Qwen2Config / Qwen3Config defaults (configuration_*.py).
+// config.json -> ModelConfig. Per-class defaults and deltas come from the architecture table
+// (architecture.hpp); the field rules here are the ones every class shares.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "llmport/architecture.hpp"
 #include "llmport/compat.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
@@ -19,13 +20,6 @@ using namespace detail;
 
 namespace {
 
-/// transformers' default max_position_embeddings per accepted class.
-int default_max_position_embeddings(const std::string& arch) {
-  if (arch == "MistralForCausalLM") return 4096 * 32;
-  if (arch == "Qwen2ForCausalLM" || arch == "Qwen3ForCausalLM") return 32768;
-  return 2048;  // LlamaConfig
-}
-
 double positive_double(const json& j, const char* key, double dflt) {
   auto v = strict_double(j, key);
   if (!v) return dflt;
@@ -34,7 +28,7 @@ double positive_double(const json& j, const char* key, double dflt) {
   return *v;
 }
 
-RopeScaling resolve_rope_scaling(const json& config) {
+RopeScaling resolve_rope_scaling(const json& config, const Architecture& arch) {
   RopeScaling rs;
   const json* r = rope_scaling_of(config);
   if (!r) return rs;
@@ -42,6 +36,9 @@ RopeScaling resolve_rope_scaling(const json& config) {
   if (!r->is_object()) throw ConfigError(std::string("field '") + key + "': expected an object, got " + show(*r));
   std::string type = rope_type_of(r);
   if (type.empty()) throw ConfigError(std::string("field '") + key + "': rope_type/type must be a string");
+  const std::string unsupported =
+      "rope_scaling type '" + type + "' is not supported (" + rope_type_list(arch) + ")";
+  if (!rope_type_allowed(arch, type)) throw UnsupportedError(unsupported);
   rs.type = type;
   if (type == "none") return rs;
   auto need = [&](const char* f) {
@@ -65,7 +62,7 @@ RopeScaling resolve_rope_scaling(const json& config) {
     if (rs.high_freq_factor <= rs.low_freq_factor)
       throw ConfigError(std::string("field '") + key + "': high_freq_factor must exceed low_freq_factor");
   } else {
-    throw UnsupportedError("rope_scaling type '" + type + "' is not supported (none, linear, llama3)");
+    throw UnsupportedError(unsupported);  // a row lists a type this parser does not know
   }
   return rs;
 }
@@ -118,6 +115,10 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   if (!config.is_object()) throw ConfigError("config is not a JSON object");
   ModelConfig cfg;
   cfg.architecture = architecture_of(config);
+  // resolve_model_config does not judge scope (check_compat does): a class outside the table
+  // resolves with the first row's rules, Llama's, the base every row is a delta of.
+  const Architecture* found = find_architecture(cfg.architecture);
+  const Architecture& arch = found ? *found : architectures().front();
   cfg.model_type = lenient_string(config, "model_type").value_or("");
   const std::string who = cfg.architecture.empty() ? std::string("the model") : cfg.architecture;
   auto as_int = [](std::optional<long long> v) { return static_cast<int>(*v); };
@@ -144,36 +145,30 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   if (static_cast<long long>(cfg.n_heads) * cfg.head_dim > 2147483647LL)
     throw ConfigError("num_attention_heads " + std::to_string(cfg.n_heads) + " x head_dim " +
                       std::to_string(cfg.head_dim) + " does not fit a 32-bit dimension");
-  if (cfg.head_dim % 2 != 0)
-    throw ConfigError("head_dim " + std::to_string(cfg.head_dim) + " is odd: RoPE rotates pairs of dimensions");
+  if (auto problem = head_dim_problem(cfg.head_dim)) throw ConfigError(*problem);
   cfg.hidden_dim = as_int(strict_int(config, "intermediate_size", true, 1, who));
   cfg.vocab_size = as_int(strict_int(config, "vocab_size", true, 1, who));
   auto mpe = strict_int(config, "max_position_embeddings", false, 1, who);
-  cfg.max_position_embeddings = mpe ? as_int(mpe) : default_max_position_embeddings(cfg.architecture);
+  cfg.max_position_embeddings = mpe ? as_int(mpe) : arch.default_max_position_embeddings;
 
-  cfg.rope_theta = positive_double(config, "rope_theta", 10000.0);
+  cfg.rope_theta = positive_double(config, "rope_theta", arch.default_rope_theta);
   if (!field(config, "rope_theta"))
     if (const json* rp = field(config, "rope_parameters"); rp && rp->is_object())
-      cfg.rope_theta = positive_double(*rp, "rope_theta", 10000.0);
-  cfg.rope_scaling = resolve_rope_scaling(config);
+      cfg.rope_theta = positive_double(*rp, "rope_theta", arch.default_rope_theta);
+  cfg.rope_scaling = resolve_rope_scaling(config, arch);
   cfg.rms_norm_eps = positive_double(config, "rms_norm_eps", 1e-6);
 
   if (const json* act = field(config, "hidden_act")) {
     if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + show(*act));
-    if (act->get<std::string>() != "silu")
-      throw UnsupportedError("hidden_act '" + act->get<std::string>() + "' is not supported (silu only)");
+    if (act->get<std::string>() != arch.hidden_act)
+      throw UnsupportedError("hidden_act '" + act->get<std::string>() + "' is not supported (" +
+                             std::string(arch.hidden_act) + " only)");
   }
-  cfg.tie_word_embeddings = strict_bool(config, "tie_word_embeddings").value_or(false);
-  const bool attention_bias = strict_bool(config, "attention_bias").value_or(false);
-  if (cfg.architecture == "Qwen2ForCausalLM") {
-    cfg.qkv_bias = true;  // Qwen2Attention: q/k/v bias=True, o_proj bias=False (TRAPS #5)
-  } else if (cfg.architecture == "MistralForCausalLM") {
-    cfg.qkv_bias = false;
-  } else {
-    cfg.qkv_bias = attention_bias;
-    cfg.o_bias = attention_bias;
-  }
-  cfg.qk_norm = cfg.architecture == "Qwen3ForCausalLM";
+  cfg.tie_word_embeddings = strict_bool(config, "tie_word_embeddings").value_or(arch.tie_word_embeddings_default);
+  const AttentionDeltas deltas = attention_deltas(arch, strict_bool(config, "attention_bias").value_or(false));
+  cfg.qkv_bias = deltas.qkv_bias;
+  cfg.o_bias = deltas.o_bias;
+  cfg.qk_norm = deltas.qk_norm;
 
   cfg.bos_token_id = first_id(config, "bos_token_id");
   cfg.eos_token_ids = strict_ids(config, "eos_token_id");
@@ -201,14 +196,12 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   return cfg;
 }
 
-ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) {
-  const fs::path file = find_config_json(path);
-  const json j = read_json_file(file);
-  if (!j.is_object()) throw ConfigError(file.string() + ": not a JSON object");
-  if (max_seq && *max_seq <= 0) throw UsageError("--max-seq " + std::to_string(*max_seq) + " must be > 0");
-  CompatResult compat = check_compat(j, max_seq);
-  if (!compat.accepted) throw UnsupportedError(file.string() + ": " + compat.message);
+namespace {
 
+/// The rest of loading once the gate accepted `j` (read from `file`): generation_config.json,
+/// strict resolution with errors naming the file, the --max-seq / sliding-window context.
+ModelConfig resolve_accepted(const json& j, const fs::path& file, const CompatResult& compat,
+                             std::optional<int> max_seq) {
   const fs::path dir = file.parent_path();
   std::optional<json> gen;
   const fs::path gen_file = dir / "generation_config.json";
@@ -229,7 +222,8 @@ ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) 
   }
   cfg.dir = dir;
   if (compat.context_cap) {
-    if (auto w = sliding_window_of(j, cfg.architecture); w && *w <= 2147483647LL) cfg.sliding_window = static_cast<int>(*w);
+    if (auto w = sliding_window_of(j, find_architecture(cfg.architecture)); w && *w <= 2147483647LL)
+      cfg.sliding_window = static_cast<int>(*w);
     cfg.max_seq = std::min(*compat.context_cap, cfg.max_position_embeddings);
   } else if (max_seq) {
     if (*max_seq > cfg.max_position_embeddings)
@@ -238,6 +232,25 @@ ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) 
     cfg.max_seq = *max_seq;
   }
   return cfg;
+}
+
+}  // namespace
+
+ConfigCheck check_model_config(const fs::path& path, std::optional<int> max_seq) {
+  ConfigCheck out;
+  out.file = find_config_json(path);
+  const json j = read_json_file(out.file);
+  if (!j.is_object()) throw ConfigError(out.file.string() + ": not a JSON object");
+  if (max_seq && *max_seq <= 0) throw UsageError("--max-seq " + std::to_string(*max_seq) + " must be > 0");
+  out.gate = check_compat(j, max_seq);
+  if (out.gate.accepted) out.config = resolve_accepted(j, out.file, out.gate, max_seq);
+  return out;
+}
+
+ModelConfig load_model_config(const fs::path& path, std::optional<int> max_seq) {
+  ConfigCheck checked = check_model_config(path, max_seq);
+  if (!checked.gate.accepted) throw UnsupportedError(checked.file.string() + ": " + checked.gate.message);
+  return std::move(*checked.config);
 }
 
 std::vector<int> ModelConfig::stop_ids() const {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 
@@ -124,19 +125,15 @@ inline std::vector<int> strict_ids(const json& j, std::string_view key) {
   return out;
 }
 
-/// Architecture class: architectures[0], else inferred from model_type for the four
-/// accepted families (transformers' auto mapping). "" when unknown.
+/// Architecture class: architectures[0], else the class whose table row has this
+/// model_type (transformers' auto mapping). "" when unknown.
 inline std::string architecture_of(const json& config) {
   if (const json* a = field(config, "architectures")) {
     if (a->is_array() && !a->empty() && (*a)[0].is_string()) return (*a)[0].get<std::string>();
     if (a->is_string()) return a->get<std::string>();
   }
-  auto mt = lenient_string(config, "model_type").value_or("");
-  if (mt == "llama") return "LlamaForCausalLM";
-  if (mt == "mistral") return "MistralForCausalLM";
-  if (mt == "qwen2") return "Qwen2ForCausalLM";
-  if (mt == "qwen3") return "Qwen3ForCausalLM";
-  return "";
+  const Architecture* row = architecture_for_model_type(lenient_string(config, "model_type").value_or(""));
+  return row ? std::string(row->hf_class) : std::string();
 }
 
 /// The RoPE scaling object: `rope_scaling`, or transformers v5 `rope_parameters`.
@@ -167,19 +164,14 @@ inline std::string torch_dtype_of(const json& config) {
 }
 
 /// The sliding-window size a config declares: sliding_window (or sliding_window_size);
-/// for MistralForCausalLM without a sliding_window key, transformers' MistralConfig
-/// default of 4096 (an explicit null means no window).
-inline std::optional<long long> sliding_window_of(const json& c, const std::string& arch) {
+/// without either key, the row's default (MistralConfig's 4096; an explicit null means no
+/// window). `row` may be null (no default).
+inline std::optional<long long> sliding_window_of(const json& c, const Architecture* row) {
   if (auto w = lenient_int_any(c, {"sliding_window", "sliding_window_size"})) return w;
-  if (arch == "MistralForCausalLM" && c.is_object() && !c.contains("sliding_window") &&
+  if (row && row->default_sliding_window && c.is_object() && !c.contains("sliding_window") &&
       !c.contains("sliding_window_size"))
-    return 4096;
+    return *row->default_sliding_window;
   return std::nullopt;
-}
-
-inline bool is_accepted_architecture(const std::string& arch) {
-  return arch == "LlamaForCausalLM" || arch == "MistralForCausalLM" || arch == "Qwen2ForCausalLM" ||
-         arch == "Qwen3ForCausalLM";
 }
 
 }  // namespace llmport::detail

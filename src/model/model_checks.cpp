@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "llmport/architecture.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
 #include "llmport/weights.hpp"
@@ -43,7 +44,7 @@ std::vector<std::string> config_consistency_problems(const ModelConfig& cfg, con
   if (cfg.n_kv_heads <= 0 || cfg.n_heads % cfg.n_kv_heads != 0)
     p.push_back("n_heads " + std::to_string(cfg.n_heads) + " is not a multiple of n_kv_heads " +
                 std::to_string(cfg.n_kv_heads));
-  if (cfg.head_dim % 2 != 0) p.push_back("head_dim " + std::to_string(cfg.head_dim) + " is odd (RoPE needs pairs)");
+  if (auto problem = head_dim_problem(cfg.head_dim)) p.push_back(*problem);
   if (cfg.max_seq <= 0 || cfg.max_seq > cfg.max_position_embeddings)
     p.push_back("max_seq " + std::to_string(cfg.max_seq) + " outside 1..max_position_embeddings");
   auto in_vocab = [&](int id, const char* what) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 
@@ -11,7 +12,7 @@ namespace llmport {
 
 std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
   const int d = cfg.head_dim;
-  if (d <= 0 || d % 2 != 0) throw ConfigError("rope_inv_freq: head_dim " + std::to_string(d) + " must be even and > 0");
+  if (auto problem = head_dim_problem(d)) throw ConfigError("rope_inv_freq: " + *problem);
   const RopeScaling& rs = cfg.rope_scaling;
   std::vector<float> out(static_cast<std::size_t>(d / 2));  // [head_dim/2]
   for (int i = 0; i < d / 2; ++i) {

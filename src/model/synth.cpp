@@ -5,10 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
+#include <utility>
 
+#include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
+#include "llmport/model_config.hpp"
 #include "llmport/safetensors_writer.hpp"
 
 namespace llmport {
@@ -208,50 +212,52 @@ void write_tensor(const TensorPlan& t, uint64_t seed, std::ostream& os) {
   }
 }
 
-std::vector<TensorPlan> plan_tensors(const json& c, DType dtype, double out_scale, double logit_std) {
-  const int emb = c["hidden_size"], inter = c["intermediate_size"], layers = c["num_hidden_layers"];
-  const int heads = c["num_attention_heads"], kv = c["num_key_value_heads"], vocab = c["vocab_size"];
-  const int hd = c.contains("head_dim") ? c["head_dim"].get<int>() : emb / heads;
-  const bool tied = c["tie_word_embeddings"];
-  const std::string type = c["model_type"];
-  const bool bias = type == "qwen2" || c.value("attention_bias", false);
-  const bool qk_norm = type == "qwen3";
-  std::vector<TensorPlan> t;
-  auto add = [&](const std::string& name, std::vector<int64_t> shape, double mean, double std) {
-    t.push_back({TensorData{name, dtype, std::move(shape), {}}, mean, std});
-  };
-  auto lin = [&](const std::string& name, int out, int in, double scale) {
-    add(name, {out, in}, 0.0, scale / std::sqrt(static_cast<double>(in)));
-  };
-  add("model.embed_tokens.weight", {vocab, emb}, 0.0, 1.0);
-  for (int il = 0; il < layers; ++il) {
-    const std::string p = "model.layers." + std::to_string(il) + ".";
-    add(p + "input_layernorm.weight", {emb}, 1.0, 0.1);
-    lin(p + "self_attn.q_proj.weight", heads * hd, emb, 1.0);
-    lin(p + "self_attn.k_proj.weight", kv * hd, emb, 1.0);
-    lin(p + "self_attn.v_proj.weight", kv * hd, emb, 1.0);
-    if (bias) {
-      add(p + "self_attn.q_proj.bias", {heads * hd}, 0.0, 0.5);
-      add(p + "self_attn.k_proj.bias", {kv * hd}, 0.0, 0.5);
-      add(p + "self_attn.v_proj.bias", {kv * hd}, 0.0, 0.5);
-    }
-    if (qk_norm) {
-      add(p + "self_attn.q_norm.weight", {hd}, 1.0, 0.1);
-      add(p + "self_attn.k_norm.weight", {hd}, 1.0, 0.1);
-    }
-    lin(p + "self_attn.o_proj.weight", emb, heads * hd, out_scale);
-    add(p + "post_attention_layernorm.weight", {emb}, 1.0, 0.1);
-    lin(p + "mlp.gate_proj.weight", inter, emb, 1.0);
-    lin(p + "mlp.up_proj.weight", inter, emb, 1.0);
-    lin(p + "mlp.down_proj.weight", emb, inter, out_scale);
+/// Initial values of one tensor: mean and std of its normal distribution (see synth.hpp).
+/// Linear weights [n_out, n_in] scale by 1/sqrt(fan_in = n_in); `per_dim` = logit_std /
+/// sqrt(emb_dim) is the scale that spreads the logits.
+std::pair<double, double> init_of(const TensorSpec& t, bool tied, double out_scale, double per_dim) {
+  const auto fan_in = [&] { return std::sqrt(static_cast<double>(t.shape.at(1))); };
+  switch (t.role) {
+    case TensorRole::Embed: return {0.0, 1.0};
+    case TensorRole::Wq: case TensorRole::Wk: case TensorRole::Wv: case TensorRole::WGate: case TensorRole::WUp:
+      return {0.0, 1.0 / fan_in()};
+    case TensorRole::Wo: case TensorRole::WDown: return {0.0, out_scale / fan_in()};
+    case TensorRole::Bq: case TensorRole::Bk: case TensorRole::Bv: case TensorRole::Bo: return {0.0, 0.5};
+    case TensorRole::LmHead: return {0.0, per_dim};
+    // The final norm output has RMS ~1, so h . W^T has std |h| * std(W) = sqrt(emb) * std(W):
+    // a tied model (no lm_head to scale) scales its final norm instead.
+    case TensorRole::FinalNorm: return tied ? std::pair{per_dim, 0.1 * per_dim} : std::pair{1.0, 0.1};
+    case TensorRole::AttnNorm: case TensorRole::QNorm: case TensorRole::KNorm: case TensorRole::FfnNorm:
+      return {1.0, 0.1};
   }
-  // The final norm output has RMS ~1, so h . W^T has std |h| * std(W) = sqrt(emb) * std(W).
-  const double per_dim = logit_std / std::sqrt(static_cast<double>(emb));
-  if (tied) {
-    add("model.norm.weight", {emb}, per_dim, 0.1 * per_dim);
-  } else {
-    add("model.norm.weight", {emb}, 1.0, 0.1);
-    add("lm_head.weight", {vocab, emb}, 0.0, per_dim);
+  return {0.0, 1.0};
+}
+
+/// The table's tensor set in the order synth has always written it (o_proj after the
+/// attention's optional tensors), so a seed keeps giving byte-identical files.
+std::vector<TensorSpec> synth_order(std::vector<TensorSpec> specs) {
+  std::vector<TensorSpec> out;
+  std::optional<TensorSpec> wo;
+  for (auto& s : specs) {
+    if (s.role == TensorRole::Wo) {
+      wo = std::move(s);
+      continue;
+    }
+    if (s.role == TensorRole::FfnNorm && wo) {
+      out.push_back(std::move(*wo));
+      wo.reset();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<TensorPlan> plan_tensors(const ModelConfig& cfg, DType dtype, double out_scale, double logit_std) {
+  const double per_dim = logit_std / std::sqrt(static_cast<double>(cfg.emb_dim));
+  std::vector<TensorPlan> t;
+  for (auto& spec : synth_order(expected_tensors(cfg))) {
+    const auto [mean, sd] = init_of(spec, cfg.tie_word_embeddings, out_scale, per_dim);
+    t.push_back({TensorData{std::move(spec.name), dtype, std::move(spec.shape), {}}, mean, sd});
   }
   return t;
 }
@@ -278,7 +284,10 @@ const SynthPreset& synth_preset(const std::string& name) {
 }
 
 SynthResult write_synthetic_model(const SynthOptions& opt) {
-  const SynthPreset& preset = synth_preset(opt.preset);
+  return write_synthetic_model(opt, synth_preset(opt.preset));
+}
+
+SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& preset) {
   if (opt.out.empty()) throw UsageError("synth: --out DIR is required");
   if (fs::exists(opt.out)) {
     if (!fs::is_directory(opt.out)) throw UsageError(opt.out.string() + ": exists and is not a directory");
@@ -308,6 +317,9 @@ SynthResult write_synthetic_model(const SynthOptions& opt) {
     cfg["eos_token_id"] = nullptr;
   }
   cfg["llmport_synth"] = {{"preset", preset.name}, {"seed", opt.seed}};
+  // The tensor set is the architecture table's for the config as llmport resolves it;
+  // resolved before anything is written, so a config that does not resolve leaves no files.
+  const ModelConfig resolved = resolve_model_config(cfg);
 
   fs::create_directories(opt.out);
   write_json(opt.out / "config.json", cfg);
@@ -323,7 +335,7 @@ SynthResult write_synthetic_model(const SynthOptions& opt) {
         fs::copy_file(opt.tokenizer_dir / f, opt.out / f, fs::copy_options::overwrite_existing);
   }
 
-  const auto plan = plan_tensors(cfg, dtype, preset.out_scale, preset.logit_std);
+  const auto plan = plan_tensors(resolved, dtype, preset.out_scale, preset.logit_std);
   std::vector<TensorData> metas;
   SynthResult r;
   for (const auto& t : plan) {

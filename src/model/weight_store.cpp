@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/weights.hpp"
@@ -19,22 +20,6 @@ std::string shape_str(const std::vector<int64_t>& s) {
   std::string o = "[";
   for (std::size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
   return o + "]";
-}
-
-/// Shape formula of a role, for error messages.
-std::string_view role_formula(TensorRole r) {
-  switch (r) {
-    case TensorRole::Embed: case TensorRole::LmHead: return "[vocab_size, emb_dim]";
-    case TensorRole::Wq: return "[n_heads*head_dim, emb_dim]";
-    case TensorRole::Wk: case TensorRole::Wv: return "[n_kv_heads*head_dim, emb_dim]";
-    case TensorRole::Wo: return "[emb_dim, n_heads*head_dim]";
-    case TensorRole::Bq: return "[n_heads*head_dim]";
-    case TensorRole::Bk: case TensorRole::Bv: return "[n_kv_heads*head_dim]";
-    case TensorRole::QNorm: case TensorRole::KNorm: return "[head_dim]";
-    case TensorRole::WGate: case TensorRole::WUp: return "[hidden_dim, emb_dim]";
-    case TensorRole::WDown: return "[emb_dim, hidden_dim]";
-    default: return "[emb_dim]";
-  }
 }
 
 bool ends_with(const std::string& s, std::string_view suf) {
@@ -136,7 +121,7 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
     const TensorView* v = it->second;
     if (v->shape != spec.shape)
       throw ShapeError(v->file.string() + ": " + spec.name + ": shape " + shape_str(v->shape) + ", expected " +
-                       shape_str(spec.shape) + " = " + std::string(role_formula(spec.role)) + " from config.json");
+                       shape_str(spec.shape) + " = " + role_shape_formula(spec.role) + " from config.json");
     consumed.insert(spec.name);
     ws.by_name_[spec.name] = v;
     ws.by_role_[{static_cast<int>(spec.role), spec.layer}] = v;
