@@ -125,12 +125,13 @@ Validated validate_options(DeployOptions& opt) {
   if (opt.model_dir.empty()) opt.model_dir = opt.model;
   fs::path cfg_file = find_config_json(opt.model_dir);
   v.model_dir = fs::weakly_canonical(fs::absolute(cfg_file.parent_path()));
-  auto raw = read_json_file(cfg_file);
-  CompatResult compat = check_compat(raw, opt.max_seq);
+  // One read of config.json: the gate, then (ACCEPT) the resolved config of that same parse.
+  ConfigCheck checked = check_model_config(cfg_file, opt.max_seq);
+  const CompatResult& compat = checked.gate;
   if (!compat.accepted)
     throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
                                        cfg_file.string(), compat.reason, compat.message));
-  v.cfg = load_model_config(v.model_dir, opt.max_seq);
+  v.cfg = std::move(*checked.config);
   v.ref = ReferenceSpec::parse(opt.reference);
   check_prompts_file(opt, v.cfg, v.model_dir);
   if (!opt.fault.empty()) v.fault = FaultInjection::parse(opt.fault);
