@@ -59,7 +59,7 @@ Registrar reg{Command{
       sub.add_option("-c,--ctx-size", a->ctx, "chunk length in tokens (default min(512, the model's context))")
           ->check(at_least(1));
       sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization of the "
-                                          "layer projections (--backend reference for now) (default: checkpoint dtype)");
+                                          "layer projections (default: checkpoint dtype)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference)")->capture_default_str();
       sub.add_option("-t,--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--save-logits", a->save_logits,

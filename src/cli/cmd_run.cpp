@@ -399,8 +399,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                            ->check(thread_count());
                        sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
-                                                           "q4_0 weight-only quantization (--backend reference "
-                                                           "for now) (default: the checkpoint's torch_dtype)");
+                                                           "q4_0 weight-only quantization (default: the checkpoint's torch_dtype)");
                        sub.add_flag("--json", a->json, "print one JSON object instead of streaming text");
                        sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
                        sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")

@@ -86,7 +86,7 @@ TEST(Perplexity, KlDivergenceAgainstASavedRun) {
 // 32 and stays fp32, as does the tied lm_head) against the fp32 run: the reference's mean
 // KLD within 5% and same-top-1 within 1.5 points, at every context of the golden. The
 // reference backend multiplies exactly the dequantized values (fp32 activations, as the
-// golden's quantizer run does).
+// golden's quantizer run does); the cpu kernels widen the same blocks in registers.
 TEST(Perplexity, QuantizedKlDivergenceReproducesTheReference) {
   const auto g = ppl_golden();
   int checked = 0;
@@ -96,10 +96,11 @@ TEST(Perplexity, QuantizedKlDivergenceReproducesTheReference) {
     auto base_opt = fp32_options(ctx);
     base_opt.save_logits = t.path() / "fp32.bin";
     run_perplexity(stories_dir(), ppl_text(), base_opt);
-    for (const auto& [name, q] : want["quant"].items()) {
-      SCOPED_TRACE("ctx " + std::to_string(ctx) + " " + name);
+    for (const auto& [name, q] : want["quant"].items())
+    for (const char* backend : {"reference", "cpu"}) {
+      SCOPED_TRACE("ctx " + std::to_string(ctx) + " " + name + " " + backend);
       auto opt = fp32_options(ctx);
-      opt.engine.backend = "reference";
+      opt.engine.backend = backend;
       opt.engine.dtype.reset();
       set_dtype_flag(opt.engine, name);
       opt.kl_base = t.path() / "fp32.bin";
@@ -112,7 +113,7 @@ TEST(Perplexity, QuantizedKlDivergenceReproducesTheReference) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 2);
+  EXPECT_GE(checked, 4);
 }
 
 TEST(Perplexity, BadInputIsOneLineExitTwo) {
@@ -134,8 +135,6 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
                         Case{{"-f", txt, "--kl-divergence-base", (t.path() / "junk.bin").string()}, "not an llmport"},
                         Case{{"-f", txt, "--save-logits", (t.path() / "exists.bin").string()}, "not overwriting"},
                         Case{{"-f", txt, "-o", "xml"}, "-o"},
-                        // No cpu q4_0 kernels yet: refused, never a silent float run.
-                        Case{{"-f", txt, "--dtype", "q4_0", "--backend", "cpu"}, "has no q4_0 kernels"},
                         Case{{"-f", txt, "--dtype", "q5_1"}, "unknown dtype 'q5_1'"}}) {
     std::vector<std::string> args = {"perplexity", m, "-t", "1"};
     args.insert(args.end(), c.args.begin(), c.args.end());
@@ -149,7 +148,7 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto ok = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "fp32"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("Final estimate: PPL = 3.69"), std::string::npos) << ok.out;
-  auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0", "--backend", "reference"});
+  auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0"});
   EXPECT_EQ(q4.exit_code, 0) << q4.err;
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
   // verify's gates do not speak the quantized dtypes yet: an unknown dtype there.

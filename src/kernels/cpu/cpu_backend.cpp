@@ -19,6 +19,7 @@
 
 #include "kernels/backend_impls.hpp"
 #include "kernels/cpu/cpu_peak.hpp"
+#include "kernels/cpu/quant_linear.hpp"
 #include "kernels/cpu/work_pool.hpp"
 #include "llmport/error.hpp"
 
@@ -139,8 +140,14 @@ class CpuBackend final : public Backend {
     return lw;
   }
 
+  std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType q,
+                                                      const TileConfig&) override {
+    return quantize_linear(w, q);
+  }
+
   void linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias,
               OpTag = {}) override {
+    if (lw.quant != QuantType::None) return quant_linear(lw, x, m, y, bias);
     const CpuLinear& w = as_cpu(lw);
     if (m <= 0) return;
     check_fma_supported(w.blocking());
@@ -181,8 +188,10 @@ class CpuBackend final : public Backend {
   // thread wake-up and a join, which at ~1 ms per layer is a few percent. Prefill GEMMs are
   // long enough that one region per weight costs nothing: there x is rounded once per path
   // (bf16 for vdpbf16ps, widened fp32 for the FMA path) and each GEMM runs in its region.
-  void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag = {}) override {
+  void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag = {}) override {
     check_linear_group(calls);
+    for (const LinearCall& c : calls)  // quantized groups: one region per weight (for now)
+      if (c.w->quant != QuantType::None) return Backend::linear_group(calls, x, m, tag);
     // Fixed-size bookkeeping: no heap allocation per decode step.
     constexpr std::size_t kMaxGroup = 8;
     std::array<const CpuLinear*, kMaxGroup> ws{};
@@ -267,9 +276,9 @@ class CpuBackend final : public Backend {
     std::vector<Piece> pieces;
     std::size_t total = 0;
     for (const LinearWeight* lw : weights) {
-      const CpuLinear& w = as_cpu(*lw);
-      const auto* base = static_cast<const unsigned char*>(w.view().data);
-      const std::size_t n = w.bytes();
+      const std::span<const std::byte> bytes = lw->packed();
+      const auto* base = reinterpret_cast<const unsigned char*>(bytes.data());
+      const std::size_t n = bytes.size();
       constexpr std::size_t kPiece = std::size_t{1} << 20;
       for (std::size_t off = 0; off < n; off += kPiece)
         pieces.push_back({base + off, std::min(kPiece, n - off)});
@@ -393,10 +402,29 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  enum Op { kGemm, kGemmFma, kGemv, kRmsnorm, kRope, kAttnPrefill, kAttnDecode, kSwiglu, kAdd, kGather, kNumOps };
+  enum Op { kGemm, kGemmFma, kGemv, kRmsnorm, kRope, kAttnPrefill, kAttnDecode, kSwiglu, kAdd, kGather,
+            kGemmQuant, kGemvQuant, kNumOps };
   static constexpr const char* kOpNames[kNumOps] = {"gemm",   "gemm_fma", "gemv", "rmsnorm", "rope",
                                                     "attention_prefill", "attention_decode",
-                                                    "swiglu", "add",      "gather_rows"};
+                                                    "swiglu", "add",      "gather_rows",
+                                                    "gemm_quant", "gemv_quant"};
+
+  // q8_0/q4_0 weights: output columns split over the pool, every row of x per chunk.
+  void quant_linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias) {
+    const auto* w = dynamic_cast<const CpuQuantLinear*>(&lw);
+    if (!w) throw UsageError("cpu backend: quantized weight was not made by the cpu backend");
+    if (m <= 0) return;
+    count(m == 1 ? kGemvQuant : kGemmQuant);
+    const QuantLinearFn fn = quant_linear_kernel(isa_);
+    const double macs = static_cast<double>(m) * w->n_out * w->n_in;
+    const int nt = macs < kParallelMacs ? 1 : threads_;
+    if (nt <= 1) return fn(*w, x, m, y, bias, 0, w->n_out);
+    const int n_chunks = std::min(w->n_out, nt * 8);
+    pool_->run(n_chunks, [&](int c, int) {
+      fn(*w, x, m, y, bias, static_cast<int>(static_cast<long>(w->n_out) * c / n_chunks),
+         static_cast<int>(static_cast<long>(w->n_out) * (c + 1) / n_chunks));
+    });
+  }
   void count(Op o) { counters_.add(op_name_[o]); }
 
   void check_fma_supported(const Blocking& blk) const {

@@ -1,0 +1,99 @@
+// The cpu backend's q8_0 / q4_0 linears at every ISA level this host runs, against the
+// reference backend (which multiplies the dequantized weights in fp32) with the fp32
+// linear's tolerance: w = q * d is exact in fp32, so a kernel's only error is its summation
+// order (tolerance(op, fp32, k) * sum_j |w_ij x_j|, op.hpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "llmport/error.hpp"
+#include "llmport/kernels.hpp"
+#include "llmport/quant.hpp"
+#include "llmport/tolerance.hpp"
+
+namespace llmport {
+namespace {
+
+std::vector<float> random_vec(std::size_t n, float scale, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(CpuQuantLinear, EveryLevelMatchesTheReferenceWithinTheFp32Tolerance) {
+  auto ref = make_backend("reference");
+  const auto levels = backend_levels("cpu");
+  ASSERT_FALSE(levels.empty());
+  int cases = 0;
+  for (const std::string& level : levels) {
+    auto be = make_backend_at("cpu", level, 2);
+    for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0})
+      for (const auto& [n, k] : std::vector<std::pair<int, int>>{{37, 64}, {16, 2048}, {5, 32}, {130, 96}}) {
+        const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(static_cast<float>(k)), 7);
+        const TensorView tv = TensorView::f32(w.data(), n, k, "w");
+        auto got_w = be->make_quantized_linear(tv, q);
+        auto ref_w = ref->make_quantized_linear(tv, q);
+        ASSERT_EQ(got_w->quant, q);
+        // |W_dequantized| for the per-element scale.
+        std::vector<float> wd(w.size());
+        for (int r = 0; r < n; ++r)
+          quantize_round_trip(q, w.data() + static_cast<std::size_t>(r) * k, wd.data() + static_cast<std::size_t>(r) * k, k);
+        const auto bias = random_vec(static_cast<std::size_t>(n), 0.5f, 9);
+        for (int m : {1, 3, 4, 9})
+          for (bool with_bias : {false, true}) {
+            SCOPED_TRACE(level + " " + std::string(quant_name(q)) + " n=" + std::to_string(n) +
+                         " k=" + std::to_string(k) + " m=" + std::to_string(m) + (with_bias ? " bias" : ""));
+            const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 11 + static_cast<uint32_t>(m));
+            const float* b = with_bias ? bias.data() : nullptr;
+            std::vector<float> got(static_cast<std::size_t>(m) * n, NAN), want(got.size()), scale(got.size());
+            be->linear(*got_w, x.data(), m, got.data(), b);
+            ref->linear(*ref_w, x.data(), m, want.data(), b);
+            for (int i = 0; i < m; ++i)
+              for (int j = 0; j < n; ++j) {
+                double s = with_bias ? std::abs(bias[static_cast<std::size_t>(j)]) : 0.0;
+                for (int t = 0; t < k; ++t)
+                  s += std::abs(static_cast<double>(wd[static_cast<std::size_t>(j) * k + t]) * x[static_cast<std::size_t>(i) * k + t]);
+                scale[static_cast<std::size_t>(i) * n + j] = static_cast<float>(s);
+              }
+            ToleranceCheck c;
+            c.tolerance = tolerance(m == 1 ? OpKind::Gemv : OpKind::Gemm, DType::F32, k + (with_bias ? 1 : 0));
+            check_tolerance(c, got.data(), want.data(), scale.data(), got.size());
+            EXPECT_TRUE(c.pass) << "max rel err " << c.max_rel_err << " vs tolerance " << c.tolerance;
+            EXPECT_EQ(c.n_checked, static_cast<long>(got.size()));
+            ++cases;
+          }
+      }
+  }
+  EXPECT_EQ(cases, static_cast<int>(levels.size()) * 2 * 4 * 4 * 2);
+}
+
+TEST(CpuQuantLinear, APlantedScaleFaultIsCaught) {
+  // The check above must be able to fail: one block's scale doubled is far outside it.
+  auto ref = make_backend("reference");
+  auto be = make_backend("cpu", 1);
+  const int n = 8, k = 64;
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 0.125f, 3);
+  auto bad = w;
+  for (int t = 0; t < 32; ++t) bad[static_cast<std::size_t>(t)] *= 2;  // block 0 of row 0: 2x d
+  auto got_w = be->make_quantized_linear(TensorView::f32(bad.data(), n, k), QuantType::Q8_0);
+  auto ref_w = ref->make_quantized_linear(TensorView::f32(w.data(), n, k), QuantType::Q8_0);
+  const auto x = random_vec(static_cast<std::size_t>(k), 1.0f, 4);
+  std::vector<float> got(n), want(n);
+  be->linear(*got_w, x.data(), 1, got.data());
+  ref->linear(*ref_w, x.data(), 1, want.data());
+  EXPECT_GT(std::abs(got[0] - want[0]), 1e-3);
+  for (int j = 1; j < n; ++j) EXPECT_NEAR(got[static_cast<std::size_t>(j)], want[static_cast<std::size_t>(j)], 1e-4);
+}
+
+TEST(CpuQuantLinear, AnInputDimensionNotInWholeBlocksIsRefused) {
+  auto be = make_backend("cpu", 1);
+  const std::vector<float> w(3 * 40, 1.0f);
+  EXPECT_THROW(be->make_quantized_linear(TensorView::f32(w.data(), 3, 40), QuantType::Q4_0), UsageError);
+}
+
+}  // namespace
+}  // namespace llmport
