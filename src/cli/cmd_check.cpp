@@ -15,6 +15,7 @@
 #include "llmport/file_io.hpp"
 #include "llmport/model_checks.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/quant_plan.hpp"
 
 namespace llmport::cli {
 namespace {
@@ -25,7 +26,26 @@ struct CheckArgs {
   bool weights = false;
   bool scan_values = false;
   int max_seq = 0;
+  std::string dtype;            ///< q8_0|q4_0: list what a quantized deployment holds
+  std::string quantize_lm_head;
 };
+
+// --dtype q8_0|q4_0 [--quantize-lm-head q8_0|q4_0]: the plan (base dtype: the checkpoint's).
+std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cfg) {
+  if (a.dtype.empty()) return std::nullopt;
+  const QuantType q = parse_quant(a.dtype);
+  if (q == QuantType::None)
+    throw UsageError("--dtype '" + a.dtype + "': check lists quantized deployments (q8_0, q4_0)");
+  const QuantType head = a.quantize_lm_head.empty() ? QuantType::None : parse_quant(a.quantize_lm_head);
+  if (!a.quantize_lm_head.empty() && head == QuantType::None)
+    throw UsageError("--quantize-lm-head '" + a.quantize_lm_head + "': expected q8_0 or q4_0");
+  DType base = DType::BF16;
+  if (!cfg.torch_dtype.empty()) try {
+      base = parse_dtype(cfg.torch_dtype) == DType::F32 ? DType::F32 : DType::BF16;
+    } catch (const UsageError&) {
+    }
+  return plan_quantization(cfg, base, q, head);
+}
 
 void print_text(const CompatResult& r, const nlohmann::json& resolved) {
   std::cout << r.message << "\n";
@@ -53,6 +73,7 @@ int run_check(const CheckArgs& a) {
   const nlohmann::json resolved = r.accepted ? checked.config->to_json() : r.resolved;
   std::optional<Phase0Report> report;
   if (r.accepted && a.weights) report = check_model_dir(file, max_seq, a.scan_values);
+  const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config) : std::nullopt;
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
     if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))
@@ -69,9 +90,11 @@ int run_check(const CheckArgs& a) {
                           {"config", file.string()},
                           {"resolved", resolved}};
     if (report) out["phase0"] = report->to_json();
+    if (plan) out["quantization"] = to_json(*plan);
     std::cout << out.dump(1) << "\n";
   } else {
     print_text(r, resolved);
+    if (plan) std::cout << quant_plan_text(*plan);
     if (report) std::cout << report->to_text();
   }
   if (!r.accepted) return kExitRejected;
@@ -96,6 +119,10 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                        sub.add_option("--max-seq", a->max_seq,
                                       "context cap in tokens (<= a sliding window makes it harmless)")
                            ->check(at_least(1));
+                       sub.add_option("--dtype", a->dtype,
+                                      "q8_0 | q4_0: list which tensors a quantized deployment quantizes "
+                                      "and the weight bytes read per token");
+                       sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: lm_head too");
                        sub.add_flag("--weights", a->weights,
                                     "also run the phase-0 checks: load every tensor and check its shape");
                        sub.add_flag("--scan-values", a->scan_values,

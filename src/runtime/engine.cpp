@@ -12,6 +12,7 @@
 
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/registry.hpp"
 #include "runtime/engine_impl.hpp"
 
@@ -38,22 +39,22 @@ void Engine::Impl::load() {
   auto make_linear = [&](const TensorView& w) {
     return opt.kernels ? opt.kernels->make_linear(be, w, dtype) : be.make_linear(w, dtype);
   };
-  // A projection quantizes when its input dimension splits into whole blocks.
-  auto make_projection = [&](const TensorView& w, QuantType qt) {
-    const bool blocks = w.shape.size() == 2 && w.shape[1] % kQuantBlock == 0;
-    return qt != QuantType::None && blocks ? be.make_quantized_linear(w, qt) : make_linear(w);
+  // Block-quantized where the plan says so (llmport/quant_plan.hpp), else the compute dtype.
+  auto make_projection = [&](const TensorView& w, TensorRole role) {
+    const QuantType qt = planned_quant(role, w.shape, opt.quant, opt.quant_lm_head);
+    return qt != QuantType::None ? be.make_quantized_linear(w, qt) : make_linear(w);
   };
   embed = &weights.get(R::Embed);
   layers.resize(static_cast<std::size_t>(cfg.n_layers));
   for (int il = 0; il < cfg.n_layers; ++il) {
     Layer& L = layers[static_cast<std::size_t>(il)];
-    L.wq = make_projection(weights.get(R::Wq, il), opt.quant);
-    L.wk = make_projection(weights.get(R::Wk, il), opt.quant);
-    L.wv = make_projection(weights.get(R::Wv, il), opt.quant);
-    L.wo = make_projection(weights.get(R::Wo, il), opt.quant);
-    L.w_gate = make_projection(weights.get(R::WGate, il), opt.quant);
-    L.w_up = make_projection(weights.get(R::WUp, il), opt.quant);
-    L.w_down = make_projection(weights.get(R::WDown, il), opt.quant);
+    L.wq = make_projection(weights.get(R::Wq, il), R::Wq);
+    L.wk = make_projection(weights.get(R::Wk, il), R::Wk);
+    L.wv = make_projection(weights.get(R::Wv, il), R::Wv);
+    L.wo = make_projection(weights.get(R::Wo, il), R::Wo);
+    L.w_gate = make_projection(weights.get(R::WGate, il), R::WGate);
+    L.w_up = make_projection(weights.get(R::WUp, il), R::WUp);
+    L.w_down = make_projection(weights.get(R::WDown, il), R::WDown);
     L.attn_norm = load_vec(weights.get(R::AttnNorm, il), dtype);
     L.ffn_norm = load_vec(weights.get(R::FfnNorm, il), dtype);
     if (cfg.qk_norm) {
@@ -69,7 +70,7 @@ void Engine::Impl::load() {
   }
   final_norm = load_vec(weights.get(R::FinalNorm), dtype);
   // Tied: logits = h . embed^T, even when a (differing) lm_head.weight is present (TRAPS #8).
-  lm_head = make_projection(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead), opt.quant_lm_head);
+  lm_head = make_projection(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead), R::LmHead);
   // Registry entries skipped as foreign and lookup misses: one stderr line each per run.
   if (opt.kernels) opt.kernels->announce();
   inv_freq = rope_inv_freq(cfg);
