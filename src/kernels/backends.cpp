@@ -33,6 +33,16 @@ void Backend::linear_group(std::span<const LinearCall> calls, const float* x, in
   for (const LinearCall& c : calls) linear(*c.w, x, m, c.y, c.bias, {tag.layer, c.role});
 }
 
+std::unique_ptr<LinearWeight> Backend::read_packed_linear(
+    int n, int k, DType dtype, const TileConfig& cfg,
+    const std::function<bool(std::span<std::byte>)>& read) {
+  const std::size_t nbytes = packed_size(n, k, dtype);
+  if (nbytes == 0) return nullptr;
+  std::vector<std::byte> buf(nbytes);
+  if (!read(buf)) return nullptr;
+  return linear_from_packed(n, k, dtype, cfg, buf);
+}
+
 void Backend::embedding(const TensorView& table, DType compute, const int* ids, int m, float* out,
                         OpTag) {
   embedding_lookup(table, compute, ids, m, out);

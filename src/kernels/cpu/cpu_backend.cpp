@@ -126,6 +126,13 @@ class CpuBackend final : public Backend {
     std::memcpy(lw->data(), bytes.data(), bytes.size());
     return lw;
   }
+  std::unique_ptr<LinearWeight> read_packed_linear(
+      int n, int k, DType dtype, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) override {
+    auto lw = std::make_unique<CpuLinear>(n, k, dtype, cfg);
+    if (!read({static_cast<std::byte*>(lw->data()), lw->bytes()})) return nullptr;
+    return lw;
+  }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
