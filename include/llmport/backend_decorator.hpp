@@ -37,6 +37,11 @@ class ForwardingBackend : public Backend {
                                                    std::span<const std::byte> bytes) override {
     return in_.linear_from_packed(n, k, dtype, cfg, bytes);
   }
+  std::unique_ptr<LinearWeight> read_packed_linear(
+      int n, int k, DType dtype, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) override {
+    return in_.read_packed_linear(n, k, dtype, cfg, read);
+  }
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg = {}) override {
     return in_.make_linear(w, compute, cfg);

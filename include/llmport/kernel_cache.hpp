@@ -26,9 +26,10 @@ class KernelCache {
   static std::string key(const TensorView& w, DType dtype, const TileConfig& cfg,
                          const std::string& backend);
   /// The packed weight from the cache when present and its header matches, else packs
-  /// with `backend` and writes the file (atomically). Only the "cpu" backend is cached;
-  /// others pack directly. `*hit` tells which happened. I/O errors on write are ignored
-  /// (the weight is still returned); a corrupt file is repacked and overwritten.
+  /// with `backend` and writes the file (atomically). Only backends with a packed byte
+  /// layout (Backend::packed_size > 0: today "cpu") are cached; others pack directly.
+  /// `*hit` tells which happened. I/O errors on write are ignored (the weight is still
+  /// returned); a corrupt file is repacked and overwritten.
   std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
                                             const TileConfig& cfg, bool* hit = nullptr);
   const std::filesystem::path& dir() const { return dir_; }

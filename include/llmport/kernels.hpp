@@ -9,6 +9,7 @@
 // probes; src/runtime/) wrap a backend and act on tagged calls.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -150,6 +151,13 @@ class Backend {
     (void)n, (void)k, (void)dtype, (void)cfg, (void)bytes;
     return nullptr;
   }
+  /// Same, with the bytes written by `read` straight into the weight's memory (`read` fills
+  /// the whole span it is given, packed_size(n, k, dtype) bytes, and returns false when it
+  /// could not: then nullptr). The kernel cache streams a file in this way, so loading a
+  /// weight never holds a second copy of it. Default: a buffer, then linear_from_packed.
+  virtual std::unique_ptr<LinearWeight> read_packed_linear(
+      int n, int k, DType dtype, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read);
 
   /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).

@@ -179,7 +179,10 @@ struct KernelSelection {
   /// Packed-weight cache hits / misses.
   int cache_hits = 0, cache_misses = 0;
 
-  /// Tile config for a linear W [n, k] on `backend` (empty for non-cpu backends).
+  /// Tile config for a linear W [n, k] on `backend`: backend.default_tiles (gemm at
+  /// prefill_m) with the gemm and gemv keys of this machine's registry entries over it.
+  /// A backend whose gemm/gemv take no tile keys (reference) gets its default (empty)
+  /// without a lookup.
   TileConfig linear_config(const Backend& backend, int n, int k, DType dtype);
   /// backend.make_linear with the selected config, through the kernel cache when set.
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
@@ -197,9 +200,16 @@ struct KernelSelection {
   bool announced = false;
 };
 
-/// The tile-config keys a kernel uses: gemm {mr, np, kc, mc, nc, fma}, gemv {gnp}, others none.
-/// Registry entries store only these, so a gemm and a gemv entry merge into one config.
-TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg);
+/// The entries of `cfg` that `backend`'s kernel `kernel` (an op_name: "gemm", "gemv", ...)
+/// understands: tile_subset(backend.tile_schema(kind), cfg); cpu: gemm {mr, np, kc, mc, nc,
+/// fma}, gemv {gnp}. Empty for other ops and names that are no op. Registry entries store
+/// only these, so a gemm and a gemv entry merge into one config.
+TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg,
+                                const Backend& backend);
+/// Same with the schema of backend `target` (made once per target name and kept): for
+/// callers that hold registry entries of a target but no backend object.
+TileConfig kernel_config_subset(const std::string& kernel, const TileConfig& cfg,
+                                const std::string& target = "cpu");
 
 /// One row of `kernels validate` / phase 1: one (kernel, shape, tile config) the engine
 /// dispatches, every output element compared with the fp32 reference fed the same inputs.

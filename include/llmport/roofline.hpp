@@ -22,7 +22,12 @@ struct Roofline {
 };
 
 /// Measures the roofline (~1-2 s): a 512 MiB read buffer, 0.2 s compute loops per thread.
+/// The loops are the cpu backend's (implemented in src/kernels/cpu/roofline.cpp); all zero
+/// but `threads` and `isa` on a machine without AVX2.
 Roofline measure_roofline(int threads);
+/// Only the compute peaks of `threads` threads (read fields 0): fp32 FMA, and vdpbf16ps
+/// when `bf16` and this CPU has AVX512_BF16. All zero without AVX2.
+Roofline measure_compute_peaks(int threads, bool bf16);
 
 /// Per-token costs of one model: bytes streamed per decode token and FLOPs.
 struct ModelCost {

@@ -11,7 +11,6 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
@@ -106,7 +105,7 @@ int run_validate(const KArgs& a) {
   if (!a.registry.empty()) check_registry_outputs(a.registry);  // before the work, not after
   const ModelInfo mi = load_info(a);
   auto backend = a.isa.empty() ? make_backend("cpu", a.threads)
-                               : cpu::make_cpu_backend_isa(a.threads, cpu::parse_isa(a.isa));
+                               : make_backend_at("cpu", a.isa, a.threads);
   std::shared_ptr<KernelRegistry> reg;
   if (!a.registry.empty())
     reg = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));

@@ -8,7 +8,6 @@
 
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/registry.hpp"
 
 namespace llmport::deploy {
@@ -75,11 +74,8 @@ KernelValidation validate_deployment_kernels(Context& ctx) {
   // Every ISA level this host runs (the engine's own level and the ones LLMPORT_CPU_ISA can
   // force), each (kernel, shape, tile config) the engine dispatches, full outputs.
   std::vector<std::unique_ptr<Backend>> owned;
-  if (ctx.m.target == "cpu") {
-    for (cpu::Isa isa : cpu::supported_isas()) owned.push_back(cpu::make_cpu_backend_isa(ctx.opt.threads, isa));
-  } else {
-    owned.push_back(make_backend(ctx.m.target, ctx.opt.threads));
-  }
+  for (const std::string& level : backend_levels(ctx.m.target))
+    owned.push_back(make_backend_at(ctx.m.target, level, ctx.opt.threads));
   std::vector<Backend*> backends;
   for (auto& b : owned) backends.push_back(b.get());
   const std::string engine_isa = make_backend(ctx.m.target, ctx.opt.threads)->isa();

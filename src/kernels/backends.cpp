@@ -39,6 +39,16 @@ std::unique_ptr<LinearWeight> Backend::make_quantized_linear(const TensorView& w
                    " kernels yet (" + w.name + "); use --backend reference or a float dtype");
 }
 
+std::unique_ptr<LinearWeight> Backend::read_packed_linear(
+    int n, int k, DType dtype, const TileConfig& cfg,
+    const std::function<bool(std::span<std::byte>)>& read) {
+  const std::size_t nbytes = packed_size(n, k, dtype);
+  if (nbytes == 0) return nullptr;
+  std::vector<std::byte> buf(nbytes);
+  if (!read(buf)) return nullptr;
+  return linear_from_packed(n, k, dtype, cfg, buf);
+}
+
 void Backend::embedding(const TensorView& table, DType compute, const int* ids, int m, float* out,
                         OpTag) {
   embedding_lookup(table, compute, ids, m, out);

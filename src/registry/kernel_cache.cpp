@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport {
@@ -111,13 +110,15 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
                                                        DType dtype, const TileConfig& cfg,
                                                        bool* hit) {
   if (hit) *hit = false;
-  if (backend.name() != "cpu" || w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
+  // Only backends with a packed byte layout (Backend::packed_size) are cached.
+  if (w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
+  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
+  const std::size_t nbytes = backend.packed_size(n, k, dtype);
+  if (nbytes == 0) return backend.make_linear(w, dtype, cfg);
   const std::string chash = tensor_hash(w);
   const nlohmann::json header = header_of(w, dtype, cfg, backend.name(), chash);
   const std::string hk = header.dump();
   const auto file = dir_ / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
-  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
-  const std::size_t nbytes = cpu::packed_bytes(n, k, dtype);
   {
     std::ifstream in(file, std::ios::binary);
     if (in) {
@@ -129,9 +130,12 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
         std::string stored(hlen, '\0');
         in.read(stored.data(), static_cast<std::streamsize>(hlen));
         if (in && stored == hk) {
-          auto lw = std::make_unique<cpu::CpuLinear>(n, k, dtype, cfg);
-          in.read(static_cast<char*>(lw->data()), static_cast<std::streamsize>(nbytes));
-          if (in && in.gcount() == static_cast<std::streamsize>(nbytes) && in.peek() == EOF) {
+          // Read straight into the backend's memory; the file must end right after it.
+          auto lw = backend.read_packed_linear(n, k, dtype, cfg, [&](std::span<std::byte> dst) {
+            in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
+            return in && in.gcount() == static_cast<std::streamsize>(dst.size()) && in.peek() == EOF;
+          });
+          if (lw) {
             if (hit) *hit = true;
             return lw;
           }
@@ -140,8 +144,8 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
     }
   }
   auto packed = backend.make_linear(w, dtype, cfg);
-  auto* cl = dynamic_cast<cpu::CpuLinear*>(packed.get());
-  if (!cl) return packed;
+  const std::span<const std::byte> bytes = packed->packed();
+  if (bytes.size() != nbytes) return packed;
   std::error_code ec;
   std::filesystem::create_directories(dir_, ec);
   const auto tmp = file.string() + ".tmp";
@@ -151,7 +155,7 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
     out.write(kMagic, 8);
     out.write(reinterpret_cast<const char*>(&hlen), 8);
     out.write(hk.data(), static_cast<std::streamsize>(hlen));
-    out.write(static_cast<const char*>(cl->view().data), static_cast<std::streamsize>(nbytes));
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(nbytes));
     if (!out) {
       std::filesystem::remove(tmp, ec);
       return packed;

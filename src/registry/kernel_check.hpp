@@ -1,9 +1,9 @@
 #pragma once
-// Runs one kernel x shape on a backend and on the reference backend with the same rounded
-// random inputs, compares element-wise, and times the backend (shared by validate, sweep
-// and bench).
+// A sweep's correctness-and-speed check of one (linear kernel, shape, tile config): the op
+// harness (llmport/op_harness.hpp) on one case, timed.
 #include <string>
 
+#include "llmport/op_harness.hpp"
 #include "llmport/registry.hpp"
 
 namespace llmport::detail {
@@ -19,11 +19,10 @@ struct CheckResult {
 
 /// Checks linear kernel `kernel` (gemm | gemv) at `shape` in `dtype` with `cfg` on up to 8
 /// rows (a sweep's pass/fail per candidate; phase 1 checks every row: validate_kernels),
-/// tolerance(kernel, dtype, k), timing `reps` extra calls. Throws UsageError otherwise.
-CheckResult check_kernel(const std::string& kernel, const KernelShape& shape, DType dtype,
-                         Backend& backend, const TileConfig& cfg, int reps);
-
-/// Returns the cpu backend's packed-linear config reblocked without repacking (sweeps).
-void reconfigure_linear(LinearWeight& w, const TileConfig& cfg);
+/// tolerance(kernel, dtype, k), timing `reps` extra calls. `harness` keeps the packed
+/// weight and the reference rows between the configs of one shape. Throws UsageError for
+/// another kernel or a shape without its keys.
+CheckResult check_kernel(OpHarness& harness, const std::string& kernel, const KernelShape& shape,
+                         DType dtype, Backend& backend, const TileConfig& cfg, int reps);
 
 }  // namespace llmport::detail

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
 #include "llmport/registry.hpp"
@@ -13,11 +12,12 @@
 namespace llmport {
 
 TileConfig KernelSelection::linear_config(const Backend& backend, int n, int k, DType dtype) {
-  if (backend.name() != "cpu") return {};
+  const KernelShape gemm{{"m", prefill_m}, {"n", n}, {"k", k}}, gemv{{"n", n}, {"k", k}};
+  TileConfig cfg = backend.default_tiles(OpDesc{OpKind::Gemm, dtype, gemm});
+  // A backend whose linears take no tile keys (reference) has nothing to look up.
+  if (backend.tile_schema(OpKind::Gemm).empty() && backend.tile_schema(OpKind::Gemv).empty()) return cfg;
   const std::string isa = backend.isa(), dt(dtype_name(dtype));
   if (!machine) machine = MachineFingerprint::current(backend.threads());
-  TileConfig cfg = cpu::default_tile_config(cpu::parse_isa(isa), dtype, n, k);
-  const KernelShape gemm{{"m", prefill_m}, {"n", n}, {"k", k}}, gemv{{"n", n}, {"k", k}};
   for (const auto& [kernel, shape] : {std::pair{"gemm", gemm}, std::pair{"gemv", gemv}}) {
     const std::string what = std::string(kernel) + " " + dt + " " + shape_string(shape);
     const bool seen = std::find(heuristic_used.begin(), heuristic_used.end(), what) != heuristic_used.end() ||
@@ -31,7 +31,7 @@ TileConfig KernelSelection::linear_config(const Backend& backend, int n, int k, 
       }
     }
     if (e && !e->heuristic) {
-      for (const auto& [key, v] : kernel_config_subset(kernel, e->best)) cfg[key] = v;
+      for (const auto& [key, v] : kernel_config_subset(kernel, e->best, backend)) cfg[key] = v;
       if (!seen) registry_used.push_back(what);
       continue;
     }

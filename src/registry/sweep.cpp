@@ -1,10 +1,10 @@
-// `kernels sweep`: tries the candidate tile configs of each linear shape of a model and
-// records every measurement and the fastest passing config.
+// `kernels sweep`: tries the backend's candidate tile configs (Backend::tile_candidates) of
+// each linear shape of a model, each an op-harness case timed, and records every
+// measurement and the fastest passing config.
 #include <set>
 
 #include <fmt/format.h>
 
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "llmport/registry.hpp"
 #include "registry/kernel_check.hpp"
@@ -15,11 +15,11 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
                                          KernelRegistry& registry, const std::string& model_name,
                                          int threads, int prefill_m, int reps) {
   auto backend = make_backend("cpu", threads);
-  const cpu::Isa isa = cpu::parse_isa(backend->isa());
   const std::string dt(dtype_name(dtype));
   std::vector<RegistryEntry> out;
   // Entries of this machine (fingerprint with this backend's resolved thread count).
   const MachineFingerprint here = MachineFingerprint::current(backend->threads());
+  OpHarness harness;
   for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
     if (kernel != (prefill ? "gemm" : "gemv")) continue;
     RegistryEntry e;
@@ -29,16 +29,17 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
     e.isa = backend->isa();
     e.shape = shape;
     e.candidates.clear();
-    const int n = shape.at("n"), k = shape.at("k");
+    harness.clear();  // one shape's weight and reference rows at a time
+    const OpDesc op{prefill ? OpKind::Gemm : OpKind::Gemv, dtype, shape};
     // Each candidate = the heuristic default with the swept keys replaced.
-    const TileConfig base = cpu::default_tile_config(isa, dtype, n, k);
+    const TileConfig base = backend->default_tiles(op);
     double best = -1;
-    for (const TileConfig& delta : cpu::candidate_tile_configs(isa, dtype, prefill)) {
+    for (const TileConfig& delta : backend->tile_candidates(op)) {
       TileConfig tc = base;
       for (const auto& [key, v] : delta) tc[key] = v;
-      const auto r = detail::check_kernel(kernel, shape, dtype, *backend, tc, reps);
+      const auto r = detail::check_kernel(harness, kernel, shape, dtype, *backend, tc, reps);
       Candidate c;
-      c.config = kernel_config_subset(kernel, tc);
+      c.config = kernel_config_subset(kernel, tc, *backend);
       c.gflops = r.seconds > 0 ? r.flops / r.seconds * 1e-9 : 0;
       c.gbps = r.seconds > 0 ? r.bytes / r.seconds * 1e-9 : 0;
       c.mean_rel_l1 = r.mean_rel_l1;

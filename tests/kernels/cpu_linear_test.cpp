@@ -9,6 +9,7 @@
 #include "kernels/backend_impls.hpp"
 #include "llmport/error.hpp"
 #include "kernels/cpu_test_util.hpp"
+#include "llmport/op_harness.hpp"
 
 namespace llmport::test {
 namespace {
@@ -23,8 +24,11 @@ bool uses_fma(const TileConfig& cfg) {
   return it != cfg.end() && it->second == 1;
 }
 
+// Compared through the op harness (llmport/op_harness.hpp): W ~ N(0, 1/k), bias N(0, 0.5),
+// x N(0, 1) on the bf16 grid for bf16, the reference on the same values, every element within
+// tolerance(gemm|gemv, dtype, k (+1 with bias)) times sum_j |x_j w_ij| + |b_i|, guard words
+// around each output.
 TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
-  auto ref = make_backend("reference");
   const std::vector<Shape> shapes = {{33, 70}, {16, 64}, {100, 257}, {47, 1031}, {300, 129}};
   const std::vector<TileConfig> configs = {
       {},  // the backend's defaults
@@ -48,47 +52,32 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
     auto be = cpu::make_cpu_backend_isa(2, isa);
     for (DType dt : {DType::BF16, DType::F16, DType::F32})
       for (const Shape& s : shapes) {
-        const auto w = random_vec(static_cast<std::size_t>(s.n) * s.k, 1.0f / std::sqrt(s.k), 1u + s.n);
-        const auto bias = random_vec(s.n, 0.5f, 7u);
-        auto rw = ref->make_linear(view_of(w, s.n, s.k), dt);
-        const auto wa = abs_of(w.data(), w.size());
-        auto rwa = ref->make_linear(view_of(wa, s.n, s.k), dt);
+        OpHarness h;  // one weight per shape: packed once, re-tiled per config
         for (const TileConfig& cfg : configs) {
           const bool fma = uses_fma(cfg);
           if (fma && !(dt == DType::BF16 && is_avx512(isa))) {
             // 'fma': 1 is an option of bf16 weights at the AVX-512 levels only.
+            const auto w = random_vec(static_cast<std::size_t>(s.n) * s.k, 1.0f, 1u);
             EXPECT_THROW(be->make_linear(view_of(w, s.n, s.k), dt, cfg), UsageError)
                 << cpu::isa_name(isa) << " " << dtype_name(dt);
             continue;
           }
-          auto cw = be->make_linear(view_of(w, s.n, s.k), dt, cfg);
+          // An empty config packs with the heuristic default, which may pick the FMA path.
+          const TileConfig used =
+              cfg.empty() ? be->default_tiles({OpKind::Gemm, dt, {{"n", s.n}, {"k", s.k}}}) : cfg;
+          const bool fma_used = uses_fma(used);
           for (int m : {1, 3, 17})
             for (bool with_bias : {false, true}) {
-              auto x = random_vec(static_cast<std::size_t>(m) * s.k, 1.0f, 3u + m);
-              // The kernel multiplies bf16 x bf16; the reference gets the same rounded x.
-              std::vector<float> xr(x.size());
-              round_through(dt == DType::BF16 ? DType::BF16 : DType::F32, x.data(), xr.data(),
-                            x.size());
-              Guarded got(static_cast<std::size_t>(m) * s.n), want(static_cast<std::size_t>(m) * s.n);
-              const float* b = with_bias ? bias.data() : nullptr;
+              OpCase c{m == 1 ? OpKind::Gemv : OpKind::Gemm, dt,
+                       m == 1 ? OpShape{{"n", s.n}, {"k", s.k}} : OpShape{{"m", m}, {"n", s.n}, {"k", s.k}}};
+              c.tiles = cfg;
+              c.bias = with_bias;
+              c.seed = 1u + s.n;
               be->reset_counters();
-              be->linear(*cw, x.data(), m, got.data(), b);
-              ref->linear(*rw, xr.data(), m, want.data(), b);
-              const std::string what = std::string(cpu::isa_name(isa)) + " " +
-                                       std::string(dtype_name(dt)) + " m=" + std::to_string(m) +
-                                       " n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
-                                       (fma ? " fma" : "");
-              EXPECT_TRUE(got.guards_intact()) << what << ": out-of-bounds write";
-              // Per-element scale sum_j |x_j w_ij| + |b_i|: the reference on |x|, |W|, |b|.
-              std::vector<float> scale(got.size());
-              const auto xa = abs_of(xr.data(), xr.size());
-              const auto ba = abs_of(bias.data(), bias.size());
-              ref->linear(*rwa, xa.data(), m, scale.data(), with_bias ? ba.data() : nullptr);
-              const double tol = tolerance(m == 1 ? "gemv" : "gemm", dt, s.k + (with_bias ? 1 : 0));
-              EXPECT_EQ(compare(got.data(), want.data(), scale.data(), got.size(), tol, what), 0);
+              const OpResult r = h.run(*be, c);
+              const std::string what = std::string(cpu::isa_name(isa)) + " " + describe(c, r) + (fma ? " fma" : "");
+              EXPECT_TRUE(r.pass()) << what;
               // The FMA path is the prefill GEMM's; m = 1 stays on the GEMV.
-              // An empty config packs with the heuristic default, which may pick the FMA path.
-              const bool fma_used = uses_fma(cw->config);
               const std::string kernel = std::string("cpu/") + cpu::isa_name(isa) + ":" +
                                          (m == 1 ? "gemv" : fma_used ? "gemm_fma" : "gemm");
               EXPECT_EQ(be->counters().calls.count(kernel), 1u) << what;

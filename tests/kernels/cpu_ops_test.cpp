@@ -6,6 +6,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "kernels/cpu_test_util.hpp"
+#include "llmport/op_harness.hpp"
 
 namespace llmport::test {
 namespace {
@@ -21,47 +22,44 @@ std::string tag(cpu::Isa isa, DType dt, const std::string& rest) {
 
 const DType kDtypes[] = {DType::BF16, DType::F16, DType::F32};
 
-// RoPE's term magnitude: |a| + |b| of the rotated pair (cos/sin are the same fp32 values).
-std::vector<float> rope_scale(const float* x, std::size_t n, int hd) {
-  std::vector<float> s(n);
-  const int half = hd / 2;
-  for (std::size_t r = 0; r < n / hd; ++r)
-    for (int i = 0; i < half; ++i)
-      s[r * hd + i] = s[r * hd + i + half] = std::abs(x[r * hd + i]) + std::abs(x[r * hd + i + half]);
-  return s;
-}
-
+// The comparisons below run through the op harness (llmport/op_harness.hpp): the same
+// inputs on the cpu backend and the reference, every element within tolerance(op, dtype, k)
+// times the op's scale, guard words around each output.
 TEST(CpuOps, RmsNormMatchesReference) {
-  auto ref = make_backend("reference");
+  OpHarness h;
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
     auto be = cpu::make_cpu_backend_isa(2, isa);
     for (DType dt : kDtypes)
       for (int m : {1, 3, 17})
-        for (int dim : {64, 100, 2048}) {
-          const auto x = rounded(random_vec(static_cast<std::size_t>(m) * dim, 2.0f, 11u + m), dt);
-          const auto w = rounded(random_vec(dim, 1.0f, 5u), dt);
-          Guarded got(x.size()), want(x.size());
-          be->rmsnorm(x.data(), w.data(), got.data(), m, dim, 1e-5f);
-          ref->rmsnorm(x.data(), w.data(), want.data(), m, dim, 1e-5f);
-          const auto what = tag(isa, dt, "rmsnorm m=" + std::to_string(m) + " dim=" + std::to_string(dim));
-          EXPECT_TRUE(got.guards_intact()) << what;
-          // Every term of sum x^2 is positive: the bound is relative to |y| (k = dim + 4).
-          const auto scale = abs_of(want.data(), x.size());
-          const double tol = tolerance("rmsnorm", dt, dim + 4);
-          EXPECT_EQ(compare(got.data(), want.data(), scale.data(), x.size(), tol, what), 0);
-          // In place (y aliases x).
-          std::vector<float> inplace = x;
-          be->rmsnorm(inplace.data(), w.data(), inplace.data(), m, dim, 1e-5f);
-          EXPECT_EQ(compare(inplace.data(), want.data(), scale.data(), x.size(), tol, what + " in place"), 0);
-          ++cases;
-        }
+        for (int dim : {64, 100, 2048})
+          for (bool in_place : {false, true}) {  // y aliases x
+            OpCase c{OpKind::RmsNorm, dt, {{"m", m}, {"dim", dim}}};
+            c.eps = 1e-5f;
+            c.in_place = in_place;
+            OpInputs in;
+            in.x = rounded(random_vec(static_cast<std::size_t>(m) * dim, 2.0f, 11u + m), dt);
+            in.w = {rounded(random_vec(dim, 1.0f, 5u), dt)};
+            const OpResult r = h.run(*be, c, in);
+            EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(c, r));
+            ++cases;
+          }
   }
   EXPECT_GT(cases, 0);
 }
 
+// RoPE inputs: x, explicit positions and inv_freq of base `theta`.
+OpInputs rope_inputs(int hd, std::vector<float> x, const std::vector<int>& pos, double theta) {
+  OpInputs in;
+  in.x = std::move(x);
+  in.ids = pos;
+  in.inv_freq.resize(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) in.inv_freq[i] = static_cast<float>(1.0 / std::pow(theta, 2.0 * i / hd));
+  return in;
+}
+
 TEST(CpuOps, RopeMatchesReference) {
-  auto ref = make_backend("reference");
+  OpHarness h;
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
     auto be = cpu::make_cpu_backend_isa(2, isa);
@@ -69,21 +67,12 @@ TEST(CpuOps, RopeMatchesReference) {
       for (int m : {1, 3, 17})
         for (int hd : {64, 128}) {
           const int n_heads = 3;
-          std::vector<float> inv_freq(hd / 2);
-          for (int i = 0; i < hd / 2; ++i)
-            inv_freq[i] = static_cast<float>(1.0 / std::pow(500000.0, 2.0 * i / hd));
           std::vector<int> pos(m);
           for (int t = 0; t < m; ++t) pos[t] = 1000 + 37 * t;  // large angles
           const auto x = rounded(random_vec(static_cast<std::size_t>(m) * n_heads * hd, 1.0f, 9u), dt);
-          Guarded got(x.size()), want(x.size());
-          std::copy(x.begin(), x.end(), got.data());
-          std::copy(x.begin(), x.end(), want.data());
-          be->rope(got.data(), m, n_heads, hd, pos.data(), inv_freq.data());
-          ref->rope(want.data(), m, n_heads, hd, pos.data(), inv_freq.data());
-          const auto what = tag(isa, dt, "rope m=" + std::to_string(m) + " hd=" + std::to_string(hd));
-          EXPECT_TRUE(got.guards_intact()) << what;
-          const auto scale = rope_scale(x.data(), x.size(), hd);
-          EXPECT_EQ(compare(got.data(), want.data(), scale.data(), x.size(), tolerance("rope", dt, 3), what), 0);
+          const OpCase c{OpKind::Rope, dt, {{"m", m}, {"n_heads", n_heads}, {"head_dim", hd}, {"pos0", 1000}}};
+          const OpResult r = h.run(*be, c, rope_inputs(hd, x, pos, 500000.0));
+          EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(c, r));
           ++cases;
         }
   }
@@ -94,28 +83,18 @@ TEST(CpuOps, RopeMatchesReference) {
 // (q then k of every layer): a call with other positions (next decode step, same m) or other
 // frequencies (another rope_theta) must not see the stale table.
 TEST(CpuOps, RopeTableFollowsPositionsAndFrequencies) {
-  auto ref = make_backend("reference");
   const int m = 3, n_heads = 2, hd = 64;
-  auto freqs = [&](double theta) {
-    std::vector<float> f(hd / 2);
-    for (int i = 0; i < hd / 2; ++i) f[i] = static_cast<float>(1.0 / std::pow(theta, 2.0 * i / hd));
-    return f;
-  };
-  const std::vector<float> f1 = freqs(10000.0), f2 = freqs(20000.0);
   const std::vector<int> p1 = {5, 6, 7}, p2 = {6, 7, 8};
   const auto x = random_vec(static_cast<std::size_t>(m) * n_heads * hd, 1.0f, 3u);
+  const OpCase c{OpKind::Rope, DType::F32, {{"m", m}, {"n_heads", n_heads}, {"head_dim", hd}, {"pos0", 5}}};
+  OpHarness h;
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
     auto be = cpu::make_cpu_backend_isa(1, isa);
-    for (const auto& [pos, f] : {std::pair{&p1, &f1}, std::pair{&p1, &f1}, std::pair{&p2, &f1},
-                                 std::pair{&p2, &f2}, std::pair{&p1, &f1}}) {
-      std::vector<float> got = x, want = x;
-      be->rope(got.data(), m, n_heads, hd, pos->data(), f->data());
-      ref->rope(want.data(), m, n_heads, hd, pos->data(), f->data());
-      const auto scale = rope_scale(x.data(), x.size(), hd);
-      EXPECT_EQ(compare(got.data(), want.data(), scale.data(), got.size(), tolerance("rope", DType::F32, 3),
-                        std::string(cpu::isa_name(isa)) + " rope table reuse"),
-                0);
+    for (const auto& [pos, theta] : {std::pair{&p1, 10000.0}, std::pair{&p1, 10000.0}, std::pair{&p2, 10000.0},
+                                     std::pair{&p2, 20000.0}, std::pair{&p1, 10000.0}}) {
+      const OpResult r = h.run(*be, c, rope_inputs(hd, x, *pos, theta));
+      EXPECT_TRUE(r.pass()) << cpu::isa_name(isa) << " rope table reuse: " << describe(c, r);
       ++cases;
     }
   }
@@ -123,34 +102,22 @@ TEST(CpuOps, RopeTableFollowsPositionsAndFrequencies) {
 }
 
 TEST(CpuOps, SwigluAndAddMatchReference) {
-  auto ref = make_backend("reference");
+  OpHarness h;
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {
     auto be = cpu::make_cpu_backend_isa(2, isa);
     for (DType dt : kDtypes)
       for (std::size_t n : {std::size_t{1}, std::size_t{17}, std::size_t{1000}, std::size_t{70001}}) {
-        auto gate = rounded(random_vec(n, 4.0f, 21u), dt);
-        const auto up = rounded(random_vec(n, 1.0f, 22u), dt);
-        if (n > 3) gate[0] = -120.0f, gate[1] = 95.0f, gate[2] = 0.0f;  // exp saturation
-        Guarded got(n), want(n);
-        be->swiglu(gate.data(), up.data(), got.data(), n);
-        ref->swiglu(gate.data(), up.data(), want.data(), n);
-        auto what = tag(isa, dt, "swiglu n=" + std::to_string(n));
-        EXPECT_TRUE(got.guards_intact()) << what;
-        const auto sw_scale = abs_of(want.data(), n);
-        EXPECT_EQ(compare(got.data(), want.data(), sw_scale.data(), n, tolerance("swiglu", dt, 3), what), 0);
-
-        Guarded gx(n), wx(n);
-        std::copy(gate.begin(), gate.end(), gx.data());
-        std::copy(gate.begin(), gate.end(), wx.data());
-        be->add(gx.data(), up.data(), n);
-        ref->add(wx.data(), up.data(), n);
-        what = tag(isa, dt, "add n=" + std::to_string(n));
-        EXPECT_TRUE(gx.guards_intact()) << what;
-        std::vector<float> add_scale(n);
-        for (std::size_t i = 0; i < n; ++i) add_scale[i] = std::abs(gate[i]) + std::abs(up[i]);
-        EXPECT_EQ(compare(gx.data(), wx.data(), add_scale.data(), n, tolerance("add", dt, 1), what), 0);
-        cases += 2;
+        OpInputs in;
+        in.x = rounded(random_vec(n, 4.0f, 21u), dt);
+        in.y = rounded(random_vec(n, 1.0f, 22u), dt);
+        if (n > 3) in.x[0] = -120.0f, in.x[1] = 95.0f, in.x[2] = 0.0f;  // exp saturation
+        for (OpKind kind : {OpKind::Swiglu, OpKind::Add}) {
+          const OpCase c{kind, dt, {{"n", static_cast<int>(n)}}};
+          const OpResult r = h.run(*be, c, in);
+          EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(c, r));
+          ++cases;
+        }
       }
   }
   EXPECT_GT(cases, 0);
@@ -194,36 +161,8 @@ void run_attention(Backend& be, const AttnCase& c, int max_seq, const std::vecto
   be.attention(a);
 }
 
-// (1 + 2 S) * sum_j p_j |v_j| per output element, S = max_j scale * sum_d |q_d k_jd|.
-std::vector<float> attention_scale(Backend& ref, const AttnCase& c, int max_seq, const std::vector<float>& q,
-                                   const std::vector<float>& k, const std::vector<float>& v) {
-  const std::size_t qn = q.size();
-  std::vector<float> va = abs_of(v.data(), v.size()), pv(qn), out(qn);
-  for (auto& x : va)
-    if (std::isnan(x)) x = std::nanf("");  // keep the poisoned tail poisoned
-  run_attention(ref, c, max_seq, q, k, va, pv.data());
-  const float sc = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int group = c.n_heads / c.n_kv_heads;
-  for (int t = 0; t < c.m; ++t)
-    for (int h = 0; h < c.n_heads; ++h) {
-      const float* qv = q.data() + (static_cast<std::size_t>(t) * c.n_heads + h) * c.head_dim;
-      const float* kh = k.data() + static_cast<std::size_t>(h / group) * max_seq * c.head_dim;
-      double S = 0;
-      for (int j = 0; j <= c.start_pos + t; ++j) {
-        double s = 0;
-        for (int d = 0; d < c.head_dim; ++d) s += std::abs(qv[d] * kh[static_cast<std::size_t>(j) * c.head_dim + d]);
-        S = std::max(S, s * sc);
-      }
-      for (int d = 0; d < c.head_dim; ++d) {
-        const std::size_t i = (static_cast<std::size_t>(t) * c.n_heads + h) * c.head_dim + d;
-        out[i] = static_cast<float>((1.0 + 2.0 * S) * pv[i]);
-      }
-    }
-  return out;
-}
-
 TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
-  auto ref = make_backend("reference");
+  OpHarness h;
   // head_dim 64 / 128 / 80 / 48 / 17 (masked tails) / 256 (two P.V passes); group 1, 2,
   // 3, 4, 6, 8; decode m = 1 at contexts inside, at and past a 64-key tile; prefill m = 3,
   // 17, 130 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
@@ -252,22 +191,20 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
               k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
               v[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = std::nanf("");
             }
-        Guarded got(qn), want(qn);
-        run_attention(*be, c, max_seq, q, k, v, got.data());
-        run_attention(*ref, c, max_seq, q, k, v, want.data());
-        const auto what = tag(isa, dt, "attention heads=" + std::to_string(c.n_heads) + "/" +
-                                           std::to_string(c.n_kv_heads) + " hd=" +
-                                           std::to_string(c.head_dim) + " start=" +
-                                           std::to_string(c.start_pos) + " m=" + std::to_string(c.m) +
-                                           " q_scale=" + std::to_string(c.q_scale));
-        EXPECT_TRUE(got.guards_intact()) << what;
         // Only summation order and the exp polynomial differ from the reference: the bound is
         // (1 + 2 S) sum_j p_j |v_j| (S: the largest scale * sum |q k_j| of the row),
         // tolerance(attention, dtype, ctx + head_dim) (llmport/tolerance.hpp).
-        const auto scale = attention_scale(*ref, c, max_seq, q, k, v);
-        const std::string op = c.m == 1 ? "attention_decode" : "attention_prefill";
-        const double tol = tolerance(op, dt, c.start_pos + c.m + c.head_dim);
-        EXPECT_EQ(compare(got.data(), want.data(), scale.data(), qn, tol, what), 0);
+        const OpKind kind = c.m == 1 ? OpKind::AttentionDecode : OpKind::AttentionPrefill;
+        OpCase oc{kind, dt, {{"ctx", c.start_pos + c.m}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
+                             {"head_dim", c.head_dim}}};
+        if (c.m > 1) oc.shape["m"] = c.m;
+        OpInputs in;
+        in.x = q;
+        in.k_cache = k;
+        in.v_cache = v;
+        in.kv_capacity = max_seq;
+        const OpResult r = h.run(*be, oc, in);
+        EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(oc, r) + " q_scale=" + std::to_string(c.q_scale));
         ++cases;
       }
   }

@@ -1,6 +1,7 @@
 #pragma once
-// Shared helpers of the CPU-kernel tests: comparison under tolerance(op, dtype, k), guarded output
-// buffers that catch out-of-bounds writes, and deterministic random inputs.
+// Shared helpers of the CPU-kernel tests: guarded output buffers that catch out-of-bounds
+// writes and deterministic random inputs. Comparisons with the reference backend go through
+// the op harness (llmport/op_harness.hpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,22 +53,6 @@ inline std::vector<float> random_vec(std::size_t n, float scale, uint32_t seed) 
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
-}
-
-/// Counts elements out of the one tolerance table: |got - want| > tol * scale (tol =
-/// llmport::tolerance(op, dtype, k), scale = the op's term magnitude, llmport/tolerance.hpp)
-/// and non-finite values; reports the first few through ADD_FAILURE with `what`.
-inline int compare(const float* got, const float* want, const float* scale, std::size_t n, double tol,
-                   const std::string& what) {
-  int bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double g = got[i], w = want[i], d = std::abs(g - w);
-    const bool ok = std::isfinite(g) && (d <= kUnderflowFloor || d <= tol * std::abs(scale[i]));
-    if (!ok && ++bad <= 3)
-      ADD_FAILURE() << what << " [" << i << "]: got " << g << " want " << w << " scale " << scale[i]
-                    << " tolerance " << tol;
-  }
-  return bad;
 }
 
 /// An fp32 [n, k] weight over `w` (no file: packing never releases its pages).

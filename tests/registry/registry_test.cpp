@@ -4,7 +4,6 @@
 
 #include <fstream>
 
-#include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
 #include "llmport/registry.hpp"
 #include "support/test_support.hpp"
@@ -138,7 +137,8 @@ TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   EXPECT_TRUE(sel.heuristic_used.empty());
   // Unmeasured shape: heuristic when allowed (and recorded), an error otherwise.
   const TileConfig h = sel.linear_config(*be, 100, 80, DType::BF16);
-  EXPECT_EQ(h, cpu::default_tile_config(cpu::parse_isa(be->isa()), DType::BF16, 100, 80));
+  EXPECT_FALSE(h.empty());
+  EXPECT_EQ(h, be->default_tiles({OpKind::Gemm, DType::BF16, {{"m", 64}, {"n", 100}, {"k", 80}}}));
   EXPECT_EQ(sel.heuristic_used.size(), 2u);  // its gemm and gemv
   sel.allow_heuristic = false;
   EXPECT_THROW(sel.linear_config(*be, 100, 80, DType::BF16), UsageError);
@@ -204,7 +204,8 @@ TEST(Registry, ForeignEntriesAreSkippedCountedAndSaidInOneLine) {
   sel.registry = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
   sel.prefill_m = 64;
   const TileConfig c = sel.linear_config(*be, 96, 80, DType::BF16);
-  EXPECT_EQ(c, cpu::default_tile_config(cpu::parse_isa(be->isa()), DType::BF16, 96, 80));
+  EXPECT_FALSE(c.empty());
+  EXPECT_EQ(c, be->default_tiles({OpKind::Gemm, DType::BF16, {{"m", 64}, {"n", 96}, {"k", 80}}}));
   EXPECT_EQ(sel.foreign_skipped, 2);
   EXPECT_EQ(sel.heuristic_used.size(), 2u);
   EXPECT_TRUE(sel.registry_used.empty());

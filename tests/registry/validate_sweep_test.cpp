@@ -10,8 +10,6 @@
 #include <fmt/format.h>
 #include <set>
 
-#include "kernels/cpu/cpu_backend.hpp"
-#include "kernels/cpu_test_util.hpp"
 #include "llmport/backend_decorator.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
@@ -41,7 +39,7 @@ ModelConfig small_config() {
 
 std::vector<std::unique_ptr<Backend>> every_isa(int threads) {
   std::vector<std::unique_ptr<Backend>> out;
-  for (cpu::Isa isa : cpu::supported_isas()) out.push_back(cpu::make_cpu_backend_isa(threads, isa));
+  for (const std::string& level : backend_levels("cpu")) out.push_back(make_backend_at("cpu", level, threads));
   return out;
 }
 
@@ -84,7 +82,7 @@ TEST(Validate, EveryDispatchedKernelPassesOnEachIsaWithMargin) {
           EXPECT_FALSE(r.config.empty());
         }
       }
-      EXPECT_EQ(isas.size(), cpu::supported_isas().size());
+      EXPECT_EQ(isas.size(), backend_levels("cpu").size());
       for (const char* k : {"gemm", "gemv", "linear_group_qkv", "linear_group_gate_up", "rmsnorm", "rope",
                             "swiglu", "add", "attention_prefill", "attention_decode"})
         EXPECT_TRUE(kernels.count(k)) << k;
@@ -110,18 +108,18 @@ class FaultyGroupBackend final : public ForwardingBackend {
 
 TEST(Validate, PlantedFaultInAFusedPathAtOneIsaFailsThatRowOnly) {
   const ModelConfig cfg = small_config();
-  const auto levels = cpu::supported_isas();
-  const cpu::Isa faulty = levels.size() > 1 ? levels[1] : levels[0];
+  const auto levels = backend_levels("cpu");
+  const std::string faulty = levels.size() > 1 ? levels[1] : levels[0];
   std::vector<std::unique_ptr<Backend>> owned;
-  for (cpu::Isa isa : levels) {
-    auto be = cpu::make_cpu_backend_isa(1, isa);
+  for (const std::string& isa : levels) {
+    auto be = make_backend_at("cpu", isa, 1);
     if (isa == faulty) be = std::make_unique<FaultyGroupBackend>(std::move(be));
     owned.push_back(std::move(be));
   }
   const auto rows = validate_kernels(cfg, DType::BF16, ptrs(owned), nullptr, 19);
   int failed = 0;
   for (const auto& r : rows) {
-    const bool planted = r.isa == cpu::isa_name(faulty) && r.kernel == "linear_group_gate_up" &&
+    const bool planted = r.isa == faulty && r.kernel == "linear_group_gate_up" &&
                          r.shape.at("m") > 1;
     EXPECT_EQ(r.pass, !planted) << validation_row_string(r);
     if (planted) {
@@ -184,11 +182,10 @@ TEST(Sweep, RecordsAllCandidatesAndTheFastestPassingBest) {
   const auto es = sweep_kernels(cfg, DType::BF16, true, reg, "small", 1, 24, 1);
   ASSERT_FALSE(es.empty());
   auto be = make_backend("cpu", 1);
-  const auto isa = cpu::parse_isa(be->isa());
   for (const auto& e : es) {
     EXPECT_EQ(e.kernel, "gemm");
     EXPECT_EQ(e.shape.at("m"), 24);
-    EXPECT_EQ(e.candidates.size(), cpu::candidate_tile_configs(isa, DType::BF16, true).size());
+    EXPECT_EQ(e.candidates.size(), be->tile_candidates({OpKind::Gemm, DType::BF16, e.shape}).size());
     double best = 0, best_listed = -1;
     for (const auto& c : e.candidates) {
       EXPECT_TRUE(c.pass);
@@ -221,9 +218,9 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
   KernelCache cache(dir.path());
   const TileConfig cfg = {{"mr", 4}};
   bool hit = true;
-  auto a = cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, cfg, &hit);
+  auto a = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_FALSE(hit);
-  auto b = cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, cfg, &hit);
+  auto b = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_TRUE(hit);
   // Loaded bytes give the same outputs as the freshly packed weight.
   std::vector<float> x(33, 0.5f), ya(40), yb(40);
@@ -231,22 +228,22 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
   be->linear(*b, x.data(), 1, yb.data());
   EXPECT_EQ(ya, yb);
   // Another config, dtype or changed weight bytes is another key: a miss, never stale data.
-  cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, {{"mr", 6}}, &hit);
+  cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, {{"mr", 6}}, &hit);
   EXPECT_FALSE(hit);
-  cache.get_or_pack(*be, view_of(w, 40, 33), DType::F32, cfg, &hit);
+  cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::F32, cfg, &hit);
   EXPECT_FALSE(hit);
   w[7] += 1.0f;
-  EXPECT_NE(KernelCache::key(view_of(w, 40, 33), DType::BF16, cfg, "cpu"),
-            [&] { auto w2 = w; w2[7] -= 1.0f; return KernelCache::key(view_of(w2, 40, 33), DType::BF16, cfg, "cpu"); }());
-  cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, cfg, &hit);
+  EXPECT_NE(KernelCache::key(TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, "cpu"),
+            [&] { auto w2 = w; w2[7] -= 1.0f; return KernelCache::key(TensorView::f32(w2.data(), 40, 33), DType::BF16, cfg, "cpu"); }());
+  cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_FALSE(hit);
   // A truncated file is repacked, not trusted.
-  const auto file = dir.path() / KernelCache::key(view_of(w, 40, 33), DType::BF16, cfg, "cpu");
+  const auto file = dir.path() / KernelCache::key(TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, "cpu");
   ASSERT_TRUE(std::filesystem::exists(file));
   std::filesystem::resize_file(file, std::filesystem::file_size(file) - 10);
-  auto c = cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, cfg, &hit);
+  auto c = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_FALSE(hit);
-  cache.get_or_pack(*be, view_of(w, 40, 33), DType::BF16, cfg, &hit);
+  cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_TRUE(hit);
 }
 

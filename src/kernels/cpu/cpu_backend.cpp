@@ -127,6 +127,13 @@ class CpuBackend final : public Backend {
     std::memcpy(lw->data(), bytes.data(), bytes.size());
     return lw;
   }
+  std::unique_ptr<LinearWeight> read_packed_linear(
+      int n, int k, DType dtype, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) override {
+    auto lw = std::make_unique<CpuLinear>(n, k, dtype, cfg);
+    if (!read({static_cast<std::byte*>(lw->data()), lw->bytes()})) return nullptr;
+    return lw;
+  }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
@@ -277,6 +284,9 @@ class CpuBackend final : public Backend {
     std::size_t total = 0;
     for (const LinearWeight* lw : weights) {
       const std::span<const std::byte> bytes = lw->packed();
+      // Packed and quantized cpu weights expose their bytes; another backend's do not.
+      if (bytes.empty() && lw->bytes() > 0)
+        throw UsageError("cpu backend: linear weight was not made by the cpu backend");
       const auto* base = reinterpret_cast<const unsigned char*>(bytes.data());
       const std::size_t n = bytes.size();
       constexpr std::size_t kPiece = std::size_t{1} << 20;
