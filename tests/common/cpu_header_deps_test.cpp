@@ -8,6 +8,7 @@
 // list does not.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -77,10 +78,19 @@ std::vector<DepFile> dependency_files(const fs::path& build_dir) {
       const fs::path path(p);
       return (path.is_absolute() ? path : cwd / path).lexically_normal();
     };
+    // The source is the first prerequisite with a source extension: clang's sanitizer
+    // builds list their ignore list (asan_ignorelist.txt) before it.
+    const auto is_source = [](const std::string& p) {
+      const std::string ext = fs::path(p).extension().string();
+      return ext == ".cpp" || ext == ".cc" || ext == ".cxx" || ext == ".c";
+    };
+    const auto src = std::find_if(pre.begin(), pre.end(), is_source);
+    if (src == pre.end()) continue;
     DepFile d;
-    d.source = resolve(pre.front());
+    d.source = resolve(*src);
     if (!fs::exists(d.source)) continue;  // a stale object of a deleted source
-    for (std::size_t i = 1; i < pre.size(); ++i) d.headers.push_back(resolve(pre[i]));
+    for (auto it = pre.begin(); it != pre.end(); ++it)
+      if (it != src) d.headers.push_back(resolve(*it));
     out.push_back(std::move(d));
   }
   return out;
