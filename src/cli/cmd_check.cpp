@@ -39,9 +39,10 @@ std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cf
   const QuantType head = a.quantize_lm_head.empty() ? QuantType::None : parse_quant(a.quantize_lm_head);
   if (!a.quantize_lm_head.empty() && head == QuantType::None)
     throw UsageError("--quantize-lm-head '" + a.quantize_lm_head + "': expected q8_0 or q4_0");
+  // The engine's base dtype is the checkpoint's (fp32, fp16 or bf16); bf16 when unstated.
   DType base = DType::BF16;
   if (!cfg.torch_dtype.empty()) try {
-      base = parse_dtype(cfg.torch_dtype) == DType::F32 ? DType::F32 : DType::BF16;
+      base = parse_dtype(cfg.torch_dtype);
     } catch (const UsageError&) {
     }
   return plan_quantization(cfg, base, q, head);

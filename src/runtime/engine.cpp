@@ -110,9 +110,12 @@ void Engine::Impl::check_slot(int slot) const {
 
 // The rows of `items` (distinct slots), each at its slot's next positions. Throws UsageError
 // before any work for a bad or repeated slot, an empty item or a context overflow.
-Batch Engine::Impl::make_batch(std::span<const BatchItem> items) const {
+Batch& Engine::Impl::make_batch(std::span<const BatchItem> items) {
   if (items.empty()) throw UsageError("forward: no sequences to process");
-  Batch b;
+  Batch& b = batch;
+  b.seqs.clear();
+  b.tokens.clear();
+  b.positions.clear();
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BatchItem& it = items[i];
     check_slot(it.slot);

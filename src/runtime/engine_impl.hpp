@@ -63,6 +63,7 @@ struct Engine::Impl {
 
   // Scratch, grown to the largest batch seen (decode reuses it: no per-token allocation).
   int rows = 0;
+  Batch batch;                  // the rows of the current forward
   std::vector<float> x;         // [rows, emb_dim] residual stream
   std::vector<float> h;         // [rows, emb_dim] normed
   std::vector<float> q;         // [rows, n_heads * head_dim]
@@ -78,7 +79,8 @@ struct Engine::Impl {
   std::vector<const LinearWeight*> linears() const;
   void ensure_rows(int n);
   void check_slot(int slot) const;
-  Batch make_batch(std::span<const BatchItem> items) const;
+  /// Fills `batch` (cleared first; its capacity is kept, so a decode step allocates nothing).
+  Batch& make_batch(std::span<const BatchItem> items);
   std::vector<float> forward(const Batch& b, bool all_logits);
   void embed_rows(const Batch& b, Backend& be);
   void attend(const Batch& b, int il, Backend& be);
