@@ -80,7 +80,15 @@ struct DeployOptions {
   std::optional<int> max_seq;
   std::string name;               ///< deployment name; empty = default_deployment_name
   std::string target = "cpu";     ///< a backend of available_backends() (not "reference")
-  std::string dtype;              ///< "bf16"|"fp16"|"fp32"; empty = checkpoint torch_dtype
+  /// "bf16"|"fp16"|"fp32"; "q8_0"|"q4_0" for weight-only quantization of the layer
+  /// projections over the checkpoint's dtype (judged by the KLD gate, llmport/verify.hpp
+  /// KldGate); empty = checkpoint torch_dtype.
+  std::string dtype;
+  std::string quantize_lm_head;   ///< "q8_0"|"q4_0": lm_head too (quantized dtype only)
+  /// Quantized dtypes only: the deployment's own KLD gate bounds (default
+  /// kld_gate_defaults); recorded in deployment.json and the reports, and an audit warning.
+  std::optional<double> kl_bound;
+  std::optional<double> min_top1;
   std::filesystem::path workspace = "deployments";
   std::string reference = "oracle";  ///< golden:FILE | hf | oracle
   /// Prompt file for the deployment's checks and verify (`verify --prompts` format);

@@ -28,16 +28,21 @@ struct FaultInjection {
     WrongRopeTheta,   ///< rope_theta multiplied by `value` (default 2)
     KvOffByOne,       ///< decode writes K/V one position late
     LogitScale,       ///< logits multiplied by `value` (default 1.25)
+    /// The layer's o_proj output multiplied by `value` (default 2), bias excluded: exactly
+    /// what a x`value` error in every block scale of a quantized o_proj does, since a
+    /// quantized row's dot product is sum_b d_b (q_b . x_b) (llmport/quant.hpp).
+    ProjScale,
   };
   Kind kind = Kind::None;
-  /// Layer the fault applies to (RopeInterleaved, DropQkvBias, SkipQkNorm, WrongRopeTheta);
+  /// Layer the fault applies to (RopeInterleaved, DropQkvBias, SkipQkNorm, WrongRopeTheta,
+  /// ProjScale);
   /// KvOffByOne (every layer, decode steps only) and LogitScale are global.
   int layer = 0;
   double value = 0.0;  ///< kind-specific parameter (0 = default)
   /// The spec it was parsed from ("" for none): what reports record as the planted fault.
   std::string spec;
   /// Parses "kind[@layer][=value]", kinds: rope_interleaved, drop_qkv_bias, skip_qk_norm,
-  /// wrong_rope_theta, kv_off_by_one, logit_scale. Throws UsageError.
+  /// wrong_rope_theta, kv_off_by_one, logit_scale, proj_scale. Throws UsageError.
   static FaultInjection parse(const std::string& spec);
 };
 

@@ -17,7 +17,9 @@ struct RunnerInfo {
   std::string kind;         ///< "engine" | "oracle" | "golden"
   std::string backend;      ///< backend name ("cpu", "reference"), "" for golden
   std::string isa;          ///< backend ISA, "" for golden
-  std::string dtype;        ///< compute dtype ("bf16", "fp32", ...) or the file's
+  /// Precision: the weight dtype ("bf16", "fp32", ...), "q8_0"/"q4_0" for quantized
+  /// projections (precision_name), or the file's compute dtype.
+  std::string dtype;
   bool independent = false;  ///< true only for references produced outside llmport
   std::string source;       ///< golden file path or producer description
 };
@@ -61,9 +63,12 @@ class EngineRunner : public Runner {
 };
 
 /// llmport's fp32 reference kernels ("reference" backend, dtype fp32, no fault): allowed
-/// as a reference, but every report marks it as not independent.
+/// as a reference, but every report marks it as not independent. With `quant` the oracle
+/// holds the same block-quantized projections the engine does, dequantized exactly
+/// (llmport/quant.hpp): it then checks the quantized kernels, not the quantization.
 std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const WeightStore& weights,
-                                                 int threads = 0);
+                                                 int threads = 0, QuantType quant = QuantType::None,
+                                                 QuantType quant_lm_head = QuantType::None);
 
 /// Replays one RecordSequence of a record file. prefill must be given the sequence's
 /// prompt ids and decode_step the sequence's own tokens in order (teacher forcing the

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "llmport/dtype.hpp"
+#include "llmport/quant.hpp"
 
 namespace llmport {
 
@@ -37,6 +38,9 @@ struct ServeOptions {
   int queue = 16;                  ///< requests waiting for a slot (>= 0); beyond: 429
   std::string api_key;             ///< "" = no authentication
   std::optional<DType> dtype;      ///< compute dtype; default the checkpoint's
+  /// Weight-only quantization of the layer projections (and lm_head), as EngineOptions.
+  QuantType quant = QuantType::None;
+  QuantType quant_lm_head = QuantType::None;
   int threads = 0;                 ///< compute threads; 0 = all cores
   std::shared_ptr<KernelSelection> kernels;  ///< tuned tile configs (deployment registry)
   std::filesystem::path chat_template_file;  ///< overrides the tokenizer's chat template

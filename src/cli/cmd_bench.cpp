@@ -3,6 +3,7 @@
 // processing (ppN) and text generation (tgN) throughput, mean +- stddev tokens/s over
 // repetitions, each with its fraction of this machine's roofline measured in the same run.
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_compare.hpp"
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
@@ -20,6 +22,7 @@
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/roofline.hpp"
 #include "llmport/weights.hpp"
 
@@ -27,7 +30,8 @@ namespace llmport::cli {
 namespace {
 
 struct BArgs {
-  std::string model, prompts = "512", dtype, output = "md", registry, kernel_cache;
+  std::string model, prompts = "512", dtype, output = "md", registry, kernel_cache, quantize_lm_head;
+  std::string compare;  // llama-bench -o json results to print beside ours
   std::string backend = "cpu";
   int n_gen = 128, reps = 3, threads = 0;
   bool roofline_only = false, no_roofline = false;
@@ -116,9 +120,15 @@ struct Plan {
   std::string dir;   // the model directory (or its config.json)
   std::string name;  // the model's name in the reports: its directory's
   ModelConfig cfg;
-  DType dtype = DType::BF16;
+  DType dtype = DType::BF16;       // weights' dtype (a quantized model's unquantized tensors)
+  QuantType quant = QuantType::None, quant_lm_head = QuantType::None;
+  std::string precision;           // the reports' dtype column: bf16, q8_0, ...
+  // The dtype whose compute peak bounds prefill: quantized weights are widened to fp32
+  // in registers, so fp32 FMA is their path.
+  DType peak_dtype = DType::BF16;
   ModelCost cost;
   std::vector<int> pps;  // prompt lengths of the pp tests
+  std::vector<LlamaBenchRow> llama;  // --compare FILE
 };
 
 Plan plan_bench(const BArgs& a) {
@@ -135,10 +145,21 @@ Plan plan_bench(const BArgs& a) {
   if (!a.registry.empty() && !std::filesystem::is_directory(a.registry))
     throw UsageError("--registry " + a.registry +
                      ": not a directory (a kernel registry, e.g. <deployment>/registry)");
+  if (!a.compare.empty()) p.llama = read_llama_bench(a.compare);
   p.dir = resolve_model_dir(a.model);
   p.cfg = load_model_config(p.dir);
-  p.dtype = dtype_or_config(a.dtype, p.cfg);
+  const EngineOptions prec = engine_options_from_flags({"cpu", 0, dtype_flag(a.dtype), "", "", a.quantize_lm_head});
+  p.quant = prec.quant;
+  p.quant_lm_head = prec.quant_lm_head;
+  p.dtype = prec.dtype ? *prec.dtype : dtype_or_config("", p.cfg);
+  p.precision = precision_name(p.dtype, p.quant);
+  p.peak_dtype = p.quant == QuantType::None ? p.dtype : DType::F32;
   p.cost = model_cost(p.cfg, p.dtype);
+  // A quantized model's decode reads its blocks and scales plus the tensors kept in the
+  // base dtype: the plan's bytes per token (llmport check --dtype shows the same figure).
+  if (p.quant != QuantType::None)
+    p.cost.weight_bytes =
+        static_cast<double>(plan_quantization(p.cfg, p.dtype, p.quant, p.quant_lm_head).bytes_per_token);
   // The model's name: its directory (also when MODEL names its config.json).
   std::filesystem::path mdir = std::filesystem::absolute(p.dir).lexically_normal();
   if (std::filesystem::is_regular_file(mdir) || mdir.filename().empty()) mdir = mdir.parent_path();
@@ -150,10 +171,10 @@ Plan plan_bench(const BArgs& a) {
 int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const ComputePeak& peak) {
   const int pp_roof = p.pps.empty() ? 512 : p.pps.front();
   const double decode_bound = decode_bound_tps(roof, p.cost, a.n_gen / 2);
-  const double prefill_bound = prefill_bound_tps(roof, p.cost, p.dtype, pp_roof);
+  const double prefill_bound = prefill_bound_tps(roof, p.cost, p.peak_dtype, pp_roof);
   if (a.output == "json") {
     std::cout << nlohmann::json{{"model", p.name},
-                                {"dtype", std::string(dtype_name(p.dtype))},
+                                {"dtype", p.precision},
                                 {"roofline", {{"threads", roof.threads}, {"isa", roof.isa},
                                               {"read_gbps", roof.read_gbps},
                                               {"read_gbps_1t", roof.read_gbps_1t},
@@ -175,10 +196,10 @@ int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const Co
                            roof.read_gbps_1t)
             << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n",
                            roof.bf16_gflops, roof.f32_gflops)
-            << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", dtype_name(p.dtype),
+            << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", p.precision,
                            peak.gflops, peak.kind)
             << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP per decode token\n", p.name,
-                           dtype_name(p.dtype), p.cost.weight_bytes / (1 << 20),
+                           p.precision, p.cost.weight_bytes / (1 << 20),
                            p.cost.flops_per_token * 1e-9)
             << fmt::format("  decode bound (tg{}, mean context {}): {:.1f} tokens/s\n", a.n_gen,
                            a.n_gen / 2, decode_bound)
@@ -272,15 +293,15 @@ TestResult measure_prefill(Bench& b, int p) {
   t.n_prompt = p;
   const double flops_per_tok = prefill_flops(b.p.cost, p) / p;
   auto bound_now = [&] {
-    return b.interleave ? measure_compute_peak(b.a.threads, b.p.dtype).gflops * 1e9 / flops_per_tok
-                        : prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p);
+    return b.interleave ? measure_compute_peak(b.a.threads, b.p.peak_dtype).gflops * 1e9 / flops_per_tok
+                        : prefill_bound_tps(b.roof, b.p.cost, b.p.peak_dtype, p);
   };
   {  // untimed warmup at the test's size (as llama-bench): buffers grown, pages touched
     b.eng.reset();
     b.eng.prefill(b.toks.ids(p));
   }
   run_reps(t, b.a.reps, bound_now, [&] { return prefill_repetition(b.eng, b.toks, p); });
-  t.start_bound = prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p);
+  t.start_bound = prefill_bound_tps(b.roof, b.p.cost, b.p.peak_dtype, p);
   return t;
 }
 
@@ -335,6 +356,32 @@ nlohmann::json fraction_json(const TestResult& t) {
   return nullptr;
 }
 
+// --compare: llama.cpp's best tokens/s for the same test and threads (null when the file
+// has none, or no file was given), and llmport's avg over it.
+std::optional<double> llama_ts(const Plan& p, const RunFacts& f, const TestResult& t) {
+  if (p.llama.empty()) return std::nullopt;
+  return llama_bench_best(p.llama, t.n_prompt, t.n_gen, f.threads);
+}
+nlohmann::json llama_json(const Plan& p, const RunFacts& f, const TestResult& t) {
+  const auto v = llama_ts(p, f, t);
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+nlohmann::json llama_ratio_json(const Plan& p, const RunFacts& f, const TestResult& t) {
+  const auto v = llama_ts(p, f, t);
+  return v ? nlohmann::json(t.avg / *v) : nlohmann::json(nullptr);
+}
+
+// The side-by-side table of --compare (markdown).
+void print_compare(const BArgs& a, const Plan& p, const RunFacts& f, const std::vector<TestResult>& results) {
+  std::cout << fmt::format("\nvs llama.cpp ({}; its best run of each test at {} threads):\n\n", a.compare, f.threads)
+            << "| test | llama.cpp t/s | llmport t/s | llmport / llama.cpp |\n| --- | ---: | ---: | ---: |\n";
+  for (const auto& t : results) {
+    const auto v = llama_ts(p, f, t);
+    std::cout << fmt::format("| {} | {} | {:.2f} | {} |\n", t.test, v ? fmt::format("{:.2f}", *v) : "-", t.avg,
+                             v ? fmt::format("{:.2f}x", t.avg / *v) : "no llama-bench row for this test");
+  }
+}
+
 void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFacts& f,
                 const std::vector<TestResult>& results) {
   nlohmann::json cache_json = nullptr;
@@ -343,7 +390,7 @@ void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFa
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& t : results)
     arr.push_back({{"model", p.name}, {"backend", a.backend}, {"isa", f.isa}, {"threads", f.threads},
-                   {"dtype", std::string(dtype_name(p.dtype))}, {"test", t.test},
+                   {"dtype", p.precision}, {"test", t.test},
                    {"n_prompt", t.n_prompt}, {"n_gen", t.n_gen}, {"avg_ts", t.avg},
                    {"stddev_ts", t.stddev}, {"samples_ts", t.samples},
                    {"roofline_fraction", fraction_json(t)}, {"roofline_bound_ts", t.bound},
@@ -355,6 +402,8 @@ void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFa
                    {"weight_mib", p.cost.weight_bytes / (1 << 20)},
                    {"kv_cache_mib", p.cost.kv_bytes_per_pos * f.need / (1 << 20)},
                    {"heuristic_configs", f.sel->heuristic_used.size()},
+                   {"llama_cpp_ts", llama_json(p, f, t)},
+                   {"vs_llama_cpp", llama_ratio_json(p, f, t)},
                    {"roofline", {{"threads", roof.threads}, {"read_gbps", roof.read_gbps},
                                  {"read_gbps_1t", roof.read_gbps_1t},
                                  {"bf16_gflops", roof.bf16_gflops},
@@ -368,7 +417,7 @@ void print_csv(const BArgs& a, const Plan& p, const RunFacts& f, const std::vect
   std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
   for (const auto& t : results)
     std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", p.name, a.backend, f.isa,
-                             f.threads, dtype_name(p.dtype), t.test, t.n_prompt, t.n_gen, t.avg,
+                             f.threads, p.precision, t.test, t.n_prompt, t.n_gen, t.avg,
                              t.stddev, t.bound > 0 ? fmt::format("{:.4f}", t.fraction) : "");
 }
 
@@ -381,7 +430,7 @@ void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const R
   for (const auto& t : results)
     std::cout << fmt::format("| {} | {:.2f} GiB | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} |\n",
                              p.name, p.cost.weight_bytes / (1 << 30), a.backend, f.isa, f.threads,
-                             dtype_name(p.dtype), t.test, t.avg, t.stddev,
+                             p.precision, t.test, t.avg, t.stddev,
                              t.bound > 0 ? fmt::format("{:.0f}%", 100 * t.fraction) : "n/a");
   std::cout << "\n";
   if (f.interleave)
@@ -428,15 +477,17 @@ int run_bench(const BArgs& a) {
   Roofline roof;
   if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
   // The prefill bound's peak: the best any kernel path reaches for these weights.
-  const ComputePeak peak = compute_peak(roof, p.dtype);
+  const ComputePeak peak = compute_peak(roof, p.peak_dtype);
   if (a.roofline_only) return print_roofline(a, p, roof, peak);
 
   // Load time covers opening the weights and building the engine (packing, kernel cache).
   reset_peak_rss();
   const double t_open = now();
   const WeightStore weights = WeightStore::open(p.dir, p.cfg);
-  EngineOptions opt = engine_options_from_flags({a.backend, a.threads, std::nullopt, /*registry=*/"", /*fault=*/""});
+  EngineOptions opt = engine_options_from_flags({a.backend, a.threads, std::nullopt, /*registry=*/"", /*fault=*/"", /*quantize_lm_head=*/""});
   opt.dtype = p.dtype;  // as planned: a config without torch_dtype benches bf16
+  opt.quant = p.quant;
+  opt.quant_lm_head = p.quant_lm_head;
   const int need = kv_positions(a, p);
   opt.max_seq = need;
   const auto sel = bench_kernels(a, p.pps);
@@ -468,6 +519,7 @@ int run_bench(const BArgs& a) {
     print_csv(a, p, f, results);
   else
     print_markdown(a, p, roof, f, results);
+  if (a.output == "md" && !p.llama.empty()) print_compare(a, p, f, results);
   return kExitOk;
 }
 
@@ -480,13 +532,19 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
                        sub.add_option("-t,--threads", a->threads, "Threads (0 = all cores)")
                            ->check(thread_count());
-                       sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
+                       sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization "
+                                                           "(default: checkpoint dtype)");
+                       sub.add_option("--quantize-lm-head", a->quantize_lm_head,
+                                      "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
                        sub.add_option("-o,--output", a->output, "md|json|csv");
                        sub.add_option("--backend", a->backend, "cpu|reference");
                        sub.add_option("--registry", a->registry, "Writable kernel registry dir (looked up first)");
                        sub.add_option("--kernel-cache", a->kernel_cache, "Packed-weight cache dir");
                        sub.add_flag("--roofline", a->roofline_only, "Only measure the roofline and print the model's bounds");
                        sub.add_flag("--no-roofline", a->no_roofline, "Skip the roofline measurement");
+                       sub.add_option("--compare", a->compare,
+                                      "llama-bench -o json (or jsonl) results of the same shapes: print llama.cpp's "
+                                      "tokens/s and the ratio beside each test");
                        return [a] { return run_bench(*a); };
                      }});
 

@@ -32,6 +32,8 @@ struct CheckArgs {
 
 // --dtype q8_0|q4_0 [--quantize-lm-head q8_0|q4_0]: the plan (base dtype: the checkpoint's).
 std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cfg) {
+  if (a.dtype.empty() && !a.quantize_lm_head.empty())
+    throw UsageError("--quantize-lm-head needs a quantized --dtype (q8_0 or q4_0)");
   if (a.dtype.empty()) return std::nullopt;
   const QuantType q = parse_quant(a.dtype);
   if (q == QuantType::None)

@@ -31,13 +31,22 @@ Registrar deploy_cmd{Command{
         deploy::DeployOptions d;
         int from_phase = -1;
         std::string workspace = "deployments";
+        std::optional<double> kl_bound, min_top1;
       };
       auto o = std::make_shared<Opts>();
       add_model_arg(sub, &o->model);
       sub.add_option("--name", o->d.name, "deployment name (default: the model's name, lower-cased, / -> _)");
       sub.add_option("--target", o->d.target, "compute target: cpu (the only target built into this binary; cuda and npu1/npu2 are not)")
           ->default_val("cpu");
-      sub.add_option("--dtype", o->d.dtype, "bf16|fp16|fp32 (default: the checkpoint's torch_dtype)");
+      sub.add_option("--dtype", o->d.dtype,
+                     "bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization judged by the KLD gate (default: the "
+                     "checkpoint's torch_dtype)");
+      sub.add_option("--quantize-lm-head", o->d.quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (quantized --dtype only)");
+      sub.add_option("--kl-bound", o->kl_bound,
+                     "quantized dtypes: the KLD gate's bound on mean KL per step (default q8_0 2e-3, q4_0 0.15)");
+      sub.add_option("--min-top1", o->min_top1,
+                     "quantized dtypes: the KLD gate's least share (0..1] of steps whose top-1 agrees (default q8_0 "
+                     "0.97, q4_0 0.78)");
       sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");
       sub.add_option("--reference", o->reference, "golden:FILE | hf | oracle")->default_val("oracle");
       sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
@@ -64,6 +73,8 @@ Registrar deploy_cmd{Command{
         o->d.prompts = o->prompts;
         o->d.workspace = o->workspace;
         if (o->from_phase >= 0) o->d.from_phase = o->from_phase;
+        o->d.kl_bound = o->kl_bound;
+        o->d.min_top1 = o->min_top1;
         std::istringstream none;
         std::istream& in = stdin_answerable() ? std::cin : static_cast<std::istream&>(none);
         return deploy::run_deploy(o->d, in, std::cout);

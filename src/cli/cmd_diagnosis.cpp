@@ -29,6 +29,7 @@ struct DiagArgs {
   std::string out_dir;
   bool force = false;  // --force: replace existing output files
   std::string dtype;
+  std::string quantize_lm_head;
   std::string backend = "cpu";
   std::string fault;
   int threads = 0;
@@ -116,11 +117,14 @@ int run_diagnosis_cmd(const DiagArgs& a) {
                        std::to_string(cfg.vocab_size) + ")");
 
   const EngineOptions eo =
-      engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", a.fault});
+      engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", a.fault, a.quantize_lm_head});
   EngineRunner engine(cfg, weights, eo, "engine");
   std::unique_ptr<Runner> ref;
+  // A quantized engine is compared with an oracle holding the same quantized weights
+  // (dequantized exactly): the per-layer cosines then locate kernel faults, not the
+  // quantization's own error (which a golden of the unquantized model shows).
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
-  else ref = make_oracle_runner(cfg, weights, a.threads);
+  else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head);
   DiagnosisResult d = run_diagnosis(engine, *ref, ids);
   d.planted_fault = eo.fault.spec;
   d.model = dir;
@@ -150,7 +154,8 @@ Registrar reg{Command{
       sub.add_option("--svg", a->svg, "write an SVG plot of cosine per layer to FILE");
       sub.add_option("--out", a->out_dir, "also write diagnosis.md, diagnosis.json and diagnosis.svg into DIR");
       sub.add_flag("--force", a->force, "replace existing --svg / --out files");
-      sub.add_option("--dtype", a->dtype, "engine compute dtype (default: checkpoint dtype)");
+      sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 (default: checkpoint dtype)");
+      sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
       sub.add_option("--backend", a->backend, "engine backend")->capture_default_str();
       sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(at_least(1));

@@ -17,7 +17,7 @@ namespace llmport::cli {
 namespace {
 
 struct PerplexityArgs {
-  std::string model, text, dtype, backend = "cpu", save_logits, kl_base, output = "md";
+  std::string model, text, dtype, quantize_lm_head, backend = "cpu", save_logits, kl_base, output = "md";
   int ctx = 0;
   int threads = 0;
 };
@@ -27,7 +27,7 @@ int run_perplexity_cmd(const PerplexityArgs& a) {
   if (a.text.empty()) throw UsageError("perplexity: -f TEXT is required");
   PerplexityOptions opt;
   opt.engine = engine_options_from_flags(
-      {a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", /*quantized_ok=*/true});
+      {a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", a.quantize_lm_head});
   opt.ctx = a.ctx;
   if (!a.save_logits.empty()) opt.save_logits = a.save_logits;
   if (!a.kl_base.empty()) opt.kl_base = a.kl_base;
@@ -60,6 +60,7 @@ Registrar reg{Command{
           ->check(at_least(1));
       sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization of the "
                                           "layer projections (default: checkpoint dtype)");
+      sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference)")->capture_default_str();
       sub.add_option("-t,--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--save-logits", a->save_logits,

@@ -47,6 +47,7 @@ struct RunArgs {
   int threads = 0;
   bool profile = false;
   std::optional<std::string> dtype;
+  std::string quantize_lm_head;
   bool json = false;
   bool ignore_eos = false;
   int max_seq = 0;
@@ -146,7 +147,7 @@ void print_weight_warnings(const WeightStore& weights) {
 
 // --chat never planted faults (--inject-fault is a test hook of the one-shot mode).
 EngineFlags engine_flags(const RunArgs& a, bool chat) {
-  return {a.backend, a.threads, a.dtype, a.registry, chat ? std::string() : a.fault, /*quantized_ok=*/true};
+  return {a.backend, a.threads, a.dtype, a.registry, chat ? std::string() : a.fault, a.quantize_lm_head};
 }
 
 int run_chat_mode(const RunArgs& a, const ModelConfig& cfg, const std::string& dir, const Tokenizer* tok,
@@ -400,6 +401,8 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_flag("--profile", a->profile, "per-op times, prefill and decode speed (stderr)");
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
                                                            "q4_0 weight-only quantization (default: the checkpoint's torch_dtype)");
+                       sub.add_option("--quantize-lm-head", a->quantize_lm_head,
+                                      "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
                        sub.add_flag("--json", a->json, "print one JSON object instead of streaming text");
                        sub.add_flag("--ignore-eos", a->ignore_eos, "do not stop at stop ids");
                        sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")

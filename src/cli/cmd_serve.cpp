@@ -28,6 +28,7 @@ struct ServeArgs {
   int queue = 16;
   std::string api_key;
   std::optional<std::string> dtype;
+  std::string quantize_lm_head;
   std::optional<int> threads;
   std::string registry;
   std::string chat_template_file;
@@ -54,6 +55,7 @@ int run_serve(const ServeArgs& a) {
   std::filesystem::path dir;
   std::string registry = a.registry;
   std::optional<std::string> dtype = a.dtype;
+  std::string lm_head = a.quantize_lm_head;
   int threads = a.threads.value_or(0);
   const std::filesystem::path manifest = std::filesystem::path(a.model) / "deployment.json";
   if (std::filesystem::is_regular_file(manifest)) {
@@ -65,6 +67,7 @@ int run_serve(const ServeArgs& a) {
       dir = m.at("model").at("path").get<std::string>();
       if (!dtype && m.contains("dtype") && !m.at("dtype").get<std::string>().empty())
         dtype = m.at("dtype").get<std::string>();
+      if (!a.dtype && lm_head.empty()) lm_head = m.value("quantize_lm_head", "");
       if (!a.threads) threads = m.value("threads", 0);
     } catch (const nlohmann::json::exception& e) {
       throw ConfigError(manifest.string() + ": " + e.what());
@@ -77,9 +80,11 @@ int run_serve(const ServeArgs& a) {
   }
   // The server runs on the cpu backend; its engine flags are read as every command's.
   const EngineOptions e = engine_options_from_flags(
-      {"cpu", threads, dtype, registry, /*fault=*/""},
+      {"cpu", threads, dtype, registry, /*fault=*/"", lm_head},
       [&] { return model_context(load_model_config(dir)); });
   o.dtype = e.dtype;
+  o.quant = e.quant;
+  o.quant_lm_head = e.quant_lm_head;
   o.threads = e.threads;
   o.kernels = e.kernels;
   return run_server(dir, o);
@@ -100,8 +105,11 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
                            ->check(CLI::Range(0, 4096));
                        sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
-                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32 "
-                                                           "(default: the checkpoint's or the deployment's)");
+                       sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
+                                                           "q4_0 weight-only quantization (default: the checkpoint's "
+                                                           "or the deployment's)");
+                       sub.add_option("--quantize-lm-head", a->quantize_lm_head,
+                                      "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
                        sub.add_option("--threads,-t", a->threads, "compute threads (0: all cores)")
                            ->check(thread_count());
                        sub.add_option("--registry", a->registry,

@@ -22,6 +22,9 @@ struct VerifyArgs {
   bool full = false;   // accepted for old scripts: every prompt runs by default now
   bool quick = false;
   std::string dtype;
+  std::string quantize_lm_head;
+  std::optional<double> kl_bound;  // overrides the dtype's default bound
+  std::optional<double> min_top1;  // quantized dtypes: overrides the default top-1 share
   std::string backend = "cpu";
   std::string report_dir;
   std::string prompts;
@@ -37,7 +40,9 @@ int run_verify_cmd(const VerifyArgs& a) {
   VerifyOptions opt;
   opt.reference = a.reference;
   opt.quick = a.quick;
-  opt.engine = engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), a.registry, a.fault},
+  opt.kl_bound = a.kl_bound;
+  opt.min_top1 = a.min_top1;
+  opt.engine = engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), a.registry, a.fault, a.quantize_lm_head},
                                          [&] { return model_context(load_model_config(dir, context_cap(a.max_seq))); });
   if (!a.prompts.empty()) opt.prompts_file = a.prompts;
   opt.max_seq = a.max_seq;
@@ -83,7 +88,14 @@ Registrar reg{Command{
       sub.add_flag("--full", a->full, "every prompt of the set (the default; kept for old scripts)");
       sub.add_flag("--quick", a->quick,
                    "only 2 prompts of a built-in set (a smoke test: the verdict is capped at PASS-with-warnings)");
-      sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32 (default: checkpoint dtype)");
+      sub.add_option("--dtype", a->dtype,
+                     "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization judged by the KLD "
+                     "gate (default: checkpoint dtype)");
+      sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
+      sub.add_option("--kl-bound", a->kl_bound,
+                     "bound on the mean KL per step (default: the dtype's: bf16 2.5e-3, fp32 2e-6, q8_0 2e-3, q4_0 0.15)");
+      sub.add_option("--min-top1", a->min_top1,
+                     "q8_0|q4_0 only: least share (0..1) of steps whose top-1 agrees (default q8_0 0.97, q4_0 0.78)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference, ...)")->capture_default_str();
       sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--report-dir", a->report_dir,

@@ -1,6 +1,8 @@
 #include "cli/engine_flags.hpp"
 
 #include "cli/registry_arg.hpp"
+#include "llmport/error.hpp"
+#include "llmport/quant.hpp"
 
 namespace llmport::cli {
 
@@ -13,8 +15,14 @@ EngineOptions engine_options_from_flags(const EngineFlags& flags, const std::fun
   EngineOptions opt;
   opt.backend = flags.backend;
   opt.threads = flags.threads;
-  if (flags.dtype && flags.quantized_ok) set_dtype_flag(opt, *flags.dtype);
-  else if (flags.dtype) opt.dtype = parse_dtype(*flags.dtype);
+  if (flags.dtype) set_dtype_flag(opt, *flags.dtype);
+  if (!flags.quantize_lm_head.empty()) {
+    opt.quant_lm_head = parse_quant(flags.quantize_lm_head);
+    if (opt.quant_lm_head == QuantType::None)
+      throw UsageError("--quantize-lm-head '" + flags.quantize_lm_head + "': expected q8_0 or q4_0");
+    if (opt.quant == QuantType::None)
+      throw UsageError("--quantize-lm-head needs a quantized --dtype (q8_0 or q4_0)");
+  }
   if (!flags.fault.empty()) opt.fault = FaultInjection::parse(flags.fault);
   if (!flags.registry.empty()) opt.kernels = registry_selection(flags.registry, flags.backend, context());
   return opt;

@@ -20,20 +20,22 @@ struct EngineFlags {
   std::optional<std::string> dtype;   ///< nullopt: the checkpoint's dtype
   std::string registry;               ///< "": the backend's heuristic defaults, no registry
   std::string fault;                  ///< test only: --inject-fault kind[@layer][=value]
-  /// --dtype may name a block quantization (q8_0, q4_0): the commands whose reports and
-  /// gates already speak it (run, perplexity). Elsewhere those are unknown dtypes.
-  bool quantized_ok = false;
+  /// --quantize-lm-head q8_0|q4_0 ("" = lm_head stays in the base dtype); needs a quantized
+  /// --dtype (q8_0, q4_0).
+  std::string quantize_lm_head;
 };
 
 /// A --dtype held as a plain string, where "" has always meant "the checkpoint's" (verify,
 /// perplexity, diagnosis); `run` keeps an optional, so `run --dtype ""` stays an error.
 std::optional<std::string> dtype_flag(const std::string& dtype);
 
-/// EngineOptions from the flags: backend, threads, the parsed dtype, the planted fault and,
+/// EngineOptions from the flags: backend, threads, the parsed dtype (bf16|fp16|fp32, or
+/// q8_0|q4_0 over the checkpoint's dtype: set_dtype_flag), the planted fault and,
 /// with --registry, the registry's tuned tile configs. `context` (needed with a registry)
 /// is called only when --registry is given: it sizes the prefill GEMM the registry is asked
 /// for, and a command without --registry must not read the config for it. Throws
-/// UsageError on a bad dtype, fault or registry directory, in that order.
+/// UsageError on a bad dtype, --quantize-lm-head (unknown, or without a quantized --dtype),
+/// fault or registry directory, in that order.
 EngineOptions engine_options_from_flags(const EngineFlags& flags, const std::function<int()>& context = {});
 
 /// `--max-seq N` as load_model_config's cap: 0 (the flag's default) is no cap.

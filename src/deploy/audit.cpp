@@ -110,6 +110,27 @@ AuditItem audit_tolerances(const VerifyResult& r, DType engine_dtype) {
                          r.reference_dtype.empty() ? std::string("unstated") : r.reference_dtype, kTopK, bound));
 }
 
+AuditItem audit_kld_gate(const VerifyResult& r, const Manifest& m) {
+  const std::string check = "KLD gate of the quantized dtype, with the deployment's bounds";
+  const QuantType q = parse_quant(m.dtype);
+  if (q == QuantType::None) return row(check, false, "the deployment's dtype " + m.dtype + " is not quantized");
+  const KldGate d = kld_gate_defaults(q);
+  const double kl = m.verify_kl_bound > 0 ? m.verify_kl_bound : d.max_mean_kl;
+  const double top1 = m.verify_min_top1 > 0 ? m.verify_min_top1 : d.min_top1;
+  const std::string ran = fmt::format("run with the {} gate, top-{}, mean KL <= {:.3g}, top-1 >= {:.1f}%", r.gate,
+                                      r.top_k, r.kl_bound, 100.0 * r.min_top1);
+  if (r.gate != "kld" || r.top_k != kTopK || r.kl_bound != kl || r.min_top1 != top1)
+    return row(check, false,
+               ran + fmt::format("; the deployment records mean KL <= {:.3g}, top-1 >= {:.1f}% (top-{})", kl,
+                                 100.0 * top1, kTopK));
+  const bool defaults = kl == d.max_mean_kl && top1 == d.min_top1;
+  return row(check, defaults,
+             ran + (defaults ? fmt::format(" (the {} defaults)", m.dtype)
+                             : fmt::format(": set by the deployment, the {} defaults are {:.3g} and {:.1f}%", m.dtype,
+                                           d.max_mean_kl, 100.0 * d.min_top1)),
+             /*warn_only=*/true);
+}
+
 AuditItem audit_engine(const Manifest& m, const VerifyResult& r) {
   std::vector<std::string> bad;
   if (r.runner_kind != "engine") bad.push_back("runner " + r.runner_kind);

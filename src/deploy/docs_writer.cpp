@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "deploy/util.hpp"
+#include "llmport/error.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 
@@ -80,7 +82,8 @@ std::string prompt_set_line(const Manifest& m) {
 }  // namespace
 
 std::string engine_flags(const Manifest& m) {
-  return fmt::format("--backend {} --dtype {} --threads $(THREADS)", m.target, m.dtype);
+  return fmt::format("--backend {} --dtype {}{} --threads $(THREADS)", m.target, m.dtype,
+                     m.quantize_lm_head.empty() ? "" : " --quantize-lm-head " + m.quantize_lm_head);
 }
 
 void write_makefile(const Workspace& ws, const Manifest& m) {
@@ -111,6 +114,9 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
   o << "CONTEXT := " << (m.max_seq > 0 ? fmt::format("--max-seq {}", m.max_seq) : "") << "\n";
   o << "RUN_REGISTRY := --registry \"$(REGISTRY)\" $(CONTEXT)\n";
   o << "VERIFY_FLAGS := --reference $(REFERENCE) --registry \"$(REGISTRY)\" $(CONTEXT)";
+  // A quantized deployment's own KLD-gate bounds (deploy --kl-bound / --min-top1).
+  if (m.verify_kl_bound > 0) o << " --kl-bound " << fmt::format("{}", m.verify_kl_bound);
+  if (m.verify_min_top1 > 0) o << " --min-top1 " << fmt::format("{}", m.verify_min_top1);
   if (!m.prompts_file.empty()) o << " --prompts " << shell_quote(m.prompts_file.string());
   o << "\n";
   o << "REPORTS = $(DEPLOY_DIR)/verify/reports/$$(date -u +%Y%m%d-%H%M%S)\n";
@@ -238,6 +244,17 @@ void write_architecture(const Workspace& ws, const Manifest& m, const ModelConfi
                    cfg.head_dim, cfg.n_kv_heads, cfg.head_dim, cfg.hidden_dim, cfg.emb_dim,
                    cfg.vocab_size, cfg.emb_dim);
   o << "(Layer 0 listed; every layer has the same shapes.)\n";
+  if (const QuantType q = parse_quant(m.dtype); q != QuantType::None) {
+    // The base dtype the unquantized tensors keep: the checkpoint's (its torch_dtype).
+    DType base = DType::BF16;
+    try {
+      if (!cfg.torch_dtype.empty()) base = parse_dtype(cfg.torch_dtype);
+    } catch (const Error&) {
+    }
+    const QuantType head = m.quantize_lm_head.empty() ? QuantType::None : parse_quant(m.quantize_lm_head);
+    o << "\n## Quantization (" << m.dtype << ")\n\n```\n"
+      << quant_plan_text(plan_quantization(cfg, base, q, head)) << "```\n";
+  }
   const auto& p1 = m.phases[1];
   if (p1.numbers.contains("kernels")) {
     o << "\n## Validated kernels (phase 1)\n\n```json\n" << p1.numbers["kernels"].dump(1) << "\n```\n";

@@ -77,7 +77,8 @@ void add_rerun_rows(const Manifest& m, const VerifyResult& r, const EngineOption
   } catch (const std::exception& e) {
     a.push_back({"reference depth", "FAIL", e.what()});
   }
-  a.push_back(audit_tolerances(r, parse_dtype(m.dtype)));
+  if (parse_quant(m.dtype) != QuantType::None) a.push_back(audit_kld_gate(r, m));
+  else a.push_back(audit_tolerances(r, parse_dtype(m.dtype)));
   a.push_back(audit_engine(m, r));
   a.push_back(audit_dispatch(r));
   a.push_back(audit_tuned_configs(m, r, *eo.kernels));
@@ -99,8 +100,14 @@ std::string rerun_markdown(const Manifest& m, const VerifyResult& r, const Works
      << ") against `" << m.reference.to_arg() << "`, from a cleared kernel cache:\n\n"
      << "- result: **" << r.verdict_line() << "**\n"
      << fmt::format("- prompts: {} ({}), steps: {}\n", r.n_prompts, r.prompt_set, r.n_steps)
-     << fmt::format("- free-running: {}; teacher-forced: {}\n", r.free_running_pass ? "PASS" : "FAIL",
-                    r.teacher_forced_pass ? "PASS" : "FAIL")
+     << (r.gate == "kld"
+             ? fmt::format("- {} KLD gate: mean KL {}, top-1 agreement {} (bound {:.1f}%); free-running {} and "
+                           "teacher-forced top-{} {} (reported, not gating)\n",
+                           r.dtype, r.mean_kl <= r.kl_bound ? "PASS" : "FAIL", r.top1_pass ? "PASS" : "FAIL",
+                           100.0 * r.min_top1, r.free_running_pass ? "PASS" : "FAIL", r.top_k,
+                           r.teacher_forced_pass ? "PASS" : "FAIL")
+             : fmt::format("- free-running: {}; teacher-forced: {}\n", r.free_running_pass ? "PASS" : "FAIL",
+                           r.teacher_forced_pass ? "PASS" : "FAIL"))
      << fmt::format("- mean KL per step {:.4g} (bound {:.4g}), max {:.4g}; top-1 agreement {:.2f}%\n", r.mean_kl,
                     r.kl_bound, r.max_kl, 100.0 * r.top1_agreement)
      << "- report: " << fs::relative(dir, ws.dir(), ec).string() << "/report.md\n";

@@ -54,7 +54,8 @@ EngineOptions stage_engine_options(const Manifest& m, const fs::path& deployment
                                    int threads, const FaultInjection& fault) {
   EngineOptions e;
   e.backend = m.target;
-  e.dtype = parse_dtype(m.dtype);
+  set_dtype_flag(e, m.dtype);  // q8_0/q4_0: the checkpoint's dtype under quantized projections
+  if (!m.quantize_lm_head.empty()) e.quant_lm_head = parse_quant(m.quantize_lm_head);
   e.threads = threads;
   e.fault = fault;
   e.kernels = selection(m, deployment_dir, stage);

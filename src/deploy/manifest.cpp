@@ -35,10 +35,11 @@ nlohmann::json Manifest::to_json() const {
                      {"has_tokenizer", has_tokenizer}}},
           {"target", target},
           {"dtype", dtype},
+          {"quantize_lm_head", quantize_lm_head},
           {"threads", threads},
           {"isa", isa},
           {"max_seq", max_seq},
-          {"verify", {{"top_k", verify_top_k}, {"kl_bound", verify_kl_bound}}},
+          {"verify", {{"top_k", verify_top_k}, {"kl_bound", verify_kl_bound}, {"min_top1", verify_min_top1}}},
           {"reference", ref},
           {"prompts_file", prompts_file.string()},
           {"first_prompt_ids", first_prompt_ids},
@@ -70,12 +71,14 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     m.has_tokenizer = mo.value("has_tokenizer", false);
     m.target = j.at("target").get<std::string>();
     m.dtype = j.at("dtype").get<std::string>();
+    m.quantize_lm_head = j.value("quantize_lm_head", "");
     m.threads = j.value("threads", 0);
     m.isa = j.value("isa", "");
     m.max_seq = j.value("max_seq", 0);
     if (j.contains("verify")) {
       m.verify_top_k = j["verify"].value("top_k", 5);
       m.verify_kl_bound = j["verify"].value("kl_bound", 0.0);
+      m.verify_min_top1 = j["verify"].value("min_top1", 0.0);
     }
     const auto& r = j.at("reference");
     m.reference.kind = r.at("kind").get<std::string>();

@@ -28,14 +28,16 @@ struct Manifest {
   std::string content_hash;
   std::string architecture;
   std::string target;  ///< backend name, e.g. "cpu"
-  std::string dtype;   ///< "bf16" | "fp16" | "fp32"
+  std::string dtype;   ///< "bf16" | "fp16" | "fp32", or "q8_0" | "q4_0" (quantized projections)
+  std::string quantize_lm_head;  ///< "" | "q8_0" | "q4_0"
   int threads = 0;     ///< engine threads (0 = all cores), as deployed
   std::string isa;     ///< the target's ISA when the deployment was validated and tuned
   /// The verify gate's parameters every phase ran with: top-k of the token-set gates and
   /// the mean-KL bound (the evaluator re-runs with these and audits them against the
   /// defaults, so an edited bound is caught, not silently obeyed).
   int verify_top_k = 5;
-  double verify_kl_bound = 0;  ///< 0 = the dtype default (kl_bound_for)
+  double verify_kl_bound = 0;  ///< 0 = the dtype default (kl_bound_for, kld_gate_defaults)
+  double verify_min_top1 = 0;  ///< quantized dtypes: 0 = kld_gate_defaults(quant).min_top1
   int max_seq = 0;     ///< `deploy --max-seq` context cap (0 = the config's), passed on to run/verify
   ReferenceSpec reference;
   std::string reference_hash;  ///< sha256 of the golden file

@@ -26,7 +26,8 @@ struct Context {
   Workspace ws;
   Manifest& m;
   ModelConfig cfg;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  ///< the weights' dtype (a quantized deployment's unquantized tensors)
+  QuantType quant = QuantType::None;  ///< q8_0/q4_0 deployments: the layer projections' format
   ReferenceSpec ref;
   FaultInjection fault;  ///< test-only, applied to the target engine only
   std::ostream& log;     ///< progress lines for the user

@@ -26,8 +26,10 @@ class Phase3 : public Phase {
     // Diagnosis next to it (not a gate): where along the depth the engine departs.
     try {
       std::vector<int> ids = first_prompt_ids(ctx);
-      EngineRunner engine(ctx.cfg, ctx.weights(), ctx.target_engine_options(ConfigStage::Default));
-      auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads);
+      const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
+      EngineRunner engine(ctx.cfg, ctx.weights(), target);
+      // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
+      auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head);
       Stopwatch sw;
       DiagnosisResult d = run_diagnosis(engine, *oracle, ids);
       ctx.runtime_s += sw.seconds();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -67,7 +68,9 @@ struct Validated {
   ReferenceSpec ref;
   FaultInjection fault;
   std::string isa;
-  std::string dtype;  // its name: bf16 | fp16 | fp32
+  std::string dtype;  // its name: bf16 | fp16 | fp32 | q8_0 | q4_0
+  DType base = DType::F32;  // the weights' dtype (a quantized deployment's unquantized tensors)
+  QuantType quant = QuantType::None;
 };
 
 void check_phase_options(const DeployOptions& opt) {
@@ -105,16 +108,38 @@ void check_prompts_file(const DeployOptions& opt, const ModelConfig& cfg, const 
   }
 }
 
-// --dtype, else the config's torch_dtype, else the dominant stored dtype. A store that
-// does not open is phase 0's finding (BLOCKED with the loader's message), so fp32 here.
-std::string deployment_dtype(const DeployOptions& opt, const ModelConfig& cfg, const fs::path& model_dir) {
-  if (!opt.dtype.empty()) return std::string(dtype_name(parse_dtype(opt.dtype)));
-  if (!cfg.torch_dtype.empty()) return std::string(dtype_name(parse_dtype(cfg.torch_dtype)));
+// The checkpoint's dtype: the config's torch_dtype, else the dominant stored dtype. A store
+// that does not open is phase 0's finding (BLOCKED with the loader's message), so fp32 here.
+DType checkpoint_base_dtype(const ModelConfig& cfg, const fs::path& model_dir) {
+  if (!cfg.torch_dtype.empty()) return parse_dtype(cfg.torch_dtype);
   try {
-    return std::string(dtype_name(checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg))));
+    return checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg));
   } catch (const Error&) {
-    return "fp32";
+    return DType::F32;
   }
+}
+
+// --dtype (bf16|fp16|fp32, or q8_0|q4_0 over the checkpoint's dtype, as the engine reads
+// it: set_dtype_flag), else the checkpoint's dtype; the KLD-gate options need a quantized
+// dtype and are checked here, before anything is written.
+void resolve_dtype(const DeployOptions& opt, const fs::path& model_dir, Validated& v) {
+  EngineOptions e;
+  if (!opt.dtype.empty()) set_dtype_flag(e, opt.dtype);
+  v.quant = e.quant;
+  v.base = e.dtype ? *e.dtype : checkpoint_base_dtype(v.cfg, model_dir);
+  v.dtype = precision_name(v.base, v.quant);
+  const bool quantized = v.quant != QuantType::None;
+  if (!opt.quantize_lm_head.empty()) {
+    if (parse_quant(opt.quantize_lm_head) == QuantType::None)
+      throw UsageError("--quantize-lm-head '" + opt.quantize_lm_head + "': expected q8_0 or q4_0");
+    if (!quantized) throw UsageError("--quantize-lm-head needs a quantized --dtype (q8_0 or q4_0)");
+  }
+  if ((opt.kl_bound || opt.min_top1) && !quantized)
+    throw UsageError("--kl-bound and --min-top1 set the KLD gate of a quantized deployment (--dtype q8_0 or q4_0)");
+  if (opt.kl_bound && !(*opt.kl_bound > 0 && std::isfinite(*opt.kl_bound)))
+    throw UsageError(fmt::format("--kl-bound {}: must be a finite number > 0", *opt.kl_bound));
+  if (opt.min_top1 && !(*opt.min_top1 > 0 && *opt.min_top1 <= 1))
+    throw UsageError(fmt::format("--min-top1 {}: must be a share in (0, 1]", *opt.min_top1));
 }
 
 // Every check a deploy can fail before it writes anything; also settles opt.model_dir and
@@ -138,7 +163,7 @@ Validated validate_options(DeployOptions& opt) {
   // The target must be a backend of this binary (named error otherwise); its ISA is what
   // phases 1-5 validate and tune, and what the evaluator audits the re-run against.
   v.isa = make_backend(opt.target, 1)->isa();
-  v.dtype = deployment_dtype(opt, v.cfg, v.model_dir);
+  resolve_dtype(opt, v.model_dir, v);
   opt.name = opt.name.empty() ? default_deployment_name(opt.model, v.model_dir) : opt.name;
   check_name(opt.name);
   return v;
@@ -152,6 +177,10 @@ void check_same_deployment(const DeployOptions& opt, const Validated& v, const W
   if (m.content_hash != content_hash) diffs.push_back("model content hash");
   if (m.target != opt.target) diffs.push_back("target " + m.target + " -> " + opt.target);
   if (m.dtype != v.dtype) diffs.push_back("dtype " + m.dtype + " -> " + v.dtype);
+  if (m.quantize_lm_head != opt.quantize_lm_head)
+    diffs.push_back("--quantize-lm-head '" + m.quantize_lm_head + "' -> '" + opt.quantize_lm_head + "'");
+  if (m.verify_kl_bound != opt.kl_bound.value_or(0.0) || m.verify_min_top1 != opt.min_top1.value_or(0.0))
+    diffs.push_back("KLD gate bounds (--kl-bound, --min-top1)");
   if (m.max_seq != opt.max_seq.value_or(0))
     diffs.push_back(fmt::format("--max-seq {} -> {}", m.max_seq, opt.max_seq.value_or(0)));
   if (m.reference.to_arg() != v.ref.to_arg())
@@ -234,6 +263,9 @@ void fill_manifest(Manifest& m, const DeployOptions& opt, const Validated& v,
   m.architecture = v.cfg.architecture;
   m.target = opt.target;
   m.dtype = v.dtype;
+  m.quantize_lm_head = opt.quantize_lm_head;
+  m.verify_kl_bound = opt.kl_bound.value_or(0.0);
+  m.verify_min_top1 = opt.min_top1.value_or(0.0);
   m.threads = opt.threads;
   m.isa = v.isa;
   m.reference = v.ref;
@@ -298,7 +330,8 @@ PhaseResult run_phase(Phase& phase, Context& ctx, int i) {
 int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws, Manifest& m, int start,
                std::istream& in, std::ostream& out) {
   Context ctx(opt, ws, m, v.cfg, out);
-  ctx.dtype = parse_dtype(v.dtype);
+  ctx.dtype = v.base;
+  ctx.quant = v.quant;
   ctx.ref = v.ref;
   ctx.fault = v.fault;
   auto phases = make_phases();

@@ -23,6 +23,7 @@ VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& 
   v.reference = m.reference.to_arg();
   v.top_k = m.verify_top_k;
   if (m.verify_kl_bound > 0) v.kl_bound = m.verify_kl_bound;
+  if (m.verify_min_top1 > 0) v.min_top1 = m.verify_min_top1;
   v.max_seq = m.max_seq;
   if (!m.prompts_file.empty()) v.prompts_file = m.prompts_file;
   v.report_dir = report_dir;
@@ -59,6 +60,7 @@ nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_
                       {"mean_kl", r.mean_kl},
                       {"max_kl", r.max_kl},
                       {"kl_bound", r.kl_bound},
+                      {"gate", r.gate},
                       {"top1_agreement", r.top1_agreement},
                       {"backend", r.backend},
                       {"isa", r.isa},
@@ -76,9 +78,10 @@ nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_
 }
 
 std::string verify_summary(const VerifyResult& r) {
-  std::string s = fmt::format("{}: {} prompts x {} steps, mean KL {:.3g} (bound {:.3g}), max KL {:.3g}, top-1 agreement {:.1f}%",
-                              r.verdict_line(), r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
-                              r.max_kl, 100.0 * r.top1_agreement);
+  std::string s = fmt::format("{}: {} prompts x {} steps, {}mean KL {:.3g} (bound {:.3g}), max KL {:.3g}, top-1 agreement {:.1f}%",
+                              r.verdict_line(), r.n_prompts, r.n_steps, r.gate == "kld" ? r.dtype + " KLD gate: " : "",
+                              r.mean_kl, r.kl_bound, r.max_kl, 100.0 * r.top1_agreement);
+  if (r.gate == "kld") s += fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1);
   if (!r.pass && !r.failures.empty()) s += "; " + r.failures.front();
   return s;
 }

@@ -58,19 +58,27 @@ QuantPlan plan_quantization(const ModelConfig& cfg, DType base, QuantType quant,
 }
 
 std::string quant_plan_text(const QuantPlan& p) {
-  std::string s = fmt::format("quantization {} (base {}): {} linear weights quantized, {} kept in {}\n",
-                              quant_name(p.quant), dtype_name(p.base), p.n_quantized, p.n_kept,
-                              dtype_name(p.base));
-  std::vector<std::string> seen;
+  std::string s = fmt::format(
+      "quantization {} (base {}): {} linear weights quantized, {} linear weights kept in {} (and the embedding "
+      "table)\n",
+      quant_name(p.quant), dtype_name(p.base), p.n_quantized, p.n_kept, dtype_name(p.base));
+  // One line per kind of kept tensor (the same projection of every layer reads alike), with
+  // how many tensors it stands for.
+  struct Kind {
+    std::string key, line;
+    int count = 0;
+  };
+  std::vector<Kind> kinds;
   for (const PlannedTensor& t : p.matrices) {
     if (t.quant != QuantType::None) continue;
-    const std::string line = fmt::format("  kept: {} [{}x{}]: {}", t.name, t.shape[0], t.shape[1], t.why);
-    // One line per kind of kept tensor (the same projection of every layer reads alike).
-    const std::string kind = std::string(role_name(t.role)) + t.why;
-    if (std::find(seen.begin(), seen.end(), kind) != seen.end()) continue;
-    seen.push_back(kind);
-    s += line + "\n";
+    const std::string key = std::string(role_name(t.role)) + t.why;
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const Kind& k) { return k.key == key; });
+    if (it == kinds.end())
+      kinds.push_back({key, fmt::format("{} [{}x{}]: {}", t.name, t.shape[0], t.shape[1], t.why), 1});
+    else ++it->count;
   }
+  for (const Kind& k : kinds)
+    s += k.count > 1 ? fmt::format("  kept: {} tensors like {}\n", k.count, k.line) : "  kept: " + k.line + "\n";
   s += fmt::format("  weights read per decoded token: {:.1f} MB ({} {:.1f} MB: {:.2f}x fewer bytes)\n",
                    p.bytes_per_token / 1e6, dtype_name(p.base), p.base_bytes_per_token / 1e6,
                    p.bytes_per_token ? static_cast<double>(p.base_bytes_per_token) / p.bytes_per_token : 0.0);

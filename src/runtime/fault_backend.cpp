@@ -35,10 +35,19 @@ class FaultBackend final : public ForwardingBackend {
   FaultBackend(Backend& inner, const FaultInjection& f, const ModelConfig& cfg)
       : ForwardingBackend(inner), f_(f) {
     const bool layer_fault = f.kind == K::RopeInterleaved || f.kind == K::DropQkvBias ||
-                             f.kind == K::SkipQkNorm || f.kind == K::WrongRopeTheta;
+                             f.kind == K::SkipQkNorm || f.kind == K::WrongRopeTheta ||
+                             f.kind == K::ProjScale;
     if (layer_fault && (f.layer < 0 || f.layer >= cfg.n_layers))
       throw UsageError("fault layer " + std::to_string(f.layer) + " is outside 0.." +
                        std::to_string(cfg.n_layers - 1));
+    if (!layer_fault && f.spec.find('@') != std::string::npos)
+      throw UsageError("fault '" + f.spec + "': this kind applies to every layer; it takes no @layer");
+    // A fault in a part the model does not have would change nothing: a gate "catching" it
+    // would prove nothing, so it is refused.
+    if (f.kind == K::DropQkvBias && !cfg.qkv_bias)
+      throw UsageError("fault '" + f.spec + "': the model has no q/k/v bias to drop");
+    if (f.kind == K::SkipQkNorm && !cfg.qk_norm)
+      throw UsageError("fault '" + f.spec + "': the model has no q/k norm to skip");
     if (f.kind == K::WrongRopeTheta) {
       ModelConfig wrong = cfg;
       wrong.rope_theta *= f.value > 0 ? f.value : 2.0;
@@ -49,9 +58,20 @@ class FaultBackend final : public ForwardingBackend {
   void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias,
               OpTag tag) override {
     inner().linear(w, x, m, y, bias, tag);
+    if (f_.kind == K::ProjScale && here(tag) && tag.role == OpRole::O) return scale_projection(w, m, y, bias);
     if (f_.kind != K::LogitScale || tag.role != OpRole::LmHead) return;
     const float sc = static_cast<float>(f_.value > 0 ? f_.value : 1.25);
     std::for_each(y, y + static_cast<std::size_t>(m) * w.n_out, [sc](float& l) { l *= sc; });
+  }
+  // y = v (W x) + b: the product scaled, the bias (not part of the quantized weight) not.
+  void scale_projection(const LinearWeight& w, int m, float* y, const float* bias) const {
+    const float v = static_cast<float>(f_.value > 0 ? f_.value : 2.0);
+    for (int t = 0; t < m; ++t)
+      for (int i = 0; i < w.n_out; ++i) {
+        float& e = y[static_cast<std::size_t>(t) * w.n_out + i];
+        const float b = bias ? bias[i] : 0.0f;
+        e = v * (e - b) + b;
+      }
   }
   void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag) override {
     if (!(f_.kind == K::DropQkvBias && here(tag) && tag.role == OpRole::Qkv))

@@ -16,6 +16,7 @@ const std::pair<const char*, FaultInjection::Kind> kKinds[] = {
     {"wrong_rope_theta", FaultInjection::Kind::WrongRopeTheta},
     {"kv_off_by_one", FaultInjection::Kind::KvOffByOne},
     {"logit_scale", FaultInjection::Kind::LogitScale},
+    {"proj_scale", FaultInjection::Kind::ProjScale},
 };
 
 std::string kind_list() {

@@ -20,6 +20,7 @@
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/serve.hpp"
 #include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
@@ -56,8 +57,14 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
   res.set_content(dump(error_body(status, message, param)), "application/json");
 }
 
-// Bytes of weights + KV cache the server will hold (estimate from the config).
-std::size_t weight_bytes_estimate(const ModelConfig& c, DType dt) {
+// Bytes of weights the server will hold (estimate from the config; a quantized engine's
+// from its quantization plan).
+std::size_t weight_bytes_estimate(const ModelConfig& c, DType dt, QuantType quant, QuantType lm_head) {
+  if (quant != QuantType::None) {
+    std::size_t b = 0;
+    for (const auto& m : plan_quantization(c, dt, quant, lm_head).matrices) b += m.bytes;
+    return b;
+  }
   const std::size_t emb = static_cast<std::size_t>(c.emb_dim);
   const std::size_t q = static_cast<std::size_t>(c.n_heads) * c.head_dim;
   const std::size_t kv = static_cast<std::size_t>(c.n_kv_heads) * c.head_dim;
@@ -144,7 +151,7 @@ class Server {
     }
     const std::size_t kv = static_cast<std::size_t>(opt_.parallel) * cfg_.n_layers * cfg_.n_kv_heads *
                            (static_cast<std::size_t>(slot_ctx_) + 1) * cfg_.head_dim * 2 * sizeof(float);
-    const std::size_t w = weight_bytes_estimate(cfg_, dt);
+    const std::size_t w = weight_bytes_estimate(cfg_, dt, opt_.quant, opt_.quant_lm_head);
     if (const std::size_t avail = mem_available_bytes(); avail > 0 && w + kv > avail)
       throw UsageError("weights (" + std::to_string(w >> 20) + " MiB) + KV cache (" + std::to_string(kv >> 20) +
                        " MiB for --parallel " + std::to_string(opt_.parallel) + " x " + std::to_string(slot_ctx_) +
@@ -175,6 +182,8 @@ class Server {
     try {
       EngineOptions eo;
       eo.dtype = opt_.dtype;
+      eo.quant = opt_.quant;
+      eo.quant_lm_head = opt_.quant_lm_head;
       eo.threads = opt_.threads;
       eo.kernels = opt_.kernels;
       eo.max_seq = slot_ctx_;
@@ -190,7 +199,7 @@ class Server {
     }
     state_.store(State::Ready);
     std::cerr << "model loaded: " << model_name_ << " (" << opt_.parallel << " slots x " << slot_ctx_
-              << " tokens, " << dtype_name(engine_->dtype()) << ")" << std::endl;
+              << " tokens, " << precision_name(engine_->dtype(), engine_->quant()) << ")" << std::endl;
 
     int sig = 0;
     sigwait(&sigs, &sig);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <set>
 
+#include "llmport/error.hpp"
 #include "llmport/verify.hpp"
 
 namespace llmport {
@@ -25,6 +26,15 @@ double kl_bound_for(DType engine_dtype, const std::string& reference_dtype) {
                              r.find("fp16") != std::string::npos || r.find("float16") != std::string::npos ||
                              r == "half";
   return engine_dtype == DType::F32 && !reference_low ? kKlBoundFp32 : kKlBoundBf16;
+}
+
+KldGate kld_gate_defaults(QuantType quant) {
+  switch (quant) {
+    case QuantType::Q8_0: return {2e-3, 0.97};
+    case QuantType::Q4_0: return {0.15, 0.78};
+    case QuantType::None: break;
+  }
+  throw UsageError("the KLD gate is for quantized dtypes (q8_0, q4_0) only");
 }
 
 namespace {

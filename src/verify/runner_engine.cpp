@@ -18,9 +18,11 @@ RunnerInfo EngineRunner::info() const {
   Engine& e = *engine_;
   i.backend = e.backend().name();
   i.isa = e.backend().isa();
-  i.dtype = std::string(dtype_name(e.dtype()));
+  i.dtype = precision_name(e.dtype(), e.quant());
   i.independent = false;  // llmport's own code, whatever the backend
-  i.source = kind_ == "oracle" ? "llmport reference kernels (fp32)" : "llmport engine";
+  i.source = kind_ != "oracle"                 ? "llmport engine"
+             : e.quant() == QuantType::None ? "llmport reference kernels (fp32)"
+                                            : "llmport reference kernels (fp32, " + i.dtype + " weights dequantized)";
   return i;
 }
 
@@ -67,11 +69,14 @@ StepRecord EngineRunner::decode_step(int token, int pos) {
   return StepRecord::from_logits(last_logits_, keep_logits_);
 }
 
-std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const WeightStore& weights, int threads) {
+std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const WeightStore& weights, int threads,
+                                                 QuantType quant, QuantType quant_lm_head) {
   EngineOptions opt;
   opt.backend = "reference";
   opt.dtype = DType::F32;
   opt.threads = threads;
+  opt.quant = quant;
+  opt.quant_lm_head = quant_lm_head;
   return std::make_unique<EngineRunner>(cfg, weights, opt, "oracle", /*keep_logits=*/true);
 }
 

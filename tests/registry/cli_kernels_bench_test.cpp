@@ -2,6 +2,8 @@
 // shared stories260K model (fails, not skips, when the data is missing).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "llmport/dtype.hpp"
@@ -85,6 +87,36 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
   const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 17 / (1 << 20);
   EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(), 1.1 * (want_mib + kv_mib + 64), 1e-3);
   EXPECT_GT(j[0].at("peak_rss_mib").get<double>(), 0);
+}
+
+// A quantized bench: the reports name the dtype, the packed weights shrink with the block
+// format, and the decode bound's bytes per token are the quantization plan's (the figure
+// `check --dtype` prints), not the base dtype's.
+TEST(CliBench, QuantizedDtypesBenchWithThePlansBytes) {
+  const auto model = shared_path("models/stories260K").string();
+  std::map<std::string, double> packed;
+  for (const char* dtype : {"fp32", "q8_0", "q4_0"}) {
+    SCOPED_TRACE(dtype);
+    auto r = run_llmport({"bench", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1", "-o", "json",
+                          "--no-roofline", "--dtype", dtype});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(j.empty());
+    EXPECT_EQ(j[0].at("dtype"), dtype);
+    packed[dtype] = j[0].at("packed_weight_mib").get<double>();
+  }
+  EXPECT_LT(packed["q8_0"], packed["fp32"]);
+  EXPECT_LT(packed["q4_0"], packed["q8_0"]);
+  auto plan = run_llmport({"check", model, "--json", "--dtype", "q4_0"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const double bytes = nlohmann::json::parse(plan.out).at("quantization").at("bytes_per_token").get<double>();
+  auto roof = run_llmport({"bench", model, "--roofline", "-o", "json", "-t", "1", "--dtype", "q4_0"});
+  ASSERT_EQ(roof.exit_code, 0) << roof.err;
+  const auto rj = nlohmann::json::parse(roof.out);
+  EXPECT_EQ(rj.at("dtype"), "q4_0");
+  EXPECT_NEAR(rj.at("weight_mib").get<double>(), bytes / (1 << 20), 1e-9);
+  EXPECT_EQ(run_llmport({"bench", model, "--dtype", "q5_0", "--no-roofline"}).exit_code, 2);
+  EXPECT_EQ(run_llmport({"bench", model, "--quantize-lm-head", "q8_0", "--no-roofline"}).exit_code, 2);
 }
 
 // With the roofline, each repetition has its own bound (re-measured next to it) and

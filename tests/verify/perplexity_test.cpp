@@ -151,9 +151,34 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0"});
   EXPECT_EQ(q4.exit_code, 0) << q4.err;
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
-  // verify's gates do not speak the quantized dtypes yet: an unknown dtype there.
-  auto v = run_llmport({"verify", m, "--dtype", "q8_0"});
-  EXPECT_EQ(v.exit_code, 2) << v.err;
+}
+
+// A planted quantization fault (every block scale of one quantized projection x2: o_proj of
+// one layer, input 64) moves the q4_0 perplexity KLD of stories260K outside the 5% band
+// around the reference's figure, in every layer: the band is a check that can fail. The
+// reference backend (exact dequantization) is the measuring side.
+TEST(Perplexity, ADoubledQuantScaleLeavesTheKldBand) {
+  const auto g = ppl_golden();
+  const auto& want = g["results"][0];
+  const int ctx = want["ctx"];
+  const double golden_kld = want["quant"]["q4_0"]["mean_kld"];
+  TempDir t;
+  auto base_opt = fp32_options(ctx);
+  base_opt.save_logits = t.path() / "fp32.bin";
+  run_perplexity(stories_dir(), ppl_text(), base_opt);
+  const int n_layers = 5;  // stories260K (config.json num_hidden_layers)
+  for (int layer = 0; layer < n_layers; ++layer) {
+    SCOPED_TRACE(layer);
+    auto opt = fp32_options(ctx);
+    opt.engine.backend = "reference";
+    opt.engine.dtype.reset();
+    set_dtype_flag(opt.engine, "q4_0");
+    opt.engine.fault = FaultInjection::parse("proj_scale@" + std::to_string(layer) + "=2");
+    opt.kl_base = t.path() / "fp32.bin";
+    const auto r = run_perplexity(stories_dir(), ppl_text(), opt);
+    ASSERT_TRUE(r.kl.has_value());
+    EXPECT_GT(r.kl->mean, 1.05 * golden_kld) << "layer " << layer << ": " << r.kl->mean;
+  }
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ inline VerifyResult verify_golden(const std::filesystem::path& model, const std:
   o.reference = "golden:" + golden.string();
   o.engine.backend = "cpu";
   o.engine.threads = 1;
-  if (!dtype.empty()) o.engine.dtype = parse_dtype(dtype);
+  if (!dtype.empty()) set_dtype_flag(o.engine, dtype);  // also q8_0 / q4_0
   if (!fault.empty()) o.engine.fault = FaultInjection::parse(fault);
   return run_verify(model, o);
 }

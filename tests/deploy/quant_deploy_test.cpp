@@ -1,0 +1,75 @@
+// Quantized deployments (issue #15): stories260K deploys in q8_0 and q4_0 against the
+// independent golden through every phase, judged by the KLD gate, with the gate's figures in
+// the manifest, the phase results and the evaluation report; the gate's options are
+// checked before anything is written.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using llmport::test::read_file;
+using llmport::test::run_llmport;
+using llmport::test::shared_path;
+using llmport::test::TempDir;
+using nlohmann::json;
+
+std::string golden() { return "golden:" + shared_path("models/stories260K/golden/public.json").string(); }
+
+TEST(QuantDeploy, StoriesDeploysInQ8AndQ4WithTheKldGate) {
+  for (const char* dtype : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(dtype);
+    TempDir t;
+    const fs::path ws = t.path() / "ws";
+    auto r = run_llmport({"deploy", shared_path("models/stories260K").string(), "--dtype", dtype, "--reference",
+                          golden(), "--workspace", ws.string(), "--threads", "1", "--quick"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const fs::path dir = ws / "stories260k";
+    const json m = json::parse(read_file(dir / "deployment.json"));
+    EXPECT_EQ(m["dtype"], dtype);
+    for (int phase : {3, 7}) {
+      SCOPED_TRACE(phase);
+      const json& ph = m["phases"][phase];
+      EXPECT_TRUE(ph["status"] == "PASS" || ph["status"] == "PASS-with-warnings") << ph.dump();
+    }
+    const json& v = m["phases"][3]["numbers"]["verify"];
+    EXPECT_EQ(v["gate"], "kld");
+    EXPECT_EQ(v["dtype"], dtype);
+    EXPECT_LE(v["mean_kl"].get<double>(), v["kl_bound"].get<double>());
+    EXPECT_EQ(v["kl_bound"].get<double>(), std::string(dtype) == "q8_0" ? 2e-3 : 0.15);
+    const std::string eval = read_file(dir / "docs" / "evaluation_report.md");
+    EXPECT_NE(eval.find(std::string(dtype) + " KLD gate: mean KL PASS"), std::string::npos) << eval;
+    EXPECT_NE(eval.find("KLD gate of the quantized dtype"), std::string::npos) << eval;
+    const std::string arch = read_file(dir / "ARCHITECTURE.md");
+    EXPECT_NE(arch.find("## Quantization (" + std::string(dtype) + ")"), std::string::npos);
+    EXPECT_NE(arch.find("down_proj"), std::string::npos);  // kept: input 172 is not a multiple of 32
+    EXPECT_NE(read_file(dir / "Makefile").find("--dtype " + std::string(dtype)), std::string::npos);
+  }
+}
+
+TEST(QuantDeploy, GateOptionsAreCheckedBeforeAnythingIsWritten) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : {Case{{"--dtype", "bf16", "--kl-bound", "0.1"}, "--kl-bound and --min-top1"},
+                        Case{{"--min-top1", "0.9"}, "--kl-bound and --min-top1"},
+                        Case{{"--dtype", "q4_0", "--min-top1", "1.5"}, "--min-top1 1.5"},
+                        Case{{"--dtype", "q4_0", "--kl-bound", "0"}, "--kl-bound 0"},
+                        Case{{"--quantize-lm-head", "q8_0"}, "needs a quantized --dtype"},
+                        Case{{"--dtype", "q4_0", "--quantize-lm-head", "q3_k"}, "expected q8_0 or q4_0"},
+                        Case{{"--dtype", "q5_1"}, "unknown dtype 'q5_1'"}}) {
+    TempDir t;
+    std::vector<std::string> args = {"deploy", shared_path("models/stories260K").string(), "--workspace",
+                                     (t.path() / "ws").string(), "--threads", "1"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(t.path() / "ws" / "stories260k")) << c.says;
+  }
+}
+
+}  // namespace

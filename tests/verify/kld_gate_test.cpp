@@ -1,0 +1,122 @@
+// The KLD gate of a quantized engine (issue #15): stories260K in q8_0 and q4_0 against the
+// independent golden passes on mean KL and top-1 agreement; each bound fails the run when
+// set just below what the run measured; a planted x2 scale on one quantized projection
+// fails it; and the gate's options are refused where they mean nothing.
+#include <gtest/gtest.h>
+
+#include "llmport/error.hpp"
+#include "llmport/verify.hpp"
+#include "support/test_support.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+using test::stories_dir;
+using test::stories_golden;
+
+VerifyOptions quant_options(const std::string& dtype) {
+  VerifyOptions o;
+  o.reference = "golden:" + stories_golden().string();
+  o.engine.backend = "cpu";
+  o.engine.threads = 1;
+  set_dtype_flag(o.engine, dtype);
+  return o;
+}
+
+bool has_failure(const VerifyResult& r, const std::string& what) {
+  for (const auto& f : r.failures)
+    if (f.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST(KldGate, DefaultsAreTheIssuesBounds) {
+  EXPECT_EQ(kld_gate_defaults(QuantType::Q8_0).max_mean_kl, 2e-3);
+  EXPECT_EQ(kld_gate_defaults(QuantType::Q8_0).min_top1, 0.97);
+  EXPECT_EQ(kld_gate_defaults(QuantType::Q4_0).max_mean_kl, 0.15);
+  EXPECT_EQ(kld_gate_defaults(QuantType::Q4_0).min_top1, 0.78);
+  EXPECT_THROW(kld_gate_defaults(QuantType::None), UsageError);
+}
+
+// Both dtypes pass with the default bounds; then each bound, set just below the measured
+// figure, is what fails the same run.
+TEST(KldGate, QuantizedStoriesPassesAndEachBoundCanFailIt) {
+  for (const char* dtype : {"q8_0", "q4_0"}) {
+    SCOPED_TRACE(dtype);
+    const VerifyResult r = run_verify(stories_dir(), quant_options(dtype));
+    ASSERT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());
+    EXPECT_EQ(r.gate, "kld");
+    EXPECT_EQ(r.dtype, dtype);
+    const KldGate d = kld_gate_defaults(parse_quant(dtype));
+    EXPECT_EQ(r.kl_bound, d.max_mean_kl);
+    EXPECT_EQ(r.min_top1, d.min_top1);
+    EXPECT_GT(r.mean_kl, 0.0);  // quantization changes the logits
+    EXPECT_LE(r.mean_kl, r.kl_bound);
+    EXPECT_GE(r.top1_agreement, r.min_top1);
+    EXPECT_TRUE(r.reference_independent);
+    EXPECT_EQ(r.to_json()["gate"], "kld");
+    EXPECT_NE(r.to_markdown().find("KLD gate of a quantized engine"), std::string::npos);
+
+    auto tight_kl = quant_options(dtype);
+    tight_kl.kl_bound = 0.9 * r.mean_kl;
+    const VerifyResult a = run_verify(stories_dir(), tight_kl);
+    EXPECT_FALSE(a.pass);
+    EXPECT_TRUE(has_failure(a, "mean KL per step")) << a.failures.size();
+    EXPECT_EQ(a.mean_kl, r.mean_kl);  // the same run, only the bound moved
+
+    if (r.top1_agreement > 0.0) {
+      auto tight_top1 = quant_options(dtype);
+      tight_top1.min_top1 = std::min(1.0, r.top1_agreement + 1e-6);
+      const VerifyResult b = run_verify(stories_dir(), tight_top1);
+      if (r.top1_agreement < 1.0) {
+        EXPECT_FALSE(b.pass);
+        EXPECT_TRUE(has_failure(b, "top-1 agreement"));
+      }
+    }
+  }
+}
+
+// A x2 error in the block scales of one quantized projection (o_proj of layer 0: input
+// n_heads x head_dim = 64, a multiple of 32) moves the logits far outside the q8_0 gate.
+TEST(KldGate, ADoubledQuantScaleFailsTheGate) {
+  auto o = quant_options("q8_0");
+  o.engine.fault = FaultInjection::parse("proj_scale@0=2");
+  const VerifyResult r = run_verify(stories_dir(), o);
+  EXPECT_FALSE(r.pass);
+  EXPECT_GT(r.mean_kl, r.kl_bound);
+  EXPECT_NE(r.fault, "");
+}
+
+TEST(KldGate, OptionsAreRefusedWhereTheyMeanNothing) {
+  auto unquantized = quant_options("fp32");
+  unquantized.min_top1 = 0.9;
+  EXPECT_THROW(run_verify(stories_dir(), unquantized), UsageError);
+  auto bad_share = quant_options("q4_0");
+  bad_share.min_top1 = 1.5;
+  EXPECT_THROW(run_verify(stories_dir(), bad_share), UsageError);
+  auto bad_kl = quant_options("q4_0");
+  bad_kl.kl_bound = -1;
+  EXPECT_THROW(run_verify(stories_dir(), bad_kl), UsageError);
+}
+
+TEST(KldGate, CliSaysWhichGateDecided) {
+  const std::string m = stories_dir().string(), ref = "golden:" + stories_golden().string();
+  test::TempDir t;
+  auto ok = test::run_llmport({"verify", m, "--dtype", "q4_0", "--reference", ref, "--threads", "1", "--report-dir",
+                               (t.path() / "r").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err << ok.out;
+  EXPECT_NE(ok.out.find("q4_0 KLD gate: mean KL"), std::string::npos) << ok.out;
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--dtype", "q4_0", "--min-top1", "1.5"},
+        std::vector<std::string>{"--dtype", "bf16", "--min-top1", "0.9"},
+        std::vector<std::string>{"--dtype", "bf16", "--quantize-lm-head", "q8_0"},
+        std::vector<std::string>{"--dtype", "q8_0", "--quantize-lm-head", "q5_0"}}) {
+    std::vector<std::string> args = {"verify", m, "--reference", ref, "--threads", "1"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    auto r = test::run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[1] << " " << bad[3] << ": " << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace llmport
