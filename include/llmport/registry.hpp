@@ -6,6 +6,7 @@
 // writable registry directory (e.g. <deployment>/registry/) that is looked up first.
 // Also the library side of `llmport kernels validate|sweep` used by the deploy pipeline.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -256,10 +257,13 @@ std::string validation_row_string(const ValidationRow& r);
 /// Sweeps the candidate tile configs of every linear shape of the model for the
 /// prefill GEMM (`prefill` true, m = prefill_m) or the decode GEMV, records all candidates
 /// and the fastest passing one in `registry` (writable) with used_by = model_name, saves.
-/// Returns the recorded entries. `threads` as Backend::set_threads.
+/// Returns the recorded entries. `threads` as Backend::set_threads. A linear shape [n, k]
+/// for which `keep_shape(n, k)` is false is not swept (a quantized deployment's quantized
+/// projections never run the base-dtype GEMM/GEMV); empty = every shape.
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
-                                         int threads = 0, int prefill_m = 512, int reps = 3);
+                                         int threads = 0, int prefill_m = 512, int reps = 3,
+                                         const std::function<bool(int n, int k)>& keep_shape = {});
 
 /// Records validation rows as validated entries (phase 1) with the configs used.
 void record_validation(const std::vector<ValidationRow>& rows, DType dtype, const std::string& isa,

@@ -198,8 +198,11 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                            s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)")
                                ->check(thread_count());
                            s->add_option("--registry", a->registry, "Writable registry dir");
-                           s->add_option("--prefill-m", a->prefill_m, "Prefill rows (default min(512, context))")
-                               ->check(at_least(1));
+                           // m = 1 is the decode GEMV (validated and swept on its own): a prefill
+                           // GEMM has at least 2 rows.
+                           s->add_option("--prefill-m", a->prefill_m,
+                                         "Prefill GEMM rows, >= 2 (default min(512, context))")
+                               ->check(at_least(2));
                            s->add_option("--name", a->name, "Model name for used_by (default: directory name)");
                          }
                          val->add_option("--isa", a->isa, "Force the ISA level (avx512bf16|avx512|avx2|scalar)");

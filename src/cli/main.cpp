@@ -35,10 +35,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   } catch (const CLI::ParseError& e) {
-    // Same one-line shape as every other error, plus where to look.
+    // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << printable(e.what()) << "\n(see " << cmd << " --help)\n";
+    std::cerr << "error: " << printable(e.what()) << " (see " << cmd << " --help)\n";
     return kExitBadInput;
   }
   try {

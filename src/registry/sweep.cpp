@@ -13,7 +13,8 @@ namespace llmport {
 
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
-                                         int threads, int prefill_m, int reps) {
+                                         int threads, int prefill_m, int reps,
+                                         const std::function<bool(int n, int k)>& keep_shape) {
   auto backend = make_backend("cpu", threads);
   const std::string dt(dtype_name(dtype));
   std::vector<RegistryEntry> out;
@@ -22,6 +23,7 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
   OpHarness harness;
   for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
     if (kernel != (prefill ? "gemm" : "gemv")) continue;
+    if (keep_shape && !keep_shape(shape.at("n"), shape.at("k"))) continue;
     RegistryEntry e;
     if (const auto* old = registry.find(kernel, dt, backend->isa(), shape, here)) e = *old;
     e.kernel = kernel;

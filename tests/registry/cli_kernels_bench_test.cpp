@@ -198,6 +198,13 @@ TEST(CliBench, BadInputExits2) {
                          "--prefill-m", "100000"})
                 .exit_code,
             2);
+  // A prefill GEMM has >= 2 rows (m = 1 is the decode GEMV): --prefill-m 1 is a usage
+  // error naming the option, not a failed validation.
+  const auto m1 = run_llmport({"kernels", "validate", model, "--prefill-m", "1"});
+  EXPECT_EQ(m1.exit_code, 2) << m1.err;
+  EXPECT_NE(m1.err.find("--prefill-m"), std::string::npos) << m1.err;
+  const auto m2 = run_llmport({"kernels", "validate", model, "--prefill-m", "2", "--threads", "1"});
+  EXPECT_EQ(m2.exit_code, 0) << m2.out << m2.err;
 }
 
 }  // namespace
