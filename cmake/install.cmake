@@ -3,6 +3,9 @@
 # llmport::llmport) and llmport.pc. Every path is relative to the prefix, so the installed
 # tree works after it is moved (the binary finds ../share/llmport from /proc/self/exe).
 include(CMakePackageConfigHelpers)
+# cpack (and `make install`) install what was built instead of building every test and
+# benchmark first: the installed targets are llmport and llmport_lib only.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 
 set(LLMPORT_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR}/llmport)
 set(LLMPORT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/llmport)
@@ -29,7 +32,19 @@ install(FILES ${PROJECT_BINARY_DIR}/llmportConfig.cmake ${PROJECT_BINARY_DIR}/ll
 # pkg-config: prefix from the .pc file's own place (${pcfiledir}), so it moves with the tree.
 set(LLMPORT_PC_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 file(RELATIVE_PATH LLMPORT_PC_TO_PREFIX "/p/${LLMPORT_PC_DIR}" "/p")
-# What a static libllmport needs at the consumer's link (`pkg-config --static --libs`).
-set(LLMPORT_PC_REQUIRES_PRIVATE "fmt libpcre2-8 libutf8proc libcurl libcrypto cpp-httplib")
+string(REGEX REPLACE "/$" "" LLMPORT_PC_TO_PREFIX "${LLMPORT_PC_TO_PREFIX}")
+# A static libllmport's dependencies are needed at every consumer's link, so they are
+# Requires (plain `pkg-config --libs`; --static would also pull in their own static-only
+# dependencies, which Debian's -dev packages do not all ship); a shared one links them.
+set(_pc_deps "fmt, libpcre2-8, libutf8proc, libcurl, libcrypto, cpp-httplib")
+if(BUILD_SHARED_LIBS)
+  set(LLMPORT_PC_REQUIRES "nlohmann_json >= 3.10")
+  set(LLMPORT_PC_REQUIRES_PRIVATE "${_pc_deps}")
+  set(LLMPORT_PC_LIBS "-L\${libdir} -lllmport")
+else()
+  set(LLMPORT_PC_REQUIRES "nlohmann_json >= 3.10, ${_pc_deps}")
+  set(LLMPORT_PC_REQUIRES_PRIVATE "")
+  set(LLMPORT_PC_LIBS "-L\${libdir} -lllmport -fopenmp -pthread")
+endif()
 configure_file(cmake/llmport.pc.in ${PROJECT_BINARY_DIR}/llmport.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/llmport.pc DESTINATION ${LLMPORT_PC_DIR})

@@ -1,7 +1,9 @@
 # Shared by the install tests: fail() and the golden's expected text, from the environment
 # the CTest definitions give (tests/install/CMakeLists.txt).
 fail() { echo "FAIL: $*" >&2; exit 1; }
-: "${LLMPORT_SHARED:?LLMPORT_SHARED is not set (the shared data root)}"
+# $LLMPORT_SHARED, else ../shared beside the checkout (as tests/support does).
+LLMPORT_SHARED="${LLMPORT_SHARED:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/shared}"
+[ -d "$LLMPORT_SHARED" ] || fail "shared data $LLMPORT_SHARED missing (set LLMPORT_SHARED)"
 STORIES="$LLMPORT_SHARED/models/stories260K"
 GOLDEN="$STORIES/golden/public.json"
 [ -f "$GOLDEN" ] || fail "$GOLDEN missing (shared data)"

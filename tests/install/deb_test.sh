@@ -6,7 +6,7 @@
 set -euo pipefail
 build="$1"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-: "${LLMPORT_SHARED:?LLMPORT_SHARED is not set (the shared data root)}"
+LLMPORT_SHARED="${LLMPORT_SHARED:-$(cd "$(dirname "$0")/../../.." && pwd)/shared}"
 [ "$(id -u)" = 0 ] || fail "dpkg -i needs root (run as root, e.g. in CI)"
 ! dpkg -s llmport >/dev/null 2>&1 || fail "a package llmport is already installed; not touching it"
 rm -rf "$build/packages"

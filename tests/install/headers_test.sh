@@ -6,13 +6,18 @@
 set -euo pipefail
 build="$1" src="$2"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-tmp="$(mktemp -d /tmp/llmport-headers.XXXXXX)"
+# A fixed place under the build tree (not mktemp): the same paths each run, so ccache
+# (CCACHE_BASEDIR) serves the header compiles from the cache.
+tmp="$build/tests/install/headers"
+rm -rf "$tmp" && mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 bad="$(grep -Hn '#include "' "$tmp/prefix/include/llmport/"*.hpp | grep -v '#include "llmport/' || true)"
 [ -z "$bad" ] || fail "public headers include non-public headers: $bad"
 n="$(ls "$tmp/prefix/include/llmport/"*.hpp | wc -l)"
-cmake -S "$src/tests/install/headers" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/configure.log" 2>&1 ||
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S "$src/tests/install/headers" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" "${launcher[@]}" >"$tmp/configure.log" 2>&1 ||
   { cat "$tmp/configure.log"; fail "configure"; }
-cmake --build "$tmp/build" -j"$(nproc)" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "a header does not compile alone"; }
+cmake --build "$tmp/build" -j2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "a header does not compile alone"; }
 echo "headers: $n public headers compile alone against the installed tree"
