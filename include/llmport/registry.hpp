@@ -107,7 +107,9 @@ class KernelRegistry {
   /// `shipped`: read-only (may not exist: then empty). `writable`: created on first save.
   /// Malformed JSON files throw ConfigError naming the file.
   KernelRegistry(std::filesystem::path shipped, std::optional<std::filesystem::path> writable);
-  /// data/registry/<target> of this build (env LLMPORT_REGISTRY_DATA overrides the root).
+  /// <data dir>/registry/<target> (llmport/data_dir.hpp: $LLMPORT_DATA_DIR, the install
+  /// prefix's share/llmport, or the source tree's data/). Throws UsageError when there is
+  /// no data directory.
   static std::filesystem::path shipped_dir(const std::string& target = "cpu");
 
   /// Exact lookup of an entry measured on `machine` (writable first, then shipped);

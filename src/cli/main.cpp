@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.hpp"
+#include "cli/version.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   ::unsetenv("LLMPORT_EXE");
   CLI::App app{"llmport: bring a Hugging Face decoder-only LLM up on a compute target, "
                "verify it against a reference, make it fast, deploy it"};
-  app.set_version_flag("--version", std::string("llmport ") + LLMPORT_VERSION);
+  app.set_version_flag("--version", [] { return cli::version_text(); }, "version, build, ISA levels, data dir");
   app.require_subcommand(1);
 
   auto& cmds = cli::commands();
