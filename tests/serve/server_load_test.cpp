@@ -22,7 +22,7 @@ struct Answer {
 };
 
 // Sends `request` on a fresh connection and reads the answer to EOF (Connection: close).
-Answer http_exchange(int port, const std::string& request, int seconds = 30) {
+Answer http_exchange(int port, const std::string& request, int seconds = 10) {
   const int fd = raw_connect_send(port, request);
   if (fd < 0) return {};
   const std::string s = read_until(fd, "\r\n0\r\n\r\n", seconds);  // EOF or a chunked end
@@ -166,15 +166,24 @@ class LoadRun {
   std::atomic<int> valid_ok_{0};
 };
 
-// Runs requests [first, first + n) from `clients` threads.
-void run_mix(LoadRun& run, std::size_t first, std::size_t n, int clients) {
-  std::atomic<std::size_t> next{first};
+// Runs requests [first, first + n) from `clients` threads, none started after `deadline`;
+// returns how many were not started.
+std::size_t run_mix(LoadRun& run, std::size_t first, std::size_t n, int clients,
+                    std::chrono::steady_clock::time_point deadline) {
+  std::atomic<std::size_t> next{first}, skipped{0};
   std::vector<std::future<void>> fs;
   for (int k = 0; k < clients; ++k)
     fs.push_back(std::async(std::launch::async, [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < first + n;) run.one(i);
+      for (std::size_t i; (i = next.fetch_add(1)) < first + n;) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          skipped.fetch_add(1);
+          continue;
+        }
+        run.one(i);
+      }
     }));
   for (auto& f : fs) f.get();
+  return skipped.load();
 }
 
 std::string metrics_text(int port) {
@@ -197,6 +206,10 @@ TEST(ServeLoad, MixedValidMalformedOversizedAndDisconnectsNoLeaksRightAnswers) {
   const char* env = std::getenv("LLMPORT_SERVE_LOAD_REQUESTS");
   const std::size_t n = env ? std::strtoul(env, nullptr, 10) : 2000;
   ASSERT_GE(n, 120u);
+  // Bounded in time too: a server that stalls fails the run instead of hanging it (each
+  // exchange waits 10 s at most).
+  const char* env_s = std::getenv("LLMPORT_SERVE_LOAD_SECONDS");
+  const double max_s = env_s ? std::atof(env_s) : 120;
   std::ifstream f(shared_path("models/stories260K/golden/public.json"));
   const json cases = json::parse(f).at("cases");
   ServerProcess s({shared_path("models/stories260K").string(), "--parallel", "4", "--queue", "64", "--threads", "1"});
@@ -217,12 +230,18 @@ TEST(ServeLoad, MixedValidMalformedOversizedAndDisconnectsNoLeaksRightAnswers) {
     }
   });
 
+  struct StopMonitor {  // on every exit (an ASSERT too): the monitor's future waits for it
+    std::atomic<bool>& flag;
+    ~StopMonitor() { flag.store(true); }
+  } stop_monitor{stop};
   const auto t0 = std::chrono::steady_clock::now();
-  run_mix(run, 0, kWarmup, clients);  // warm-up: every kind, pool threads and allocator arenas
+  const auto deadline = t0 + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                 std::chrono::duration<double>(max_s));
+  std::size_t skipped = run_mix(run, 0, kWarmup, clients, deadline);  // warm-up: every kind, pool threads and allocator arenas
   std::string m;
   ASSERT_TRUE(settled(s.port(), m)) << m;
   const long rss_before = rss_kib(s.pid());
-  run_mix(run, kWarmup, n, clients);
+  skipped += run_mix(run, kWarmup, n, clients, deadline);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stop.store(true);
   monitor.get();
@@ -231,6 +250,7 @@ TEST(ServeLoad, MixedValidMalformedOversizedAndDisconnectsNoLeaksRightAnswers) {
   std::cerr << "load run: " << n << " requests (+" << kWarmup << " warm-up) in " << secs << " s, valid ok " << run.valid_ok()
             << ", RSS " << rss_before << " -> " << rss_after << " KiB\n";
 
+  EXPECT_EQ(skipped, 0u) << "requests not started within " << max_s << " s";
   for (const auto& e : run.failures()) ADD_FAILURE() << e;
   // The whole valid answers (kinds 0-4 of 12; the streamed kind 5 is checked, not counted): all right.
   std::size_t whole = 0;
