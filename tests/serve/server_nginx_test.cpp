@@ -86,7 +86,9 @@ TEST(ServeNginx, TwoReplicasBehindTheDocumentedConfigOneKilledMidRun) {
   ASSERT_NE(block.find("server 127.0.0.1:8081"), std::string::npos) << "docs/serving.md: no nginx example";
 
   const std::string model = shared_path("models/stories260K").string();
-  std::vector<std::string> args = {model, "--parallel", "2", "--threads", "1"};
+  // A 5 ms pause per step (test-only) makes a 32-token answer take ~0.2 s, so the kill
+  // below finds requests in flight on A: nginx must retry them on B (non_idempotent).
+  std::vector<std::string> args = {model, "--parallel", "2", "--threads", "1", "--test-step-delay-ms", "5"};
   auto a = std::make_unique<ServerProcess>(args);
   ServerProcess b(args);
   ASSERT_TRUE(a->wait_ready()) << a->stderr_text();
@@ -143,6 +145,11 @@ TEST(ServeNginx, TwoReplicasBehindTheDocumentedConfigOneKilledMidRun) {
   auto c1 = std::async(std::launch::async, client, 1);
   auto c2 = std::async(std::launch::async, client, 2);
   while (done.load() < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Kill A while it is generating an answer (bounded wait for one to be in flight there).
+  bool busy = false;
+  for (int i = 0; i < 200 && !busy; ++i)
+    busy = metric(curl("GET", a->url("/metrics")).body, "llmport_requests_active") >= 1;
+  EXPECT_TRUE(busy);
   a.reset();  // SIGKILL
   c1.get();
   c2.get();
