@@ -2,7 +2,8 @@
 // unprivileged config in a temp dir: own pid, logs and temp paths, `daemon off`) in front of
 // two stories260K replicas of `llmport serve`. Requests through nginx get the golden greedy
 // answers from both replicas; one replica is SIGKILLed mid-run and every request still
-// succeeds (on the other). Fails, not skips, when nginx is not installed.
+// succeeds (on the other; A dies while generating, and without the config's
+// `non_idempotent` retry those requests would be 502s). Fails, not skips, without nginx.
 #include <future>
 
 #include "serve/serve_test_util.hpp"
