@@ -8,7 +8,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config ccache git make python3 dpkg-dev file \
   nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev \
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev \
-  curl \
+  curl nginx \
   libgtest-dev libgmock-dev libbenchmark-dev \
   clang libclang-rt-14-dev libomp-14-dev llvm-14 >/dev/null
 # clang, libclang-rt-14-dev (ASan/UBSan/LSan runtimes, libFuzzer), libomp-14-dev (OpenMP

@@ -10,10 +10,13 @@
 //   400 malformed JSON, a field of the wrong type or out of range, n != 1, echo true,
 //       n_prompt + max_tokens - 1 beyond the slot's context (message names the numbers);
 //   401 missing or wrong `Authorization: Bearer KEY` when api_key is set (/v1/* only);
-//   404 unknown route; 405 known route, wrong method; 413 body over max_body_bytes;
+//   404 unknown route; 405 known route, wrong method; 413 body over max_body_bytes (any
+//       Content-Type, Content-Length or chunked);
 //   429 (with Retry-After) when `parallel` requests run and `queue` more wait;
 //   503 while loading or shutting down.
-// Unknown request fields are ignored.
+// Unknown request fields are ignored. A client that disconnects before its answer is
+// complete (streamed or not) cancels its generation and frees its slot (counted as status
+// 499 in llmport_requests_total).
 #include <cstddef>
 #include <filesystem>
 #include <memory>
@@ -55,7 +58,8 @@ struct ServeOptions {
 /// prints "listening on http://HOST:PORT" to stdout, loads the model (/health answers 503
 /// meanwhile), serves, and on the signal stops accepting requests (503), lets in-flight ones
 /// finish within shutdown_grace_s, cancels the rest and returns 0. Throws UsageError for bad
-/// options, a port it cannot bind, or weights + KV cache beyond the available memory (exit
+/// options, a port it cannot bind ("cannot bind HOST:PORT: ..."; the socket has
+/// SO_REUSEADDR only, so a port another server holds is refused, not shared), or weights + KV cache beyond the available memory (exit
 /// 2), ConfigError / ArchitectureError for the model.
 int run_server(const std::filesystem::path& model_dir, const ServeOptions& opt);
 

@@ -3,6 +3,7 @@
 // whole responses, graceful shutdown. The engine work is the Scheduler's
 // (serve/scheduler.hpp).
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -25,6 +26,7 @@
 #include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
 #include "serve/api_error.hpp"
+#include "serve/connection.hpp"
 #include "serve/metrics.hpp"
 #include "serve/openai_request.hpp"
 #include "serve/scheduler.hpp"
@@ -174,7 +176,8 @@ class Server {
       port = http_.bind_to_any_port(opt_.host);
       if (port < 0) throw UsageError("cannot bind " + opt_.host + " on any port");
     } else if (!http_.bind_to_port(opt_.host, port)) {
-      throw UsageError("cannot bind " + opt_.host + ":" + std::to_string(port) + " (in use, or not an address here)");
+      throw UsageError("cannot bind " + opt_.host + ":" + std::to_string(port) +
+                       ": the port is in use or the address is not one of this machine's");
     }
     std::cout << "listening on http://" << opt_.host << ":" << port << std::endl;
     std::thread http_thread([this] { http_.listen_after_bind(); });
@@ -227,6 +230,13 @@ class Server {
   void setup_routes() {
     const std::size_t pool = static_cast<std::size_t>(opt_.parallel + opt_.queue + 4);
     http_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
+    // SO_REUSEADDR only: a restarted server binds while its old connections sit in
+    // TIME_WAIT. httplib's default adds SO_REUSEPORT, which lets a second server bind the
+    // same port and silently take half of its connections.
+    http_.set_socket_options([](socket_t sock) {
+      int yes = 1;
+      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     http_.set_payload_max_length(opt_.max_body_bytes);
     http_.set_read_timeout(30, 0);
     http_.set_write_timeout(30, 0);
@@ -283,11 +293,16 @@ class Server {
       const json m = {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
       res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
     });
-    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, Endpoint::Completions);
+    // Bodies are read by our handlers (ContentReader), not by httplib: its own reading caps
+    // application/x-www-form-urlencoded bodies (curl -d's default type) at 8 KiB in the
+    // compiled library, whatever the payload limit, and does not cap chunked bodies at all.
+    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                         const httplib::ContentReader& reader) {
+      if (std::string body; read_body(reader, res, body)) generate(req, res, Endpoint::Completions, body);
     });
-    http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-      generate(req, res, Endpoint::Chat);
+    http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                              const httplib::ContentReader& reader) {
+      if (std::string body; read_body(reader, res, body)) generate(req, res, Endpoint::Chat, body);
     });
     // Anything else: 405 for a known route with another method, else 404.
     auto fallback = [](const httplib::Request& req, httplib::Response& res) {
@@ -298,12 +313,38 @@ class Server {
         }
       send_error(res, 404, "unknown route " + req.method + " " + req.path);
     };
+    auto fallback_with_body = [this, fallback](const httplib::Request& req, httplib::Response& res,
+                                               const httplib::ContentReader& reader) {
+      if (std::string body; read_body(reader, res, body)) fallback(req, res);
+    };
     http_.Get(".*", fallback);
-    http_.Post(".*", fallback);
-    http_.Put(".*", fallback);
-    http_.Patch(".*", fallback);
-    http_.Delete(".*", fallback);
+    http_.Post(".*", fallback_with_body);
+    http_.Put(".*", fallback_with_body);
+    http_.Patch(".*", fallback_with_body);
+    http_.Delete(".*", fallback_with_body);
     http_.Options(".*", fallback);
+  }
+
+  // The whole request body, at most max_body_bytes; false (the response set: 413 over the
+  // limit, 400 for a body that could not be read) otherwise.
+  bool read_body(const httplib::ContentReader& reader, httplib::Response& res, std::string& body) const {
+    bool over = false;
+    const bool ok = reader([&](const char* data, std::size_t n) {
+      if (body.size() + n > opt_.max_body_bytes) {
+        over = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (ok) return true;
+    if (over || res.status == 413) {
+      send_error(res, 413, "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes");
+      res.set_header("Connection", "close");  // the rest of the body is not read
+    } else {
+      send_error(res, 400, "could not read the request body");
+    }
+    return false;
   }
 
   std::vector<int> prompt_ids(const GenerationRequest& r) const {
@@ -350,12 +391,12 @@ class Server {
     Inflight& operator=(const Inflight&) = delete;
   };
 
-  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep) {
+  void generate(const httplib::Request& req, httplib::Response& res, Endpoint ep, const std::string& body) {
     auto guard = std::make_shared<Inflight>(inflight_);
     GenerationRequest r;
     GenerationParams p;
     try {
-      r = parse_request(req.body, ep);
+      r = parse_request(body, ep);
       p.prompt = prompt_ids(r);
       p.max_tokens = token_budget(r, static_cast<int>(p.prompt.size()), slot_ctx_);
     } catch (const ApiError& e) {
@@ -377,6 +418,12 @@ class Server {
                       static_cast<long long>(std::time(nullptr)), model_name_};
     if (r.stream) return stream(res, r, head, gen, prompt, guard);
 
+    // A client that hangs up before its whole answer is ready cancels it (its slot is free
+    // at once); the socket is looked at every kClientCheck, whether tokens arrive or not
+    // (found at the first look: an answer ready sooner costs no search).
+    int client_fd = -2;  // -2: not looked for yet; -1: not found
+    constexpr auto kClientCheck = std::chrono::milliseconds(100);
+    auto next_check = Clock::now() + kClientCheck;
     TextPipe pipe(tok_.get(), prompt, r.stop);
     std::string text;
     std::vector<TokenLogprob> lps;
@@ -384,7 +431,15 @@ class Server {
     int n_gen = 0;
     TokenEvent ev;
     for (;;) {
-      const auto w = gen->next(ev, std::chrono::milliseconds(200));
+      const auto w = gen->next(ev, kClientCheck);
+      if (client_fd != -1 && Clock::now() >= next_check) {
+        next_check = Clock::now() + kClientCheck;
+        if (client_fd == -2) client_fd = find_connection_socket(req.local_port, req.remote_addr, req.remote_port);
+        if (client_fd >= 0 && peer_closed(client_fd)) {
+          gen->cancel();
+          return send_error(res, 499, "the client closed the connection");  // never delivered
+        }
+      }
       if (w == Generation::Wait::Timeout) continue;
       if (w == Generation::Wait::Done) break;
       ++n_gen;

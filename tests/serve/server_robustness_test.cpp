@@ -1,0 +1,138 @@
+// `llmport serve` against what a server meets in the field: a second server on a bound
+// port (exit 2, not a silently shared port), bodies in curl -d's default content type
+// (application/x-www-form-urlencoded) above httplib's 8 KiB cap for that type, chunked
+// bodies over the limit, and a non-streamed request whose client hangs up (cancelled, slot
+// freed, the next request served).
+#include <fstream>
+
+#include "serve/serve_test_util.hpp"
+
+namespace llmport::test {
+namespace {
+
+using json = nlohmann::json;
+
+std::string stories() { return shared_path("models/stories260K").string(); }
+json golden_case(std::size_t i) {
+  std::ifstream f(shared_path("models/stories260K/golden/public.json"));
+  return json::parse(f).at("cases").at(i);
+}
+
+// curl with a body from a file and no Content-Type of ours (curl's default for --data-binary
+// is application/x-www-form-urlencoded), plus extra arguments.
+HttpResult curl_file(const std::string& url, const std::filesystem::path& body, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {"curl", "-sS", "-o", "-", "--max-time", "60", "-w", "\n%{http_code}",
+                                   "--data-binary", "@" + body.string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.push_back(url);
+  const auto r = run_program(argv);
+  HttpResult h;
+  const auto nl = r.out.rfind('\n');
+  if (nl == std::string::npos) return h;
+  h.status = std::atoi(r.out.c_str() + nl + 1);
+  h.body = r.out.substr(0, nl);
+  return h;
+}
+
+void expect_openai_error(const HttpResult& r, int status, const std::string& message_part) {
+  EXPECT_EQ(r.status, status) << r.body;
+  const auto j = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+  EXPECT_TRUE(j["error"]["type"].is_string());
+  EXPECT_TRUE(j["error"].contains("param"));
+  EXPECT_TRUE(j["error"].contains("code"));
+  EXPECT_NE(j["error"]["message"].get<std::string>().find(message_part), std::string::npos) << r.body;
+}
+
+TEST(ServePort, ASecondServerOnABoundPortExits2NamingHostAndPort) {
+  ServerProcess first({stories(), "--parallel", "1", "--threads", "1"});
+  ASSERT_GT(first.port(), 0) << first.stderr_text();
+  const std::string port = std::to_string(first.port());
+  // Bounded: a second server that binds (the bug) would serve until the timeout (exit 124).
+  const auto r = run_program({"timeout", "20", LLMPORT_BIN, "serve", stories(), "--port", port, "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("error: cannot bind 127.0.0.1:" + port + ": ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.out, "");  // never "listening on"
+  ASSERT_TRUE(first.wait_ready()) << first.stderr_text();
+  EXPECT_EQ(first.signal_and_wait(SIGTERM, 20), 0);
+}
+
+class ServeBodies : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ = new ServerProcess({stories(), "--parallel", "2", "--threads", "1"});
+    ASSERT_TRUE(server_->wait_ready()) << server_->stderr_text();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static ServerProcess* server_;
+  TempDir dir_;
+};
+ServerProcess* ServeBodies::server_ = nullptr;
+
+TEST_F(ServeBodies, A100KiBFormEncodedBodyIsServedWithTheGoldenAnswer) {
+  const auto c = golden_case(0);
+  json req = {{"prompt", c.at("prompt")}, {"max_tokens", c.at("n_steps")}, {"temperature", 0},
+              {"padding", std::string(100 << 10, 'x')}};  // unknown fields are ignored
+  const auto file = dir_.path() / "body.json";
+  write_file(file, req.dump());
+  ASSERT_GT(std::filesystem::file_size(file), 100u << 10);
+  const auto r = curl_file(server_->url("/v1/completions"), file);  // no Content-Type: form-encoded
+  ASSERT_EQ(r.status, 200) << r.body.substr(0, 300);
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], c.at("completion_text"));
+  // And the same through an unknown route: 404, not httplib's 8 KiB 413.
+  expect_openai_error(curl_file(server_->url("/v1/nope"), file), 404, "unknown route POST /v1/nope");
+}
+
+TEST_F(ServeBodies, BodiesOverTheLimitAre413NamingItFormEncodedOrChunked) {
+  const auto file = dir_.path() / "big.json";
+  write_file(file, R"({"prompt":")" + std::string((8u << 20) + 10, 'a') + R"("})");
+  const std::string limit = "request body over the limit of 8388608 bytes";
+  expect_openai_error(curl_file(server_->url("/v1/completions"), file), 413, limit);
+  expect_openai_error(curl_file(server_->url("/v1/completions"), file,
+                                {"-H", "Content-Type: application/json", "-H", "Transfer-Encoding: chunked"}),
+                      413, limit);
+  EXPECT_EQ(curl("GET", server_->url("/health")).status, 200);
+}
+
+TEST(ServeDisconnect, AHungUpNonStreamedRequestIsCancelledAndTheNextOneServed) {
+  ServerProcess s({stories(), "--parallel", "1", "--queue", "0", "--ctx-size", "512", "--threads", "1",
+                   "--test-step-delay-ms", "20"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  // 400 tokens x 20 ms = 8 s if it ran to the end.
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":400,"temperature":0})";
+  const int fd = raw_connect_send(s.port(), post_request("/v1/completions", body));
+  ASSERT_GE(fd, 0);
+  double in_use = -1;
+  for (int i = 0; i < 40 && in_use != 1; ++i) {  // running
+    in_use = metric(curl("GET", s.url("/metrics")).body, "llmport_kv_cache_slots_in_use");
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(in_use, 1);
+  close(fd);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string m;
+  for (int i = 0; i < 100; ++i) {
+    m = curl("GET", s.url("/metrics")).body;
+    in_use = metric(m, "llmport_kv_cache_slots_in_use");
+    if (in_use == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double freed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(in_use, 0) << m;
+  EXPECT_LT(freed_s, 2.0);  // the check runs every 100 ms; the generation had 7 s to go
+  EXPECT_LT(metric(m, "llmport_generated_tokens_total"), 200) << m;
+  EXPECT_NE(m.find("llmport_requests_total{endpoint=\"/v1/completions\",status=\"499\"} 1"), std::string::npos) << m;
+  // The one slot (queue 0) serves the next request: a 429 here would mean it leaked.
+  const auto c = golden_case(1);
+  const auto r = curl("POST", s.url("/v1/completions"),
+                      json({{"prompt", c.at("prompt")}, {"max_tokens", c.at("n_steps")}, {"temperature", 0}}).dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], c.at("completion_text"));
+}
+
+}  // namespace
+}  // namespace llmport::test
