@@ -120,7 +120,14 @@ class Server {
     cfg_ = load_model_config(dir_);
     const int model_ctx = cfg_.max_seq > 0 ? cfg_.max_seq : cfg_.max_position_embeddings;
     slot_ctx_ = opt_.ctx_size / opt_.parallel;
-    if (model_ctx > 0) slot_ctx_ = std::min(slot_ctx_, model_ctx);
+    if (model_ctx > 0 && slot_ctx_ > model_ctx) {
+      // llama-server's rule: a slot never holds more positions than the model was made for
+      // (RoPE beyond it is untrained); said, not silent.
+      std::cerr << "warning: --ctx-size " << opt_.ctx_size << " over --parallel " << opt_.parallel << " is "
+                << slot_ctx_ << " tokens per slot, above the model's context of " << model_ctx
+                << ": each slot holds " << model_ctx << " tokens" << std::endl;
+      slot_ctx_ = model_ctx;
+    }
     if (slot_ctx_ < 2)
       throw UsageError("--ctx-size " + std::to_string(opt_.ctx_size) + " over --parallel " +
                        std::to_string(opt_.parallel) + " leaves " + std::to_string(slot_ctx_) +

@@ -300,6 +300,21 @@ TEST(ServeAuth, ApiKeyIsRequiredOnV1Only) {
   EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
 }
 
+// --ctx-size / --parallel above the model's context: each slot holds the model's context,
+// and the server says so (stories260K: max_position_embeddings 512) instead of clamping
+// silently.
+TEST(ServeCli, SlotContextAboveTheModelsIsCappedWithAWarning) {
+  ServerProcess s({stories(), "--parallel", "1", "--ctx-size", "4096", "--threads", "1"});
+  ASSERT_GT(s.port(), 0) << s.stderr_text();
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  EXPECT_NE(s.stderr_text().find("warning: --ctx-size 4096 over --parallel 1 is 4096 tokens per slot, above the "
+                                 "model's context of 512: each slot holds 512 tokens"),
+            std::string::npos)
+      << s.stderr_text();
+  EXPECT_NE(s.stderr_text().find("(1 slots x 512 tokens"), std::string::npos) << s.stderr_text();
+  EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
+}
+
 TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   auto r = run_llmport({"serve", stories(), "--parallel", "0"});
   EXPECT_EQ(r.exit_code, 2);
