@@ -192,7 +192,9 @@ struct KernelSelection {
   TileConfig quantized_linear_config(const Backend& backend, int n, int k, QuantType quant);
   /// backend.make_quantized_linear with the selected config, through the kernel cache when
   /// set (a second load of a quantized model reads the packed blocks: cache_hits).
-  std::unique_ptr<LinearWeight> make_quantized_linear(Backend& backend, const TensorView& w, QuantType quant);
+  /// `act` set: that activation format instead of the selected one.
+  std::unique_ptr<LinearWeight> make_quantized_linear(Backend& backend, const TensorView& w, QuantType quant,
+                                                      std::optional<ActQuant> act = {});
 
   /// The one line about skipped foreign entries ("" when none), e.g. "registry: 12 entries
   /// skipped: measured on GenuineIntel family 6 model 143 stepping 8 (avx512_bf16, 2 threads,

@@ -80,10 +80,11 @@ TileConfig KernelSelection::quantized_linear_config(const Backend& backend, int 
 }
 
 std::unique_ptr<LinearWeight> KernelSelection::make_quantized_linear(Backend& backend, const TensorView& w,
-                                                                     QuantType quant) {
+                                                                     QuantType quant, std::optional<ActQuant> act) {
   TileConfig cfg;
   if (w.shape.size() == 2)
     cfg = quantized_linear_config(backend, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1]), quant);
+  if (act) cfg[kActTileKey] = static_cast<int>(*act);
   if (!cache_dir) return backend.make_quantized_linear(w, quant, cfg);
   bool hit = false;
   auto lw = KernelCache(*cache_dir).get_or_quantize(backend, w, quant, cfg, &hit);

@@ -43,7 +43,9 @@ void Engine::Impl::load() {
   auto make_projection = [&](const TensorView& w, TensorRole role) {
     const QuantType qt = planned_quant(role, w.shape, opt.quant, opt.quant_lm_head);
     if (qt == QuantType::None) return make_linear(w);
-    return opt.kernels ? opt.kernels->make_quantized_linear(be, w, qt) : be.make_quantized_linear(w, qt);
+    if (opt.kernels) return opt.kernels->make_quantized_linear(be, w, qt, opt.quant_act);
+    return be.make_quantized_linear(w, qt, opt.quant_act ? TileConfig{{kActTileKey, static_cast<int>(*opt.quant_act)}}
+                                                         : TileConfig{});
   };
   embed = &weights.get(R::Embed);
   layers.resize(static_cast<std::size_t>(cfg.n_layers));

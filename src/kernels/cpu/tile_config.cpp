@@ -98,10 +98,12 @@ TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k) {
   (void)n;
   (void)k;
   (void)q;
-  // Decode GEMV, measured (docs/quantization.md "Choosing act"): with integer dot products
-  // (AVX2 maddubs, AVX-512 VNNI) q8 activation blocks are faster at every shape measured;
-  // scalar code widens faster than it multiplies integers one at a time.
-  return {{kActTileKey, isa == Isa::Scalar ? 0 : 1}};
+  (void)isa;
+  // Decode GEMV, measured at every level on the qwen3-0.6b shapes (bench/results/
+  // quant_act_gemv.md): q8 activation blocks are 1.5-3x faster than widening the weights
+  // to fp32 at every level, shape and format (integer dot products of 32 bytes per block
+  // instead of 32 conversions and multiplies), so it is the default everywhere.
+  return {{kActTileKey, 1}};
 }
 
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill) {
