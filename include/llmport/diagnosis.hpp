@@ -49,6 +49,9 @@ struct DiagnosisResult {
   int first_suspicious_layer = -1;  ///< -1 when nothing is flagged
   int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
   std::string planted_fault;  ///< test-only fault planted in the engine ("" = none)
+  /// Why the planted fault cannot show in this comparison ("" = it can): diagnosis compares
+  /// prefill hidden states, so a fault of decode steps or of the logits alone is invisible.
+  std::string blind_spot;
 
   nlohmann::json to_json() const;
   /// Markdown table (one row per layer + final_norm) with the flag summary.
@@ -56,6 +59,10 @@ struct DiagnosisResult {
   /// Standalone SVG line plot of min/median/mean cosine per layer.
   std::string to_svg() const;
 };
+
+/// What a diagnosis cannot see of `fault` (DiagnosisResult::blind_spot): kv_off_by_one acts
+/// on decode steps only and logit_scale on the logits only; "" for every other kind.
+std::string diagnosis_blind_spot(const FaultInjection& fault);
 
 /// Compares two prefills' hidden states (engine vs reference). Rows are matched by
 /// position (a golden has only the last position). Throws UsageError when the two

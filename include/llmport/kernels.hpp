@@ -271,6 +271,11 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
 /// phase 1 and `kernels validate --all-isas` check every one. Throws UsageError for an
 /// unknown backend.
 std::vector<std::string> backend_levels(const std::string& name);
+/// Implementation levels compiled into this build of backend `name`, best first, whether
+/// or not this machine runs them: cpu {"avx512bf16", "avx512", "avx2", "scalar"} (each
+/// level's kernel table; run-time dispatch picks the best supported one); reference
+/// {"scalar"}. Throws UsageError for an unknown backend.
+std::vector<std::string> backend_built_levels(const std::string& name);
 /// make_backend at a forced level (one of backend_levels(name)). Throws UsageError naming
 /// the level when this machine cannot run it or the backend has no such level.
 std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,

@@ -6,6 +6,7 @@
 // writable registry directory (e.g. <deployment>/registry/) that is looked up first.
 // Also the library side of `llmport kernels validate|sweep` used by the deploy pipeline.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -106,7 +107,9 @@ class KernelRegistry {
   /// `shipped`: read-only (may not exist: then empty). `writable`: created on first save.
   /// Malformed JSON files throw ConfigError naming the file.
   KernelRegistry(std::filesystem::path shipped, std::optional<std::filesystem::path> writable);
-  /// data/registry/<target> of this build (env LLMPORT_REGISTRY_DATA overrides the root).
+  /// <data dir>/registry/<target> (llmport/data_dir.hpp: $LLMPORT_DATA_DIR, the install
+  /// prefix's share/llmport, or the source tree's data/). Throws UsageError when there is
+  /// no data directory.
   static std::filesystem::path shipped_dir(const std::string& target = "cpu");
 
   /// Exact lookup of an entry measured on `machine` (writable first, then shipped);
@@ -270,12 +273,15 @@ std::string validation_row_string(const ValidationRow& r);
 /// Sweeps the candidate tile configs of every linear shape of the model for the
 /// prefill GEMM (`prefill` true, m = prefill_m) or the decode GEMV, records all candidates
 /// and the fastest passing one in `registry` (writable) with used_by = model_name, saves.
-/// Returns the recorded entries. `threads` as Backend::set_threads.
+/// Returns the recorded entries. `threads` as Backend::set_threads. A linear shape [n, k]
+/// for which `keep_shape(n, k)` is false is not swept (a quantized deployment's quantized
+/// projections never run the base-dtype GEMM/GEMV); empty = every shape.
 /// `quant` q8_0/q4_0 (decode only; UsageError for prefill): the layer projections' GEMVs
 /// on block-quantized weights, candidates act 0 / act 1, entries of dtype "q8_0"/"q4_0".
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
                                          int threads = 0, int prefill_m = 512, int reps = 3,
+                                         const std::function<bool(int n, int k)>& keep_shape = {},
                                          QuantType quant = QuantType::None);
 
 /// Records validation rows as validated entries (phase 1) with the configs used.

@@ -11,7 +11,9 @@
 
 namespace llmport {
 
-/// Sampling parameters. temperature <= 0 means greedy (argmax, ties to the smaller id).
+/// Sampling parameters. temperature <= 0 means greedy (argmax, ties to the smaller id); a
+/// positive temperature T samples softmax((logit - max) / T) computed in double, so any
+/// finite T works (T -> 0 tends to greedy, T -> inf to uniform over the kept tokens).
 struct SamplingParams {
   double temperature = 0.0;         ///< <= 0: greedy
   int top_k = 0;                    ///< 0: off
@@ -19,8 +21,8 @@ struct SamplingParams {
   double min_p = 0.0;               ///< 0: off; drop tokens with p < min_p * p_max
   double repetition_penalty = 1.0;  ///< 1: off; CTRL paper: logit / r if > 0 else logit * r
   uint64_t seed = 0;
-  /// Throws UsageError naming the parameter when out of range (top_p in (0, 1],
-  /// min_p in [0, 1], repetition_penalty > 0, top_k >= 0).
+  /// Throws UsageError naming the parameter when out of range (temperature finite and
+  /// >= 0, top_p in (0, 1], min_p in [0, 1], repetition_penalty > 0, top_k >= 0).
   void validate() const;
 };
 

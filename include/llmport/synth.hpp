@@ -1,6 +1,6 @@
 #pragma once
 // Synthetic models: Hugging Face-format directories (config.json, generation_config.json,
-// model.safetensors, optionally a copied tokenizer) with random weights at real or tiny
+// model.safetensors, optionally a copied or a generated printable-ASCII tokenizer) with random weights at real or tiny
 // shapes, deterministic by seed on every platform (llmport's own splitmix64 + Box-Muller,
 // not std::normal_distribution). Weight scales (fan_in = input width):
 //   embeddings N(0, 1); q/k/v/gate/up N(0, 1/sqrt(fan_in)); o_proj/down_proj
@@ -43,6 +43,9 @@ struct SynthOptions {
   uint64_t seed = 0;
   std::optional<DType> dtype;           ///< stored dtype; default the preset's torch_dtype
   std::filesystem::path tokenizer_dir;  ///< copy tokenizer files from here (optional)
+  /// Write a generated printable-ASCII BPE tokenizer sized to the vocabulary, with the
+  /// config's BOS/EOS ids as its special tokens (synth_tokenizer.hpp); excludes tokenizer_dir.
+  bool ascii_tokenizer = false;
   std::optional<int> vocab_size;        ///< overrides the preset's (the tokenizer's size)
   std::optional<int> bos_token_id;      ///< overrides (from the tokenizer)
   std::vector<int> eos_token_ids;       ///< overrides when non-empty (from the tokenizer)
@@ -61,7 +64,8 @@ struct SynthResult {
 /// of the config as resolve_model_config resolves it (the architecture table), so a synthetic
 /// model passes the strict tensor-set check by construction (bounded memory, multi-threaded
 /// generation, output independent of the thread count). Throws UsageError for an unknown
-/// preset or a non-empty output directory without `force`, WeightsError on I/O failure.
+/// preset, a non-empty output directory without `force`, ascii_tokenizer with tokenizer_dir
+/// or a vocabulary too small for it, WeightsError on I/O failure.
 SynthResult write_synthetic_model(const SynthOptions& opt);
 /// The same for a preset that is not in synth_presets() (opt.preset is ignored), e.g. a tiny
 /// config built from an architecture-table row in tests. Also throws ConfigError /

@@ -344,8 +344,8 @@ inline constexpr uint64_t kIdPromptSeed = 20240607;
 /// vocab_size), lengths 20, 1, 8, 33, 3, 12, 48, 5, each capped at max(1, context - n_steps)
 /// so prompt + steps fit the context. Throws UsageError when vocab_size <= 0.
 std::vector<PromptSpec> builtin_id_prompts(int vocab_size, int context, int n_steps = kDefaultSteps);
-/// Directory of the built-in prompt sets (data/prompts): $LLMPORT_DATA/prompts when
-/// that environment variable is set, else the source tree's data/prompts.
+/// Directory of the built-in prompt sets: <data dir>/prompts (llmport/data_dir.hpp).
+/// Throws UsageError when there is no data directory.
 std::filesystem::path prompt_set_dir();
 
 }  // namespace llmport

@@ -3,6 +3,7 @@
 // processing (ppN) and text generation (tgN) throughput, mean +- stddev tokens/s over
 // repetitions, each with its fraction of this machine's roofline measured in the same run.
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <cmath>
 #include <fstream>
@@ -33,7 +34,8 @@ struct BArgs {
   std::string model, prompts = "512", dtype, output = "md", registry, kernel_cache, quantize_lm_head;
   std::string compare;  // llama-bench -o json results to print beside ours
   std::string backend = "cpu";
-  int n_gen = 128, reps = 3, threads = 0;
+  int n_gen = 128, reps = 3, threads = 0;  // threads: the run being measured (one of thread_list)
+  std::vector<int> thread_list{0};          // -t 1,2: one run per count (llama-bench's -t list)
   bool roofline_only = false, no_roofline = false;
 };
 
@@ -382,8 +384,8 @@ void print_compare(const BArgs& a, const Plan& p, const RunFacts& f, const std::
   }
 }
 
-void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFacts& f,
-                const std::vector<TestResult>& results) {
+nlohmann::json json_rows(const BArgs& a, const Plan& p, const Roofline& roof, const RunFacts& f,
+                         const std::vector<TestResult>& results) {
   nlohmann::json cache_json = nullptr;
   if (!a.kernel_cache.empty())
     cache_json = {{"dir", a.kernel_cache}, {"hits", f.sel->cache_hits}, {"packed", f.sel->cache_misses}};
@@ -410,11 +412,10 @@ void print_json(const BArgs& a, const Plan& p, const Roofline& roof, const RunFa
                                  {"f32_gflops", roof.f32_gflops},
                                  {"compute_peak_gflops", f.peak.gflops},
                                  {"compute_peak", f.peak.kind}}}});
-  std::cout << arr.dump(1) << "\n";
+  return arr;
 }
 
 void print_csv(const BArgs& a, const Plan& p, const RunFacts& f, const std::vector<TestResult>& results) {
-  std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
   for (const auto& t : results)
     std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", p.name, a.backend, f.isa,
                              f.threads, p.precision, t.test, t.n_prompt, t.n_gen, t.avg,
@@ -472,14 +473,19 @@ void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const R
                                                         : "");
 }
 
-int run_bench(const BArgs& a) {
-  const Plan p = plan_bench(a);
+// One measured run at a.threads: its roofline, facts and tests.
+struct BenchRun {
   Roofline roof;
-  if (!a.no_roofline || a.roofline_only) roof = measure_roofline(a.threads);
-  // The prefill bound's peak: the best any kernel path reaches for these weights.
-  const ComputePeak peak = compute_peak(roof, p.peak_dtype);
-  if (a.roofline_only) return print_roofline(a, p, roof, peak);
+  std::shared_ptr<KernelSelection> sel;
+  RunFacts f;
+  std::vector<TestResult> results;
+};
 
+BenchRun measure_run(const BArgs& a, const Plan& p) {
+  BenchRun run;
+  if (!a.no_roofline) run.roof = measure_roofline(a.threads);
+  // The prefill bound's peak: the best any kernel path reaches for these weights.
+  const ComputePeak peak = compute_peak(run.roof, p.peak_dtype);
   // Load time covers opening the weights and building the engine (packing, kernel cache).
   reset_peak_rss();
   const double t_open = now();
@@ -490,16 +496,16 @@ int run_bench(const BArgs& a) {
   opt.quant_lm_head = p.quant_lm_head;
   const int need = kv_positions(a, p);
   opt.max_seq = need;
-  const auto sel = bench_kernels(a, p.pps);
-  opt.kernels = sel;
+  run.sel = bench_kernels(a, p.pps);
+  opt.kernels = run.sel;
   Engine eng(p.cfg, weights, opt);
   const double load_s = now() - t_open;
 
   RandomTokens toks(p.cfg.vocab_size);
-  Bench b{a, p, roof, /*interleave=*/!a.no_roofline, eng, toks};
-  const std::vector<TestResult> results = measure_tests(b, need);
+  Bench b{a, p, run.roof, /*interleave=*/!a.no_roofline, eng, toks};
+  run.results = measure_tests(b, need);
 
-  RunFacts f;
+  RunFacts& f = run.f;
   f.rss = peak_rss_mib();
   // Issue 6's memory target: a bf16 run holds its packed weights, the KV cache and at most
   // 64 MiB of activations, scratch and code, within 10%.
@@ -512,14 +518,52 @@ int run_bench(const BArgs& a) {
   f.load_s = load_s;
   f.interleave = b.interleave;
   f.peak = peak;
-  f.sel = sel.get();
-  if (a.output == "json")
-    print_json(a, p, roof, f, results);
-  else if (a.output == "csv")
-    print_csv(a, p, f, results);
-  else
-    print_markdown(a, p, roof, f, results);
-  if (a.output == "md" && !p.llama.empty()) print_compare(a, p, f, results);
+  f.sel = run.sel.get();
+  return run;
+}
+
+// With several thread counts: each test's tokens/s at every count over the first count's
+// (the issue's "2 threads >= 1.8x one thread on prefill" reads here).
+void print_thread_scaling(const std::vector<BenchRun>& runs) {
+  if (runs.size() < 2) return;
+  std::cout << "\nthread scaling (tokens/s over " << runs.front().f.threads << " thread(s)):\n";
+  for (std::size_t t = 0; t < runs.front().results.size(); ++t) {
+    std::string line = "  " + runs.front().results[t].test + ":";
+    for (std::size_t r = 1; r < runs.size(); ++r)
+      line += fmt::format(" {} threads {:.2f}x", runs[r].f.threads,
+                          runs.front().results[t].avg > 0 ? runs[r].results[t].avg / runs.front().results[t].avg : 0.0);
+    std::cout << line << "\n";
+  }
+}
+
+int run_bench(const BArgs& args) {
+  const Plan p = plan_bench(args);
+  if (args.roofline_only) {
+    BArgs a = args;
+    a.threads = args.thread_list.front();
+    const Roofline roof = measure_roofline(a.threads);
+    return print_roofline(a, p, roof, compute_peak(roof, p.peak_dtype));
+  }
+  std::vector<BenchRun> runs;
+  for (int t : args.thread_list) {
+    BArgs a = args;
+    a.threads = t;
+    runs.push_back(measure_run(a, p));
+  }
+  nlohmann::json all = nlohmann::json::array();
+  if (args.output == "csv")
+    std::cout << "model,backend,isa,threads,dtype,test,n_prompt,n_gen,avg_ts,stddev_ts,roofline_fraction\n";
+  for (const BenchRun& r : runs) {
+    if (args.output == "json")
+      for (auto& row : json_rows(args, p, r.roof, r.f, r.results)) all.push_back(std::move(row));
+    else if (args.output == "csv")
+      print_csv(args, p, r.f, r.results);
+    else
+      print_markdown(args, p, r.roof, r.f, r.results);
+    if (args.output == "md" && !p.llama.empty()) print_compare(args, p, r.f, r.results);
+  }
+  if (args.output == "json") std::cout << all.dump(1) << "\n";
+  if (args.output == "md") print_thread_scaling(runs);
   return kExitOk;
 }
 
@@ -530,7 +574,9 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("-p,--n-prompt", a->prompts, "Prompt lengths, comma separated (default 512)");
                        sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
-                       sub.add_option("-t,--threads", a->threads, "Threads (0 = all cores)")
+                       sub.add_option("-t,--threads", a->thread_list,
+                                      "Threads, comma separated: one run per count (0 = all cores; default 0)")
+                           ->delimiter(',')
                            ->check(thread_count());
                        sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization "
                                                            "(default: checkpoint dtype)");

@@ -8,6 +8,7 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
+#include "llmport/data_dir.hpp"
 #include "llmport/deploy.hpp"
 #include "llmport/error.hpp"
 #include "llmport/hub.hpp"
@@ -63,6 +64,8 @@ Registrar deploy_cmd{Command{
       sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(in_range(0, deploy::kNumPhases - 1));
       return [o]() {
         if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
+        // The workspace receives the deployment's registry entries: never the shipped data.
+        check_not_in_data_dir(o->workspace, "--workspace");
         auto r = resolve_model(o->model);
         o->d.model = o->model;
         o->d.model_dir = r.dir;

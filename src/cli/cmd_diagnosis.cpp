@@ -127,6 +127,8 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head);
   DiagnosisResult d = run_diagnosis(engine, *ref, ids);
   d.planted_fault = eo.fault.spec;
+  d.blind_spot = diagnosis_blind_spot(eo.fault);
+  if (!d.blind_spot.empty()) std::cerr << "warning: " << d.blind_spot << "\n";
   d.model = dir;
   d.prompt = text;
   if (!a.svg.empty()) write_output_file(a.svg, d.to_svg(), policy);

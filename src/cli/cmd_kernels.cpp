@@ -1,7 +1,8 @@
 // `llmport kernels list|validate|sweep`: the kernel registry from the command line.
 //   list     [--registry DIR] [--markdown] [--kernel K] [--dtype D]
 //   validate MODEL [--dtype D] [--threads N] [--isa L] [--prefill-m P] [--registry DIR --name N] [--json]
-//   sweep    MODEL (--prefill|--decode) --registry DIR [--dtype D] [--threads N] [--prefill-m P] [--reps R] [--name N]
+//   sweep    MODEL (--prefill|--decode) [--registry DIR] [--dtype D] [--threads N] [--prefill-m P] [--reps R] [--name N]
+//            (default registry: $XDG_DATA_HOME/llmport/registry/cpu; never the shipped one)
 #include <algorithm>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
+#include "llmport/data_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
@@ -107,7 +109,10 @@ int run_list(const KArgs& a) {
 }
 
 int run_validate(const KArgs& a) {
-  if (!a.registry.empty()) check_registry_outputs(a.registry);  // before the work, not after
+  if (!a.registry.empty()) {  // before the work, not after
+    check_not_in_data_dir(a.registry, "--registry");
+    check_registry_outputs(a.registry);
+  }
   const ModelInfo mi = load_info(a);
   auto backend = a.isa.empty() ? make_backend("cpu", a.threads)
                                : make_backend_at("cpu", a.isa, a.threads);
@@ -168,15 +173,17 @@ int run_validate(const KArgs& a) {
   return fails == 0 ? kExitOk : kExitCheckFailed;
 }
 
-int run_sweep(const KArgs& a) {
+int run_sweep(KArgs a) {
   if (a.prefill == a.decode) throw UsageError("kernels sweep: give exactly one of --prefill or --decode");
-  if (a.registry.empty())
-    throw UsageError("kernels sweep: the shipped registry is read-only; pass --registry DIR");
+  // The shipped registry is read-only (an installed one belongs to the package): without
+  // --registry the measurements go to the user's registry.
+  if (a.registry.empty()) a.registry = (user_registry_dir() / "cpu").string();
+  check_not_in_data_dir(a.registry, "--registry");
   check_registry_outputs(a.registry);
   const ModelInfo mi = load_info(a);
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   const auto es = sweep_kernels(mi.cfg, mi.dtype, a.prefill, reg, mi.name, a.threads, mi.prefill_m,
-                                std::max(1, a.reps), mi.quant);
+                                std::max(1, a.reps), {}, mi.quant);
   std::cout << fmt::format("kernels sweep {} {} dtype={} -> {}\n", mi.name, a.prefill ? "prefill" : "decode",
                            mi.quant != QuantType::None ? quant_name(mi.quant) : dtype_name(mi.dtype), a.registry);
   for (const auto& e : es) {
@@ -210,8 +217,11 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                            s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)")
                                ->check(thread_count());
                            s->add_option("--registry", a->registry, "Writable registry dir");
-                           s->add_option("--prefill-m", a->prefill_m, "Prefill rows (default min(512, context))")
-                               ->check(at_least(1));
+                           // m = 1 is the decode GEMV (validated and swept on its own): a prefill
+                           // GEMM has at least 2 rows.
+                           s->add_option("--prefill-m", a->prefill_m,
+                                         "Prefill GEMM rows, >= 2 (default min(512, context))")
+                               ->check(at_least(2));
                            s->add_option("--name", a->name, "Model name for used_by (default: directory name)");
                          }
                          val->add_option("--isa", a->isa, "Force the ISA level (avx512bf16|avx512|avx2|scalar)");

@@ -1,4 +1,5 @@
-// `llmport synth --preset NAME --out DIR [--seed S] [--dtype bf16] [--tokenizer DIR] [--force]`
+// `llmport synth --preset NAME --out DIR [--seed S] [--dtype bf16] [--tokenizer DIR | --ascii-tokenizer]
+// [--force]`
 // and `llmport synth --list`: write a random-weight model in Hugging Face layout.
 #include <iostream>
 #include <memory>
@@ -20,6 +21,7 @@ struct SynthArgs {
   uint64_t seed = 0;
   std::optional<std::string> dtype;
   std::string tokenizer;
+  bool ascii_tokenizer = false;
   bool force = false;
   bool list = false;
 };
@@ -36,6 +38,7 @@ int run_synth(const SynthArgs& a) {
   o.out = a.out;
   o.seed = a.seed;
   o.force = a.force;
+  o.ascii_tokenizer = a.ascii_tokenizer;
   if (a.dtype) o.dtype = parse_dtype(*a.dtype);
   synth_preset(a.preset);  // unknown preset: fail before touching the tokenizer or disk
   if (!a.tokenizer.empty()) {
@@ -61,9 +64,13 @@ const Registrar reg{{"synth", "write a random-weight model (real or tiny shapes)
                        sub.add_option("--seed", a->seed, "random seed (default 0)");
                        sub.add_option("--dtype", a->dtype, "stored dtype: bf16 | fp16 | fp32 "
                                                            "(default: the preset's)");
-                       sub.add_option("--tokenizer", a->tokenizer,
+                       auto* tok_opt = sub.add_option("--tokenizer", a->tokenizer,
                                       "copy tokenizer files from this directory; its vocab size "
                                       "sets the model's");
+                       sub.add_flag("--ascii-tokenizer", a->ascii_tokenizer,
+                                    "write a generated BPE tokenizer.json of printable ASCII pieces "
+                                    "sized to the vocab (random weights print readable text)")
+                           ->excludes(tok_opt);
                        sub.add_flag("--force", a->force, "write into a non-empty directory");
                        sub.add_flag("--list", a->list, "list the presets");
                        return [a] { return run_synth(*a); };

@@ -36,6 +36,12 @@ struct VerifyArgs {
 };
 
 int run_verify_cmd(const VerifyArgs& a) {
+  // --quick shortens a built-in prompt set; a golden (or --prompts file) runs every sequence
+  // it holds, so the flag would be silently ignored there.
+  if (a.quick && (a.reference.rfind("golden:", 0) == 0 || !a.prompts.empty()))
+    throw UsageError("--quick shortens a built-in prompt set (oracle or hf reference without --prompts); " +
+                     std::string(a.prompts.empty() ? "a golden reference" : "a --prompts file") +
+                     " runs every sequence it holds");
   const std::string dir = resolve_model_dir(a.model);
   VerifyOptions opt;
   opt.reference = a.reference;

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.hpp"
+#include "cli/version.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 
@@ -19,7 +20,7 @@ int main(int argc, char** argv) {
   ::unsetenv("LLMPORT_EXE");
   CLI::App app{"llmport: bring a Hugging Face decoder-only LLM up on a compute target, "
                "verify it against a reference, make it fast, deploy it"};
-  app.set_version_flag("--version", std::string("llmport ") + LLMPORT_VERSION);
+  app.set_version_flag("--version", [] { return cli::version_text(); }, "version, build, ISA levels, data dir");
   app.require_subcommand(1);
 
   auto& cmds = cli::commands();
@@ -35,10 +36,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
     return app.exit(e) == 0 ? kExitOk : kExitBadInput;
   } catch (const CLI::ParseError& e) {
-    // Same one-line shape as every other error, plus where to look.
+    // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << printable(e.what()) << "\n(see " << cmd << " --help)\n";
+    std::cerr << "error: " << printable(e.what()) << " (see " << cmd << " --help)\n";
     return kExitBadInput;
   }
   try {

@@ -172,11 +172,6 @@ AuditItem audit_tuned_configs(const Manifest& m, const VerifyResult& r, const Ke
       const std::string key =
           fmt::format("n={} k={}", e["shape"].value("n", -1), e["shape"].value("k", -1));
       auto it = sel.chosen.find(key);
-      // A shape only block-quantized weights have (chosen as "q4_0 n=.. k=..") takes no
-      // float tiles: the sweep's float entry for it is unused, not overridden.
-      const bool quantized_only = it == sel.chosen.end() && !m.dtype.empty() &&
-                                  sel.chosen.count(m.dtype + " " + key) > 0;
-      if (quantized_only) continue;
       // Only the keys of the stage's own kernel (a prefill entry's previous config carries
       // the decode keys phase 5 tuned later).
       const TileConfig in_use = kernel_config_subset(e.value("kernel", std::string()), e["in_use"].get<TileConfig>());

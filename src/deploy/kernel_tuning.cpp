@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <utility>
 
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/registry.hpp"
 
 namespace llmport::deploy {
@@ -118,11 +122,28 @@ KernelValidation summarize_validation(const std::vector<ValidationRow>& rows) {
   return kv;
 }
 
+namespace {
+
+// The linear shapes the deployment's engine runs through the base-dtype GEMM/GEMV: every
+// one of an unquantized deployment; of a quantized one, those of the tensors its plan keeps
+// (a quantized projection never asks the registry for a GEMM/GEMV tile config, so tuning
+// its shape would record configs nothing uses, which the evaluator rightly fails).
+std::function<bool(int, int)> base_dtype_shapes(const Context& ctx) {
+  if (ctx.quant == QuantType::None) return {};
+  const QuantType head = ctx.m.quantize_lm_head.empty() ? QuantType::None : parse_quant(ctx.m.quantize_lm_head);
+  std::set<std::pair<int64_t, int64_t>> kept;
+  for (const PlannedTensor& t : plan_quantization(ctx.cfg, ctx.dtype, ctx.quant, head).matrices)
+    if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
+  return [kept](int n, int k) { return kept.count({n, k}) > 0; };
+}
+
+}  // namespace
+
 SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
   const int reps = 3;  // the registry default; a noisy pick would make phase 4-5 timing meaningless
-  std::vector<RegistryEntry> entries =
-      sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads, prefill_m_of(ctx.m), reps);
+  std::vector<RegistryEntry> entries = sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads,
+                                                     prefill_m_of(ctx.m), reps, base_dtype_shapes(ctx));
   if (entries.empty()) throw GateError(std::string("kernels sweep recorded no ") + (prefill ? "GEMM" : "GEMV") + " entry");
   if (prefill) {  // phase 5 compares against phase 4's configs: keep them as they are now
     fs::path snap = prefill_snapshot(ctx.ws.dir());

@@ -117,6 +117,18 @@ std::vector<std::string> backend_levels(const std::string& name) {
   return {};
 }
 
+std::vector<std::string> backend_built_levels(const std::string& name) {
+  if (name == "reference") return {"scalar"};
+  if (name == "cpu") {
+    std::vector<std::string> out;
+    for (cpu::Isa isa : {cpu::Isa::Avx512Bf16, cpu::Isa::Avx512, cpu::Isa::Avx2, cpu::Isa::Scalar})
+      out.emplace_back(cpu::isa_name(isa));
+    return out;
+  }
+  make_backend(name);  // throws the unknown/missing-target message
+  return {};
+}
+
 std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
                                          int threads) {
   if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));

@@ -14,6 +14,7 @@
 #include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/safetensors_writer.hpp"
+#include "llmport/synth_tokenizer.hpp"
 
 namespace llmport {
 namespace fs = std::filesystem;
@@ -266,6 +267,17 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& cfg, DType dtype, double
 // each through a temporary name + rename.
 void write_json(const fs::path& p, const json& j) { write_output_file(p, j.dump(2) + "\n", Overwrite::Always); }
 
+// The generated tokenizer of a written config: its special tokens are the config's BOS/EOS.
+SynthTokenizer config_tokenizer(const json& cfg) {
+  std::optional<int> bos;
+  if (cfg["bos_token_id"].is_number_integer()) bos = cfg["bos_token_id"].get<int>();
+  std::vector<int> eos;
+  if (cfg["eos_token_id"].is_number_integer()) eos.push_back(cfg["eos_token_id"].get<int>());
+  if (cfg["eos_token_id"].is_array())
+    for (const auto& e : cfg["eos_token_id"]) eos.push_back(e.get<int>());
+  return ascii_bpe_tokenizer(cfg["vocab_size"].get<int>(), bos, eos, cfg["max_position_embeddings"].get<int>());
+}
+
 }  // namespace
 
 const std::vector<SynthPreset>& synth_presets() {
@@ -320,6 +332,10 @@ SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& pr
   // The tensor set is the architecture table's for the config as llmport resolves it;
   // resolved before anything is written, so a config that does not resolve leaves no files.
   const ModelConfig resolved = resolve_model_config(cfg);
+  if (opt.ascii_tokenizer && !opt.tokenizer_dir.empty())
+    throw UsageError("synth: --ascii-tokenizer and --tokenizer DIR exclude each other");
+  const std::optional<SynthTokenizer> tok =
+      opt.ascii_tokenizer ? std::optional(config_tokenizer(cfg)) : std::nullopt;
 
   fs::create_directories(opt.out);
   write_json(opt.out / "config.json", cfg);
@@ -333,6 +349,11 @@ SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& pr
                           "chat_template.jinja", "tokenizer.model"})
       if (fs::is_regular_file(opt.tokenizer_dir / f))  // never a FIFO (a blocking read)
         fs::copy_file(opt.tokenizer_dir / f, opt.out / f, fs::copy_options::overwrite_existing);
+  }
+  if (tok) {
+    // Compact: the real-shape vocabularies (150k ids) would be tens of MB indented.
+    write_output_file(opt.out / "tokenizer.json", tok->tokenizer.dump() + "\n", Overwrite::Always);
+    write_json(opt.out / "tokenizer_config.json", tok->tokenizer_config);
   }
 
   const auto plan = plan_tensors(resolved, dtype, preset.out_scale, preset.logit_std);

@@ -1,5 +1,4 @@
 // Registry JSON files, exact lookup with a helpful miss, and supported_kernels.md.
-#include "common/build_paths.hpp"
 #include "llmport/registry.hpp"
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "llmport/data_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 
@@ -151,9 +151,7 @@ double shape_distance(const KernelShape& a, const KernelShape& b) {
 }  // namespace
 
 std::filesystem::path KernelRegistry::shipped_dir(const std::string& target) {
-  if (const char* env = std::getenv("LLMPORT_REGISTRY_DATA"); env && *env)
-    return std::filesystem::path(env) / target;
-  return std::filesystem::path(build_data_dir()) / "registry" / target;
+  return data_dir() / "registry" / target;
 }
 
 KernelRegistry::KernelRegistry(std::filesystem::path shipped,

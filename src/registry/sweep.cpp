@@ -13,7 +13,8 @@ namespace llmport {
 
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
-                                         int threads, int prefill_m, int reps, QuantType quant) {
+                                         int threads, int prefill_m, int reps,
+                                         const std::function<bool(int n, int k)>& keep_shape, QuantType quant) {
   const bool quantized = quant != QuantType::None;
   if (quantized && prefill)
     throw UsageError(std::string("kernels sweep --prefill: a ") + std::string(quant_name(quant)) +
@@ -28,6 +29,7 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
   OpHarness harness;
   for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
     if (kernel != (prefill ? "gemm" : "gemv")) continue;
+    if (keep_shape && !keep_shape(shape.at("n"), shape.at("k"))) continue;
     // Quantized: the layer projections' shapes (lm_head, [vocab, emb], stays unquantized).
     if (quantized && (shape.at("k") % kQuantBlock != 0 ||
                       (shape.at("n") == cfg.vocab_size && shape.at("k") == cfg.emb_dim)))

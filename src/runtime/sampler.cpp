@@ -40,8 +40,8 @@ void SamplingParams::validate() const {
     throw UsageError("min-p must be in [0, 1], got " + std::to_string(min_p));
   if (!(repetition_penalty > 0.0))
     throw UsageError("repeat-penalty must be > 0, got " + std::to_string(repetition_penalty));
-  if (std::isnan(temperature) || temperature < 0.0)
-    throw UsageError("temperature must be >= 0, got " + std::to_string(temperature));
+  if (!std::isfinite(temperature) || temperature < 0.0)
+    throw UsageError("temperature must be a finite number >= 0, got " + std::to_string(temperature));
 }
 
 int argmax(std::span<const float> logits) {
@@ -96,9 +96,11 @@ int Sampler::sample(std::span<const float> logits, std::span<const int> history)
   }
   if (p_.temperature <= 0.0) return argmax(work_);
 
-  const float inv_t = static_cast<float>(1.0 / p_.temperature);
+  // Candidates in logit order (the same order as logit / T for any T > 0); the temperature
+  // is applied in double to (logit - max), so a tiny T tends to greedy and a huge one to
+  // uniform instead of overflowing float (1 / 1e-45 is inf in float: inf - inf = NaN).
   cand_.resize(work_.size());
-  for (std::size_t i = 0; i < work_.size(); ++i) cand_[i] = {work_[i] * inv_t, static_cast<int>(i)};
+  for (std::size_t i = 0; i < work_.size(); ++i) cand_[i] = {work_[i], static_cast<int>(i)};
   std::sort(cand_.begin(), cand_.end(), before);
 
   std::size_t keep = cand_.size();
@@ -112,7 +114,8 @@ int Sampler::sample(std::span<const float> logits, std::span<const int> history)
   std::vector<double> prob(keep);
   const double mx = cand_[0].first;
   double sum = 0;
-  for (std::size_t i = 0; i < keep; ++i) sum += prob[i] = std::exp(cand_[i].first - mx);
+  for (std::size_t i = 0; i < keep; ++i)
+    sum += prob[i] = std::exp((static_cast<double>(cand_[i].first) - mx) / p_.temperature);
   for (auto& pr : prob) pr /= sum;
   if (p_.top_p < 1.0) {
     // Smallest prefix whose mass reaches top_p (at least one token).

@@ -32,6 +32,17 @@ std::string xml_escape(const std::string& s) {
 }
 }  // namespace
 
+std::string diagnosis_blind_spot(const FaultInjection& fault) {
+  using K = FaultInjection::Kind;
+  if (fault.kind == K::KvOffByOne)
+    return "the planted fault " + fault.spec +
+           " acts on decode steps only; diagnosis compares prefill hidden states (verify's teacher-forced steps see it)";
+  if (fault.kind == K::LogitScale)
+    return "the planted fault " + fault.spec +
+           " acts on the logits only, after the final norm; diagnosis compares hidden states (verify's KL gate sees it)";
+  return "";
+}
+
 nlohmann::json DiagnosisResult::to_json() const {
   nlohmann::ordered_json j;
   j["format"] = "llmport-diagnosis/1";
@@ -41,6 +52,7 @@ nlohmann::json DiagnosisResult::to_json() const {
   j["engine"] = runner_json(engine);
   j["reference"] = runner_json(reference);
   j["planted_fault"] = planted_fault.empty() ? nlohmann::json(nullptr) : nlohmann::json(planted_fault);
+  j["blind_spot"] = blind_spot.empty() ? nlohmann::json(nullptr) : nlohmann::json(blind_spot);
   j["n_positions"] = n_positions;
   j["engine_top1"] = engine_top1;
   j["reference_top1"] = reference_top1;
@@ -81,6 +93,7 @@ std::string DiagnosisResult::to_markdown() const {
        (reference.backend.empty() ? "" : " `" + reference.backend + "`") + " " + reference.dtype +
        (reference.independent ? "" : " (not independent)") + "\n";
   if (!planted_fault.empty()) s += "- planted fault (test only): **" + planted_fault + "**\n";
+  if (!blind_spot.empty()) s += "- **not visible here:** " + blind_spot + "\n";
   s += "- positions compared per layer: " + std::to_string(n_positions) + "\n";
   s += "- top-1 at the last position: engine " + std::to_string(engine_top1) + ", reference " +
        std::to_string(reference_top1) + "\n\n";

@@ -1,6 +1,8 @@
 #include "common/build_paths.hpp"
 #include "verify/hf_reference.hpp"
 
+#include "llmport/data_dir.hpp"
+
 #include <cstdlib>
 #include <fstream>
 
@@ -20,7 +22,12 @@ std::string sh_quote(const std::string& s) {
 }
 }  // namespace
 
-fs::path shipped_hf_reference_script() { return fs::path(build_data_dir()).parent_path() / "tools" / "hf_reference.py"; }
+fs::path shipped_hf_reference_script() {
+  const fs::path data = data_dir();
+  // Installed: share/llmport/tools/; in the checkout tools/ sits beside data/.
+  if (data == fs::path(build_data_dir())) return data.parent_path() / "tools" / "hf_reference.py";
+  return data / "tools" / "hf_reference.py";
+}
 
 fs::path hf_reference_script() {
   if (const char* env = std::getenv("LLMPORT_HF_REFERENCE"); env && *env) return env;

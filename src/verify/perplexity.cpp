@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 #include "hub/file_hash.hpp"
@@ -79,6 +80,24 @@ void check_base(const fs::path& f, const nlohmann::json& h, const std::string& t
   want("ctx", ctx);
   want("vocab", vocab);
   want("n_scored", n_scored);
+}
+
+// A base row must be a log-probability distribution: no NaN or +inf, no value above 0
+// (log p <= 0; 1e-6 allows float rounding of row - lse), and sum exp = 1 within 1e-3 (float
+// log-probs of a normalised row sum to 1 within ~1e-6). Anything else would turn the KLD
+// statistics into garbage that still prints as numbers.
+void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row) {
+  double mass = 0;
+  for (std::size_t v = 0; v < lp.size(); ++v) {
+    const float x = lp[v];
+    if (std::isnan(x) || x > 1e-6f)
+      throw UsageError(fmt::format("{}: row {} token {}: log-prob {} is not a log-probability (NaN or > 0)",
+                                   f.string(), row, v, x));
+    mass += std::exp(static_cast<double>(x));
+  }
+  if (!(std::abs(mass - 1.0) <= 1e-3))
+    throw UsageError(fmt::format("{}: row {}: probabilities sum to {:.6g}, not 1: not a log-probs row", f.string(),
+                                 row, mass));
 }
 
 double percentile(std::vector<double> v, double q) {
@@ -222,6 +241,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
       if (base) {
         if (!base->in.read(reinterpret_cast<char*>(base_lp.data()), static_cast<std::streamsize>(base_lp.size() * sizeof(float))))
           throw UsageError(opt.kl_base->string() + ": truncated (fewer rows than its header says)");
+        check_base_row(*opt.kl_base, base_lp, n - 1);
         kl.add(base_lp, lp, target);
       }
     }
@@ -229,6 +249,8 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     if (opt.progress) opt.progress(c + 1, res.n_chunks, res.running_ppl.back());
   }
   if (save && !save.flush()) throw UsageError(opt.save_logits->string() + ": write failed");
+  if (base && base->in.peek() != std::char_traits<char>::eof())
+    throw UsageError(opt.kl_base->string() + ": more rows than its header says (damaged or another run's file)");
   res.mean_nll = sum / static_cast<double>(n);
   res.ppl = std::exp(res.mean_nll);
   // llama-perplexity's error estimate: the standard error of the mean NLL, carried to PPL.

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/build_paths.hpp"
+#include "llmport/data_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/verify.hpp"
@@ -70,8 +70,7 @@ std::vector<PromptSpec> builtin_id_prompts(int vocab_size, int context, int n_st
 }
 
 std::filesystem::path prompt_set_dir() {
-  if (const char* env = std::getenv("LLMPORT_DATA"); env && *env) return std::filesystem::path(env) / "prompts";
-  return std::filesystem::path(build_data_dir()) / "prompts";
+  return data_dir() / "prompts";
 }
 
 }  // namespace llmport

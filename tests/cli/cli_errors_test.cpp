@@ -20,6 +20,7 @@ TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("(see llmport run --help)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   const auto none = run_llmport({});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_EQ(none.err.rfind("error: ", 0), 0u) << none.err;
@@ -61,7 +62,8 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
     SCOPED_TRACE(c.want);
     const auto r = run_llmport(c.args);
     EXPECT_EQ(r.exit_code, 2) << r.err;
-    EXPECT_EQ(r.err.rfind(c.want + "\n", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.rfind(c.want + " (see llmport ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
     EXPECT_EQ(r.err.find("1797693"), std::string::npos) << r.err;
   }
   // --top-p 1 (the documented upper end) is accepted.

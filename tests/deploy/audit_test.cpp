@@ -146,6 +146,37 @@ TEST(Audit, TolerancesRowFailsOnAnyNonDefaultParameter) {
   EXPECT_EQ(audit_tolerances(c.r, DType::BF16).result, "FAIL");
 }
 
+// A quantized deployment's re-run must use the KLD gate with the bounds the manifest
+// records: another gate, top-k or bound is FAIL; the deployment's own (non-default) bounds
+// are a warning; an unquantized deployment has no KLD row to pass.
+TEST(Audit, KldGateRowFailsOnAnotherGateOrBoundAndWarnsOnOwnBounds) {
+  Clean c;
+  c.m.dtype = "q4_0";
+  c.r.dtype = "q4_0";
+  c.r.gate = "kld";
+  c.r.kl_bound = kld_gate_defaults(QuantType::Q4_0).max_mean_kl;
+  c.r.min_top1 = kld_gate_defaults(QuantType::Q4_0).min_top1;
+  EXPECT_EQ(audit_kld_gate(c.r, c.m).result, "ok") << audit_kld_gate(c.r, c.m).detail;
+  for (int i = 0; i < 4; ++i) {
+    Clean d = c;
+    if (i == 0) d.r.gate = "token-sets";
+    if (i == 1) d.r.kl_bound = 1.0;
+    if (i == 2) d.r.min_top1 = 0.5;
+    if (i == 3) d.r.top_k = 20;
+    EXPECT_EQ(audit_kld_gate(d.r, d.m).result, "FAIL") << i;
+  }
+  Clean own = c;  // deploy --kl-bound 0.2: recorded, re-run with it, and flagged
+  own.m.verify_kl_bound = 0.2;
+  own.r.kl_bound = 0.2;
+  const AuditItem w = audit_kld_gate(own.r, own.m);
+  EXPECT_EQ(w.result, "warning");
+  EXPECT_NE(w.detail.find("set by the deployment"), std::string::npos) << w.detail;
+  own.r.kl_bound = kld_gate_defaults(QuantType::Q4_0).max_mean_kl;  // re-run ignored the recorded bound
+  EXPECT_EQ(audit_kld_gate(own.r, own.m).result, "FAIL");
+  Clean plain;
+  EXPECT_EQ(audit_kld_gate(plain.r, plain.m).result, "FAIL");
+}
+
 TEST(Audit, EngineRowFailsOnAnotherBackendDtypeIsaOrRunner) {
   Clean c;
   EXPECT_EQ(audit_engine(c.m, c.r).result, "ok");

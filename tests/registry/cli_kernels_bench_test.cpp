@@ -119,6 +119,27 @@ TEST(CliBench, QuantizedDtypesBenchWithThePlansBytes) {
   EXPECT_EQ(run_llmport({"bench", model, "--quantize-lm-head", "q8_0", "--no-roofline"}).exit_code, 2);
 }
 
+// -t 1,2 (llama-bench's thread list): one run per count, every test at each, in one JSON
+// array; the markdown ends with each test's scaling over the first count; a bad item of the
+// list is a usage error naming it.
+TEST(CliBench, ThreadListRunsEveryTestAtEachCount) {
+  const auto model = shared_path("models/stories260K").string();
+  auto r = run_llmport({"bench", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1,2", "-o", "json", "--no-roofline"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 4u);
+  std::vector<std::pair<int, std::string>> rows;
+  for (const auto& row : j) rows.emplace_back(row.at("threads").get<int>(), row.at("test").get<std::string>());
+  EXPECT_EQ(rows, (std::vector<std::pair<int, std::string>>{{1, "pp8"}, {1, "tg2"}, {2, "pp8"}, {2, "tg2"}}));
+  auto md = run_llmport({"bench", model, "-p", "8", "-n", "2", "-r", "1", "-t", "1,2", "--no-roofline"});
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("thread scaling (tokens/s over 1 thread(s)):\n  pp8: 2 threads "), std::string::npos)
+      << md.out;
+  auto bad = run_llmport({"bench", model, "-t", "1,x", "--no-roofline"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("'x'"), std::string::npos) << bad.err;
+}
+
 // With the roofline, each repetition has its own bound (re-measured next to it) and
 // roofline_fraction is the mean of sample / bound over the repetitions.
 TEST(CliBench, FractionIsMeanOfPerRepetitionRatios) {
@@ -198,6 +219,13 @@ TEST(CliBench, BadInputExits2) {
                          "--prefill-m", "100000"})
                 .exit_code,
             2);
+  // A prefill GEMM has >= 2 rows (m = 1 is the decode GEMV): --prefill-m 1 is a usage
+  // error naming the option, not a failed validation.
+  const auto m1 = run_llmport({"kernels", "validate", model, "--prefill-m", "1"});
+  EXPECT_EQ(m1.exit_code, 2) << m1.err;
+  EXPECT_NE(m1.err.find("--prefill-m"), std::string::npos) << m1.err;
+  const auto m2 = run_llmport({"kernels", "validate", model, "--prefill-m", "2", "--threads", "1"});
+  EXPECT_EQ(m2.exit_code, 0) << m2.out << m2.err;
 }
 
 }  // namespace

@@ -336,8 +336,8 @@ TEST(SweepQuant, TheDecodeSweepMeasuresBothActivationFormats) {
   TempDir dir;
   const ModelConfig cfg = small_config();
   KernelRegistry reg(dir.path() / "none", dir.path() / "reg");
-  EXPECT_THROW(sweep_kernels(cfg, DType::BF16, true, reg, "small", 1, 24, 1, QuantType::Q8_0), UsageError);
-  const auto es = sweep_kernels(cfg, DType::BF16, false, reg, "small", 1, 24, 1, QuantType::Q8_0);
+  EXPECT_THROW(sweep_kernels(cfg, DType::BF16, true, reg, "small", 1, 24, 1, {}, QuantType::Q8_0), UsageError);
+  const auto es = sweep_kernels(cfg, DType::BF16, false, reg, "small", 1, 24, 1, {}, QuantType::Q8_0);
   // q (128 x 96), k/v (64 x 96), o (96 x 128), gate/up (136 x 96); not down (k 136) or lm_head.
   ASSERT_EQ(es.size(), 4u);
   for (const auto& e : es) {

@@ -66,6 +66,27 @@ TEST(Sampler, TemperatureSamplesTheSoftmax) {
   EXPECT_NEAR(h2.at(2) / double(n), 4.0 / 38, 0.02);
 }
 
+// The temperature's limits: T -> 0 is greedy and T -> inf is uniform (softmax(l / T)); a
+// T whose reciprocal overflows float (1e-45) or that overflows float itself (1e39) must
+// sample those limits, not NaN garbage. A non-finite T is a usage error.
+TEST(Sampler, ExtremeTemperaturesSampleTheirLimits) {
+  const auto l = logp({0.5, 0.3, 0.2});
+  SamplingParams p;
+  p.seed = 3;
+  p.temperature = 1e-45;
+  auto h = histogram(p, l, 2000);
+  EXPECT_EQ(h.size(), 1u);
+  EXPECT_EQ(h.begin()->first, 0);  // the argmax only
+  p.temperature = 1e39;
+  h = histogram(p, l, 30000);
+  ASSERT_EQ(h.size(), 3u);
+  for (const auto& [id, count] : h) EXPECT_NEAR(count / 30000.0, 1.0 / 3, 0.02) << id;
+  p.temperature = INFINITY;
+  EXPECT_THROW(Sampler{p}, UsageError);
+  p.temperature = NAN;
+  EXPECT_THROW(Sampler{p}, UsageError);
+}
+
 TEST(Sampler, TopKTopPMinPRestrictTheSupport) {
   const auto l = logp({0.4, 0.3, 0.2, 0.1});
   SamplingParams p;

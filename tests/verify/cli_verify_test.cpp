@@ -39,6 +39,16 @@ TEST(CliVerify, PlantedFaultExitsOneNamingTheFailure) {
   EXPECT_EQ(j["verdict"], "FAIL");
 }
 
+// --quick only shortens a built-in set: with a golden (or a --prompts file) it would be
+// ignored silently, so it is a usage error naming both.
+TEST(CliVerify, QuickWithAGoldenIsAUsageError) {
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--quick", "--reference",
+                              "golden:" + test::stories_golden().string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--quick shortens a built-in prompt set"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a golden reference runs every sequence"), std::string::npos) << r.err;
+}
+
 TEST(CliVerify, OracleUsesTheBaseSetForAModelWithoutChatTemplate) {
   test::TempDir tmp;
   const auto r = run_llmport({"verify", test::stories_dir().string(), "--quick", "--report-dir",

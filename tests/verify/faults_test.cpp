@@ -112,5 +112,25 @@ TEST(Faults, LogitScaleFailsTheKlBoundOnEveryGolden) {
   }
 }
 
+// Diagnosis compares prefill hidden states: a decode-only or logits-only fault cannot show,
+// and the diagnosis says so (CLI: a warning line and the report's "not visible here" row),
+// while a layer fault has no such note.
+TEST(Faults, DiagnosisSaysWhatItCannotSee) {
+  EXPECT_NE(diagnosis_blind_spot(FaultInjection::parse("kv_off_by_one")).find("decode steps only"),
+            std::string::npos);
+  EXPECT_NE(diagnosis_blind_spot(FaultInjection::parse("logit_scale=2")).find("logits only"), std::string::npos);
+  EXPECT_EQ(diagnosis_blind_spot(FaultInjection::parse("rope_interleaved@1")), "");
+  const auto r = test::run_llmport({"diagnosis", test::stories_dir().string(), "--prompt", "Once upon a time",
+                                    "--inject-fault", "kv_off_by_one", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: the planted fault kv_off_by_one acts on decode steps only"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("**not visible here:**"), std::string::npos) << r.out;
+  const auto clean = test::run_llmport({"diagnosis", test::stories_dir().string(), "--prompt", "Once upon a time",
+                                        "--inject-fault", "rope_interleaved@2", "--threads", "1"});
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_EQ(clean.out.find("not visible here"), std::string::npos) << clean.out;
+}
+
 }  // namespace
 }  // namespace llmport

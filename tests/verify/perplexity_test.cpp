@@ -3,7 +3,10 @@
 // the KL-divergence statistics, and every bad input as a one-line exit 2.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -81,6 +84,49 @@ TEST(Perplexity, KlDivergenceAgainstASavedRun) {
   auto other = fp32_options(128);
   other.kl_base = t.path() / "fp32.bin";
   EXPECT_THROW(run_perplexity(stories_dir(), ppl_text(), other), UsageError);
+}
+
+// A base file whose header is intact but whose rows are not log-probabilities (a NaN, a
+// positive value, a row that does not normalise) or that holds an extra row is refused with
+// the file and row named, not turned into KLD figures.
+TEST(Perplexity, DamagedBaseRowsAreRefused) {
+  TempDir t;
+  auto base_opt = fp32_options(64);
+  base_opt.save_logits = t.path() / "fp32.bin";
+  run_perplexity(stories_dir(), ppl_text(), base_opt);
+  const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, good.data() + 8, 8);
+  const std::size_t row0 = 16 + header_len;  // first float of row 0
+  struct Case {
+    const char* name;
+    std::function<void(std::string&)> damage;
+    const char* says;
+  };
+  auto put = [](std::string& b, std::size_t at, float v) { std::memcpy(b.data() + at, &v, 4); };
+  const auto vocab = nlohmann::json::parse(good.substr(16, header_len)).at("vocab").get<std::size_t>();
+  const std::size_t row1 = row0 + vocab * 4;
+  for (const Case& c : {Case{"nan", [&](std::string& b) { put(b, row0 + 4 * 7, NAN); }, "row 0 token 7"},
+                        Case{"positive", [&](std::string& b) { put(b, row1 + 4 * 3, 0.5f); }, "row 1 token 3"},
+                        Case{"unnormalised", [&](std::string& b) {
+                               for (std::size_t v = 0; v < vocab; ++v) put(b, row1 + 4 * v, -1.0f);
+                             }, "row 1: probabilities sum to"},
+                        Case{"extra row", [&](std::string& b) { b += b.substr(row0, vocab * 4); }, "more rows"}}) {
+    SCOPED_TRACE(c.name);
+    std::string bad = good;
+    c.damage(bad);
+    const fs::path f = t.path() / (std::string(c.name) + ".bin");
+    std::ofstream(f, std::ios::binary) << bad;
+    auto opt = fp32_options(64);
+    opt.kl_base = f;
+    try {
+      run_perplexity(stories_dir(), ppl_text(), opt);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(f.string()), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Weight-only q8_0 / q4_0 (the seven projections; down_proj's input 172 is not a multiple of
