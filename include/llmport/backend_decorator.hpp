@@ -46,6 +46,14 @@ class ForwardingBackend : public Backend {
                                             const TileConfig& cfg = {}) override {
     return in_.make_linear(w, compute, cfg);
   }
+  std::size_t quantized_packed_size(int n, int k, QuantType q) const override {
+    return in_.quantized_packed_size(n, k, q);
+  }
+  std::unique_ptr<LinearWeight> read_quantized_linear(
+      int n, int k, QuantType q, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) override {
+    return in_.read_quantized_linear(n, k, q, cfg, read);
+  }
   std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType quant,
                                                       const TileConfig& cfg = {}) override {
     return in_.make_quantized_linear(w, quant, cfg);

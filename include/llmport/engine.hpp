@@ -71,6 +71,10 @@ struct EngineOptions {
   QuantType quant = QuantType::None;
   /// Quantization of lm_head too (`--quantize-lm-head`); None keeps it in `dtype`.
   QuantType quant_lm_head = QuantType::None;
+  /// The activations of every quantized linear (tile key "act", llmport/op.hpp) instead of
+  /// the registry's / backend's choice: F32 is weight-only quantization (the independent
+  /// reference's KLD figures), Q8 the int8 dot products. Unset: the selected config's.
+  std::optional<ActQuant> quant_act;
   /// KV-cache capacity used when max_seq is 0 (bounds memory for 128k-context models).
   static constexpr int kDefaultMaxSeq = 4096;
 };

@@ -32,6 +32,11 @@ class KernelCache {
   /// returned); a corrupt file is repacked and overwritten.
   std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
                                             const TileConfig& cfg, bool* hit = nullptr);
+  /// Same for a weight block-quantized to `quant` (Backend::make_quantized_linear): the
+  /// packed blocks are keyed by the source tensor's content, the format, the config (act)
+  /// and the version, and read back through Backend::read_quantized_linear.
+  std::unique_ptr<LinearWeight> get_or_quantize(Backend& backend, const TensorView& w, QuantType quant,
+                                                const TileConfig& cfg, bool* hit = nullptr);
   const std::filesystem::path& dir() const { return dir_; }
 
  private:

@@ -159,6 +159,23 @@ class Backend {
       int n, int k, DType dtype, const TileConfig& cfg,
       const std::function<bool(std::span<std::byte>)>& read);
 
+  /// Bytes LinearWeight::packed() holds for W [n, k] block-quantized to `q` (0: not
+  /// cacheable), the kernel cache's size check for make_quantized_linear weights.
+  virtual std::size_t quantized_packed_size(int n, int k, QuantType q) const {
+    (void)n, (void)k, (void)q;
+    return 0;
+  }
+  /// A quantized weight W [n, k] in format `q` with tile config `cfg` from bytes that a
+  /// make_quantized_linear weight of the same shape and format returned from packed(),
+  /// written by `read` straight into the weight's memory (as read_packed_linear). nullptr
+  /// when `read` fails or this backend does not cache quantized weights.
+  virtual std::unique_ptr<LinearWeight> read_quantized_linear(
+      int n, int k, QuantType q, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) {
+    (void)n, (void)k, (void)q, (void)cfg, (void)read;
+    return nullptr;
+  }
+
   /// Converts `w` [n_out, n_in] (any stored dtype) to `compute` dtype and lays it out.
   /// Values are rounded once from the stored dtype to `compute` (round-to-nearest-even).
   virtual std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,

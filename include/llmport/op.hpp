@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "llmport/dtype.hpp"
+#include "llmport/quant.hpp"
 
 namespace llmport {
 
@@ -87,11 +88,28 @@ struct OpDesc {
   OpShape shape;
   /// Elements per quantization block along k (0: not a block-quantized weight).
   int quant_block = 0;
+  /// The block format of a quantized linear's weight (None with quant_block 0). `dtype` is
+  /// then F32: the dequantized values are exact fp32 and activations stay fp32.
+  QuantType quant = QuantType::None;
 };
+
+
 
 /// Tile/blocking parameters of one kernel for one shape (e.g. {"mc":64,"nc":256,"kc":256}).
 /// Empty means the backend's default (Backend::default_tiles).
 using TileConfig = std::map<std::string, int>;
+
+/// The activations a quantized linear multiplies: fp32 (weights widened in registers) or
+/// q8 blocks (per 32 values of each row of x: d_x = max|x| / 127 in fp32, x_q =
+/// round(x / d_x) to int8, integer dot products with the weight's quants, one fp32 multiply
+/// by d_w * d_x per block; ggml's q8_0 vec_dot style, with d_x kept in fp32). The value of
+/// the tile-config key kActTileKey ("act") of a quantized gemv; the engine applies the
+/// weight's one choice to every m (a row's result never depends on the batch it is in).
+enum class ActQuant : int { F32 = 0, Q8 = 1 };
+/// The tile-config key naming a quantized linear's ActQuant (0 or 1).
+inline constexpr const char* kActTileKey = "act";
+/// The ActQuant a tile config names (F32 when `cfg` has no "act" key).
+ActQuant act_of(const TileConfig& cfg) noexcept;
 
 /// One key of a kind's tile configuration: its inclusive range and what it means.
 struct TileParam {
@@ -123,6 +141,17 @@ void check_tile_config(const TileSchema& schema, const TileConfig& cfg, std::str
 /// Cephes expf polynomial of swiglu and attention: ~2 ulp, counted as 4), else 0.
 /// gather_rows, embedding and kv_store copy stored values: 0. docs/verification.md "Kernel
 /// tolerances" lists k and scale_i per op. Never throws.
+///
+/// With `act` Q8 (a quantized linear on q8 activation blocks) the bound adds the activation
+/// rounding: every x_t of a block b is replaced by d_x q_t with |x_t - d_x q_t| <=
+/// amax_b (1/254 + 3u) (half a quantization step, plus the fp32 rounding of d_x, 1/d_x and
+/// x * (1/d_x)), so the linear's error is at most
+///
+///     tolerance(op, F32, k, Q8) = 2 * gamma_{k'} + 1/254 + 4 u
+///
+/// times scale_i = sum_b amax_b sum_{t in b} |w_it| + |b_i| (>= sum_t |w_it x_t|, so the
+/// fp32 summation terms stay covered; the integer block sums are exact).
+double tolerance(OpKind op, DType dtype, long k, ActQuant act);
 double tolerance(OpKind op, DType dtype, long k);
 /// Same by name (op_name spellings, plus "linear_group_*"). Throws UsageError for an
 /// unknown op.

@@ -42,6 +42,11 @@ struct OpCase {
   OpKind kind = OpKind::Gemm;
   DType dtype = DType::F32;  ///< weight (compute) dtype; inputs are rounded to it where the
                              ///< backend multiplies in it (bf16 x, rmsnorm weight)
+  /// Linears: the weights block-quantized to this format (Backend::make_quantized_linear on
+  /// both sides; dtype must then be F32). The tile config's "act" (ActQuant, op.hpp) says
+  /// whether the backend quantizes x too; the harness then compares under
+  /// tolerance(kind, F32, k, Q8) with scale_i = sum_b amax_b(x) sum_{t in b} |w_it| + |b_i|.
+  QuantType quant = QuantType::None;
   OpShape shape;
   TileConfig tiles;          ///< linears: config to run with (empty: backend.default_tiles)
   /// linear_group: the config of weight i, as the engine packs each weight for its own
@@ -135,6 +140,11 @@ class OpHarness {
 /// `cases` covers: a backend that claims an op the model needs and yields no case fails.
 std::vector<OpKind> uncovered_kinds(const Backend& be, std::span<const OpCase> cases,
                                     std::span<const OpKind> needed, DType dtype);
+/// The same for a model whose linears are block-quantized to `quant`: also each of gemm and
+/// gemv that `be` supports on `quant` weights (op_desc of a quantized case) with no case of
+/// that format. `quant` None: the overload above.
+std::vector<OpKind> uncovered_kinds(const Backend& be, std::span<const OpCase> cases,
+                                    std::span<const OpKind> needed, DType dtype, QuantType quant);
 
 /// Results of a case list on one backend, plus one failing result (nothing checked) per
 /// uncovered kind (uncovered_kinds).

@@ -189,6 +189,15 @@ struct KernelSelection {
   TileConfig linear_config(const Backend& backend, int n, int k, DType dtype);
   /// backend.make_linear with the selected config, through the kernel cache when set.
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
+  /// Tile config of a linear W [n, k] block-quantized to `quant`: backend.default_tiles of
+  /// its gemv (the key "act", ActQuant) with this machine's registry entry "gemv <quant>"
+  /// over it; the one config serves every m (the engine never picks by batch size).
+  TileConfig quantized_linear_config(const Backend& backend, int n, int k, QuantType quant);
+  /// backend.make_quantized_linear with the selected config, through the kernel cache when
+  /// set (a second load of a quantized model reads the packed blocks: cache_hits).
+  /// `act` set: that activation format instead of the selected one.
+  std::unique_ptr<LinearWeight> make_quantized_linear(Backend& backend, const TensorView& w, QuantType quant,
+                                                      std::optional<ActQuant> act = {});
 
   /// The one line about skipped foreign entries ("" when none), e.g. "registry: 12 entries
   /// skipped: measured on GenuineIntel family 6 model 143 stepping 8 (avx512_bf16, 2 threads,
@@ -222,6 +231,7 @@ struct ValidationRow {
   std::string isa;     ///< the backend's ISA level
   KernelShape shape;
   TileConfig config;
+  QuantType quant = QuantType::None;  ///< a quantized linear's weight format (q8_0/q4_0)
   int k = 0;                ///< accumulation length passed to tolerance()
   double max_abs_err = 0;   ///< max |got - ref|
   double max_rel_err = 0;   ///< max |got - ref| / scale (tolerance.hpp: the op's term magnitude)
@@ -245,13 +255,17 @@ std::vector<std::pair<std::string, KernelShape>> model_kernel_shapes(const Model
 /// (from position 0 and after a cached prefix) and decode at two contexts. Tolerances from
 /// tolerance(op, dtype, k). Configs from `sel` (or the heuristic default). Never throws on a
 /// mismatch (rows say pass=false).
+/// `quant` q8_0/q4_0: the layer projections' cases (planned_quant's rule, lm_head kept) are
+/// block-quantized linears, each with the config's act (tolerance(op, F32, k, act)).
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
-                                            KernelSelection* sel = nullptr, int prefill_m = 512);
+                                            KernelSelection* sel = nullptr, int prefill_m = 512,
+                                            QuantType quant = QuantType::None);
 /// Same on several backends (e.g. the cpu backend at every ISA level this host runs: deploy
 /// phase 1) fed the same inputs; the reference runs once per case. Rows per backend.
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
                                             std::span<Backend* const> backends,
-                                            KernelSelection* sel, int prefill_m);
+                                            KernelSelection* sel, int prefill_m,
+                                            QuantType quant = QuantType::None);
 
 /// One line per row for reports: "kernel [path] isa shape config: err e, tolerance t, ratio r".
 std::string validation_row_string(const ValidationRow& r);
@@ -262,10 +276,13 @@ std::string validation_row_string(const ValidationRow& r);
 /// Returns the recorded entries. `threads` as Backend::set_threads. A linear shape [n, k]
 /// for which `keep_shape(n, k)` is false is not swept (a quantized deployment's quantized
 /// projections never run the base-dtype GEMM/GEMV); empty = every shape.
+/// `quant` q8_0/q4_0 (decode only; UsageError for prefill): the layer projections' GEMVs
+/// on block-quantized weights, candidates act 0 / act 1, entries of dtype "q8_0"/"q4_0".
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
                                          int threads = 0, int prefill_m = 512, int reps = 3,
-                                         const std::function<bool(int n, int k)>& keep_shape = {});
+                                         const std::function<bool(int n, int k)>& keep_shape = {},
+                                         QuantType quant = QuantType::None);
 
 /// Records validation rows as validated entries (phase 1) with the configs used.
 void record_validation(const std::vector<ValidationRow>& rows, DType dtype, const std::string& isa,

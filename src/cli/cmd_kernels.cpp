@@ -39,6 +39,7 @@ std::optional<std::filesystem::path> opt_path(const std::string& s) {
 struct ModelInfo {
   ModelConfig cfg;
   DType dtype;
+  QuantType quant = QuantType::None;  ///< --dtype q8_0|q4_0: the projections' format
   std::string name;
   int prefill_m;
 };
@@ -47,7 +48,11 @@ ModelInfo load_info(const KArgs& a) {
   ModelInfo mi;
   const std::string dir = resolve_model_dir(a.model, true);
   mi.cfg = load_model_config(dir);
-  mi.dtype = !a.dtype.empty() ? parse_dtype(a.dtype)
+  // q8_0/q4_0: the checkpoint's dtype stays the base of the unquantized tensors (as the
+  // engine does).
+  mi.quant = parse_quant(a.dtype);
+  const bool base_dtype = a.dtype.empty() || mi.quant != QuantType::None;
+  mi.dtype = !base_dtype ? parse_dtype(a.dtype)
              : mi.cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(mi.cfg.torch_dtype);
   std::filesystem::path p(dir);
   if (p.filename() == "config.json") p = p.parent_path();
@@ -117,7 +122,7 @@ int run_validate(const KArgs& a) {
   KernelSelection sel;
   sel.registry = reg;
   sel.prefill_m = mi.prefill_m;
-  const auto rows = validate_kernels(mi.cfg, mi.dtype, *backend, &sel, mi.prefill_m);
+  const auto rows = validate_kernels(mi.cfg, mi.dtype, *backend, &sel, mi.prefill_m, mi.quant);
   int fails = 0;
   double max_ratio = 0;
   for (const auto& r : rows) {
@@ -131,20 +136,25 @@ int run_validate(const KArgs& a) {
                      {"config", r.config}, {"k", r.k}, {"max_abs_err", r.max_abs_err},
                      {"max_rel_err", r.max_rel_err}, {"mean_rel_l1", r.mean_rel_l1},
                      {"tolerance", r.tolerance}, {"ratio", r.ratio}, {"n_checked", r.n_checked},
+                     {"format", r.quant != QuantType::None ? quant_name(r.quant) : dtype_name(mi.dtype)},
                      {"pass", r.pass}});
     std::cout << nlohmann::json{{"model", mi.name}, {"dtype", std::string(dtype_name(mi.dtype))},
+                                {"quant", std::string(quant_name(mi.quant))},
                                 {"isa", backend->isa()}, {"rows", arr}, {"failed", fails},
                                 {"max_ratio", max_ratio}}
                      .dump(1)
               << "\n";
   } else {
-    std::cout << fmt::format("kernels validate {} dtype={} backend=cpu isa={}\n", mi.name,
-                             dtype_name(mi.dtype), backend->isa());
+    std::cout << fmt::format("kernels validate {} dtype={}{} backend=cpu isa={}\n", mi.name,
+                             dtype_name(mi.dtype),
+                             mi.quant != QuantType::None ? fmt::format(" quant={}", quant_name(mi.quant)) : "",
+                             backend->isa());
     std::cout << fmt::format("{:<30} {:<52} {:<34} {:>10} {:>10} {:>9} {}\n", "kernel", "shape",
                              "config", "err/scale", "tolerance", "ratio", "result");
     for (const auto& r : rows)
       std::cout << fmt::format("{:<30} {:<52} {:<34} {:>10.2e} {:>10.2e} {:>9.2e} {}\n",
-                               r.kernel + (r.path.empty() ? "" : " " + r.path),
+                               r.kernel + (r.quant != QuantType::None ? " " + std::string(quant_name(r.quant)) : "") +
+                                   (r.path.empty() ? "" : " " + r.path),
                                shape_string(r.shape), cfg_string(r.config), r.max_rel_err,
                                r.tolerance, r.ratio, r.pass ? "PASS" : "FAIL");
     std::cout << fmt::format("{} of {} kernel checks pass (every output element; largest "
@@ -173,9 +183,9 @@ int run_sweep(KArgs a) {
   const ModelInfo mi = load_info(a);
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   const auto es = sweep_kernels(mi.cfg, mi.dtype, a.prefill, reg, mi.name, a.threads, mi.prefill_m,
-                                std::max(1, a.reps));
-  std::cout << fmt::format("kernels sweep {} {} dtype={} -> {}\n", mi.name,
-                           a.prefill ? "prefill" : "decode", dtype_name(mi.dtype), a.registry);
+                                std::max(1, a.reps), {}, mi.quant);
+  std::cout << fmt::format("kernels sweep {} {} dtype={} -> {}\n", mi.name, a.prefill ? "prefill" : "decode",
+                           mi.quant != QuantType::None ? quant_name(mi.quant) : dtype_name(mi.dtype), a.registry);
   for (const auto& e : es) {
     double thr = 0;
     for (const auto& c : e.candidates)
@@ -201,7 +211,9 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                          auto* sw = sub.add_subcommand("sweep", "Try tile configs for MODEL's linears, record the best");
                          for (CLI::App* s : {val, sw}) {
                            add_model_arg(*s, &a->model);
-                           s->add_option("--dtype", a->dtype, "bf16|fp16|fp32 (default: checkpoint dtype)");
+                           s->add_option("--dtype", a->dtype,
+                                         "bf16|fp16|fp32|q8_0|q4_0 (default: checkpoint dtype; q8_0/q4_0 quantize "
+                                         "the layer projections over the checkpoint's dtype)");
                            s->add_option("--threads,-t", a->threads, "Threads (0 = all cores)")
                                ->check(thread_count());
                            s->add_option("--registry", a->registry, "Writable registry dir");

@@ -24,6 +24,19 @@ double tolerance(OpKind op, DType dtype, long k) {
   return 2.0 * gamma_k(k_eff) + 2.0 * e_ulps * kUnitRoundoffF32;
 }
 
+double tolerance(OpKind op, DType dtype, long k, ActQuant act) {
+  const double base = tolerance(op, dtype, k);
+  const bool dot = op == OpKind::Gemm || op == OpKind::Gemv || op == OpKind::LinearGroup;
+  // Half a q8 step of the block's largest magnitude (amax / 127 / 2), plus the fp32
+  // roundings of d_x, 1/d_x and x/d_x (3u) and of d_w * d_x (u): op.hpp.
+  return act == ActQuant::Q8 && dot ? base + 1.0 / 254.0 + 4.0 * kUnitRoundoffF32 : base;
+}
+
+ActQuant act_of(const TileConfig& cfg) noexcept {
+  const auto it = cfg.find(kActTileKey);
+  return it != cfg.end() && it->second == 1 ? ActQuant::Q8 : ActQuant::F32;
+}
+
 double tolerance(const std::string& op, DType dtype, long k) {
   return tolerance(parse_op_kind(op), dtype, k);
 }

@@ -85,7 +85,9 @@ KernelValidation validate_deployment_kernels(Context& ctx) {
   for (auto& b : owned) backends.push_back(b.get());
   const std::string engine_isa = make_backend(ctx.m.target, ctx.opt.threads)->isa();
   auto sel = selection(ctx.m, ctx.ws.dir(), ConfigStage::Default);
-  std::vector<ValidationRow> rows = validate_kernels(ctx.cfg, ctx.dtype, backends, sel.get(), prefill_m_of(ctx.m));
+  // A quantized deployment: its projections' cases are q8_0/q4_0 linears (with their act).
+  std::vector<ValidationRow> rows =
+      validate_kernels(ctx.cfg, ctx.dtype, backends, sel.get(), prefill_m_of(ctx.m), ctx.quant);
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
   record_validation(rows, ctx.dtype, engine_isa, reg, ctx.m.name, ctx.opt.threads);
   reg.save();

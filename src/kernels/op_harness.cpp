@@ -137,6 +137,7 @@ double best_time(int reps, F&& f) {
 
 struct Expected {
   Vec want, scale;
+  Vec scale_q8;  ///< quantized linears: the scale under q8 activation blocks (op.hpp)
 };
 
 // (1 + 2 S) * sum_j p_j |v_j| per output element: S = max_j scale * sum_d |q_d k_jd| bounds
@@ -282,7 +283,20 @@ Expected expected_of(Backend& ref, const OpCase& c, const OpInputs& in) {
 
 // ---- linears ------------------------------------------------------------------------
 
-// The reference's y and scale sum_j |x_j w_ij| + |b_i| on the compared rows of x.
+// x with every element replaced by the largest magnitude of its 32-block: |W| times it is
+// sum_b amax_b sum_{t in b} |w_t|, the scale of a linear on q8 activation blocks.
+Vec block_amax(const Vec& x) {
+  Vec a(x.size());
+  for (std::size_t b = 0; b + kQuantBlock <= x.size(); b += kQuantBlock) {
+    float m = 0;
+    for (int t = 0; t < kQuantBlock; ++t) m = std::max(m, std::abs(x[b + t]));
+    std::fill(a.begin() + static_cast<long>(b), a.begin() + static_cast<long>(b) + kQuantBlock, m);
+  }
+  return a;
+}
+
+// The reference's y and scale sum_j |x_j w_ij| + |b_i| on the compared rows of x (and, for
+// quantized weights, the q8-activation scale).
 Expected linear_expected(Backend& ref, const LinearWeight& rw, const LinearWeight& rabs, const Vec& x,
                          int k, const std::vector<int>& rows, const float* bias, const float* abs_bias) {
   Vec xr;
@@ -292,6 +306,11 @@ Expected linear_expected(Backend& ref, const LinearWeight& rw, const LinearWeigh
   e.want.resize(static_cast<std::size_t>(mr) * rw.n_out);
   e.scale.resize(e.want.size());
   ref.linear(rw, xr.data(), mr, e.want.data(), bias);
+  if (rw.quant != QuantType::None) {
+    e.scale_q8.resize(e.want.size());
+    const Vec xa = block_amax(xr);
+    ref.linear(rabs, xa.data(), mr, e.scale_q8.data(), abs_bias);
+  }
   for (auto& v : xr) v = std::abs(v);
   ref.linear(rabs, xr.data(), mr, e.scale.data(), abs_bias);
   return e;
@@ -300,8 +319,9 @@ Expected linear_expected(Backend& ref, const LinearWeight& rw, const LinearWeigh
 // One weight of a linear case with everything derived from it.
 struct Lin {
   Vec w, bias, abs_bias;
-  std::map<DType, std::pair<std::unique_ptr<LinearWeight>, std::unique_ptr<LinearWeight>>> ref;  // W, |W|
-  std::map<std::tuple<const Backend*, DType>, std::unique_ptr<LinearWeight>> packed;
+  // W, |W| (quantized: the dequantized values' magnitudes)
+  std::map<std::pair<DType, QuantType>, std::pair<std::unique_ptr<LinearWeight>, std::unique_ptr<LinearWeight>>> ref;
+  std::map<std::tuple<const Backend*, DType, QuantType>, std::unique_ptr<LinearWeight>> packed;
 };
 
 // W ~ N(0, 1/k) (a trained layer's scale) from `seed`, its bias N(0, 0.5) from seed + 100.
@@ -314,19 +334,32 @@ void fill_bias(Lin& l, Vec b) {
 }
 Vec random_bias(int n, uint32_t seed) { return random_vec(n, 0.5f, seed + 100); }
 
-std::pair<LinearWeight*, LinearWeight*> ref_weights(Backend& ref, Lin& l, int n, int k, DType dt) {
-  auto& slot = l.ref[dt];
+std::pair<LinearWeight*, LinearWeight*> ref_weights(Backend& ref, Lin& l, int n, int k, DType dt,
+                                                    QuantType q = QuantType::None) {
+  auto& slot = l.ref[{dt, q}];
   if (!slot.first) {
-    slot.first = ref.make_linear(TensorView::f32(l.w.data(), n, k), dt);
-    const Vec wa = abs_of(l.w);
-    slot.second = ref.make_linear(TensorView::f32(wa.data(), n, k), dt);
+    const TensorView w = TensorView::f32(l.w.data(), n, k);
+    if (q == QuantType::None) {
+      slot.first = ref.make_linear(w, dt);
+      const Vec wa = abs_of(l.w);
+      slot.second = ref.make_linear(TensorView::f32(wa.data(), n, k), dt);
+    } else {
+      slot.first = ref.make_quantized_linear(w, q);
+      Vec wd(l.w.size());
+      for (int r = 0; r < n; ++r)
+        quantize_round_trip(q, l.w.data() + static_cast<std::size_t>(r) * k, wd.data() + static_cast<std::size_t>(r) * k, k);
+      const Vec wa = abs_of(wd);
+      slot.second = ref.make_linear(TensorView::f32(wa.data(), n, k), DType::F32);
+    }
   }
   return {slot.first.get(), slot.second.get()};
 }
 
-LinearWeight& packed_weight(Backend& be, Lin& l, int n, int k, DType dt, const TileConfig& cfg) {
-  auto& slot = l.packed[{&be, dt}];
-  if (!slot) slot = be.make_linear(TensorView::f32(l.w.data(), n, k), dt, cfg);
+LinearWeight& packed_weight(Backend& be, Lin& l, int n, int k, DType dt, const TileConfig& cfg,
+                            QuantType q = QuantType::None) {
+  auto& slot = l.packed[{&be, dt, q}];
+  const TensorView w = TensorView::f32(l.w.data(), n, k);
+  if (!slot) slot = q == QuantType::None ? be.make_linear(w, dt, cfg) : be.make_quantized_linear(w, q, cfg);
   else if (slot->config != cfg) be.retile(*slot, cfg);
   return *slot;
 }
@@ -340,7 +373,7 @@ struct OpHarness::Memo {
   // bias and compared rows.
   std::map<std::tuple<int, int, uint32_t>, std::unique_ptr<Lin>> lins;
   std::map<std::tuple<int, int, DType>, Vec> xs;
-  std::map<std::tuple<const Lin*, DType, int, bool, int>, Expected> lin_refs;
+  std::map<std::tuple<const Lin*, DType, QuantType, int, bool, int>, Expected> lin_refs;
   // Other ops: inputs and reference by the case's identity.
   std::map<std::string, std::pair<OpInputs, Expected>> ops;
 };
@@ -349,7 +382,9 @@ OpHarness::OpHarness() : ref_(make_backend("reference")), memo_(std::make_unique
 OpHarness::~OpHarness() = default;
 void OpHarness::clear() { memo_ = std::make_unique<Memo>(); }
 
-OpDesc op_desc(const OpCase& c) { return OpDesc{c.kind, c.dtype, c.shape, 0}; }
+OpDesc op_desc(const OpCase& c) {
+  return OpDesc{c.kind, c.dtype, c.shape, c.quant != QuantType::None ? kQuantBlock : 0, c.quant};
+}
 
 OpInputs OpHarness::make_inputs(const OpCase& c) {
   OpInputs in;
@@ -422,11 +457,31 @@ OpInputs OpHarness::make_inputs(const OpCase& c) {
 
 namespace {
 
-// Compares the compared rows of a backend's linear output y [m, n] with the reference's.
-void compare_rows(ToleranceCheck& acc, const float* y, int n, const std::vector<int>& rows, const Expected& e) {
+// Compares the compared rows of a backend's linear output y [m, n] with the reference's
+// (under the scale of the activations the backend multiplied).
+void compare_rows(ToleranceCheck& acc, const float* y, int n, const std::vector<int>& rows, const Expected& e,
+                  ActQuant act) {
+  const Vec& scale = act == ActQuant::Q8 ? e.scale_q8 : e.scale;
+  if (scale.size() != e.want.size()) throw UsageError("op harness: act 1 (q8 activations) on a float weight");
   for (std::size_t r = 0; r < rows.size(); ++r)
-    check_tolerance(acc, y + static_cast<std::size_t>(rows[r]) * n, e.want.data() + r * n, e.scale.data() + r * n,
+    check_tolerance(acc, y + static_cast<std::size_t>(rows[r]) * n, e.want.data() + r * n, scale.data() + r * n,
                     static_cast<std::size_t>(n));
+}
+
+// `part` (one weight of a group, its own tolerance) into `acc`: the worst ratio decides.
+void merge_check(ToleranceCheck& acc, const ToleranceCheck& part, bool first) {
+  if (first || part.ratio > acc.ratio) {
+    acc.tolerance = part.tolerance;
+    acc.ratio = part.ratio;
+    acc.max_rel_err = part.max_rel_err;
+  }
+  if (acc.pass && !part.pass) acc.first_bad = acc.n_checked + part.first_bad;
+  acc.pass = acc.pass && part.pass;
+  acc.max_abs_err = std::max(acc.max_abs_err, part.max_abs_err);
+  acc.sum_abs_err += part.sum_abs_err;
+  acc.sum_abs_ref += part.sum_abs_ref;
+  acc.n_checked += part.n_checked;
+  acc.mean_rel_l1 = acc.sum_abs_ref > 0 ? acc.sum_abs_err / acc.sum_abs_ref : acc.sum_abs_err;
 }
 
 // A linear case on `be` given its weights' sources, x and the reference rows of each weight.
@@ -434,12 +489,11 @@ OpResult run_linear(Backend& be, const OpCase& c, const std::vector<Lin*>& lins,
                     const std::vector<const Expected*>& refs, const std::vector<int>& rows, int reps) {
   const int m = linear_m(c), k = dim(c, "k");
   const auto ns = linear_ns(c);
-  const TileConfig cfg =
-      c.tiles.empty() ? be.default_tiles(OpDesc{c.kind, c.dtype, c.shape, 0}) : c.tiles;
+  const TileConfig cfg = c.tiles.empty() ? be.default_tiles(op_desc(c)) : c.tiles;
   std::vector<LinearWeight*> ws;
   for (std::size_t i = 0; i < lins.size(); ++i) {
     const TileConfig& mine = i < c.member_tiles.size() && !c.member_tiles[i].empty() ? c.member_tiles[i] : cfg;
-    ws.push_back(&packed_weight(be, *lins[i], ns[i], k, c.dtype, mine));
+    ws.push_back(&packed_weight(be, *lins[i], ns[i], k, c.dtype, mine, c.quant));
   }
   std::vector<Guarded> ys;
   for (int n : ns) ys.emplace_back(static_cast<std::size_t>(m) * n);
@@ -453,12 +507,18 @@ OpResult run_linear(Backend& be, const OpCase& c, const std::vector<Lin*>& lins,
   call();
   OpResult r;
   r.k = accumulation_k(c);
-  r.check.tolerance = tolerance(c.kind, c.dtype, r.k);
   for (std::size_t i = 0; i < ws.size(); ++i) {
-    compare_rows(r.check, ys[i].data(), ns[i], rows, *refs[i]);
+    // Each weight under the activations its own config names (act: quantized weights only).
+    const ActQuant act = c.quant != QuantType::None ? act_of(ws[i]->config) : ActQuant::F32;
+    ToleranceCheck part;
+    part.tolerance = tolerance(c.kind, c.dtype, r.k, act);
+    compare_rows(part, ys[i].data(), ns[i], rows, *refs[i], act);
+    merge_check(r.check, part, i == 0);
     r.guards_intact = r.guards_intact && ys[i].intact();
   }
-  r.config = tile_subset(be.tile_schema(m == 1 ? OpKind::Gemv : OpKind::Gemm), ws[0]->config);
+  // A quantized weight's one key (act) is its decode choice, used for every m.
+  r.config = tile_subset(be.tile_schema(m == 1 || c.quant != QuantType::None ? OpKind::Gemv : OpKind::Gemm),
+                         ws[0]->config);
   for (std::size_t i = 0; i < ws.size(); ++i) {
     r.flops += 2.0 * m * ns[i] * k;
     r.bytes += static_cast<double>(ws[i]->bytes()) + 4.0 * m * ns[i];
@@ -541,11 +601,13 @@ OpResult OpHarness::run(Backend& be, const OpCase& c, int reps) {
   const std::vector<int> rows = compared_rows(m, c.ref_rows);
   auto& x = memo.xs[{m, k, x_grid(c.dtype)}];
   if (x.empty()) x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 1000u + m * 7u + k, x_grid(c.dtype));
+  if (c.quant != QuantType::None && c.dtype != DType::F32)
+    throw UsageError("op harness: a quantized case's dtype must be fp32");
   std::vector<const Expected*> refs;
   for (std::size_t i = 0; i < lins.size(); ++i) {
-    auto& e = memo.lin_refs[{lins[i], c.dtype, m, c.bias, c.ref_rows}];
+    auto& e = memo.lin_refs[{lins[i], c.dtype, c.quant, m, c.bias, c.ref_rows}];
     if (e.want.empty()) {
-      const auto [rw, rabs] = ref_weights(*ref_, *lins[i], ns[i], k, c.dtype);
+      const auto [rw, rabs] = ref_weights(*ref_, *lins[i], ns[i], k, c.dtype, c.quant);
       e = linear_expected(*ref_, *rw, *rabs, x, k, rows, c.bias ? lins[i]->bias.data() : nullptr,
                           c.bias ? lins[i]->abs_bias.data() : nullptr);
     }
@@ -588,7 +650,7 @@ OpResult OpHarness::run(Backend& be, const OpCase& c, const OpInputs& in, int re
   std::vector<Expected> exp(ns.size());
   std::vector<const Expected*> refs;
   for (std::size_t i = 0; i < ns.size(); ++i) {
-    const auto [rw, rabs] = ref_weights(*ref_, owned[i], ns[i], k, c.dtype);
+    const auto [rw, rabs] = ref_weights(*ref_, owned[i], ns[i], k, c.dtype, c.quant);
     exp[i] = linear_expected(*ref_, *rw, *rabs, x, k, rows, c.bias ? owned[i].bias.data() : nullptr,
                              c.bias ? owned[i].abs_bias.data() : nullptr);
     refs.push_back(&exp[i]);
@@ -603,7 +665,7 @@ std::string describe(const OpCase& c, const OpResult& r) {
   return fmt::format("{}{} {} {} [{}]{}: max err/scale {:.3g}, tolerance {:.3g} (k={}), ratio {:.3g}, first bad {}, "
                      "{} elements{}",
                      c.label.empty() ? std::string(op_name(c.kind)) : c.label, c.path.empty() ? "" : " " + c.path,
-                     dtype_name(c.dtype), shape, cfg.empty() ? "-" : cfg, c.bias ? " bias" : "", r.check.max_rel_err,
+                     c.quant != QuantType::None ? quant_name(c.quant) : dtype_name(c.dtype), shape, cfg.empty() ? "-" : cfg, c.bias ? " bias" : "", r.check.max_rel_err,
                      r.check.tolerance, r.k, r.check.ratio, r.check.first_bad, r.check.n_checked,
                      r.guards_intact ? "" : ", OUT-OF-BOUNDS WRITE");
 }
@@ -614,6 +676,19 @@ std::vector<OpKind> uncovered_kinds(const Backend& be, std::span<const OpCase> c
   for (OpKind kind : needed) {
     const bool covered = std::any_of(cases.begin(), cases.end(), [&](const OpCase& c) { return c.kind == kind; });
     if (!covered && be.supports(OpDesc{kind, dtype, {}, 0})) out.push_back(kind);
+  }
+  return out;
+}
+
+std::vector<OpKind> uncovered_kinds(const Backend& be, std::span<const OpCase> cases,
+                                    std::span<const OpKind> needed, DType dtype, QuantType quant) {
+  std::vector<OpKind> out = uncovered_kinds(be, cases, needed, dtype);
+  if (quant == QuantType::None) return out;
+  for (OpKind kind : needed) {
+    if (kind != OpKind::Gemm && kind != OpKind::Gemv) continue;
+    const bool covered =
+        std::any_of(cases.begin(), cases.end(), [&](const OpCase& c) { return c.kind == kind && c.quant == quant; });
+    if (!covered && be.supports(OpDesc{kind, DType::F32, {}, kQuantBlock, quant})) out.push_back(kind);
   }
   return out;
 }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -106,19 +107,14 @@ std::string KernelCache::key(const TensorView& w, DType dtype, const TileConfig&
   return chash + "-" + content_hash(hk.data(), hk.size()) + ".bin";
 }
 
-std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const TensorView& w,
-                                                       DType dtype, const TileConfig& cfg,
-                                                       bool* hit) {
-  if (hit) *hit = false;
-  // Only backends with a packed byte layout (Backend::packed_size) are cached.
-  if (w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
-  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
-  const std::size_t nbytes = backend.packed_size(n, k, dtype);
-  if (nbytes == 0) return backend.make_linear(w, dtype, cfg);
-  const std::string chash = tensor_hash(w);
-  const nlohmann::json header = header_of(w, dtype, cfg, backend.name(), chash);
-  const std::string hk = header.dump();
-  const auto file = dir_ / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
+namespace {
+// One cache file: the weight read back through `read` when the file's header is `hk`, else
+// `make()` and the file written from its packed() bytes (atomically: a temp file renamed).
+std::unique_ptr<LinearWeight> cached(
+    const std::filesystem::path& dir, const std::string& chash, const std::string& hk, std::size_t nbytes,
+    const std::function<std::unique_ptr<LinearWeight>(const std::function<bool(std::span<std::byte>)>&)>& read,
+    const std::function<std::unique_ptr<LinearWeight>()>& make, bool* hit) {
+  const auto file = dir / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
   {
     std::ifstream in(file, std::ios::binary);
     if (in) {
@@ -131,7 +127,7 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
         in.read(stored.data(), static_cast<std::streamsize>(hlen));
         if (in && stored == hk) {
           // Read straight into the backend's memory; the file must end right after it.
-          auto lw = backend.read_packed_linear(n, k, dtype, cfg, [&](std::span<std::byte> dst) {
+          auto lw = read([&](std::span<std::byte> dst) {
             in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
             return in && in.gcount() == static_cast<std::streamsize>(dst.size()) && in.peek() == EOF;
           });
@@ -143,11 +139,11 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
       }
     }
   }
-  auto packed = backend.make_linear(w, dtype, cfg);
+  auto packed = make();
   const std::span<const std::byte> bytes = packed->packed();
   if (bytes.size() != nbytes) return packed;
   std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
+  std::filesystem::create_directories(dir, ec);
   const auto tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
@@ -164,6 +160,42 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
   std::filesystem::rename(tmp, file, ec);
   if (ec) std::filesystem::remove(tmp, ec);
   return packed;
+}
+}  // namespace
+
+std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const TensorView& w,
+                                                       DType dtype, const TileConfig& cfg,
+                                                       bool* hit) {
+  if (hit) *hit = false;
+  // Only backends with a packed byte layout (Backend::packed_size) are cached.
+  if (w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
+  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
+  const std::size_t nbytes = backend.packed_size(n, k, dtype);
+  if (nbytes == 0) return backend.make_linear(w, dtype, cfg);
+  const std::string chash = tensor_hash(w);
+  const std::string hk = header_of(w, dtype, cfg, backend.name(), chash).dump();
+  return cached(
+      dir_, chash, hk, nbytes, [&](const auto& read) { return backend.read_packed_linear(n, k, dtype, cfg, read); },
+      [&] { return backend.make_linear(w, dtype, cfg); }, hit);
+}
+
+std::unique_ptr<LinearWeight> KernelCache::get_or_quantize(Backend& backend, const TensorView& w, QuantType quant,
+                                                           const TileConfig& cfg, bool* hit) {
+  if (hit) *hit = false;
+  if (w.shape.size() != 2) return backend.make_quantized_linear(w, quant, cfg);
+  const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
+  const std::size_t nbytes = backend.quantized_packed_size(n, k, quant);
+  if (nbytes == 0) return backend.make_quantized_linear(w, quant, cfg);
+  const std::string chash = tensor_hash(w);
+  // The source dtype is part of the tensor bytes' hash; the format names the blocks.
+  nlohmann::json h = header_of(w, DType::F32, cfg, backend.name(), chash);
+  h["kernel"] = "linear_quant_blocks";
+  h["dtype"] = std::string(quant_name(quant));
+  const std::string hk = h.dump();
+  return cached(
+      dir_, chash, hk, nbytes,
+      [&](const auto& read) { return backend.read_quantized_linear(n, k, quant, cfg, read); },
+      [&] { return backend.make_quantized_linear(w, quant, cfg); }, hit);
 }
 
 }  // namespace llmport

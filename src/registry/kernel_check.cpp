@@ -14,7 +14,7 @@ void require(const KernelShape& s, const char* key) {
 }  // namespace
 
 CheckResult check_kernel(OpHarness& harness, const std::string& kernel, const KernelShape& shape, DType dtype,
-                         Backend& be, const TileConfig& cfg, int reps) {
+                         Backend& be, const TileConfig& cfg, int reps, QuantType quant) {
   if (kernel != "gemm" && kernel != "gemv")
     throw UsageError("check_kernel: '" + kernel + "' is not a swept kernel (expected gemm, gemv); "
                      "validate_kernels checks the others");
@@ -23,6 +23,7 @@ CheckResult check_kernel(OpHarness& harness, const std::string& kernel, const Ke
   require(shape, "k");
   OpCase c{kernel == "gemv" ? OpKind::Gemv : OpKind::Gemm, dtype, shape};
   c.tiles = cfg;
+  c.quant = quant;
   c.ref_rows = 8;  // the reference on 8 rows spread over m: a row's result does not depend on m
   const OpResult r = harness.run(be, c, reps);
   CheckResult out;

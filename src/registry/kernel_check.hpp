@@ -21,8 +21,10 @@ struct CheckResult {
 /// rows (a sweep's pass/fail per candidate; phase 1 checks every row: validate_kernels),
 /// tolerance(kernel, dtype, k), timing `reps` extra calls. `harness` keeps the packed
 /// weight and the reference rows between the configs of one shape. Throws UsageError for
-/// another kernel or a shape without its keys.
+/// another kernel or a shape without its keys. `quant` q8_0/q4_0: the weight is
+/// block-quantized (dtype F32), checked under the config's act.
 CheckResult check_kernel(OpHarness& harness, const std::string& kernel, const KernelShape& shape,
-                         DType dtype, Backend& backend, const TileConfig& cfg, int reps);
+                         DType dtype, Backend& backend, const TileConfig& cfg, int reps,
+                         QuantType quant = QuantType::None);
 
 }  // namespace llmport::detail

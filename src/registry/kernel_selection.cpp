@@ -59,6 +59,39 @@ std::unique_ptr<LinearWeight> KernelSelection::make_linear(Backend& backend, con
   return lw;
 }
 
+TileConfig KernelSelection::quantized_linear_config(const Backend& backend, int n, int k, QuantType quant) {
+  const KernelShape gemv{{"n", n}, {"k", k}};
+  const OpDesc op{OpKind::Gemv, DType::F32, gemv, kQuantBlock, quant};
+  TileConfig cfg = backend.default_tiles(op);
+  if (backend.tile_schema(OpKind::Gemv).empty()) return cfg;
+  if (!machine) machine = MachineFingerprint::current(backend.threads());
+  // A measured decode choice of this machine wins; otherwise the backend's default, which is
+  // itself the measured per-level choice (docs/quantization.md), so it is not reported as
+  // an unmeasured heuristic.
+  const std::string dt(quant_name(quant));
+  if (const RegistryEntry* e = registry ? registry->find("gemv", dt, backend.isa(), gemv, *machine) : nullptr;
+      e && !e->heuristic) {
+    for (const auto& [key, v] : kernel_config_subset("gemv", e->best, backend))
+      if (key == kActTileKey) cfg[key] = v;
+    registry_used.push_back("gemv " + dt + " " + shape_string(gemv));
+  }
+  chosen[dt + " n=" + std::to_string(n) + " k=" + std::to_string(k)] = cfg;
+  return cfg;
+}
+
+std::unique_ptr<LinearWeight> KernelSelection::make_quantized_linear(Backend& backend, const TensorView& w,
+                                                                     QuantType quant, std::optional<ActQuant> act) {
+  TileConfig cfg;
+  if (w.shape.size() == 2)
+    cfg = quantized_linear_config(backend, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1]), quant);
+  if (act) cfg[kActTileKey] = static_cast<int>(*act);
+  if (!cache_dir) return backend.make_quantized_linear(w, quant, cfg);
+  bool hit = false;
+  auto lw = KernelCache(*cache_dir).get_or_quantize(backend, w, quant, cfg, &hit);
+  ++(hit ? cache_hits : cache_misses);
+  return lw;
+}
+
 std::string KernelSelection::foreign_line() const {
   if (foreign_skipped == 0) return "";
   std::string where;

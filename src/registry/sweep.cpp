@@ -14,9 +14,15 @@ namespace llmport {
 std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bool prefill,
                                          KernelRegistry& registry, const std::string& model_name,
                                          int threads, int prefill_m, int reps,
-                                         const std::function<bool(int n, int k)>& keep_shape) {
+                                         const std::function<bool(int n, int k)>& keep_shape, QuantType quant) {
+  const bool quantized = quant != QuantType::None;
+  if (quantized && prefill)
+    throw UsageError(std::string("kernels sweep --prefill: a ") + std::string(quant_name(quant)) +
+                     " linear has no prefill keys (its one key, act, is a decode choice used for every m: "
+                     "sweep --decode)");
   auto backend = make_backend("cpu", threads);
-  const std::string dt(dtype_name(dtype));
+  const std::string dt = quantized ? std::string(quant_name(quant)) : std::string(dtype_name(dtype));
+  if (quantized) dtype = DType::F32;  // the dequantized values; x stays fp32 or q8 by act
   std::vector<RegistryEntry> out;
   // Entries of this machine (fingerprint with this backend's resolved thread count).
   const MachineFingerprint here = MachineFingerprint::current(backend->threads());
@@ -24,6 +30,10 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
   for (const auto& [kernel, shape] : model_kernel_shapes(cfg, prefill_m)) {
     if (kernel != (prefill ? "gemm" : "gemv")) continue;
     if (keep_shape && !keep_shape(shape.at("n"), shape.at("k"))) continue;
+    // Quantized: the layer projections' shapes (lm_head, [vocab, emb], stays unquantized).
+    if (quantized && (shape.at("k") % kQuantBlock != 0 ||
+                      (shape.at("n") == cfg.vocab_size && shape.at("k") == cfg.emb_dim)))
+      continue;
     RegistryEntry e;
     if (const auto* old = registry.find(kernel, dt, backend->isa(), shape, here)) e = *old;
     e.kernel = kernel;
@@ -32,14 +42,14 @@ std::vector<RegistryEntry> sweep_kernels(const ModelConfig& cfg, DType dtype, bo
     e.shape = shape;
     e.candidates.clear();
     harness.clear();  // one shape's weight and reference rows at a time
-    const OpDesc op{prefill ? OpKind::Gemm : OpKind::Gemv, dtype, shape};
+    const OpDesc op{prefill ? OpKind::Gemm : OpKind::Gemv, dtype, shape, quantized ? kQuantBlock : 0, quant};
     // Each candidate = the heuristic default with the swept keys replaced.
     const TileConfig base = backend->default_tiles(op);
     double best = -1;
     for (const TileConfig& delta : backend->tile_candidates(op)) {
       TileConfig tc = base;
       for (const auto& [key, v] : delta) tc[key] = v;
-      const auto r = detail::check_kernel(harness, kernel, shape, dtype, *backend, tc, reps);
+      const auto r = detail::check_kernel(harness, kernel, shape, dtype, *backend, tc, reps, quant);
       Candidate c;
       c.config = kernel_config_subset(kernel, tc, *backend);
       c.gflops = r.seconds > 0 ? r.flops / r.seconds * 1e-9 : 0;

@@ -13,6 +13,7 @@
 
 #include "llmport/error.hpp"
 #include "llmport/op_harness.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/tolerance.hpp"
 #include "registry/kernel_check.hpp"
@@ -90,7 +91,8 @@ namespace {
 // and gather cases get their tile config per backend (case_for).
 class ModelCases {
  public:
-  ModelCases(const ModelConfig& cfg, DType dtype, int prefill_m) : cfg_(cfg), dt_(dtype) {
+  ModelCases(const ModelConfig& cfg, DType dtype, int prefill_m, QuantType quant)
+      : cfg_(cfg), dt_(dtype), quant_(quant) {
     P_ = std::max(1, prefill_m);
     // A second prefill m: small and odd (tails of the mr/mc blocking); P itself when tiny.
     m2_ = P_ > 8 ? 7 : std::max(1, P_ - (P_ % 2 == 0 ? 1 : 0));
@@ -101,8 +103,13 @@ class ModelCases {
     const int hd = cfg_.head_dim, nh = cfg_.n_heads, nkv = cfg_.n_kv_heads, e = cfg_.emb_dim;
     const int hid = cfg_.hidden_dim;
     // Weights (n, k, seed): q 11, k 12, v 13, o 14, gate 15, up 16, down 17, lm_head 18.
-    const Lin wq{nh * hd, e, 11}, wo{e, nh * hd, 14}, wg{hid, e, 15}, wd{e, hid, 17}, wl{cfg_.vocab_size, e, 18};
-    const Lin wk{nkv * hd, e, 12};
+    // Block-quantized by the one rule (llmport/quant_plan.hpp) when the model is; lm_head
+    // stays in the base dtype.
+    using R = TensorRole;
+    const Lin wq{nh * hd, e, 11, q_of(R::Wq, e)}, wo{e, nh * hd, 14, q_of(R::Wo, nh * hd)},
+        wg{hid, e, 15, q_of(R::WGate, e)}, wd{e, hid, 17, q_of(R::WDown, hid)},
+        wl{cfg_.vocab_size, e, 18, QuantType::None};
+    const Lin wk{nkv * hd, e, 12, q_of(R::Wk, e)};
     std::vector<int> ms = {P_};
     if (m2_ != P_) ms.push_back(m2_);
     ms.push_back(1);
@@ -114,8 +121,8 @@ class ModelCases {
       // every row only when the product stays small (bounded cost of the scalar reference).
       if (m == 1 || m == m2_ || static_cast<double>(m) * wl.n * wl.k <= 64e6) linear("lm_head", wl, m, false);
       // The fused groups as the engine calls them (one linear_group per layer each).
-      group("linear_group_qkv", {wq.n, nkv * hd, nkv * hd}, e, 11, m, cfg_.qkv_bias);
-      group("linear_group_gate_up", {hid, hid}, e, 15, m, false);
+      group("linear_group_qkv", {wq.n, nkv * hd, nkv * hd}, e, 11, m, cfg_.qkv_bias, wq.quant);
+      group("linear_group_gate_up", {hid, hid}, e, 15, m, false, wg.quant);
     }
     // Each q/k/v/gate/up shape also on its own (gemm/gemv, e.g. a sweep's measurements).
     for (const Lin* l : {&wq, &wk, &wg})
@@ -150,7 +157,12 @@ class ModelCases {
   struct Lin {
     int n, k;
     uint32_t seed;
+    QuantType quant;
   };
+
+  QuantType q_of(TensorRole role, int k) const {
+    return planned_quant(role, {1, k}, quant_, QuantType::None);
+  }
 
   void add(OpCase c, uint32_t seed) {
     c.seed = seed;
@@ -158,15 +170,18 @@ class ModelCases {
   }
 
   void linear(const std::string& path, const Lin& l, int m, bool bias) {
-    OpCase c{m == 1 ? OpKind::Gemv : OpKind::Gemm, dt_};
+    OpCase c{m == 1 ? OpKind::Gemv : OpKind::Gemm, l.quant != QuantType::None ? DType::F32 : dt_};
+    c.quant = l.quant;
     c.shape = m == 1 ? OpShape{{"n", l.n}, {"k", l.k}} : OpShape{{"m", m}, {"n", l.n}, {"k", l.k}};
     c.bias = bias;
     c.path = path;
     add(std::move(c), l.seed);
   }
 
-  void group(const std::string& label, const std::vector<int>& ns, int k, uint32_t seed, int m, bool bias) {
-    OpCase c{OpKind::LinearGroup, dt_, {{"m", m}, {"k", k}}};
+  void group(const std::string& label, const std::vector<int>& ns, int k, uint32_t seed, int m, bool bias,
+             QuantType q) {
+    OpCase c{OpKind::LinearGroup, q != QuantType::None ? DType::F32 : dt_, {{"m", m}, {"k", k}}};
+    c.quant = q;
     for (std::size_t i = 0; i < ns.size(); ++i) c.shape["n" + std::to_string(i)] = ns[i];
     c.bias = bias;
     c.label = label;
@@ -197,6 +212,7 @@ class ModelCases {
 
   const ModelConfig& cfg_;
   DType dt_;
+  QuantType quant_;
   int P_ = 1, m2_ = 1;
   std::vector<OpCase> cases_;
 };
@@ -209,6 +225,9 @@ OpCase case_for(const OpCase& c, Backend& be, KernelSelection* sel, int prefill_
     return out;
   const int k = c.shape.at("k");
   auto config = [&](int n) {
+    if (c.quant != QuantType::None)
+      return sel ? sel->quantized_linear_config(be, n, k, c.quant)
+                 : be.default_tiles(OpDesc{OpKind::Gemv, DType::F32, {{"n", n}, {"k", k}}, kQuantBlock, c.quant});
     return sel ? sel->linear_config(be, n, k, c.dtype)
                : be.default_tiles(OpDesc{OpKind::Gemm, c.dtype, {{"m", prefill_m}, {"n", n}, {"k", k}}});
   };
@@ -230,6 +249,7 @@ ValidationRow row_of(const OpCase& c, OpKind kind, const OpResult& r, const Back
   row.isa = be.isa();
   row.shape = c.shape;
   if (c.bias) row.shape["bias"] = 1;
+  row.quant = c.quant;
   row.config = r.config;
   row.k = static_cast<int>(r.k);
   row.max_abs_err = r.check.max_abs_err;
@@ -246,9 +266,9 @@ ValidationRow row_of(const OpCase& c, OpKind kind, const OpResult& r, const Back
 
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
                                             std::span<Backend* const> backends,
-                                            KernelSelection* sel, int prefill_m) {
+                                            KernelSelection* sel, int prefill_m, QuantType quant) {
   check_fits_memory(cfg, prefill_m);
-  ModelCases model(cfg, dtype, prefill_m);
+  ModelCases model(cfg, dtype, prefill_m, quant);
   const std::vector<OpCase> cases = model.build();
   const std::vector<OpKind> needed = model.needed();
   // Per case, every backend: the harness runs the reference once per case.
@@ -261,7 +281,7 @@ std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
     }
   // A kind the engine needs and the backend claims, with no case: a failing row.
   for (Backend* be : backends)
-    for (OpKind kind : uncovered_kinds(*be, cases, needed, dtype)) {
+    for (OpKind kind : uncovered_kinds(*be, cases, needed, dtype, quant)) {
       ValidationRow row;
       row.kernel = std::string(op_name(kind)) + ": no case";
       row.isa = be->isa();
@@ -271,9 +291,9 @@ std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
 }
 
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
-                                            KernelSelection* sel, int prefill_m) {
+                                            KernelSelection* sel, int prefill_m, QuantType quant) {
   Backend* one[1] = {&backend};
-  return validate_kernels(cfg, dtype, std::span<Backend* const>(one, 1), sel, prefill_m);
+  return validate_kernels(cfg, dtype, std::span<Backend* const>(one, 1), sel, prefill_m, quant);
 }
 
 std::string validation_row_string(const ValidationRow& r) {
@@ -288,11 +308,13 @@ std::string validation_row_string(const ValidationRow& r) {
 
 void record_validation(const std::vector<ValidationRow>& rows, DType dtype, const std::string& isa,
                        KernelRegistry& registry, const std::string& model_name, int threads) {
-  const std::string dt(dtype_name(dtype));
+  const std::string base_dt(dtype_name(dtype));
   static const std::set<std::string> recorded = {"gemm", "gemv", "rmsnorm", "rope", "swiglu", "add",
                                                  "attention_prefill", "attention_decode"};
   const MachineFingerprint here = MachineFingerprint::current(threads);
   for (const auto& row : rows) {
+    // Quantized rows are entries of their format ("q4_0"), the others of the base dtype.
+    const std::string dt = row.quant != QuantType::None ? std::string(quant_name(row.quant)) : base_dt;
     // Registry entries are per (kernel, shape) of this backend's ISA; rows of the fused
     // paths, the gather and other ISA levels are in the phase report only.
     if (!recorded.count(row.kernel) || !row.path.empty() || (!row.isa.empty() && row.isa != isa) ||

@@ -42,7 +42,10 @@ void Engine::Impl::load() {
   // Block-quantized where the plan says so (llmport/quant_plan.hpp), else the compute dtype.
   auto make_projection = [&](const TensorView& w, TensorRole role) {
     const QuantType qt = planned_quant(role, w.shape, opt.quant, opt.quant_lm_head);
-    return qt != QuantType::None ? be.make_quantized_linear(w, qt) : make_linear(w);
+    if (qt == QuantType::None) return make_linear(w);
+    if (opt.kernels) return opt.kernels->make_quantized_linear(be, w, qt, opt.quant_act);
+    return be.make_quantized_linear(w, qt, opt.quant_act ? TileConfig{{kActTileKey, static_cast<int>(*opt.quant_act)}}
+                                                         : TileConfig{});
   };
   embed = &weights.get(R::Embed);
   layers.resize(static_cast<std::size_t>(cfg.n_layers));

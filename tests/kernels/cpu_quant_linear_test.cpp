@@ -35,7 +35,8 @@ TEST(CpuQuantLinear, EveryLevelMatchesTheReferenceWithinTheFp32Tolerance) {
       for (const auto& [n, k] : std::vector<std::pair<int, int>>{{37, 64}, {16, 2048}, {5, 32}, {130, 96}}) {
         const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(static_cast<float>(k)), 7);
         const TensorView tv = TensorView::f32(w.data(), n, k, "w");
-        auto got_w = be->make_quantized_linear(tv, q);
+        // act 0: fp32 x times the widened weights (act 1, q8 x blocks: cpu_quant_op_test.cpp).
+        auto got_w = be->make_quantized_linear(tv, q, {{"act", 0}});
         auto ref_w = ref->make_quantized_linear(tv, q);
         ASSERT_EQ(got_w->quant, q);
         // |W_dequantized| for the per-element scale.
@@ -79,7 +80,7 @@ TEST(CpuQuantLinear, APlantedScaleFaultIsCaught) {
   const auto w = random_vec(static_cast<std::size_t>(n) * k, 0.125f, 3);
   auto bad = w;
   for (int t = 0; t < 32; ++t) bad[static_cast<std::size_t>(t)] *= 2;  // block 0 of row 0: 2x d
-  auto got_w = be->make_quantized_linear(TensorView::f32(bad.data(), n, k), QuantType::Q8_0);
+  auto got_w = be->make_quantized_linear(TensorView::f32(bad.data(), n, k), QuantType::Q8_0, {{"act", 0}});
   auto ref_w = ref->make_quantized_linear(TensorView::f32(w.data(), n, k), QuantType::Q8_0);
   const auto x = random_vec(static_cast<std::size_t>(k), 1.0f, 4);
   std::vector<float> got(n), want(n);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -257,6 +258,139 @@ TEST(KernelCache, ContentHashDependsOnEveryByte) {
     EXPECT_NE(content_hash(b.data(), b.size()), h0) << i;
   }
   EXPECT_NE(content_hash(a.data(), 999), h0);
+}
+
+}  // namespace
+}  // namespace llmport::test
+
+namespace llmport::test {
+namespace {
+
+// Phase 1 / `kernels validate` of a quantized model: the projections whose input splits
+// into 32-blocks are q8_0/q4_0 cases (down_proj of k = 136 and lm_head stay bf16), at every
+// ISA level, with the act of their config and the tolerance derived for it.
+TEST(ValidateQuant, EveryQuantizedProjectionPassesOnEachIsaWithTheDerivedTolerance) {
+  const ModelConfig cfg = small_config();
+  for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0}) {
+    const auto owned = every_isa(2);
+    const auto rows = validate_kernels(cfg, DType::BF16, ptrs(owned), nullptr, 19, q);
+    std::set<std::string> quant_kernels, isas;
+    for (const auto& r : rows) {
+      EXPECT_TRUE(r.pass) << validation_row_string(r);
+      EXPECT_LT(r.ratio, 0.5) << validation_row_string(r);
+      const bool is_linear = r.kernel == "gemm" || r.kernel == "gemv" || r.kernel.rfind("linear_group", 0) == 0;
+      if (!is_linear) continue;
+      const int k = r.shape.count("k") ? r.shape.at("k") : 0;
+      const bool kept = r.path == "lm_head" || k % kQuantBlock != 0;
+      EXPECT_EQ(r.quant, kept ? QuantType::None : q) << validation_row_string(r);
+      if (r.quant == QuantType::None) continue;
+      quant_kernels.insert(r.kernel);
+      isas.insert(r.isa);
+      ASSERT_TRUE(r.config.count("act")) << validation_row_string(r);
+      const ActQuant act = r.config.at("act") == 1 ? ActQuant::Q8 : ActQuant::F32;
+      EXPECT_DOUBLE_EQ(r.tolerance, tolerance(OpKind::Gemv, DType::F32, r.k, act));
+      // The measured default: q8 activation blocks at every level.
+      EXPECT_EQ(r.config.at("act"), 1) << validation_row_string(r);
+    }
+    EXPECT_EQ(quant_kernels, (std::set<std::string>{"gemm", "gemv", "linear_group_qkv", "linear_group_gate_up"}));
+    EXPECT_EQ(isas.size(), backend_levels("cpu").size());
+  }
+}
+
+// The quantized weights one level makes have every block-0 scale doubled: that level's
+// quantized rows fail, nothing else.
+class DoubledScaleBackend final : public ForwardingBackend {
+ public:
+  explicit DoubledScaleBackend(std::unique_ptr<Backend> inner) : ForwardingBackend(std::move(inner)) {}
+  std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType q,
+                                                      const TileConfig& cfg = {}) override {
+    const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
+    std::vector<float> bad(static_cast<const float*>(w.data), static_cast<const float*>(w.data) + static_cast<std::size_t>(n) * k);
+    for (int j = 0; j < n; ++j)
+      for (int t = 0; t < kQuantBlock; ++t) bad[static_cast<std::size_t>(j) * k + t] *= 2;
+    return inner().make_quantized_linear(TensorView::f32(bad.data(), n, k, "w"), q, cfg);
+  }
+};
+
+TEST(ValidateQuant, APlantedScaleFaultAtOneIsaFailsItsQuantizedRowsOnly) {
+  const ModelConfig cfg = small_config();
+  const auto levels = backend_levels("cpu");
+  const std::string faulty = levels.front();
+  std::vector<std::unique_ptr<Backend>> owned;
+  for (const std::string& isa : levels) {
+    auto be = make_backend_at("cpu", isa, 1);
+    if (isa == faulty) be = std::make_unique<DoubledScaleBackend>(std::move(be));
+    owned.push_back(std::move(be));
+  }
+  const auto rows = validate_kernels(cfg, DType::BF16, ptrs(owned), nullptr, 19, QuantType::Q4_0);
+  int failed = 0;
+  for (const auto& r : rows) {
+    const bool planted = r.isa == faulty && r.quant != QuantType::None;
+    EXPECT_EQ(r.pass, !planted) << validation_row_string(r);
+    failed += planted ? 1 : 0;
+  }
+  EXPECT_GT(failed, 8);
+}
+
+TEST(SweepQuant, TheDecodeSweepMeasuresBothActivationFormats) {
+  TempDir dir;
+  const ModelConfig cfg = small_config();
+  KernelRegistry reg(dir.path() / "none", dir.path() / "reg");
+  EXPECT_THROW(sweep_kernels(cfg, DType::BF16, true, reg, "small", 1, 24, 1, {}, QuantType::Q8_0), UsageError);
+  const auto es = sweep_kernels(cfg, DType::BF16, false, reg, "small", 1, 24, 1, {}, QuantType::Q8_0);
+  // q (128 x 96), k/v (64 x 96), o (96 x 128), gate/up (136 x 96); not down (k 136) or lm_head.
+  ASSERT_EQ(es.size(), 4u);
+  for (const auto& e : es) {
+    EXPECT_EQ(e.kernel, "gemv");
+    EXPECT_EQ(e.dtype, "q8_0");
+    ASSERT_EQ(e.candidates.size(), 2u);
+    EXPECT_EQ(e.candidates[0].config, (TileConfig{{"act", 0}}));
+    EXPECT_EQ(e.candidates[1].config, (TileConfig{{"act", 1}}));
+    for (const auto& c : e.candidates) {
+      EXPECT_TRUE(c.pass);
+      EXPECT_GT(c.gbps, 0);
+    }
+  }
+  // The selection uses this machine's measured choice for the weight, for every m.
+  KernelSelection sel;
+  sel.registry = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "reg");
+  auto be = make_backend("cpu", 1);
+  const TileConfig chosen = sel.quantized_linear_config(*be, 128, 96, QuantType::Q8_0);
+  const auto q_entry = std::find_if(es.begin(), es.end(), [](const RegistryEntry& e) {
+    return e.shape.at("n") == 128 && e.shape.at("k") == 96;
+  });
+  ASSERT_NE(q_entry, es.end());
+  EXPECT_EQ(chosen, q_entry->best);
+  EXPECT_EQ(sel.registry_used, std::vector<std::string>{"gemv q8_0 k=96 n=128"});
+}
+
+TEST(KernelCache, QuantizedBlocksAreCachedAndKeyedByFormatAndAct) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  KernelCache cache(dir.path());
+  const TensorView tv = TensorView::f32(w.data(), 40, 64);
+  bool hit = true;
+  auto a = cache.get_or_quantize(*be, tv, QuantType::Q4_0, {{"act", 1}}, &hit);
+  EXPECT_FALSE(hit);
+  auto b = cache.get_or_quantize(*be, tv, QuantType::Q4_0, {{"act", 1}}, &hit);
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(b->quant, QuantType::Q4_0);
+  EXPECT_EQ(b->config, (TileConfig{{"act", 1}}));
+  ASSERT_EQ(a->packed().size(), b->packed().size());
+  EXPECT_EQ(std::memcmp(a->packed().data(), b->packed().data(), a->packed().size()), 0);
+  std::vector<float> x(64, 0.5f), ya(40), yb(40);
+  be->linear(*a, x.data(), 1, ya.data());
+  be->linear(*b, x.data(), 1, yb.data());
+  EXPECT_EQ(ya, yb);
+  // Another format or act is another entry.
+  cache.get_or_quantize(*be, tv, QuantType::Q8_0, {{"act", 1}}, &hit);
+  EXPECT_FALSE(hit);
+  cache.get_or_quantize(*be, tv, QuantType::Q4_0, {{"act", 0}}, &hit);
+  EXPECT_FALSE(hit);
+  cache.get_or_quantize(*be, tv, QuantType::Q4_0, {{"act", 0}}, &hit);
+  EXPECT_TRUE(hit);
 }
 
 }  // namespace

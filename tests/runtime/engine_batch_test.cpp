@@ -2,6 +2,7 @@
 // logits are bit-identical whether it runs alone or beside 7 others whose prompts are
 // prefilled while it decodes, on stories260K (fp32) and a bf16 synthetic Qwen3; a prompt
 // prefilled in chunks gives the logits of a one-shot prefill, bit for bit.
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 
@@ -16,8 +17,9 @@ bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-EngineOptions batch_options(std::optional<DType> dtype, int slots) {
+EngineOptions batch_options(std::optional<DType> dtype, int slots, QuantType quant = QuantType::None) {
   EngineOptions o;
+  o.quant = quant;
   o.backend = "cpu";
   o.dtype = dtype;
   o.threads = 2;
@@ -28,8 +30,8 @@ EngineOptions batch_options(std::optional<DType> dtype, int slots) {
 
 // Greedy alone: the logits of every sampled step (prefill's last position, then decodes).
 std::vector<std::vector<float>> solo(const LoadedModel& m, std::optional<DType> dtype,
-                                     const std::vector<int>& prompt, int steps) {
-  Engine e(m.cfg, *m.weights, batch_options(dtype, 1));
+                                     const std::vector<int>& prompt, int steps, QuantType quant) {
+  Engine e(m.cfg, *m.weights, batch_options(dtype, 1, quant));
   std::vector<std::vector<float>> out;
   auto logits = e.forward(prompt);
   for (int s = 0; s < steps; ++s) {
@@ -44,9 +46,9 @@ std::vector<std::vector<float>> solo(const LoadedModel& m, std::optional<DType> 
 // tokens), then everyone decodes together.
 std::vector<std::vector<std::vector<float>>> batched(const LoadedModel& m, std::optional<DType> dtype,
                                                      const std::vector<std::vector<int>>& prompts,
-                                                     int steps, int chunk) {
+                                                     int steps, int chunk, QuantType quant = QuantType::None) {
   const int n = static_cast<int>(prompts.size());
-  Engine e(m.cfg, *m.weights, batch_options(dtype, n));
+  Engine e(m.cfg, *m.weights, batch_options(dtype, n, quant));
   std::vector<std::vector<std::vector<float>>> out(prompts.size());
   std::vector<std::size_t> fed(prompts.size(), 0);  // prompt tokens prefilled
   std::vector<int> next(prompts.size(), -1);        // token to decode next
@@ -84,12 +86,13 @@ std::vector<std::vector<std::vector<float>>> batched(const LoadedModel& m, std::
 }
 
 void expect_batch_invariant(const LoadedModel& m, std::optional<DType> dtype,
-                            const std::vector<std::vector<int>>& prompts, int steps) {
+                            const std::vector<std::vector<int>>& prompts, int steps,
+                            QuantType quant = QuantType::None) {
   for (int chunk : {3, 64}) {
     SCOPED_TRACE("prefill chunk " + std::to_string(chunk));
-    const auto all = batched(m, dtype, prompts, steps, chunk);
+    const auto all = batched(m, dtype, prompts, steps, chunk, quant);
     for (std::size_t i = 0; i < prompts.size(); ++i) {
-      const auto alone = solo(m, dtype, prompts[i], steps);
+      const auto alone = solo(m, dtype, prompts[i], steps, quant);
       ASSERT_EQ(all[i].size(), alone.size()) << "sequence " << i;
       for (std::size_t s = 0; s < alone.size(); ++s)
         EXPECT_TRUE(same_bits(all[i][s], alone[s])) << "sequence " << i << " step " << s;
@@ -111,6 +114,27 @@ TEST(EngineBatch, Stories260kEightSequencesMatchTheirSoloLogitsBitForBit) {
     for (const auto& l : all[i]) ids.push_back(argmax(l));
     EXPECT_EQ(ids, golden.at("cases")[i].at("generated_ids").get<std::vector<int>>()) << i;
   }
+}
+
+// Quantized projections (q8 activation blocks at the AVX levels, the default act): a row's
+// logits are the same alone (m = 1 decode) and among 8 rows, bit for bit, at every level
+// LLMPORT_CPU_ISA can force (the engine's backend reads it).
+TEST(EngineBatch, QuantizedStories260kEightSequencesMatchTheirSoloLogitsBitForBit) {
+  const LoadedModel m(shared_path("models/stories260K"));
+  const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
+  std::vector<std::vector<int>> prompts;
+  for (const auto& c : golden.at("cases")) prompts.push_back(c.at("prompt_ids").get<std::vector<int>>());
+  const char* prev = std::getenv("LLMPORT_CPU_ISA");
+  const std::string saved = prev ? prev : "";
+  for (const std::string& level : backend_levels("cpu")) {
+    ::setenv("LLMPORT_CPU_ISA", level.c_str(), 1);
+    for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0}) {
+      SCOPED_TRACE(level + " " + std::string(quant_name(q)));
+      expect_batch_invariant(m, DType::F32, prompts, 8, q);
+    }
+  }
+  if (prev) ::setenv("LLMPORT_CPU_ISA", saved.c_str(), 1);
+  else ::unsetenv("LLMPORT_CPU_ISA");
 }
 
 TEST(EngineBatch, Bf16SyntheticEightSequencesMatchTheirSoloLogitsBitForBit) {

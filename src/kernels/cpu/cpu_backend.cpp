@@ -102,19 +102,44 @@ class CpuBackend final : public Backend {
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
 
   // Every op in the fp dtypes at every level (scalar included); the fma GEMM path is a tile
-  // config of bf16 gemm at the AVX-512 levels. No block-quantized weights yet.
-  bool supports(const OpDesc& op) const override { return op.quant_block == 0; }
+  // config of bf16 gemm at the AVX-512 levels. q8_0/q4_0 weights (32-blocks, fp32
+  // activations or q8 activation blocks by the weight's "act") for the linears at every level.
+  bool supports(const OpDesc& op) const override {
+    if (op.quant_block == 0 && op.quant == QuantType::None) return true;
+    const bool linear = op.kind == OpKind::Gemm || op.kind == OpKind::Gemv || op.kind == OpKind::LinearGroup;
+    return linear && op.quant_block == kQuantBlock && op.dtype == DType::F32 &&
+           (op.quant == QuantType::Q8_0 || op.quant == QuantType::Q4_0);
+  }
   TileSchema tile_schema(OpKind kind) const override { return cpu::tile_schema(kind); }
   TileConfig default_tiles(const OpDesc& op) const override {
     if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv && op.kind != OpKind::LinearGroup) return {};
     const auto dim = [&](const char* k) { return op.shape.count(k) ? op.shape.at(k) : 0; };
+    if (op.quant != QuantType::None) return default_quant_tile_config(isa_, op.quant, dim("n"), dim("k"));
     return default_tile_config(isa_, op.dtype, dim("n"), dim("k"));
   }
   std::vector<TileConfig> tile_candidates(const OpDesc& op) const override {
     if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv) return {};
+    // A quantized weight's one key is its decode choice (act): measured on the GEMV, used
+    // for every m.
+    if (op.quant != QuantType::None)
+      return op.kind == OpKind::Gemv ? std::vector<TileConfig>{{{kActTileKey, 0}}, {{kActTileKey, 1}}}
+                                     : std::vector<TileConfig>{};
     return candidate_tile_configs(isa_, op.dtype, op.kind == OpKind::Gemm);
   }
-  void retile(LinearWeight& w, const TileConfig& cfg) override { as_cpu_mut(w).set_config(cfg); }
+  void retile(LinearWeight& w, const TileConfig& cfg) override {
+    if (auto* q = dynamic_cast<CpuQuantLinear*>(&w)) return q->set_config(cfg);
+    as_cpu_mut(w).set_config(cfg);
+  }
+  std::size_t quantized_packed_size(int n, int k, QuantType q) const override {
+    return q == QuantType::None || k % kQuantBlock != 0 ? 0 : quant_row_bytes(q, k) * static_cast<std::size_t>(n);
+  }
+  std::unique_ptr<LinearWeight> read_quantized_linear(
+      int n, int k, QuantType q, const TileConfig& cfg,
+      const std::function<bool(std::span<std::byte>)>& read) override {
+    auto lw = std::make_unique<CpuQuantLinear>(n, k, q, cfg);
+    if (!read({lw->data(), lw->bytes()})) return nullptr;
+    return lw;
+  }
   std::size_t packed_size(int n, int k, DType dtype) const override {
     return cpu::packed_bytes(n, k, dtype);
   }
@@ -148,8 +173,12 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType q,
-                                                      const TileConfig&) override {
-    return quantize_linear(w, q);
+                                                      const TileConfig& cfg) override {
+    if (cfg.empty() && w.shape.size() == 2)
+      return quantize_linear(w, q, default_quant_tile_config(isa_, q, static_cast<int>(w.shape[0]),
+                                                             static_cast<int>(w.shape[1])),
+                             threads_);
+    return quantize_linear(w, q, cfg, threads_);
   }
 
   void linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias,
@@ -197,8 +226,8 @@ class CpuBackend final : public Backend {
   // (bf16 for vdpbf16ps, widened fp32 for the FMA path) and each GEMM runs in its region.
   void linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag = {}) override {
     check_linear_group(calls);
-    for (const LinearCall& c : calls)  // quantized groups: one region per weight (for now)
-      if (c.w->quant != QuantType::None) return Backend::linear_group(calls, x, m, tag);
+    for (const LinearCall& c : calls)
+      if (c.w->quant != QuantType::None) return quant_linear_group(calls, x, m, tag);
     // Fixed-size bookkeeping: no heap allocation per decode step.
     constexpr std::size_t kMaxGroup = 8;
     std::array<const CpuLinear*, kMaxGroup> ws{};
@@ -413,27 +442,105 @@ class CpuBackend final : public Backend {
 
  private:
   enum Op { kGemm, kGemmFma, kGemv, kRmsnorm, kRope, kAttnPrefill, kAttnDecode, kSwiglu, kAdd, kGather,
-            kGemmQuant, kGemvQuant, kNumOps };
+            kGemmQuant, kGemvQuant, kGemmQ8, kGemvQ8, kNumOps };
   static constexpr const char* kOpNames[kNumOps] = {"gemm",   "gemm_fma", "gemv", "rmsnorm", "rope",
                                                     "attention_prefill", "attention_decode",
                                                     "swiglu", "add",      "gather_rows",
-                                                    "gemm_quant", "gemv_quant"};
+                                                    "gemm_quant", "gemv_quant", "gemm_quant_q8",
+                                                    "gemv_quant_q8"};
 
-  // q8_0/q4_0 weights: output columns split over the pool, every row of x per chunk.
+  // q8_0/q4_0 weights: output columns split over the pool, every row of x per chunk. The
+  // weight's "act" picks fp32 x or q8 x blocks for every m alike (batch invariance).
   void quant_linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias) {
     const auto* w = dynamic_cast<const CpuQuantLinear*>(&lw);
     if (!w) throw UsageError("cpu backend: quantized weight was not made by the cpu backend");
     if (m <= 0) return;
-    count(m == 1 ? kGemvQuant : kGemmQuant);
+    const bool q8 = w->act() == ActQuant::Q8;
+    count(m == 1 ? (q8 ? kGemvQ8 : kGemvQuant) : (q8 ? kGemmQ8 : kGemmQuant));
+    ActQ8 xq;
+    if (q8) xq = quantize_activations(x, m, w->n_in);
     const QuantLinearFn fn = quant_linear_kernel(isa_);
+    const QuantLinearQ8Fn fn8 = quant_linear_q8_kernel(isa_);
+    auto cols = [&](int j0, int j1) {
+      if (q8) fn8(*w, xq, m, y, bias, j0, j1);
+      else fn(*w, x, m, y, bias, j0, j1);
+    };
     const double macs = static_cast<double>(m) * w->n_out * w->n_in;
     const int nt = macs < kParallelMacs ? 1 : threads_;
-    if (nt <= 1) return fn(*w, x, m, y, bias, 0, w->n_out);
+    if (nt <= 1) return cols(0, w->n_out);
     const int n_chunks = std::min(w->n_out, nt * 8);
     pool_->run(n_chunks, [&](int c, int) {
-      fn(*w, x, m, y, bias, static_cast<int>(static_cast<long>(w->n_out) * c / n_chunks),
-         static_cast<int>(static_cast<long>(w->n_out) * (c + 1) / n_chunks));
+      cols(static_cast<int>(static_cast<long>(w->n_out) * c / n_chunks),
+           static_cast<int>(static_cast<long>(w->n_out) * (c + 1) / n_chunks));
     });
+  }
+
+  // A group of quantized weights on one x (q/k/v, gate/up): x quantized once for the
+  // weights on q8 blocks, then every weight's columns in one pool region (a decode step
+  // pays one wake-up per group, as the float GEMVs do). Each weight computes exactly what
+  // quant_linear computes for it. Mixed groups (a weight in floats) run weight by weight.
+  void quant_linear_group(std::span<const LinearCall> calls, const float* x, int m, OpTag tag) {
+    constexpr std::size_t kMaxGroup = 8;
+    std::array<const CpuQuantLinear*, kMaxGroup> ws{};
+    bool all_quant = calls.size() <= kMaxGroup;
+    bool any_q8 = false;
+    for (std::size_t i = 0; i < calls.size() && all_quant; ++i) {
+      ws[i] = dynamic_cast<const CpuQuantLinear*>(calls[i].w);
+      all_quant = ws[i] != nullptr;
+      any_q8 = any_q8 || (all_quant && ws[i]->act() == ActQuant::Q8);
+    }
+    if (!all_quant || m <= 0) return Backend::linear_group(calls, x, m, tag);
+    ActQ8 xq;
+    if (any_q8) xq = quantize_activations(x, m, ws[0]->n_in);
+    const QuantLinearFn fn = quant_linear_kernel(isa_);
+    const QuantLinearQ8Fn fn8 = quant_linear_q8_kernel(isa_);
+    double macs = 0;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const bool q8 = ws[i]->act() == ActQuant::Q8;
+      count(m == 1 ? (q8 ? kGemvQ8 : kGemvQuant) : (q8 ? kGemmQ8 : kGemmQuant));
+      macs += static_cast<double>(m) * ws[i]->n_out * ws[i]->n_in;
+    }
+    auto cols = [&](std::size_t i, int j0, int j1) {
+      if (ws[i]->act() == ActQuant::Q8) fn8(*ws[i], xq, m, calls[i].y, calls[i].bias, j0, j1);
+      else fn(*ws[i], x, m, calls[i].y, calls[i].bias, j0, j1);
+    };
+    if (macs < kParallelMacs || threads_ <= 1) {
+      for (std::size_t i = 0; i < calls.size(); ++i) cols(i, 0, ws[i]->n_out);
+      return;
+    }
+    // ~8 chunks per thread over the group, each weight's share by its output count.
+    int total = 0;
+    for (std::size_t i = 0; i < calls.size(); ++i) total += ws[i]->n_out;
+    std::array<int, kMaxGroup + 1> first{};  // first chunk of weight i
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const long want = static_cast<long>(threads_) * 8 * ws[i]->n_out / std::max(1, total);
+      first[i + 1] = first[i] + static_cast<int>(std::clamp<long>(want, 1, ws[i]->n_out));
+    }
+    pool_->run(first[calls.size()], [&](int c, int) {
+      std::size_t i = 0;
+      while (c >= first[i + 1]) ++i;
+      const int nc = first[i + 1] - first[i], ci = c - first[i], n = ws[i]->n_out;
+      cols(i, static_cast<int>(static_cast<long>(n) * ci / nc), static_cast<int>(static_cast<long>(n) * (ci + 1) / nc));
+    });
+  }
+
+  // x [m][k] as q8 blocks in the backend's scratch (rows on the pool when large).
+  ActQ8 quantize_activations(const float* x, int m, int k) {
+    const std::size_t n = static_cast<std::size_t>(m) * k;
+    if (xq8_.size() < n) xq8_.resize(n);
+    if (xq8_d_.size() < n / kQuantBlock) xq8_d_.resize(n / kQuantBlock);
+    const int nt = static_cast<double>(n) < (1 << 18) ? 1 : std::min(threads_, m);
+    if (nt <= 1) {
+      quantize_act_rows(x, 0, m, k, xq8_.data(), xq8_d_.data());
+    } else {
+      const int n_chunks = std::min(m, nt * 4);
+      pool_->run(n_chunks, [&](int c, int) {
+        quantize_act_rows(x, static_cast<int>(static_cast<long>(m) * c / n_chunks),
+                          static_cast<int>(static_cast<long>(m) * (c + 1) / n_chunks), k, xq8_.data(),
+                          xq8_d_.data());
+      });
+    }
+    return {xq8_.data(), xq8_d_.data()};
   }
   void count(Op o) { counters_.add(op_name_[o]); }
 
@@ -515,6 +622,8 @@ class CpuBackend final : public Backend {
   bool batch_invariant_ = false;      // set_batch_invariant: no fp32-FMA bf16 GEMM
   std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
   std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
+  std::vector<int8_t> xq8_;           // [m][k] x as q8 blocks (quantized weights, act 1)
+  std::vector<float> xq8_d_;          // [m][k/32] their scales
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin
   std::vector<int> cs_pos_;           // [m] positions cs_ was computed for
   std::vector<float> cs_freq_;        // [head_dim/2] inv_freq cs_ was computed for

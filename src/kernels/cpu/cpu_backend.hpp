@@ -24,7 +24,7 @@ std::vector<Isa> supported_isas();
 Isa default_isa();
 
 /// TileConfig keys the linear kernels understand: mr, np, kc, mc, nc, fma (prefill GEMM)
-/// and gnp (decode GEMV). Unknown keys, values < 1, or fma other than 0/1 throw
+/// and gnp (decode GEMV); act (0|1, a quantized weight's key) is accepted and ignored. Unknown keys, values < 1, or fma other than 0/1 throw
 /// UsageError naming the key. fma = 1 selects the fp32-FMA bf16 GEMM (Blocking::fma).
 Blocking blocking_from_config(const TileConfig& cfg);
 /// Same, for a weight of `dtype`: also throws UsageError for fma = 1 on a weight that is
@@ -33,9 +33,12 @@ Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
 /// Heuristic default config for a linear of W [n, k] in `dtype` at level `isa`
 /// (used until a sweep measured the shape).
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k);
+/// Default config of a q8_0/q4_0 linear of W [n, k] at level `isa`: {"act": 0|1} (the
+/// measured decode choice; never depends on m).
+TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k);
 /// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
-/// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp}; linear_group both
+/// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp, act}; linear_group both
 /// (a group runs as GEMM or GEMV by m); others none. Values >= 1 (the kernels clamp mr/np to
 /// their register limits), fma 0 or 1.
 TileSchema tile_schema(OpKind kind);

@@ -1,19 +1,63 @@
-// CpuQuantLinear storage, quantization from the checkpoint, and the per-level kernel choice.
+// CpuQuantLinear storage, quantization from the checkpoint (rows on all threads), the q8
+// activation blocks, and the per-level kernel choice.
 #include "kernels/cpu/quant_linear.hpp"
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "llmport/error.hpp"
 
 namespace llmport::cpu {
 
-CpuQuantLinear::CpuQuantLinear(int n, int k, QuantType q) {
+void check_quant_tiles(const TileConfig& cfg) {
+  for (const auto& [key, val] : cfg) {
+    if (key != kActTileKey)
+      throw UsageError("cpu tile config: unknown parameter '" + key + "' for a quantized linear (expected act)");
+    if (val != 0 && val != 1)
+      throw UsageError("cpu tile config: 'act' must be 0 (fp32 activations) or 1 (q8 blocks) (got " +
+                       std::to_string(val) + ")");
+  }
+}
+
+CpuQuantLinear::CpuQuantLinear(int n, int k, QuantType q, const TileConfig& cfg) {
   n_out = n;
   n_in = k;
-  dtype = DType::F32;  // activations stay fp32
+  dtype = DType::F32;  // the dequantized values and fp32 activations
   quant = q;
+  set_config(cfg);
   row_bytes_ = quant_row_bytes(q, k);
   data_.assign(row_bytes_ * static_cast<std::size_t>(n), std::byte{0});
+}
+
+void CpuQuantLinear::set_config(const TileConfig& cfg) {
+  check_quant_tiles(cfg);
+  config = cfg;
+  act_ = act_of(cfg);
+}
+
+void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* d) {
+  const int nb = k / kQuantBlock;
+  // x * id + 1.5 * 2^23 - 1.5 * 2^23 rounds half to even for |v| <= 2^22 (here <= 127) in
+  // plain SSE2 code, which vectorizes where a call to nearbyintf would not.
+  constexpr float kMagic = 12582912.0f;
+  for (int i = r0; i < r1; ++i)
+    for (int b = 0; b < nb; ++b) {
+      const std::size_t off = static_cast<std::size_t>(i) * k + static_cast<std::size_t>(b) * kQuantBlock;
+      float amax = 0;
+      for (int t = 0; t < kQuantBlock; ++t) amax = std::max(amax, std::abs(x[off + t]));
+      const float db = amax / 127.0f;
+      const float id = db != 0.0f ? 1.0f / db : 0.0f;
+      for (int t = 0; t < kQuantBlock; ++t) {
+        // Without -ffast-math the compiler may neither reassociate nor (no FMA in generic
+        // x86-64 code) contract this.
+        const float v = x[off + t] * id + kMagic;
+        q[off + t] = static_cast<int8_t>(static_cast<int>(v - kMagic));
+      }
+      d[static_cast<std::size_t>(i) * nb + b] = db;
+    }
 }
 
 QuantLinearFn quant_linear_kernel(Isa isa) noexcept {
@@ -26,21 +70,51 @@ QuantLinearFn quant_linear_kernel(Isa isa) noexcept {
   return scalar::quant_linear;
 }
 
-std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q) {
+namespace {
+bool has_vnni() noexcept {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni");
+}
+}  // namespace
+
+QuantLinearQ8Fn quant_linear_q8_kernel(Isa isa) noexcept {
+  switch (isa) {
+    case Isa::Avx512Bf16: return has_vnni() ? avx512vnni::quant_linear_q8 : avx512::quant_linear_q8;
+    case Isa::Avx512: return avx512::quant_linear_q8;
+    case Isa::Avx2: return avx2::quant_linear_q8;
+    case Isa::Scalar: return scalar::quant_linear_q8;
+  }
+  return scalar::quant_linear_q8;
+}
+
+const char* quant_q8_dot_name(Isa isa) noexcept {
+  if (isa == Isa::Scalar) return "scalar";
+  return isa == Isa::Avx512Bf16 && has_vnni() ? "vnni" : "maddubs";
+}
+
+std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q, const TileConfig& cfg,
+                                                int threads) {
   if (w.shape.size() != 2)
     throw ShapeError(w.file.string() + ": " + w.name + ": linear weight must be 2-D");
   const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
   if (k % kQuantBlock != 0)
     throw UsageError(w.name + ": input dimension " + std::to_string(k) + " is not a multiple of " +
                      std::to_string(kQuantBlock) + " (" + std::string(quant_name(q)) + " blocks)");
-  auto lw = std::make_unique<CpuQuantLinear>(n, k, q);
-  std::vector<float> row(static_cast<std::size_t>(k));
+  auto lw = std::make_unique<CpuQuantLinear>(n, k, q, cfg);
   const std::size_t in_row = static_cast<std::size_t>(k) * dtype_size(w.dtype);
-  for (int j = 0; j < n; ++j) {
-    to_f32(w.dtype, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(j) * in_row, row.data(),
-           row.size());
-    if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(lw->row(j)), k);
-    else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(lw->row(j)), k);
+  const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), n));
+  // Rows are independent: each thread quantizes whole rows through its own fp32 buffer
+  // (the same values for any thread count).
+#pragma omp parallel num_threads(nt)
+  {
+    std::vector<float> row(static_cast<std::size_t>(k));
+#pragma omp for schedule(static)
+    for (int j = 0; j < n; ++j) {
+      to_f32(w.dtype, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(j) * in_row, row.data(),
+             row.size());
+      if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(lw->row(j)), k);
+      else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(lw->row(j)), k);
+    }
   }
   release_source_pages(w, 0, w.nbytes);
   return lw;

@@ -19,8 +19,13 @@ class RefLinear final : public LinearWeight {
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
-  // Every op in every dtype: the oracle is what other backends are checked against.
-  bool supports(const OpDesc& op) const override { return op.quant_block == 0; }
+  // Every op in every dtype, and q8_0/q4_0 linears (the exactly dequantized weights times
+  // fp32 x): the oracle is what other backends are checked against.
+  bool supports(const OpDesc& op) const override {
+    if (op.quant_block == 0 && op.quant == QuantType::None) return true;
+    const bool linear = op.kind == OpKind::Gemm || op.kind == OpKind::Gemv || op.kind == OpKind::LinearGroup;
+    return linear && op.quant_block == kQuantBlock && op.quant != QuantType::None;
+  }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& t, DType compute,
                                             const TileConfig& cfg) override {
