@@ -38,6 +38,9 @@ struct ServeOptions {
   /// Total KV-cache budget in tokens shared by the slots (llama.cpp's --ctx-size): each
   /// slot holds ctx_size / parallel tokens, at most the model's context.
   int ctx_size = 4096;
+  /// ctx_size was the user's (--ctx-size): a slot context above the model's is then capped
+  /// with a warning; the default 4096 is capped quietly (a small model's slots hold it all).
+  bool ctx_size_given = false;
   int queue = 16;                  ///< requests waiting for a slot (>= 0); beyond: 429
   std::string api_key;             ///< "" = no authentication
   std::optional<DType> dtype;      ///< compute dtype; default the checkpoint's

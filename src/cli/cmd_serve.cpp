@@ -25,6 +25,7 @@ struct ServeArgs {
   int port = 8080;
   int parallel = 4;
   int ctx_size = 4096;
+  bool ctx_size_given = false;
   int queue = 16;
   std::string api_key;
   std::optional<std::string> dtype;
@@ -45,6 +46,7 @@ int run_serve(const ServeArgs& a) {
   o.port = a.port;
   o.parallel = a.parallel;
   o.ctx_size = a.ctx_size;
+  o.ctx_size_given = a.ctx_size_given;
   o.queue = a.queue;
   o.api_key = a.api_key;
   o.chat_template_file = a.chat_template_file;
@@ -99,9 +101,11 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                            ->check(CLI::Range(0, 65535));
                        sub.add_option("--parallel", a->parallel, "sequence slots decoded together")
                            ->check(CLI::Range(1, 256));
-                       sub.add_option("--ctx-size,-c", a->ctx_size,
-                                      "total KV-cache budget in tokens, shared by the slots (each: ctx-size / parallel)")
-                           ->check(at_least(2));
+                       CLI::Option* ctx =
+                           sub.add_option("--ctx-size,-c", a->ctx_size,
+                                          "total KV-cache budget in tokens, shared by the slots (each: ctx-size / "
+                                          "parallel, at most the model's context; default 4096)")
+                               ->check(at_least(2));
                        sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
                            ->check(CLI::Range(0, 4096));
                        sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
@@ -128,7 +132,10 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                       "test-only: pause after every batched step")
                            ->check(CLI::Range(0, 10000))
                            ->group("");
-                       return [a] { return run_serve(*a); };
+                       return [a, ctx] {
+                         a->ctx_size_given = ctx->count() > 0;
+                         return run_serve(*a);
+                       };
                      }}};
 
 }  // namespace

@@ -120,6 +120,7 @@ class Server {
     cfg_ = load_model_config(dir_);
     const int model_ctx = cfg_.max_seq > 0 ? cfg_.max_seq : cfg_.max_position_embeddings;
     slot_ctx_ = opt_.ctx_size / opt_.parallel;
+    if (model_ctx > 0 && slot_ctx_ > model_ctx && !opt_.ctx_size_given) slot_ctx_ = model_ctx;
     if (model_ctx > 0 && slot_ctx_ > model_ctx) {
       // llama-server's rule: a slot never holds more positions than the model was made for
       // (RoPE beyond it is untrained); said, not silent.

@@ -2,6 +2,7 @@
 // shared stories260K model (fails, not skips, when the data is missing).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -32,8 +33,20 @@ TEST(CliKernels, ValidateStories260kAllPassAndRecords) {
 
 TEST(CliKernels, SweepNeedsWritableRegistryAndOneMode) {
   const auto model = shared_path("models/stories260K").string();
-  EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--decode"}).exit_code, 2);
   TempDir dir;
+  {
+    // Without --registry a sweep writes the user registry, $XDG_DATA_HOME/llmport/registry/cpu
+    // (never the installed data): pointed at a temporary directory here, not the real home.
+    TempDir xdg;
+    const char* old = std::getenv("XDG_DATA_HOME");
+    const std::string saved = old ? old : "";
+    setenv("XDG_DATA_HOME", xdg.path().c_str(), 1);
+    auto user = run_llmport({"kernels", "sweep", model, "--decode", "--reps", "1", "-t", "1"});
+    if (old) setenv("XDG_DATA_HOME", saved.c_str(), 1);
+    else unsetenv("XDG_DATA_HOME");
+    EXPECT_EQ(user.exit_code, 0) << user.err;
+    EXPECT_TRUE(std::filesystem::exists(xdg.path() / "llmport" / "registry" / "cpu" / "gemv_fp32.json")) << user.out;
+  }
   EXPECT_EQ(run_llmport({"kernels", "sweep", model, "--registry", dir.path().string()}).exit_code, 2);
   auto r = run_llmport({"kernels", "sweep", model, "--decode", "--registry", dir.path().string(),
                         "--reps", "1", "-t", "1"});
