@@ -282,6 +282,11 @@ struct VerifyResult {
   /// the token-set results are reported only).
   std::string gate = "token-sets";
   double min_top1 = 0;      ///< "kld" gate only: the bound on top1_agreement
+  /// The dtype's own bounds (kl_bound_for / kld_gate_defaults): a run whose bounds are
+  /// looser (--kl-bound above, --min-top1 below) is capped at PASS-with-warnings, since
+  /// such a PASS proves less than the dtype's gate; tighter bounds are not capped.
+  double default_kl_bound = 0;
+  double default_min_top1 = 0;
   bool top1_pass = true;    ///< "kld" gate only: top1_agreement >= min_top1
   KlKind kl_kind = KlKind::Coarsened;
   double mean_kl = 0, max_kl = 0;

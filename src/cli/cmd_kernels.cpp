@@ -13,6 +13,7 @@
 #include "cli/command.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/data_dir.hpp"
+#include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
@@ -50,9 +51,11 @@ ModelInfo load_info(const KArgs& a) {
   mi.cfg = load_model_config(dir);
   // q8_0/q4_0: the checkpoint's dtype stays the base of the unquantized tensors (as the
   // engine does).
-  mi.quant = parse_quant(a.dtype);
-  const bool base_dtype = a.dtype.empty() || mi.quant != QuantType::None;
-  mi.dtype = !base_dtype ? parse_dtype(a.dtype)
+  // The engine's own reading of --dtype (and its message naming all five dtypes).
+  EngineOptions flag;
+  if (!a.dtype.empty()) set_dtype_flag(flag, a.dtype);
+  mi.quant = flag.quant;
+  mi.dtype = flag.dtype ? *flag.dtype
              : mi.cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(mi.cfg.torch_dtype);
   std::filesystem::path p(dir);
   if (p.filename() == "config.json") p = p.parent_path();

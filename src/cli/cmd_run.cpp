@@ -327,7 +327,9 @@ void print_json(const RunArgs& a, const std::string& dir, Engine& engine, const 
     for (const auto& o : engine.profile()) ops.push_back({{"op", o.op}, {"ms", o.ms}, {"calls", o.calls}});
     out["profile"] = ops;
   }
-  std::cout << out.dump() << "\n";
+  // A sampled token may end in the middle of a UTF-8 character: replaced by U+FFFD, as the
+  // streamed text and serve do, never an exception that loses the result.
+  std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 // Text mode: end the streamed line; with --profile the timings go to stderr, so stdout

@@ -28,6 +28,7 @@ struct ServeArgs {
   bool ctx_size_given = false;
   int queue = 16;
   std::string api_key;
+  bool api_key_given = false;
   std::optional<std::string> dtype;
   std::string quantize_lm_head;
   std::optional<int> threads;
@@ -48,6 +49,9 @@ int run_serve(const ServeArgs& a) {
   o.ctx_size = a.ctx_size;
   o.ctx_size_given = a.ctx_size_given;
   o.queue = a.queue;
+  // An empty key (an unset $KEY) would switch authentication off without a word.
+  if (a.api_key_given && a.api_key.empty())
+    throw UsageError("--api-key: empty key (omit the flag to serve without authentication)");
   o.api_key = a.api_key;
   o.chat_template_file = a.chat_template_file;
   o.model_name = a.model_name;
@@ -108,7 +112,8 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                ->check(at_least(2));
                        sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
                            ->check(CLI::Range(0, 4096));
-                       sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+                       CLI::Option* key =
+                           sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
                                                            "q4_0 weight-only quantization (default: the checkpoint's "
                                                            "or the deployment's)");
@@ -132,8 +137,9 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                       "test-only: pause after every batched step")
                            ->check(CLI::Range(0, 10000))
                            ->group("");
-                       return [a, ctx] {
+                       return [a, ctx, key] {
                          a->ctx_size_given = ctx->count() > 0;
+                         a->api_key_given = key->count() > 0;
                          return run_serve(*a);
                        };
                      }}};

@@ -306,11 +306,11 @@ class Server {
     // compiled library, whatever the payload limit, and does not cap chunked bodies at all.
     http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
                                          const httplib::ContentReader& reader) {
-      if (std::string body; read_body(reader, res, body)) generate(req, res, Endpoint::Completions, body);
+      if (std::string body; read_body(req, reader, res, body)) generate(req, res, Endpoint::Completions, body);
     });
     http_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
                                               const httplib::ContentReader& reader) {
-      if (std::string body; read_body(reader, res, body)) generate(req, res, Endpoint::Chat, body);
+      if (std::string body; read_body(req, reader, res, body)) generate(req, res, Endpoint::Chat, body);
     });
     // Anything else: 405 for a known route with another method, else 404.
     auto fallback = [](const httplib::Request& req, httplib::Response& res) {
@@ -323,7 +323,7 @@ class Server {
     };
     auto fallback_with_body = [this, fallback](const httplib::Request& req, httplib::Response& res,
                                                const httplib::ContentReader& reader) {
-      if (std::string body; read_body(reader, res, body)) fallback(req, res);
+      if (std::string body; read_body(req, reader, res, body)) fallback(req, res);
     };
     http_.Get(".*", fallback);
     http_.Post(".*", fallback_with_body);
@@ -335,7 +335,12 @@ class Server {
 
   // The whole request body, at most max_body_bytes; false (the response set: 413 over the
   // limit, 400 for a body that could not be read) otherwise.
-  bool read_body(const httplib::ContentReader& reader, httplib::Response& res, std::string& body) const {
+  bool read_body(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
+                 std::string& body) const {
+    // RFC 9112 6.3: a request with neither Content-Length nor chunked Transfer-Encoding has
+    // no body. Reading one anyway waits for the client's next bytes until the read timeout.
+    if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos)
+      return true;
     bool over = false;
     const bool ok = reader([&](const char* data, std::size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {

@@ -203,6 +203,8 @@ bool Tokenizer::exists(const fs::path& dir) { return fs::is_regular_file(dir / "
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& dir) {
   fs::path file = dir, base = dir;
+  // A path that does not exist is named as given (its parent's tokenizer.json is not it).
+  if (!fs::exists(dir)) throw ConfigError(dir.string() + ": no such file or directory (a tokenizer.json or its directory)");
   if (fs::is_directory(dir)) {
     file = dir / "tokenizer.json";
   } else {

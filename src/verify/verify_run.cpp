@@ -115,6 +115,15 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    " is not the shipped tools/hf_reference.py");
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
+  if (res.top_k < kTopK)
+    caps.push_back("bounds loosened by the user: top-" + std::to_string(res.top_k) + " token sets, fewer than the " +
+                   "default top-" + std::to_string(kTopK));
+  if (res.kl_bound > res.default_kl_bound)
+    caps.push_back("bounds loosened by the user: mean KL <= " + fmt_g(res.kl_bound) + ", above the " + res.dtype +
+                   " default " + fmt_g(res.default_kl_bound));
+  if (res.gate == "kld" && res.min_top1 < res.default_min_top1)
+    caps.push_back("bounds loosened by the user: top-1 agreement >= " + fmt_g(100.0 * res.min_top1, 4) +
+                   "%, below the " + res.dtype + " default " + fmt_g(100.0 * res.default_min_top1, 4) + "%");
   return caps;
 }
 
@@ -306,14 +315,18 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
   const QuantType quant = engine.engine().quant();
   if (quant == QuantType::None) {
     if (opt.min_top1) throw UsageError("verify: --min-top1 applies to quantized dtypes (q8_0, q4_0) only");
-    res.kl_bound = opt.kl_bound.value_or(kl_bound_for(engine.engine().dtype(), res.reference_dtype));
+    res.default_kl_bound = kl_bound_for(engine.engine().dtype(), res.reference_dtype);
+    res.kl_bound = opt.kl_bound.value_or(res.default_kl_bound);
   } else {
     const KldGate d = kld_gate_defaults(quant);
     res.gate = "kld";
+    res.default_kl_bound = d.max_mean_kl;
+    res.default_min_top1 = d.min_top1;
     res.kl_bound = opt.kl_bound.value_or(d.max_mean_kl);
     res.min_top1 = opt.min_top1.value_or(d.min_top1);
-    if (!(res.min_top1 >= 0 && res.min_top1 <= 1))
-      throw UsageError("verify: --min-top1 must be a share in [0, 1], got " + fmt_g(res.min_top1));
+    // (0, 1], as deploy --min-top1: 0 would switch the top-1 check off.
+    if (!(res.min_top1 > 0 && res.min_top1 <= 1))
+      throw UsageError("verify: --min-top1 must be a share in (0, 1], got " + fmt_g(res.min_top1));
   }
   if (!(res.kl_bound > 0) || !std::isfinite(res.kl_bound))
     throw UsageError("verify: the KL bound must be a finite number > 0");

@@ -53,6 +53,10 @@ TEST(CliKernels, SweepNeedsWritableRegistryAndOneMode) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "gemv_fp32.json"));
   EXPECT_EQ(run_llmport({"kernels", "validate", model, "--isa", "sse9"}).exit_code, 2);
+  // An unknown --dtype names every dtype the command takes, the quantized ones included.
+  const auto q3 = run_llmport({"kernels", "validate", model, "--dtype", "q3"});
+  EXPECT_EQ(q3.exit_code, 2);
+  EXPECT_EQ(q3.err, "error: unknown dtype 'q3' (expected bf16, fp16, fp32, q8_0 or q4_0)\n");
 }
 
 TEST(CliBench, JsonHasLlamaBenchFields) {

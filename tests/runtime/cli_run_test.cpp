@@ -196,5 +196,17 @@ TEST(CliRun, PromptIdsEndingMidCharacterStreamLikeTheFullDecode) {
   EXPECT_EQ(r.out, full.out);
 }
 
+// --json with sampled tokens that end in the middle of a UTF-8 character (uniform sampling
+// at T = 1e39 picks byte-fallback pieces): the result is printed with U+FFFD in their place,
+// never an exception that throws the whole generation away.
+TEST(CliRun, JsonWithInvalidUtf8TokensStillPrintsTheResult) {
+  const auto r = run_llmport({"run", stories(), "--prompt", "Once upon", "-n", "6", "-t", "1", "--temperature",
+                              "1e39", "--seed", "1", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["generated_ids"].size(), 6u);
+  EXPECT_NE(r.out.find("\xEF\xBF\xBD"), std::string::npos) << r.out;  // U+FFFD
+}
+
 }  // namespace
 }  // namespace llmport::test

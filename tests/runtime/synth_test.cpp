@@ -113,6 +113,11 @@ TEST(Synth, CliRefusesToOverwriteAndUnknownPresets) {
   r = run_llmport({"synth", "--list"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("mistral-7b"), std::string::npos);
+  // A --tokenizer path that does not exist is named as given, not as its parent's file.
+  const std::string missing = (tmp.path() / "nonexist" / "dir").string();
+  r = run_llmport({"synth", "--preset", "tiny-llama", "--tokenizer", missing, "--out", (tmp.path() / "y").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: " + missing + ": no such file or directory (a tokenizer.json or its directory)\n");
 }
 
 }  // namespace

@@ -334,6 +334,10 @@ TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   EXPECT_NE(r.err.find("exceed the available memory"), std::string::npos) << r.err;
   r = run_llmport({"serve", "/nonexistent/model"});
   EXPECT_EQ(r.exit_code, 2);
+  // An empty --api-key (an unset "$KEY") must not serve without authentication.
+  r = run_llmport({"serve", stories(), "--api-key", ""});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --api-key: empty key (omit the flag to serve without authentication)\n");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // (application/x-www-form-urlencoded) above httplib's 8 KiB cap for that type, chunked
 // bodies over the limit, and a non-streamed request whose client hangs up (cancelled, slot
 // freed, the next request served).
+#include <chrono>
 #include <fstream>
 
 #include "serve/serve_test_util.hpp"
@@ -85,6 +86,18 @@ TEST_F(ServeBodies, A100KiBFormEncodedBodyIsServedWithTheGoldenAnswer) {
   EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], c.at("completion_text"));
   // And the same through an unknown route: 404, not httplib's 8 KiB 413.
   expect_openai_error(curl_file(server_->url("/v1/nope"), file), 404, "unknown route POST /v1/nope");
+}
+
+// A POST with neither Content-Length nor chunked encoding has no body (RFC 9112 6.3): the
+// 400 comes at once, not after the server's read timeout (it used to wait 30 s).
+TEST_F(ServeBodies, APostWithoutALengthIsAnImmediate400) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = run_program({"curl", "-sS", "-X", "POST", server_->url("/v1/completions"), "-H",
+                              "Content-Type: application/json", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"});
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 5.0) << r.out;
+  EXPECT_NE(r.out.find("\n400"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("\"error\""), std::string::npos) << r.out;
 }
 
 TEST_F(ServeBodies, BodiesOverTheLimitAre413NamingItFormEncodedOrChunked) {

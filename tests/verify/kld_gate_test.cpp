@@ -86,6 +86,28 @@ TEST(KldGate, ADoubledQuantScaleFailsTheGate) {
   EXPECT_NE(r.fault, "");
 }
 
+// A broken model must not PASS by loosening the gate: bounds looser than the dtype's
+// defaults cap the verdict (logits x3 fail the q4_0 defaults, and with
+// --kl-bound 1000 --min-top1 0.01 it is PASS-with-warnings naming both loosened bounds).
+TEST(KldGate, LoosenedBoundsCapTheVerdict) {
+  auto o = quant_options("q4_0");
+  o.engine.fault = FaultInjection::parse("logit_scale=3");
+  const VerifyResult strict = run_verify(stories_dir(), o);
+  EXPECT_FALSE(strict.pass);
+  o.kl_bound = 1000;
+  o.min_top1 = 0.01;
+  const VerifyResult loose = run_verify(stories_dir(), o);
+  ASSERT_TRUE(loose.pass) << (loose.failures.empty() ? "" : loose.failures.front());
+  EXPECT_EQ(loose.verdict(), "PASS-with-warnings");
+  bool kl = false, top1 = false;
+  for (const auto& c : loose.caps) {
+    kl = kl || c.find("bounds loosened by the user: mean KL <= 1e+03, above the q4_0 default 0.15") != std::string::npos;
+    top1 = top1 || c.find("bounds loosened by the user: top-1 agreement >= 1%, below the q4_0 default 78%") !=
+                       std::string::npos;
+  }
+  EXPECT_TRUE(kl && top1) << loose.verdict_line();
+}
+
 TEST(KldGate, OptionsAreRefusedWhereTheyMeanNothing) {
   auto unquantized = quant_options("fp32");
   unquantized.min_top1 = 0.9;

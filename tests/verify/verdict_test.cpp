@@ -285,7 +285,18 @@ TEST(VerifyVerdict, RunParametersAreRecordedAsGiven) {
   auto j = nlohmann::json::parse(f);
   EXPECT_EQ(j["tolerances"]["top_k"], 3);
   EXPECT_EQ(j["tolerances"]["kl_bound"], 0.5);
-  EXPECT_EQ(j["verdict"], "PASS");
+  // Looser than the defaults (top-5, the fp32 bound): what the run proved is less than the
+  // gate's, so the verdict is capped and says why.
+  EXPECT_EQ(j["verdict"], "PASS-with-warnings");
+  EXPECT_TRUE(has_cap(r, "bounds loosened by the user: top-3 token sets")) << r.verdict_line();
+  EXPECT_TRUE(has_cap(r, "bounds loosened by the user: mean KL <= 0.5, above the fp32 default")) << r.verdict_line();
+  // Tighter bounds prove more: no cap.
+  VerifyOptions tight = o;
+  tight.top_k = kTopK;
+  tight.kl_bound = kKlBoundFp32 / 2;
+  tight.report_dir = t.path() / "tight";
+  const auto tr = run_verify(stories_dir(), tight);
+  for (const auto& c : tr.caps) EXPECT_EQ(c.find("loosened"), std::string::npos) << c;
 }
 
 TEST(VerifyVerdict, OracleVerifySaysWhatItProved) {
