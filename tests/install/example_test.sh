@@ -29,6 +29,8 @@ command -v ccache >/dev/null && cxx=(ccache c++)
 # shellcheck disable=SC2046
 "${cxx[@]}" -O1 "$src/examples/generate.cpp" -o "$tmp/generate-pc" \
   $(pkg-config --cflags --libs llmport) || fail "example build with pkg-config"
-out="$(OMP_NUM_THREADS=1 "$tmp/generate-pc" "$STORIES" "$GOLDEN_PROMPT" 32)"
+# A shared libllmport (-DBUILD_SHARED_LIBS=ON) in a prefix off the loader's path: a
+# pkg-config build carries no rpath, so the loader is told where the prefix's lib is.
+out="$(LD_LIBRARY_PATH="$p/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" OMP_NUM_THREADS=1 "$tmp/generate-pc" "$STORIES" "$GOLDEN_PROMPT" 32)"
 [ "$out" = "$GOLDEN_TEXT" ] || fail "example (pkg-config) printed '$out'"
 echo "example: find_package(llmport) and pkg-config builds print the golden text"
