@@ -3,6 +3,7 @@
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <variant>
 
 #include "chat/errors.hpp"
 #include "chat/filters.hpp"
@@ -494,6 +495,10 @@ std::string render(const Program& program, const std::vector<std::pair<std::stri
     throw ConfigError(where() + "unsupported " + e.what());
   } catch (const RenderError& e) {
     throw UsageError(where() + e.what());
+  } catch (const std::bad_variant_access&) {
+    // A value of one type read as another where no check names it: still the template's
+    // error (a TypeError in Jinja2), never a crash.
+    throw UsageError(where() + "a value of the wrong type for this operation (TypeError)");
   }
   return out;
 }

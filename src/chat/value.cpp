@@ -134,6 +134,9 @@ Value Value::callable(std::string name, std::function<Value(CallArgs&)> fn) {
 
 std::int64_t Value::as_int() const {
   if (kind_ == Kind::Bool) return as_bool() ? 1 : 0;
+  // A template may hand any value where an integer goes (indent(10 * messages)): Python's
+  // TypeError, not an escaping bad_variant_access.
+  if (kind_ != Kind::Int) throw RenderError("'" + type_name() + "' object cannot be interpreted as an integer");
   return std::get<std::int64_t>(data_);
 }
 

@@ -84,6 +84,11 @@ TEST(JinjaErrors, TypeErrorsAsPython) {
   expect_error<llmport::UsageError>([] { render("{{ undefined_fn() }}"); }, {"'undefined_fn' is undefined"});
   expect_error<llmport::UsageError>([] { render("{% set x = 1 %}{% set x.a = 2 %}"); }, {"non-namespace"});
   expect_error<llmport::UsageError>([] { render("{{ x|tojson }}"); }, {"not JSON serializable"});
+  // A list where an integer goes (found by the chat_template fuzzer: it escaped as
+  // std::bad_variant_access and aborted the process).
+  expect_error<llmport::UsageError>([] { render("{{ 'x'|indent(10*messages*12) }}"); },
+                                    {"chat template line 1", "'list' object cannot be interpreted as an integer"});
+  expect_error<llmport::UsageError>([] { render("{{ range('a') }}"); }, {"chat template line 1"});
 }
 
 TEST(JinjaErrors, ImmutableSandboxRefusesMutation) {
