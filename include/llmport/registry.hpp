@@ -62,6 +62,8 @@ struct MachineFingerprint {
 };
 
 nlohmann::json to_json(const MachineFingerprint& f);
+/// Throws nlohmann::json::exception on a missing or mistyped field, ConfigError naming the
+/// field on an integer that is not an int (a float such as 1e300 included).
 MachineFingerprint fingerprint_from_json(const nlohmann::json& j);
 
 /// Where and how an entry was measured.

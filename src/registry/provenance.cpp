@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "llmport/registry.hpp"
+#include "registry/json_int.hpp"
 
 namespace llmport {
 
@@ -125,12 +126,12 @@ nlohmann::json to_json(const MachineFingerprint& f) {
 MachineFingerprint fingerprint_from_json(const nlohmann::json& j) {
   MachineFingerprint f;
   f.vendor = j.at("vendor").get<std::string>();
-  f.family = j.at("family").get<int>();
-  f.model = j.at("model").get<int>();
-  f.stepping = j.at("stepping").get<int>();
+  f.family = registry_json::to_int(j.at("family"), "fingerprint.family");
+  f.model = registry_json::to_int(j.at("model"), "fingerprint.model");
+  f.stepping = registry_json::to_int(j.at("stepping"), "fingerprint.stepping");
   f.isa_flags = j.at("isa_flags").get<std::vector<std::string>>();
   std::sort(f.isa_flags.begin(), f.isa_flags.end());
-  f.threads = j.at("threads").get<int>();
+  f.threads = registry_json::to_int(j.at("threads"), "fingerprint.threads");
   f.llmport_version = j.at("llmport_version").get<std::string>();
   return f;
 }

@@ -13,6 +13,7 @@
 #include "llmport/data_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
+#include "registry/json_int.hpp"
 
 namespace llmport {
 
@@ -58,15 +59,15 @@ nlohmann::json to_json(const RegistryEntry& e) {
 RegistryEntry entry_from_json(const nlohmann::json& j, const std::string& where) {
   RegistryEntry e;
   try {
-    e.shape = j.at("shape").get<KernelShape>();
+    e.shape = registry_json::to_int_map(j.at("shape"), "shape");
     e.isa = j.at("isa").get<std::string>();
-    e.best = j.at("best").get<TileConfig>();
+    e.best = registry_json::to_int_map(j.at("best"), "best");
     e.validated = j.value("validated", false);
     e.heuristic = j.value("heuristic", false);
     e.used_by = j.value("used_by", std::vector<std::string>{});
     for (const auto& c : j.value("candidates", nlohmann::json::array())) {
       Candidate cd;
-      cd.config = c.at("config").get<TileConfig>();
+      cd.config = registry_json::to_int_map(c.at("config"), "candidates[].config");
       cd.gflops = c.value("gflops", 0.0);
       cd.gbps = c.value("gbps", 0.0);
       cd.mean_rel_l1 = c.value("mean_rel_l1", 0.0);
@@ -81,10 +82,12 @@ RegistryEntry entry_from_json(const nlohmann::json& j, const std::string& where)
       e.provenance.compiler = p.value("compiler", "");
       e.provenance.llmport_version = p.value("llmport_version", "");
       e.provenance.date = p.value("date", "");
-      e.provenance.threads = p.value("threads", 0);
+      e.provenance.threads = p.contains("threads") ? registry_json::to_int(p["threads"], "provenance.threads") : 0;
       if (p.contains("fingerprint")) e.provenance.fingerprint = fingerprint_from_json(p["fingerprint"]);
     }
   } catch (const nlohmann::json::exception& ex) {
+    throw ConfigError(where + ": malformed registry entry: " + ex.what());
+  } catch (const ConfigError& ex) {  // a field registry_json refused
     throw ConfigError(where + ": malformed registry entry: " + ex.what());
   }
   return e;

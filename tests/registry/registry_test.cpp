@@ -115,6 +115,22 @@ TEST(Registry, MalformedFileIsAClearError) {
   }
   write_file(dir.path() / "gemm_bf16.json", "{not json");
   EXPECT_THROW(KernelRegistry(dir.path(), std::nullopt), ConfigError);
+  // Integers that are not ints (the registry fuzzer's float 8.9e115 was converted with
+  // undefined behaviour; 2^40 narrowed silently): the file and the field are named.
+  for (const char* bad : {"8.9e115", "1099511627776", "1.5"}) {
+    SCOPED_TRACE(bad);
+    write_file(dir.path() / "gemm_bf16.json",
+               std::string("{\"kernel\": \"gemm\", \"dtype\": \"bf16\", \"entries\": [{\"shape\": {\"m\": 8}, ") +
+                   "\"isa\": \"avx2\", \"best\": {\"mr\": " + bad + "}}]}");
+    try {
+      KernelRegistry reg(dir.path(), std::nullopt);
+      ADD_FAILURE() << "no throw";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("gemm_bf16.json: malformed registry entry: best.mr: expected an integer"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
