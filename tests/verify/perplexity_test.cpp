@@ -37,6 +37,13 @@ PerplexityOptions fp32_options(int ctx) {
   return o;
 }
 
+// The fp32 run at `ctx` with its log-probs saved to `file`: the base of a KLD comparison.
+PerplexityResult save_fp32_base(const fs::path& file, int ctx) {
+  auto opt = fp32_options(ctx);
+  opt.save_logits = file;
+  return run_perplexity(stories_dir(), ppl_text(), opt);
+}
+
 TEST(Perplexity, ReproducesTheReferenceFiguresAtEveryContext) {
   const auto g = ppl_golden();
   ASSERT_FALSE(g["results"].empty());
@@ -57,9 +64,7 @@ TEST(Perplexity, ReproducesTheReferenceFiguresAtEveryContext) {
 
 TEST(Perplexity, KlDivergenceAgainstASavedRun) {
   TempDir t;
-  auto base_opt = fp32_options(64);
-  base_opt.save_logits = t.path() / "fp32.bin";
-  const auto base = run_perplexity(stories_dir(), ppl_text(), base_opt);
+  const auto base = save_fp32_base(t.path() / "fp32.bin", 64);
   ASSERT_TRUE(fs::is_regular_file(t.path() / "fp32.bin"));
   // The same run against itself: nothing changed.
   auto same_opt = fp32_options(64);
@@ -91,9 +96,7 @@ TEST(Perplexity, KlDivergenceAgainstASavedRun) {
 // the file and row named, not turned into KLD figures.
 TEST(Perplexity, DamagedBaseRowsAreRefused) {
   TempDir t;
-  auto base_opt = fp32_options(64);
-  base_opt.save_logits = t.path() / "fp32.bin";
-  run_perplexity(stories_dir(), ppl_text(), base_opt);
+  save_fp32_base(t.path() / "fp32.bin", 64);
   const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
   uint64_t header_len = 0;
   std::memcpy(&header_len, good.data() + 8, 8);
@@ -141,9 +144,7 @@ TEST(Perplexity, QuantizedKlDivergenceReproducesTheReference) {
   for (const auto& want : g["results"]) {
     const int ctx = want["ctx"];
     TempDir t;
-    auto base_opt = fp32_options(ctx);
-    base_opt.save_logits = t.path() / "fp32.bin";
-    run_perplexity(stories_dir(), ppl_text(), base_opt);
+    save_fp32_base(t.path() / "fp32.bin", ctx);
     for (const auto& [name, q] : want["quant"].items())
     for (const char* backend : {"reference", "cpu"}) {
       SCOPED_TRACE("ctx " + std::to_string(ctx) + " " + name + " " + backend);
@@ -175,9 +176,7 @@ TEST(Perplexity, Int8ActivationsStayWithinTheIssuesBands) {
   for (const auto& want : g["results"]) {
     const int ctx = want["ctx"];
     TempDir t;
-    auto base_opt = fp32_options(ctx);
-    base_opt.save_logits = t.path() / "fp32.bin";
-    run_perplexity(stories_dir(), ppl_text(), base_opt);
+    save_fp32_base(t.path() / "fp32.bin", ctx);
     for (const auto& [name, q] : want["quant"].items()) {
       SCOPED_TRACE("ctx " + std::to_string(ctx) + " " + name);
       auto opt = fp32_options(ctx);
@@ -251,9 +250,7 @@ TEST(Perplexity, ADoubledQuantScaleLeavesTheKldBand) {
   const int ctx = want["ctx"];
   const double golden_kld = want["quant"]["q4_0"]["mean_kld"];
   TempDir t;
-  auto base_opt = fp32_options(ctx);
-  base_opt.save_logits = t.path() / "fp32.bin";
-  run_perplexity(stories_dir(), ppl_text(), base_opt);
+  save_fp32_base(t.path() / "fp32.bin", ctx);
   const int n_layers = 5;  // stories260K (config.json num_hidden_layers)
   for (int layer = 0; layer < n_layers; ++layer) {
     SCOPED_TRACE(layer);
