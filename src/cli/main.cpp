@@ -31,6 +31,13 @@ int main(int argc, char** argv) {
     auto fn = c.setup(*sub);
     sub->callback([&run, fn] { run = fn; });
   }
+  // CLI11 reads an unknown first word as a missing subcommand ("A subcommand is required"):
+  // name it instead.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(cmds.begin(), cmds.end(), [&](const auto& c) { return c.name == argv[1]; })) {
+    std::cerr << "error: unknown command '" << printable(argv[1]) << "' (see llmport --help)\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version

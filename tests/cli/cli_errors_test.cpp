@@ -25,6 +25,9 @@ TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_EQ(none.err.rfind("error: ", 0), 0u) << none.err;
   EXPECT_NE(none.err.find("(see llmport --help)"), std::string::npos) << none.err;
+  const auto unknown = run_llmport({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(unknown.err, "error: unknown command 'frobnicate' (see llmport --help)\n");
   const auto help = run_llmport({"run", "--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_EQ(help.err.find("error:"), std::string::npos) << help.err;
