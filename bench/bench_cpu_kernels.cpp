@@ -1,6 +1,8 @@
 // CPU kernel throughput at the linear shapes of the benchmark models (Google Benchmark):
-// prefill GEMM (GFLOP/s counter) and decode GEMV (GB/s counter) per dtype, the bf16 GEMM's
-// vdpbf16ps vs fp32-FMA paths per tile config (BM_GemmBf16Cfg), plus attention.
+// prefill GEMM (GFLOP/s counter) and decode GEMV (GB/s counter) per dtype, the q8_0/q4_0
+// linears per activation path (BM_QuantLinear; LLMPORT_CPU_ISA=avx2 runs the ymm tile loop
+// beside the default level's zmm one), the bf16 GEMM's vdpbf16ps vs fp32-FMA paths per tile
+// config (BM_GemmBf16Cfg), plus attention.
 // Timings live here, never in tests.
 #include <benchmark/benchmark.h>
 
@@ -12,6 +14,7 @@
 
 #include "kernels/backend_impls.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/quant.hpp"
 
 namespace {
 
@@ -67,6 +70,43 @@ BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"m", "n", "k", "dtype", "thre
 // bf16 prefill GEMM at the qwen3-0.6b linear shapes (M = 512, 2 threads), vdpbf16ps
 // (fma 0; the emulation on CPUs without AVX512_BF16) vs the fp32-FMA path (fma 1) with
 // explicit tile configs, so one run gives the ratio on this machine.
+// q8_0 / q4_0 weights (quant 0 / 1), fp32 x (act 0) or q8 x blocks (act 1). GB/s counts the
+// packed blocks a call reads: the decode GEMV's read bound is the machine's read rate.
+void BM_QuantLinear(benchmark::State& st) {
+  const int m = static_cast<int>(st.range(0)), n = static_cast<int>(st.range(1)),
+            k = static_cast<int>(st.range(2));
+  const auto q = st.range(3) == 0 ? llmport::QuantType::Q8_0 : llmport::QuantType::Q4_0;
+  const int act = static_cast<int>(st.range(4)), threads = static_cast<int>(st.range(5));
+  auto be = llmport::make_cpu_backend(threads);
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));
+  const auto lw = be->make_quantized_linear(llmport::TensorView::f32(w.data(), n, k, "w"), q, {{"act", act}});
+  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f);
+  std::vector<float> y(static_cast<std::size_t>(m) * n);
+  for (auto _ : st) {
+    be->linear(*lw, x.data(), m, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(lw->bytes()),
+                                           benchmark::Counter::kIsIterationInvariantRate,
+                                           benchmark::Counter::kIs1000);
+  st.SetLabel(std::string(llmport::quant_name(q)) + " act " + std::to_string(act) + " " + be->isa());
+}
+
+void QuantLinearArgs(benchmark::internal::Benchmark* b) {
+  // TinyLlama-1.1B gate/up and down (decode and a 512-token prefill), qwen3-0.6b q/o.
+  for (int q : {0, 1})
+    for (int t : {1, 2}) {
+      b->Args({1, 5632, 2048, q, 1, t});
+      b->Args({1, 2048, 5632, q, 1, t});
+      b->Args({1, 1024, 1024, q, 1, t});
+      b->Args({512, 5632, 2048, q, 1, t});
+      b->Args({512, 1024, 1024, q, 1, t});
+    }
+}
+BENCHMARK(BM_QuantLinear)->Apply(QuantLinearArgs)->ArgNames({"m", "n", "k", "quant", "act", "threads"})->UseRealTime();
+
 void BM_GemmBf16Cfg(benchmark::State& st) {
   const int m = 512, threads = 2;
   const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));

@@ -143,28 +143,69 @@ TEST(CpuQuantOp, PlantedFaultsAreCaughtAtEveryLevelAndAct) {
 
 bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// Shapes with every tail of the AVX-512 q8 tile loop: m = 67 crosses its 64-row block and
+// ends in 3 single rows; n = 37 ends the 2- and 4-column tiles; k = 96 and 160 end in an odd
+// block.
+struct BatchShape {
+  int n, k, m;
+};
+constexpr BatchShape kBatchShapes[] = {{72, 160, 8}, {37, 96, 67}};
+
 TEST(CpuQuantOp, EveryRowOfABatchEqualsItsSoloGemvBitForBit) {
-  const int n = 72, k = 160, m = 8;
-  const auto wf = random_vec(static_cast<std::size_t>(n) * k, 0.3f, 7);
-  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 8);
-  const auto bias = random_vec(static_cast<std::size_t>(n), 0.1f, 9);
   int checked = 0;
-  for (const auto isa : cpu::supported_isas())
-    for (QuantType q : kQuants)
-      for (int act : {0, 1}) {
-        SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " act " + std::to_string(act));
-        auto be = cpu::make_cpu_backend_isa(2, isa);  // batch-invariant mode not needed: act is per weight
-        const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), n, k, "w"), q, {{"act", act}});
-        std::vector<float> batched(static_cast<std::size_t>(m) * n);
-        be->linear(*w, x.data(), m, batched.data(), bias.data());
-        for (int i = 0; i < m; ++i) {
-          std::vector<float> solo(static_cast<std::size_t>(n));
-          be->linear(*w, x.data() + static_cast<std::size_t>(i) * k, 1, solo.data(), bias.data());
-          EXPECT_TRUE(same_bits(solo.data(), batched.data() + static_cast<std::size_t>(i) * n, n)) << "row " << i;
+  for (const BatchShape& s : kBatchShapes) {
+    const int n = s.n, k = s.k, m = s.m;
+    const auto wf = random_vec(static_cast<std::size_t>(n) * k, 0.3f, 7);
+    const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 8);
+    const auto bias = random_vec(static_cast<std::size_t>(n), 0.1f, 9);
+    for (const auto isa : cpu::supported_isas())
+      for (QuantType q : kQuants)
+        for (int act : {0, 1}) {
+          SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " act " +
+                       std::to_string(act) + " m=" + std::to_string(m));
+          auto be = cpu::make_cpu_backend_isa(2, isa);  // batch-invariant mode not needed: act is per weight
+          const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), n, k, "w"), q, {{"act", act}});
+          std::vector<float> batched(static_cast<std::size_t>(m) * n);
+          be->linear(*w, x.data(), m, batched.data(), bias.data());
+          for (int i = 0; i < m; ++i) {
+            std::vector<float> solo(static_cast<std::size_t>(n));
+            be->linear(*w, x.data() + static_cast<std::size_t>(i) * k, 1, solo.data(), bias.data());
+            EXPECT_TRUE(same_bits(solo.data(), batched.data() + static_cast<std::size_t>(i) * n, n)) << "row " << i;
+          }
+          ++checked;
         }
+  }
+  EXPECT_EQ(checked, static_cast<int>(cpu::supported_isas().size()) * 4 * 2);
+}
+
+// With q8 activation blocks every SIMD level computes the same fp32 operations per output
+// (the AVX2 ymm tile loop and the AVX-512 zmm one hold the same even/odd block sums:
+// quant_linear_q8_zmm.inc), so they agree bit for bit; the scalar level sums in another order.
+TEST(CpuQuantOp, EverySimdLevelGivesTheSameBitsWithQ8Activations) {
+  std::vector<cpu::Isa> simd;
+  for (const auto isa : cpu::supported_isas())
+    if (isa != cpu::Isa::Scalar) simd.push_back(isa);
+  if (simd.size() < 2) GTEST_SKIP() << "one SIMD level on this host: nothing to compare";
+  int checked = 0;
+  for (const BatchShape& s : kBatchShapes) {
+    const auto wf = random_vec(static_cast<std::size_t>(s.n) * s.k, 0.3f, 17);
+    const auto x = random_vec(static_cast<std::size_t>(s.m) * s.k, 1.0f, 18);
+    const auto bias = random_vec(static_cast<std::size_t>(s.n), 0.1f, 19);
+    for (QuantType q : kQuants) {
+      std::vector<float> first;
+      for (const auto isa : simd) {
+        SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " m=" + std::to_string(s.m));
+        auto be = cpu::make_cpu_backend_isa(2, isa);
+        const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), s.n, s.k, "w"), q, {{"act", 1}});
+        std::vector<float> y(static_cast<std::size_t>(s.m) * s.n);
+        be->linear(*w, x.data(), s.m, y.data(), bias.data());
+        if (first.empty()) first = y;
+        else EXPECT_TRUE(same_bits(first.data(), y.data(), y.size())) << "differs from " << cpu::isa_name(simd[0]);
         ++checked;
       }
-  EXPECT_EQ(checked, static_cast<int>(cpu::supported_isas().size()) * 4);
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(simd.size()) * 2 * 2);
 }
 
 TEST(CpuQuantOp, ActivationBlocksAreTheFormulas) {

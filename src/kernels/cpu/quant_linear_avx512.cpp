@@ -1,9 +1,12 @@
 // Quantized linear, AVX-512 level: fp32 x times each block widened once into two zmm of
-// fp32 weights (q * d, exact), or q8 x blocks with the maddubs integer dot product on ymm
-// (AVX-512F/BW without VNNI has no faster form); the tile loop is quant_linear_impl.inc's.
+// fp32 weights (q * d, exact; quant_linear_impl.inc's tile loop), or q8 x blocks with the
+// maddubs integer dot product on zmm (AVX-512BW without VNNI has no faster form;
+// quant_linear_q8_zmm.inc's tile loop).
 #if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no -Wmaybe-uninitialized
-// GCC 12 flags the _mm512_undefined_* inside its own intrinsics (reduce_add, cvtepi8).
+// GCC 12 flags the _mm512_undefined_* inside its own intrinsics (reduce_add, cvtepi8,
+// inserti64x4, cvtepi32_ps, extract*).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -13,6 +16,14 @@ namespace llmport::cpu::avx512 {
 namespace {
 
 #include "kernels/cpu/quant_linear_impl.inc"
+#include "kernels/cpu/quant_linear_q8_zmm.inc"
+
+// vpmaddubsw pairs into int16 (no pair exceeds 2 * 127 * 127 < 32767), vpmaddwd into int32.
+struct MaddubsDot512 {
+  static __m512i dot(__m512i src, __m512i a, __m512i b) {
+    return _mm512_add_epi32(src, _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), _mm512_set1_epi16(1)));
+  }
+};
 
 struct F32Ops {
   struct Input {
@@ -47,7 +58,7 @@ void quant_linear(const CpuQuantLinear& w, const float* x, int m, float* y, cons
 }
 
 void quant_linear_q8(const CpuQuantLinear& w, const ActQ8& x, int m, float* y, const float* bias, int j0, int j1) {
-  quant_linear_q8_impl<MaddubsDot>(w, x, m, y, bias, j0, j1);
+  zmm::quant_linear_q8<MaddubsDot512>(w, x, m, y, bias, j0, j1);
 }
 
 }  // namespace llmport::cpu::avx512
