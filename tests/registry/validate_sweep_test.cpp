@@ -391,7 +391,9 @@ TEST(ValidateQuant, AQuantizedLmHeadIsValidatedInItsFormatAndTheEmbeddingsAsTheT
   // so the gather) in the base dtype, flag or not.
   cfg.emb_dim = 80;
   for (const auto& r : validate_kernels(cfg, DType::BF16, *be, nullptr, 19, QuantType::Q8_0, QuantType::Q8_0)) {
-    if (r.path == "lm_head") EXPECT_EQ(r.quant, QuantType::None) << validation_row_string(r);
+    if (r.path == "lm_head") {
+      EXPECT_EQ(r.quant, QuantType::None) << validation_row_string(r);
+    }
     EXPECT_NE(r.kernel, "embedding");
   }
 }
@@ -435,7 +437,9 @@ TEST(ValidateQuant, APlantedFaultInTheQuantizedLmHeadFailsOnlyWithTheFlag) {
     for (const auto& r : validate_kernels(cfg, DType::BF16, head, nullptr, 19, QuantType::Q8_0, q)) {
       const bool planted = r.path == "lm_head";
       EXPECT_EQ(r.pass, !planted) << validation_row_string(r);
-      if (planted) EXPECT_GT(r.ratio, 1.0) << validation_row_string(r);
+      if (planted) {
+        EXPECT_GT(r.ratio, 1.0) << validation_row_string(r);
+      }
       failed += planted;
     }
     EXPECT_EQ(failed, 3);  // gemm m = 19, m = 7, gemv
