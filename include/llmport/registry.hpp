@@ -253,21 +253,29 @@ std::vector<std::pair<std::string, KernelShape>> model_kernel_shapes(const Model
 /// outputs, against the reference backend fed the same inputs: each linear shape as GEMM
 /// at m = prefill_m and at a small odd m and as GEMV; the fused q/k/v group (with the qkv
 /// bias when the model has one) and gate/up group at those m; o_proj with its bias; the
-/// tied-embedding gather; rmsnorm (and the q/k norm), rope, swiglu, add; attention prefill
+/// token embeddings as the engine reads them (the gather from the packed lm_head when tied
+/// and lm_head is in the base dtype, else the embedding table's lookup, shape {m, vocab,
+/// dim}); rmsnorm (and the q/k norm), rope, swiglu, add; attention prefill
 /// (from position 0 and after a cached prefix) and decode at two contexts. Tolerances from
 /// tolerance(op, dtype, k). Configs from `sel` (or the heuristic default). Never throws on a
 /// mismatch (rows say pass=false).
-/// `quant` q8_0/q4_0: the layer projections' cases (planned_quant's rule, lm_head kept) are
+/// `quant` q8_0/q4_0: the layer projections' cases (planned_quant's rule) are
 /// block-quantized linears, each with the config's act (tolerance(op, F32, k, act)).
+/// `quant_lm_head` q8_0/q4_0 (--quantize-lm-head; None: lm_head stays in `dtype`): the
+/// lm_head cases (path "lm_head", [vocab_size, emb_dim]) are linears in that format where
+/// planned_quant(LmHead, ...) says so (emb_dim a multiple of kQuantBlock), and a tied model's
+/// embeddings are then the table's lookup, not a gather from the quantized lm_head.
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
                                             KernelSelection* sel = nullptr, int prefill_m = 512,
-                                            QuantType quant = QuantType::None);
+                                            QuantType quant = QuantType::None,
+                                            QuantType quant_lm_head = QuantType::None);
 /// Same on several backends (e.g. the cpu backend at every ISA level this host runs: deploy
 /// phase 1) fed the same inputs; the reference runs once per case. Rows per backend.
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
                                             std::span<Backend* const> backends,
                                             KernelSelection* sel, int prefill_m,
-                                            QuantType quant = QuantType::None);
+                                            QuantType quant = QuantType::None,
+                                            QuantType quant_lm_head = QuantType::None);
 
 /// One line per row for reports: "kernel [path] isa shape config: err e, tolerance t, ratio r".
 std::string validation_row_string(const ValidationRow& r);

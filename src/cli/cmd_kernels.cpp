@@ -1,6 +1,6 @@
 // `llmport kernels list|validate|sweep`: the kernel registry from the command line.
 //   list     [--registry DIR] [--markdown] [--kernel K] [--dtype D]
-//   validate MODEL [--dtype D] [--threads N] [--isa L] [--prefill-m P] [--registry DIR --name N] [--json]
+//   validate MODEL [--dtype D] [--quantize-lm-head Q] [--threads N] [--isa L] [--prefill-m P] [--registry DIR --name N] [--json]
 //   sweep    MODEL (--prefill|--decode) [--registry DIR] [--dtype D] [--threads N] [--prefill-m P] [--reps R] [--name N]
 //            (default registry: $XDG_DATA_HOME/llmport/registry/cpu; never the shipped one)
 #include <algorithm>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/data_dir.hpp"
 #include "llmport/engine.hpp"
@@ -22,7 +23,7 @@ namespace llmport::cli {
 namespace {
 
 struct KArgs {
-  std::string model, dtype, registry, isa, kernel, name;
+  std::string model, dtype, registry, isa, kernel, name, quantize_lm_head;
   int threads = 0, prefill_m = 0, reps = 3;
   bool markdown = false, json = false, prefill = false, decode = false;
 };
@@ -41,6 +42,7 @@ struct ModelInfo {
   ModelConfig cfg;
   DType dtype;
   QuantType quant = QuantType::None;  ///< --dtype q8_0|q4_0: the projections' format
+  QuantType quant_lm_head = QuantType::None;  ///< --quantize-lm-head: lm_head's format
   std::string name;
   int prefill_m;
 };
@@ -51,10 +53,12 @@ ModelInfo load_info(const KArgs& a) {
   mi.cfg = load_model_config(dir);
   // q8_0/q4_0: the checkpoint's dtype stays the base of the unquantized tensors (as the
   // engine does).
-  // The engine's own reading of --dtype (and its message naming all five dtypes).
-  EngineOptions flag;
-  if (!a.dtype.empty()) set_dtype_flag(flag, a.dtype);
+  // The engine's own reading of --dtype (and its message naming all five dtypes) and of
+  // --quantize-lm-head (as run/bench: q8_0|q4_0, only over a quantized --dtype).
+  const EngineOptions flag =
+      engine_options_from_flags({"cpu", 0, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", a.quantize_lm_head});
   mi.quant = flag.quant;
+  mi.quant_lm_head = flag.quant_lm_head;
   mi.dtype = flag.dtype ? *flag.dtype
              : mi.cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(mi.cfg.torch_dtype);
   std::filesystem::path p(dir);
@@ -125,7 +129,7 @@ int run_validate(const KArgs& a) {
   KernelSelection sel;
   sel.registry = reg;
   sel.prefill_m = mi.prefill_m;
-  const auto rows = validate_kernels(mi.cfg, mi.dtype, *backend, &sel, mi.prefill_m, mi.quant);
+  const auto rows = validate_kernels(mi.cfg, mi.dtype, *backend, &sel, mi.prefill_m, mi.quant, mi.quant_lm_head);
   int fails = 0;
   double max_ratio = 0;
   for (const auto& r : rows) {
@@ -143,15 +147,17 @@ int run_validate(const KArgs& a) {
                      {"pass", r.pass}});
     std::cout << nlohmann::json{{"model", mi.name}, {"dtype", std::string(dtype_name(mi.dtype))},
                                 {"quant", std::string(quant_name(mi.quant))},
+                                {"quant_lm_head", std::string(quant_name(mi.quant_lm_head))},
                                 {"isa", backend->isa()}, {"rows", arr}, {"failed", fails},
                                 {"max_ratio", max_ratio}}
                      .dump(1)
               << "\n";
   } else {
-    std::cout << fmt::format("kernels validate {} dtype={}{} backend=cpu isa={}\n", mi.name,
-                             dtype_name(mi.dtype),
-                             mi.quant != QuantType::None ? fmt::format(" quant={}", quant_name(mi.quant)) : "",
-                             backend->isa());
+    std::cout << fmt::format(
+        "kernels validate {} dtype={}{}{} backend=cpu isa={}\n", mi.name, dtype_name(mi.dtype),
+        mi.quant != QuantType::None ? fmt::format(" quant={}", quant_name(mi.quant)) : "",
+        mi.quant_lm_head != QuantType::None ? fmt::format(" lm_head={}", quant_name(mi.quant_lm_head)) : "",
+        backend->isa());
     std::cout << fmt::format("{:<30} {:<52} {:<34} {:>10} {:>10} {:>9} {}\n", "kernel", "shape",
                              "config", "err/scale", "tolerance", "ratio", "result");
     for (const auto& r : rows)
@@ -228,6 +234,9 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                            s->add_option("--name", a->name, "Model name for used_by (default: directory name)");
                          }
                          val->add_option("--isa", a->isa, "Force the ISA level (avx512bf16|avx512|avx2|scalar)");
+                         val->add_option("--quantize-lm-head", a->quantize_lm_head,
+                                         "q8_0 | q4_0: validate lm_head quantized too, as run/deploy run it "
+                                         "(needs a quantized --dtype)");
                          val->add_flag("--json", a->json, "Print JSON");
                          sw->add_flag("--prefill", a->prefill, "Sweep the prefill GEMM");
                          sw->add_flag("--decode", a->decode, "Sweep the decode GEMV");

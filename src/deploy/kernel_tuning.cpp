@@ -52,6 +52,11 @@ std::shared_ptr<KernelSelection> selection(const Manifest& m, const fs::path& di
 
 nlohmann::json shape_json(const KernelShape& s) { return nlohmann::json(s); }
 
+// The manifest's --quantize-lm-head ("" = lm_head in the base dtype).
+QuantType lm_head_quant(const Manifest& m) {
+  return m.quantize_lm_head.empty() ? QuantType::None : parse_quant(m.quantize_lm_head);
+}
+
 }  // namespace
 
 EngineOptions stage_engine_options(const Manifest& m, const fs::path& deployment_dir, ConfigStage stage,
@@ -59,7 +64,7 @@ EngineOptions stage_engine_options(const Manifest& m, const fs::path& deployment
   EngineOptions e;
   e.backend = m.target;
   set_dtype_flag(e, m.dtype);  // q8_0/q4_0: the checkpoint's dtype under quantized projections
-  if (!m.quantize_lm_head.empty()) e.quant_lm_head = parse_quant(m.quantize_lm_head);
+  e.quant_lm_head = lm_head_quant(m);
   e.threads = threads;
   e.fault = fault;
   e.kernels = selection(m, deployment_dir, stage);
@@ -85,16 +90,17 @@ KernelValidation validate_deployment_kernels(Context& ctx) {
   for (auto& b : owned) backends.push_back(b.get());
   const std::string engine_isa = make_backend(ctx.m.target, ctx.opt.threads)->isa();
   auto sel = selection(ctx.m, ctx.ws.dir(), ConfigStage::Default);
-  // A quantized deployment: its projections' cases are q8_0/q4_0 linears (with their act).
-  std::vector<ValidationRow> rows =
-      validate_kernels(ctx.cfg, ctx.dtype, backends, sel.get(), prefill_m_of(ctx.m), ctx.quant);
+  // A quantized deployment: its projections' cases are q8_0/q4_0 linears (with their act),
+  // and with --quantize-lm-head the lm_head's too (the linear the engine runs).
+  std::vector<ValidationRow> rows = validate_kernels(ctx.cfg, ctx.dtype, backends, sel.get(), prefill_m_of(ctx.m),
+                                                     ctx.quant, lm_head_quant(ctx.m));
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
   record_validation(rows, ctx.dtype, engine_isa, reg, ctx.m.name, ctx.opt.threads);
   reg.save();
-  return summarize_validation(rows);
+  return summarize_validation(rows, ctx.dtype);
 }
 
-KernelValidation summarize_validation(const std::vector<ValidationRow>& rows) {
+KernelValidation summarize_validation(const std::vector<ValidationRow>& rows, DType dtype) {
   KernelValidation kv;
   kv.n_checked = static_cast<int>(rows.size());
   kv.pass = true;
@@ -102,6 +108,7 @@ KernelValidation summarize_validation(const std::vector<ValidationRow>& rows) {
     kv.max_ratio = std::max(kv.max_ratio, r.ratio);
     kv.rows.push_back({{"kernel", r.kernel},
                        {"path", r.path},
+                       {"format", r.quant != QuantType::None ? quant_name(r.quant) : dtype_name(dtype)},
                        {"shape", shape_json(r.shape)},
                        {"config", nlohmann::json(r.config)},
                        {"isa", r.isa},
@@ -130,9 +137,8 @@ namespace {
 // its shape would record configs nothing uses, which the evaluator rightly fails).
 std::function<bool(int, int)> base_dtype_shapes(const Context& ctx) {
   if (ctx.quant == QuantType::None) return {};
-  const QuantType head = ctx.m.quantize_lm_head.empty() ? QuantType::None : parse_quant(ctx.m.quantize_lm_head);
   std::set<std::pair<int64_t, int64_t>> kept;
-  for (const PlannedTensor& t : plan_quantization(ctx.cfg, ctx.dtype, ctx.quant, head).matrices)
+  for (const PlannedTensor& t : plan_quantization(ctx.cfg, ctx.dtype, ctx.quant, lm_head_quant(ctx.m)).matrices)
     if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
   return [kept](int n, int k) { return kept.count({n, k}) > 0; };
 }

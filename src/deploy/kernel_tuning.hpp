@@ -22,8 +22,9 @@ struct KernelValidation {
   double max_ratio = 0;       ///< largest measured error / tolerance over the rows
 };
 
-/// Phase 1's verdict from validation rows (shared with its tests).
-KernelValidation summarize_validation(const std::vector<ValidationRow>& rows);
+/// Phase 1's verdict from validation rows (shared with its tests). Each row's "format" is
+/// its weight format: the block format of a quantized linear (q8_0/q4_0), else `dtype`'s name.
+KernelValidation summarize_validation(const std::vector<ValidationRow>& rows, DType dtype);
 
 /// Validates every (kernel, shape, tile config) the engine dispatches on the target, at
 /// every ISA level the host runs, against the reference kernels (full outputs, tolerance()

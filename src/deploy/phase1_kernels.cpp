@@ -1,7 +1,8 @@
 // Phase 1, kernel validation: every (kernel, shape, tile config) the engine dispatches on
 // the target, at every ISA level the host runs (fused q/k/v and gate/up groups, bias adds,
-// the tied-embedding gather), matches the fp32 reference kernels on every output element
-// within tolerance(op, dtype, k) (llmport/tolerance.hpp); the report shows measured error,
+// the token embeddings as the engine reads them, a --quantize-lm-head lm_head in its
+// format), matches the fp32 reference kernels on every output element within
+// tolerance(op, dtype, k) (llmport/tolerance.hpp); the report shows measured error,
 // tolerance and their ratio per row; the engine ISA's rows land in the deployment registry.
 #include <fmt/format.h>
 

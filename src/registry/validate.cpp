@@ -91,8 +91,8 @@ namespace {
 // and gather cases get their tile config per backend (case_for).
 class ModelCases {
  public:
-  ModelCases(const ModelConfig& cfg, DType dtype, int prefill_m, QuantType quant)
-      : cfg_(cfg), dt_(dtype), quant_(quant) {
+  ModelCases(const ModelConfig& cfg, DType dtype, int prefill_m, QuantType quant, QuantType lm_head)
+      : cfg_(cfg), dt_(dtype), quant_(quant), lm_head_(lm_head) {
     P_ = std::max(1, prefill_m);
     // A second prefill m: small and odd (tails of the mr/mc blocking); P itself when tiny.
     m2_ = P_ > 8 ? 7 : std::max(1, P_ - (P_ % 2 == 0 ? 1 : 0));
@@ -104,11 +104,11 @@ class ModelCases {
     const int hid = cfg_.hidden_dim;
     // Weights (n, k, seed): q 11, k 12, v 13, o 14, gate 15, up 16, down 17, lm_head 18.
     // Block-quantized by the one rule (llmport/quant_plan.hpp) when the model is; lm_head
-    // stays in the base dtype.
+    // only with --quantize-lm-head (its own format).
     using R = TensorRole;
     const Lin wq{nh * hd, e, 11, q_of(R::Wq, e)}, wo{e, nh * hd, 14, q_of(R::Wo, nh * hd)},
         wg{hid, e, 15, q_of(R::WGate, e)}, wd{e, hid, 17, q_of(R::WDown, hid)},
-        wl{cfg_.vocab_size, e, 18, QuantType::None};
+        wl{cfg_.vocab_size, e, 18, head_quant()};
     const Lin wk{nkv * hd, e, 12, q_of(R::Wk, e)};
     std::vector<int> ms = {P_};
     if (m2_ != P_) ms.push_back(m2_);
@@ -127,7 +127,11 @@ class ModelCases {
     // Each q/k/v/gate/up shape also on its own (gemm/gemv, e.g. a sweep's measurements).
     for (const Lin* l : {&wq, &wk, &wg})
       for (int m : ms) linear("", *l, m, false);
-    if (cfg_.tie_word_embeddings) gather(wl);
+    // The token embeddings as Engine::embed_rows reads them: rows of the packed lm_head when
+    // tied and lm_head is in the base dtype, else the original table (Backend::embedding),
+    // so a quantized lm_head never rounds an embedding.
+    if (gathers_from_lm_head()) gather(wl);
+    else embedding(e);
     for (int m : {P_, 1}) {
       add({OpKind::RmsNorm, dt_, {{"m", m}, {"dim", e}}}, 21);
       if (cfg_.qk_norm) add({OpKind::RmsNorm, dt_, {{"m", m * nh}, {"dim", hd}}}, 22);
@@ -149,8 +153,13 @@ class ModelCases {
     std::vector<OpKind> k = {OpKind::Gemm,    OpKind::Gemv,   OpKind::LinearGroup,      OpKind::RmsNorm,
                              OpKind::Rope,    OpKind::Swiglu, OpKind::Add,              OpKind::AttentionPrefill,
                              OpKind::AttentionDecode};
-    if (cfg_.tie_word_embeddings) k.push_back(OpKind::GatherRows);
+    k.push_back(gathers_from_lm_head() ? OpKind::GatherRows : OpKind::Embedding);
     return k;
+  }
+
+  /// lm_head's block format by the plan's rule (None: the base dtype).
+  QuantType head_quant() const {
+    return planned_quant(TensorRole::LmHead, {cfg_.vocab_size, cfg_.emb_dim}, quant_, lm_head_);
   }
 
  private:
@@ -163,6 +172,10 @@ class ModelCases {
   QuantType q_of(TensorRole role, int k) const {
     return planned_quant(role, {1, k}, quant_, QuantType::None);
   }
+
+  // Engine::Impl::embed_rows' choice: gather_rows off the packed lm_head only when tied and
+  // lm_head keeps the base dtype's panels.
+  bool gathers_from_lm_head() const { return cfg_.tie_word_embeddings && head_quant() == QuantType::None; }
 
   void add(OpCase c, uint32_t seed) {
     c.seed = seed;
@@ -191,10 +204,22 @@ class ModelCases {
   // The tied lm_head's rows as embeddings: every panel boundary and random ids, each row in
   // full, against the reference's copy of the same rounded values.
   void gather(const Lin& l) {
+    add({OpKind::GatherRows, dt_, {{"m", rows_of_table(l.n)}, {"n", l.n}, {"k", l.k}}}, l.seed);
+  }
+
+  // The embedding table's rows through the compute dtype: the same ids (both ends, panel
+  // boundaries, random) as the gather, each row in full.
+  void embedding(int dim) {
+    const int vocab = cfg_.vocab_size;
+    add({OpKind::Embedding, dt_, {{"m", rows_of_table(vocab)}, {"vocab", vocab}, {"dim", dim}}}, 19);
+  }
+
+  // Rows looked up from an n-row table: the harness's fixed ids (both ends and up to 22
+  // panel boundaries) and at least the prefill's rows.
+  int rows_of_table(int n) const {
     int base = 2;
-    for (int r = 15; r < l.n && base < 24; r += 16) ++base;
-    const int m = std::max(base, std::min(P_, 4096));
-    add({OpKind::GatherRows, dt_, {{"m", m}, {"n", l.n}, {"k", l.k}}}, l.seed);
+    for (int r = 15; r < n && base < 24; r += 16) ++base;
+    return std::max(base, std::min(P_, 4096));
   }
 
   void rope(int m, int n_heads, int hd, int start) {
@@ -212,7 +237,7 @@ class ModelCases {
 
   const ModelConfig& cfg_;
   DType dt_;
-  QuantType quant_;
+  QuantType quant_, lm_head_;
   int P_ = 1, m2_ = 1;
   std::vector<OpCase> cases_;
 };
@@ -266,9 +291,10 @@ ValidationRow row_of(const OpCase& c, OpKind kind, const OpResult& r, const Back
 
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
                                             std::span<Backend* const> backends,
-                                            KernelSelection* sel, int prefill_m, QuantType quant) {
+                                            KernelSelection* sel, int prefill_m, QuantType quant,
+                                            QuantType quant_lm_head) {
   check_fits_memory(cfg, prefill_m);
-  ModelCases model(cfg, dtype, prefill_m, quant);
+  ModelCases model(cfg, dtype, prefill_m, quant, quant_lm_head);
   const std::vector<OpCase> cases = model.build();
   const std::vector<OpKind> needed = model.needed();
   // Per case, every backend: the harness runs the reference once per case.
@@ -291,9 +317,10 @@ std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
 }
 
 std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype, Backend& backend,
-                                            KernelSelection* sel, int prefill_m, QuantType quant) {
+                                            KernelSelection* sel, int prefill_m, QuantType quant,
+                                            QuantType quant_lm_head) {
   Backend* one[1] = {&backend};
-  return validate_kernels(cfg, dtype, std::span<Backend* const>(one, 1), sel, prefill_m, quant);
+  return validate_kernels(cfg, dtype, std::span<Backend* const>(one, 1), sel, prefill_m, quant, quant_lm_head);
 }
 
 std::string validation_row_string(const ValidationRow& r) {

@@ -49,6 +49,42 @@ TEST(QuantDeploy, StoriesDeploysInQ8AndQ4WithTheKldGate) {
   }
 }
 
+// Phase 1 of a --quantize-lm-head deployment validates the lm_head the engine runs: its
+// rows (manifest and phase result) are q8_0 linears at [vocab 512, emb 64] with the act
+// key, no base-dtype lm_head row, and the tied embeddings as the table's lookup.
+TEST(QuantDeploy, PhaseOneOfAQuantizedLmHeadValidatesTheQuantizedLinear) {
+  TempDir t;
+  const fs::path ws = t.path() / "ws";
+  auto r = run_llmport({"deploy", shared_path("models/stories260K").string(), "--dtype", "q8_0",
+                        "--quantize-lm-head", "q8_0", "--reference", golden(), "--workspace", ws.string(),
+                        "--threads", "1", "--quick", "--last-phase", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json m = json::parse(read_file(ws / "stories260k" / "deployment.json"));
+  EXPECT_EQ(m["quantize_lm_head"], "q8_0");
+  const json& ph = m["phases"][1];
+  EXPECT_EQ(ph["status"], "PASS") << ph.dump();
+  for (const json* rows : {&m["kernel_configs"]["phase1"], &ph["numbers"]["kernels"]}) {
+    int lm_head = 0, embeddings = 0, gathers = 0;
+    for (const json& row : *rows) {
+      EXPECT_TRUE(row.contains("format")) << row.dump();
+      embeddings += row["kernel"] == "embedding";
+      gathers += row["kernel"] == "gather_rows";
+      if (row["path"] != "lm_head") continue;
+      ++lm_head;
+      EXPECT_EQ(row["format"], "q8_0") << row.dump();
+      EXPECT_EQ(row["shape"]["n"], 512) << row.dump();
+      EXPECT_EQ(row["shape"]["k"], 64) << row.dump();
+      // A quantized linear's config is its act key alone; a base-dtype GEMM/GEMV has tiles.
+      EXPECT_TRUE(row["config"].contains("act")) << row.dump();
+      EXPECT_EQ(row["config"].size(), 1u) << row.dump();
+      EXPECT_EQ(row["pass"], true) << row.dump();
+    }
+    EXPECT_GT(lm_head, 0);
+    EXPECT_GT(embeddings, 0);  // one per ISA level
+    EXPECT_EQ(gathers, 0);
+  }
+}
+
 TEST(QuantDeploy, GateOptionsAreCheckedBeforeAnythingIsWritten) {
   struct Case {
     std::vector<std::string> args;

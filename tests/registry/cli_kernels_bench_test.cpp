@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +30,46 @@ TEST(CliKernels, ValidateStories260kAllPassAndRecords) {
   ASSERT_EQ(l.exit_code, 0) << l.err;
   EXPECT_NE(l.out.find("stories260k"), std::string::npos) << l.out;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "reg" / "supported_kernels.md"));
+}
+
+// --quantize-lm-head (issue #15): lm_head [512, 64] is validated as the q8_0 linear the
+// engine runs, never in the base dtype, and the tied embeddings as the table's lookup; the
+// flag has run's meaning and checks.
+TEST(CliKernels, ValidateQuantizedLmHeadChecksTheQuantizedLinear) {
+  const auto model = shared_path("models/stories260K").string();
+  auto r = run_llmport({"kernels", "validate", model, "--dtype", "q8_0", "--quantize-lm-head", "q8_0", "--json",
+                        "-t", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j.at("failed").get<int>(), 0);
+  EXPECT_EQ(j.at("quant_lm_head"), "q8_0");
+  std::set<std::string> lm_head;
+  int embeddings = 0, gathers = 0;
+  for (const auto& row : j["rows"]) {
+    EXPECT_TRUE(row.at("pass").get<bool>()) << row.dump();
+    embeddings += row.at("kernel") == "embedding";
+    gathers += row.at("kernel") == "gather_rows";
+    if (row.at("path") != "lm_head") continue;
+    EXPECT_EQ(row.at("format"), "q8_0") << row.dump();
+    EXPECT_EQ(row.at("shape").at("n"), 512);
+    EXPECT_EQ(row.at("shape").at("k"), 64);
+    lm_head.insert(row.at("kernel").get<std::string>());
+  }
+  EXPECT_EQ(lm_head, (std::set<std::string>{"gemm", "gemv"}));
+  EXPECT_EQ(embeddings, 1);
+  EXPECT_EQ(gathers, 0);
+  // The text report names the lm_head row with its format.
+  auto t = run_llmport({"kernels", "validate", model, "--dtype", "q4_0", "--quantize-lm-head", "q4_0", "-t", "2"});
+  ASSERT_EQ(t.exit_code, 0) << t.err << t.out;
+  EXPECT_NE(t.out.find("lm_head=q4_0"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("gemv q4_0 lm_head"), std::string::npos) << t.out;
+  // Without a quantized --dtype, or with an unknown format: a one-line usage error.
+  const auto bf16 = run_llmport({"kernels", "validate", model, "--dtype", "bf16", "--quantize-lm-head", "q8_0"});
+  EXPECT_EQ(bf16.exit_code, 2);
+  EXPECT_EQ(bf16.err, "error: --quantize-lm-head needs a quantized --dtype (q8_0 or q4_0)\n");
+  const auto q3 = run_llmport({"kernels", "validate", model, "--dtype", "q8_0", "--quantize-lm-head", "q3_k"});
+  EXPECT_EQ(q3.exit_code, 2);
+  EXPECT_EQ(q3.err, "error: --quantize-lm-head 'q3_k': expected q8_0 or q4_0\n");
 }
 
 TEST(CliKernels, SweepNeedsWritableRegistryAndOneMode) {

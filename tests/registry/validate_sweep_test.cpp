@@ -88,6 +88,7 @@ TEST(Validate, EveryDispatchedKernelPassesOnEachIsaWithMargin) {
                             "swiglu", "add", "attention_prefill", "attention_decode"})
         EXPECT_TRUE(kernels.count(k)) << k;
       EXPECT_EQ(kernels.count("gather_rows"), qwen2 ? 0u : 1u);
+      EXPECT_EQ(kernels.count("embedding"), qwen2 ? 1u : 0u);  // untied: the table's lookup
       std::string report;
       for (const auto& [k, v] : worst) report += k + "=" + fmt::format("{:.2e} ", v);
       std::cout << "[ratios " << dtype_name(dt) << (qwen2 ? " qwen2" : "") << "] " << report << "\n";
@@ -330,6 +331,130 @@ TEST(ValidateQuant, APlantedScaleFaultAtOneIsaFailsItsQuantizedRowsOnly) {
     failed += planted ? 1 : 0;
   }
   EXPECT_GT(failed, 8);
+}
+
+// (kernel, path, shape, format) of a validation row: what a case list is made of.
+std::string case_key(const ValidationRow& r) {
+  return r.kernel + " " + r.path + " " + shape_string(r.shape) + " " + std::string(quant_name(r.quant));
+}
+
+// --quantize-lm-head (issue #15): lm_head [vocab 77, emb 96] is validated as the q8_0/q4_0
+// linear the engine runs (never as a bf16 one), the tied embeddings as the table's lookup
+// (the engine no longer gathers them from the packed lm_head); nothing else changes, and
+// without the flag the list is the old one.
+TEST(ValidateQuant, AQuantizedLmHeadIsValidatedInItsFormatAndTheEmbeddingsAsTheTable) {
+  ModelConfig cfg = small_config();
+  cfg.tie_word_embeddings = true;
+  auto be = make_backend("cpu", 1);
+  const auto plain = validate_kernels(cfg, DType::BF16, *be, nullptr, 19, QuantType::Q8_0);
+  std::set<std::string> plain_lm_head;
+  for (const auto& r : plain)
+    if (r.path == "lm_head") {
+      EXPECT_EQ(r.quant, QuantType::None) << validation_row_string(r);
+      plain_lm_head.insert(r.kernel + " " + shape_string(r.shape));
+    }
+  EXPECT_EQ(plain_lm_head, (std::set<std::string>{"gemm k=96 m=19 n=77", "gemm k=96 m=7 n=77", "gemv k=96 n=77"}));
+  for (QuantType head : {QuantType::Q8_0, QuantType::Q4_0}) {
+    const auto rows = validate_kernels(cfg, DType::BF16, *be, nullptr, 19, QuantType::Q8_0, head);
+    std::set<std::string> lm_head;
+    std::vector<std::string> others, plain_others;
+    int embeddings = 0, gathers = 0;
+    for (const auto& r : rows) {
+      EXPECT_TRUE(r.pass) << validation_row_string(r);
+      gathers += r.kernel == "gather_rows";
+      if (r.kernel == "embedding") {
+        ++embeddings;
+        EXPECT_EQ(r.shape, (KernelShape{{"m", 19}, {"vocab", 77}, {"dim", 96}}));
+        EXPECT_EQ(r.n_checked, 19L * 96);  // every element of every looked-up row
+        EXPECT_EQ(r.tolerance, 0.0);       // an exact copy through the compute dtype
+        continue;
+      }
+      if (r.path != "lm_head") {
+        others.push_back(case_key(r));
+        continue;
+      }
+      EXPECT_EQ(r.quant, head) << validation_row_string(r);
+      lm_head.insert(r.kernel + " " + shape_string(r.shape));
+      ASSERT_TRUE(r.config.count("act")) << validation_row_string(r);
+      const ActQuant act = r.config.at("act") == 1 ? ActQuant::Q8 : ActQuant::F32;
+      EXPECT_DOUBLE_EQ(r.tolerance, tolerance(OpKind::Gemv, DType::F32, 96, act));
+      EXPECT_EQ(r.n_checked, static_cast<long>(r.shape.count("m") ? r.shape.at("m") : 1) * 77);
+    }
+    EXPECT_EQ(lm_head, plain_lm_head) << quant_name(head);  // the same m, now in its format
+    EXPECT_EQ(embeddings, 1);
+    EXPECT_EQ(gathers, 0);  // no gather off a quantized lm_head: the engine does not run one
+    for (const auto& r : plain)
+      if (r.path != "lm_head" && r.kernel != "gather_rows") plain_others.push_back(case_key(r));
+    EXPECT_EQ(others, plain_others);
+  }
+  // planned_quant's rule: an emb_dim that does not split into 32-blocks keeps lm_head (and
+  // so the gather) in the base dtype, flag or not.
+  cfg.emb_dim = 80;
+  for (const auto& r : validate_kernels(cfg, DType::BF16, *be, nullptr, 19, QuantType::Q8_0, QuantType::Q8_0)) {
+    if (r.path == "lm_head") {
+      EXPECT_EQ(r.quant, QuantType::None) << validation_row_string(r);
+    }
+    EXPECT_NE(r.kernel, "embedding");
+  }
+}
+
+// The cpu backend with a fault in the quantized lm_head only: the last output of a
+// block-quantized linear with vocab rows is 10% off (a q8 act's bound is ~1/254 of the
+// terms' magnitude). The embedding lookup, for the second fault, has one row's first value
+// off by 1.
+class FaultyHeadBackend final : public ForwardingBackend {
+ public:
+  FaultyHeadBackend(std::unique_ptr<Backend> inner, int vocab, bool embedding)
+      : ForwardingBackend(std::move(inner)), vocab_(vocab), embedding_(embedding) {}
+  void linear(const LinearWeight& w, const float* x, int m, float* y, const float* bias = nullptr,
+              OpTag tag = {}) override {
+    inner().linear(w, x, m, y, bias, tag);
+    if (!embedding_ && w.quant != QuantType::None && w.n_out == vocab_) {
+      float& v = y[static_cast<std::size_t>(m) * w.n_out - 1];
+      v += 0.1f * (1.0f + std::abs(v));
+    }
+  }
+  void embedding(const TensorView& table, DType compute, const int* ids, int m, float* out,
+                 OpTag tag = {}) override {
+    inner().embedding(table, compute, ids, m, out, tag);
+    if (embedding_) out[0] += 1.0f;
+  }
+
+ private:
+  int vocab_;
+  bool embedding_;
+};
+
+TEST(ValidateQuant, APlantedFaultInTheQuantizedLmHeadFailsOnlyWithTheFlag) {
+  ModelConfig cfg = small_config();
+  cfg.tie_word_embeddings = true;
+  FaultyHeadBackend head(make_backend("cpu", 1), cfg.vocab_size, false);
+  // Without --quantize-lm-head the faulty kernel is not one the deployment runs: all pass.
+  for (const auto& r : validate_kernels(cfg, DType::BF16, head, nullptr, 19, QuantType::Q8_0))
+    EXPECT_TRUE(r.pass) << validation_row_string(r);
+  for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0}) {
+    int failed = 0;
+    for (const auto& r : validate_kernels(cfg, DType::BF16, head, nullptr, 19, QuantType::Q8_0, q)) {
+      const bool planted = r.path == "lm_head";
+      EXPECT_EQ(r.pass, !planted) << validation_row_string(r);
+      if (planted) {
+        EXPECT_GT(r.ratio, 1.0) << validation_row_string(r);
+      }
+      failed += planted;
+    }
+    EXPECT_EQ(failed, 3);  // gemm m = 19, m = 7, gemv
+  }
+  // The tied embeddings of a quantized lm_head come from the table: a lookup fault fails
+  // that row (and nothing else); with the gather (no flag) the lookup is not run.
+  FaultyHeadBackend emb(make_backend("cpu", 1), cfg.vocab_size, true);
+  for (const auto& r : validate_kernels(cfg, DType::BF16, emb, nullptr, 19, QuantType::Q8_0))
+    EXPECT_TRUE(r.pass) << validation_row_string(r);
+  int failed = 0;
+  for (const auto& r : validate_kernels(cfg, DType::BF16, emb, nullptr, 19, QuantType::Q8_0, QuantType::Q8_0)) {
+    EXPECT_EQ(r.pass, r.kernel != "embedding") << validation_row_string(r);
+    failed += !r.pass;
+  }
+  EXPECT_EQ(failed, 1);
 }
 
 TEST(SweepQuant, TheDecodeSweepMeasuresBothActivationFormats) {
