@@ -15,6 +15,7 @@
 #include "llmport/kernel_probe.hpp"
 #include "llmport/op.hpp"
 #include "llmport/quant.hpp"
+#include "llmport/registry.hpp"
 
 #include "support/test_support.hpp"
 
@@ -314,6 +315,63 @@ TEST(KernelProbeDefaults, DefaultsReadThisMachinesProbeButNotInBatchInvariantMod
   EXPECT_EQ(be->default_tiles(gemm), bf16_default(isa));
   EXPECT_EQ(be->default_tiles(gemv_q8), (TileConfig{{kActTileKey, 1}}));
   EXPECT_EQ(calls, 1);  // the planted file served; nothing else was measured
+  cpu::forget_machine_probe();
+}
+
+// The lookup order: a registry entry measured on this machine for the exact shape, else
+// the probed default; an entry of another machine is never used.
+TEST(KernelProbeDefaults, ThisMachinesRegistryEntryOverridesTheProbedDefault) {
+  TempDir dir;
+  int calls = 0;
+  ProbeRequest req = machine_probe_request();
+  req.cache_dir = dir.path() / "probe";
+  req.measure = FakeMeasure{&calls, {path("gemm bf16", 0, 100), path("gemm bf16", 1, 200)}};
+  load_or_probe(req);
+  ScopedEnv p("LLMPORT_PROBE", "1");
+  ScopedEnv c("LLMPORT_PROBE_CACHE", req.cache_dir->string());
+  cpu::forget_machine_probe();
+  const cpu::Isa isa = cpu::detect_isa();
+  auto be = cpu::make_cpu_backend_isa(2, isa);
+  const auto measured = [&](int n, const MachineFingerprint& m) {
+    RegistryEntry e;
+    e.kernel = "gemm";
+    e.dtype = "bf16";
+    e.isa = be->isa();
+    e.shape = {{"m", 64}, {"n", n}, {"k", 80}};
+    e.best = {{"mr", 5}, {"np", 1}, {"kc", 256}, {"mc", 60}, {"nc", 256}};
+    if (isa == cpu::Isa::Avx512Bf16 || isa == cpu::Isa::Avx512) e.best["fma"] = 0;
+    Candidate cand;
+    cand.config = e.best;
+    cand.gflops = 10;
+    e.candidates = {cand};
+    e.used_by = {"m1"};
+    e.provenance = Provenance::current(2);
+    e.provenance.fingerprint = m;
+    return e;
+  };
+  MachineFingerprint other = MachineFingerprint::current(2);
+  other.model += 1;
+  auto reg = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  reg->record(measured(96, MachineFingerprint::current(2)));
+  reg->record(measured(112, other));
+  KernelSelection sel;
+  sel.registry = reg;
+  sel.prefill_m = 64;
+  sel.machine = MachineFingerprint::current(2);
+  const TileConfig probed = cpu::default_tile_config(isa, DType::BF16, 96, 80);
+  if (isa == cpu::Isa::Avx512Bf16) {
+    EXPECT_EQ(probed.at("fma"), 1);  // the planted probe's winner
+  }
+  const TileConfig mine = sel.linear_config(*be, 96, 80, DType::BF16);
+  EXPECT_EQ(mine.at("mr"), 5);  // this machine's entry
+  if (mine.count("fma")) {
+    EXPECT_EQ(mine.at("fma"), 0);
+  }
+  // The other machine's entry is skipped: the probed default serves its shape.
+  const TileConfig foreign = sel.linear_config(*be, 112, 80, DType::BF16);
+  EXPECT_EQ(foreign, probed);
+  EXPECT_EQ(sel.foreign_skipped, 1);
+  EXPECT_EQ(calls, 1);
   cpu::forget_machine_probe();
 }
 
