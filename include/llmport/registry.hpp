@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/kernels.hpp"
+#include "llmport/machine_fingerprint.hpp"
 #include "llmport/model_config.hpp"
 
 namespace llmport {
@@ -39,29 +40,6 @@ struct Candidate {
   bool pass = true;        ///< within the issue-6 tolerance table
 };
 
-/// The machine a measurement belongs to (PyTorch TunableOp's validators are the model: a
-/// tuned config from another CPU, thread count or llmport version is not used). The
-/// model-name string alone is not enough: VMs report a generic "Intel(R) Xeon(R) Processor".
-struct MachineFingerprint {
-  std::string vendor;  ///< cpuid vendor, e.g. "GenuineIntel", "AuthenticAMD" (empty: unrecorded)
-  int family = -1, model = -1, stepping = -1;  ///< as /proc/cpuinfo reports them
-  /// ISA flags that change which kernel is fastest, sorted: avx2 fma f16c avx512f avx512bw
-  /// avx512vl avx512dq avx512_bf16 avx512_fp16 avx512_vnni amx_bf16 amx_int8 amx_tile.
-  std::vector<std::string> isa_flags;
-  int threads = 0;  ///< worker threads the measurement ran with
-  std::string llmport_version;
-
-  bool empty() const { return vendor.empty(); }
-  /// Stable id: "fp-" + 16 hex digits of FNV-1a over the canonical form of every field.
-  std::string id() const;
-  /// "GenuineIntel family 6 model 143 stepping 8 (avx512_bf16 amx_bf16, 2 threads, llmport 0.1.0)";
-  /// "an unrecorded machine (no fingerprint)" when empty.
-  std::string describe() const;
-  /// This machine now (/proc/cpuinfo), running `threads` workers (0 = all cores).
-  static MachineFingerprint current(int threads);
-};
-
-nlohmann::json to_json(const MachineFingerprint& f);
 /// Throws nlohmann::json::exception on a missing or mistyped field, ConfigError naming the
 /// field on an integer that is not an int (a float such as 1e300 included).
 MachineFingerprint fingerprint_from_json(const nlohmann::json& j);

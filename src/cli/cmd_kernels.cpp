@@ -1,10 +1,13 @@
-// `llmport kernels list|validate|sweep`: the kernel registry from the command line.
+// `llmport kernels list|validate|sweep|probe`: the kernel registry from the command line.
 //   list     [--registry DIR] [--markdown] [--kernel K] [--dtype D]
 //   validate MODEL [--dtype D] [--quantize-lm-head Q] [--threads N] [--isa L] [--prefill-m P] [--registry DIR --name N] [--json]
 //   sweep    MODEL (--prefill|--decode) [--registry DIR] [--dtype D] [--threads N] [--prefill-m P] [--reps R] [--name N]
 //            (default registry: $XDG_DATA_HOME/llmport/registry/cpu; never the shipped one)
+//   probe    [--json] [--force]   this machine's kernel-path probe (llmport/kernel_probe.hpp)
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include "llmport/data_dir.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
+#include "llmport/kernel_probe.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
 
@@ -25,7 +29,7 @@ namespace {
 struct KArgs {
   std::string model, dtype, registry, isa, kernel, name, quantize_lm_head;
   int threads = 0, prefill_m = 0, reps = 3;
-  bool markdown = false, json = false, prefill = false, decode = false;
+  bool markdown = false, json = false, prefill = false, decode = false, force = false;
 };
 
 std::string cfg_string(const TileConfig& c) {
@@ -206,7 +210,71 @@ int run_sweep(KArgs a) {
   return kExitOk;
 }
 
-Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's kernels, sweep tile configs",
+// The chosen defaults without a probe (LLMPORT_PROBE=0): every probed op's ISA default.
+std::map<std::string, ProbeChoice> isa_defaults(const std::string& isa) {
+  std::map<std::string, ProbeChoice> out;
+  for (const auto& [op, key] : {std::pair<std::string, std::string>{"gemm bf16", "fma"},
+                                {"gemv q8_0", kActTileKey}, {"gemv q4_0", kActTileKey}})
+    if (const auto d = isa_default_path(op, isa)) out[op] = {key, *d, *d};
+  return out;
+}
+
+nlohmann::json chosen_json(const std::map<std::string, ProbeChoice>& chosen) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [op, c] : chosen) j[op] = {{"key", c.key}, {"value", c.value}, {"isa_default", c.isa_default}};
+  return j;
+}
+
+int run_probe(const KArgs& a) {
+  const ProbeRequest req = machine_probe_request(a.force);
+  const std::string cache = req.cache_dir ? probe_cache_file(*req.cache_dir, req.machine).string() : "";
+  if (!probe_enabled()) {
+    const auto chosen = isa_defaults(req.isa);
+    if (a.json) {
+      std::cout << nlohmann::json{{"enabled", false}, {"fingerprint", to_json(req.machine)},
+                                  {"isa", req.isa}, {"paths", nlohmann::json::array()},
+                                  {"chosen", chosen_json(chosen)}, {"cache_file", cache}}
+                       .dump(1)
+                << "\n";
+      return kExitOk;
+    }
+    std::cout << fmt::format("kernels probe: disabled by LLMPORT_PROBE={} (ISA-flag defaults at {})\n",
+                             std::getenv("LLMPORT_PROBE"), req.isa);
+    for (const auto& [op, c] : chosen) std::cout << fmt::format("default {:<10} {}={}\n", op, c.key, c.value);
+    return kExitOk;
+  }
+  ProbeSource src;
+  const KernelProbe p = load_or_probe(req, &src);
+  if (a.json) {
+    nlohmann::json paths = to_json(p).at("paths");
+    std::cout << nlohmann::json{{"enabled", true}, {"fingerprint", to_json(p.machine)}, {"isa", p.isa},
+                                {"measured_at", p.measured_at}, {"seconds", p.seconds},
+                                {"from_cache", src.from_cache}, {"cache_file", cache},
+                                {"paths", paths}, {"chosen", chosen_json(p.chosen)}}
+                     .dump(1)
+              << "\n";
+    return kExitOk;
+  }
+  std::cout << fmt::format("kernels probe: {} ({})\n", p.machine.describe(), p.machine.id());
+  std::cout << fmt::format("isa {}, measured {} in {:.2f} s ({}), cache {}\n", p.isa, p.measured_at,
+                           p.seconds, src.from_cache ? "read from the cache" : "measured now",
+                           cache.empty() ? "none (neither XDG_DATA_HOME nor HOME is set)" : cache);
+  std::cout << fmt::format("{:<10} {:<10} {:<6} {:<20} {:>10}\n", "op", "path", "key", "shape", "GFLOP/s");
+  for (const ProbePath& x : p.paths)
+    std::cout << fmt::format("{:<10} {:<10} {:<6} {:<20} {:>10.1f}\n", x.op, x.name,
+                             fmt::format("{}={}", x.key, x.value), x.shape, x.gflops);
+  if (p.paths.empty()) std::cout << "(no op has two paths at this level)\n";
+  for (const auto& [op, c] : p.chosen)
+    std::cout << fmt::format("default {:<10} {}={} ({}; ISA-flag default {})\n", op, c.key, c.value,
+                             c.value == c.isa_default ? std::string("kept")
+                                                     : fmt::format("measured faster by more than {:.0f}%",
+                                                                   kProbeMargin * 100),
+                             c.isa_default);
+  std::cout << "registry entries measured on this machine override these defaults per shape\n";
+  return kExitOk;
+}
+
+Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's kernels, sweep tile configs, probe paths",
                        [](CLI::App& sub) -> std::function<int()> {
                          auto a = std::make_shared<KArgs>();
                          sub.require_subcommand(1);
@@ -242,8 +310,12 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                          sw->add_flag("--decode", a->decode, "Sweep the decode GEMV");
                          sw->add_option("--reps", a->reps, "Timed repetitions per candidate")
                              ->check(at_least(1));
-                         return [a, list, val, sw]() -> int {
+                         auto* pr = sub.add_subcommand("probe", "Time this machine's kernel paths; show the chosen defaults");
+                         pr->add_flag("--json", a->json, "Print JSON");
+                         pr->add_flag("--force", a->force, "Measure again (replaces the cached probe)");
+                         return [a, list, val, sw, pr]() -> int {
                            if (list->parsed()) return run_list(*a);
+                           if (pr->parsed()) return run_probe(*a);
                            if (val->parsed()) return run_validate(*a);
                            if (sw->parsed()) return run_sweep(*a);
                            return kExitBadInput;

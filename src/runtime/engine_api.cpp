@@ -25,6 +25,9 @@ Engine::Impl::Impl(const ModelConfig& c, const WeightStore& w, const EngineOptio
   dtype = opt.dtype ? *opt.dtype : checkpoint_dtype(cfg, weights);
   backend = make_backend(opt.backend, opt.threads);
   if (opt.threads > 0) backend->set_threads(opt.threads);
+  // Before the weights are made: batch-invariant mode also keeps the ISA-flag default
+  // tile configs (no kernel probe), so its numerics are the same on every machine.
+  if (opt.batch_invariant) backend->set_batch_invariant(true);
   const int ctx = cfg.max_seq > 0 ? cfg.max_seq : cfg.max_position_embeddings;
   if (opt.max_seq > 0 && ctx > 0 && opt.max_seq > ctx)
     throw UsageError("KV-cache size " + std::to_string(opt.max_seq) +
@@ -41,7 +44,6 @@ Engine::Impl::Impl(const ModelConfig& c, const WeightStore& w, const EngineOptio
     caches.push_back(
         std::make_unique<KvCache>(cfg.n_layers, cfg.n_kv_heads, max_seq + 1, cfg.head_dim));
   pos.assign(static_cast<std::size_t>(opt.n_slots), 0);
-  if (opt.batch_invariant) backend->set_batch_invariant(true);
 }
 
 Engine::Engine(const ModelConfig& cfg, const WeightStore& weights, const EngineOptions& opt)

@@ -114,8 +114,11 @@ class CpuBackend final : public Backend {
   TileConfig default_tiles(const OpDesc& op) const override {
     if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv && op.kind != OpKind::LinearGroup) return {};
     const auto dim = [&](const char* k) { return op.shape.count(k) ? op.shape.at(k) : 0; };
-    if (op.quant != QuantType::None) return default_quant_tile_config(isa_, op.quant, dim("n"), dim("k"));
-    return default_tile_config(isa_, op.dtype, dim("n"), dim("k"));
+    // Batch-invariant mode keeps the ISA-flag defaults: its numerics stay those of every
+    // machine of the level (the probe's choice is this machine's).
+    const bool probe = !batch_invariant_;
+    if (op.quant != QuantType::None) return default_quant_tile_config(isa_, op.quant, dim("n"), dim("k"), probe);
+    return default_tile_config(isa_, op.dtype, dim("n"), dim("k"), probe);
   }
   std::vector<TileConfig> tile_candidates(const OpDesc& op) const override {
     if (op.kind != OpKind::Gemm && op.kind != OpKind::Gemv) return {};
@@ -166,7 +169,7 @@ class CpuBackend final : public Backend {
     if (cfg.empty() && w.shape.size() == 2)
       return make_linear(w, compute,
                          default_tile_config(isa_, compute, static_cast<int>(w.shape[0]),
-                                             static_cast<int>(w.shape[1])));
+                                             static_cast<int>(w.shape[1]), !batch_invariant_));
     auto lw = pack_linear(w, compute, cfg, threads_);
     check_fma_supported(lw->blocking());
     return lw;
@@ -176,7 +179,7 @@ class CpuBackend final : public Backend {
                                                       const TileConfig& cfg) override {
     if (cfg.empty() && w.shape.size() == 2)
       return quantize_linear(w, q, default_quant_tile_config(isa_, q, static_cast<int>(w.shape[0]),
-                                                             static_cast<int>(w.shape[1])),
+                                                             static_cast<int>(w.shape[1]), !batch_invariant_),
                              threads_);
     return quantize_linear(w, q, cfg, threads_);
   }

@@ -31,11 +31,16 @@ Blocking blocking_from_config(const TileConfig& cfg);
 /// not bf16. (The backend rejects fma = 1 below the AVX-512 levels, at make_linear/linear.)
 Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
 /// Heuristic default config for a linear of W [n, k] in `dtype` at level `isa`
-/// (used until a sweep measured the shape).
-TileConfig default_tile_config(Isa isa, DType dtype, int n, int k);
+/// (used until a sweep measured the shape). bf16 at avx512bf16: the fma path when the
+/// kernel probe (llmport/kernel_probe.hpp) measured it faster on this machine and `probe`
+/// is true (false: the ISA-flag default; the probe is neither run nor read).
+TileConfig default_tile_config(Isa isa, DType dtype, int n, int k, bool probe = true);
 /// Default config of a q8_0/q4_0 linear of W [n, k] at level `isa`: {"act": 0|1} (the
-/// measured decode choice; never depends on m).
-TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k);
+/// measured decode choice, the kernel probe's when `probe`; never depends on m).
+TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k, bool probe = true);
+/// Tests: the next machine_kernel_probe() (llmport/kernel_probe.hpp) loads or measures
+/// again, under the environment then in force.
+void forget_machine_probe();
 /// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
 /// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp, act}; linear_group both

@@ -5,6 +5,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
+#include "llmport/kernel_probe.hpp"
+#include "llmport/quant.hpp"
 
 namespace llmport::cpu {
 
@@ -76,7 +78,7 @@ bool fma_applies(Isa isa, DType dtype) {
 }
 }  // namespace
 
-TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
+TileConfig default_tile_config(Isa isa, DType dtype, int n, int k, bool probe) {
   (void)n;
   (void)k;
   if (isa == Isa::Avx2 || isa == Isa::Scalar)
@@ -84,25 +86,32 @@ TileConfig default_tile_config(Isa isa, DType dtype, int n, int k) {
   if (dtype == DType::F32) return {{"mr", 12}, {"np", 2}, {"kc", 256}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
   // bf16 without AVX512_BF16: the fp32-FMA GEMM issues the same FMAs as the shift
   // emulation minus its 2 * mr A-widening uops per k pair, so it is the default there.
+  const TileConfig fma_cfg = {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}};
+  if (isa == Isa::Avx512 && dtype == DType::BF16) return fma_cfg;
   // With AVX512_BF16 the winner depends on the core (vdpbf16ps is ~0.5x the FMA flop
-  // rate on the Intel Xeons measured, ~2x on Zen 4/5): vdpbf16ps stays the default and
-  // `kernels sweep` picks per shape (docs/performance.md).
-  if (isa == Isa::Avx512 && dtype == DType::BF16)
-    return {{"mr", 13}, {"np", 2}, {"kc", 1024}, {"mc", 91}, {"nc", 512}, {"gnp", 4}, {"fma", 1}};
+  // rate on the Intel Xeons measured, ~2x on Zen 4/5): the kernel probe times both on
+  // this machine (llmport/kernel_probe.hpp; vdpbf16ps unless FMA wins by the margin) and
+  // `kernels sweep` refines per shape (docs/performance.md). Asked only here, so a
+  // process that never needs this default never probes.
+  if (isa == Isa::Avx512Bf16 && dtype == DType::BF16 && probe &&
+      probed_choice("gemm bf16", isa_name(isa)) == 1)
+    return fma_cfg;
   TileConfig c = {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
   if (fma_applies(isa, dtype)) c["fma"] = 0;
   return c;
 }
 
-TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k) {
+TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k, bool probe) {
   (void)n;
   (void)k;
-  (void)q;
-  (void)isa;
   // Decode GEMV, measured at every level on the qwen3-0.6b shapes (bench/results/
   // quant_act_gemv.md): q8 activation blocks are 1.5-3x faster than widening the weights
   // to fp32 at every level, shape and format (integer dot products of 32 bytes per block
-  // instead of 32 conversions and multiplies), so it is the default everywhere.
+  // instead of 32 conversions and multiplies), so it is the default everywhere, unless
+  // the kernel probe measured fp32 activations faster by the margin on this machine.
+  if (probe)
+    if (const auto v = probed_choice("gemv " + std::string(quant_name(q)), isa_name(isa)))
+      return {{kActTileKey, *v}};
   return {{kActTileKey, 1}};
 }
 

@@ -1,0 +1,42 @@
+// The kernel-path probe's choice: the ISA-flag default of each probed op and the margin
+// rule that lets a measured path replace it (llmport/kernel_probe.hpp).
+#include <algorithm>
+
+#include "llmport/kernel_probe.hpp"
+
+namespace llmport {
+
+std::optional<int> isa_default_path(const std::string& op, const std::string& isa) {
+  // bf16 GEMM: only avx512bf16 has two paths (vdpbf16ps and the fp32-FMA widening); below
+  // it the FMA path is the only sensible one (tile_config.cpp). vdpbf16ps is today's default.
+  if (op == "gemm bf16") return isa == "avx512bf16" ? std::optional<int>(0) : std::nullopt;
+  // q8 activation blocks were 1.5-3x faster at every level measured (bench/results/quant_act_gemv.md).
+  if (op == "gemv q8_0" || op == "gemv q4_0") return 1;
+  return std::nullopt;
+}
+
+int choose_path(const std::vector<ProbePath>& paths, int isa_default, double margin) {
+  double base = 0;
+  for (const ProbePath& p : paths)
+    if (p.value == isa_default) base = std::max(base, p.gflops);
+  if (base <= 0) return isa_default;  // nothing to compare against: keep what runs today
+  const ProbePath* best = nullptr;
+  for (const ProbePath& p : paths)
+    if (p.value != isa_default && (!best || p.gflops > best->gflops)) best = &p;
+  return best && best->gflops > (1.0 + margin) * base ? best->value : isa_default;
+}
+
+std::map<std::string, ProbeChoice> choose_defaults(const std::vector<ProbePath>& paths,
+                                                   const std::string& isa) {
+  std::map<std::string, std::vector<ProbePath>> by_op;
+  for (const ProbePath& p : paths) by_op[p.op].push_back(p);
+  std::map<std::string, ProbeChoice> out;
+  for (const auto& [op, ps] : by_op) {
+    const std::optional<int> def = isa_default_path(op, isa);
+    if (!def) continue;
+    out[op] = {ps.front().key, choose_path(ps, *def), *def};
+  }
+  return out;
+}
+
+}  // namespace llmport

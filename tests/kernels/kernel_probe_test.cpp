@@ -1,0 +1,443 @@
+// The kernel-path probe (llmport/kernel_probe.hpp): the margin rule, the cache (round
+// trip, foreign fingerprint, damaged and truncated files, an unwritable directory) with a
+// fake measurement (nothing real is timed here), the LLMPORT_PROBE switch, the defaults
+// reading a planted probe (batch-invariant mode not), and `llmport kernels probe --json`.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "llmport/error.hpp"
+#include "llmport/kernel_probe.hpp"
+#include "llmport/op.hpp"
+#include "llmport/quant.hpp"
+#include "llmport/registry.hpp"
+
+#include "support/test_support.hpp"
+
+namespace llmport::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets (or unsets, nullopt) an environment variable for a scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
+    if (const char* o = std::getenv(name)) old_ = o;
+    if (value) ::setenv(name, value->c_str(), 1);
+    else ::unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+ProbePath path(const std::string& op, int value, double gflops) {
+  const std::string key = op == "gemm bf16" ? "fma" : kActTileKey;
+  return {op, key, value, "p" + std::to_string(value), "m=1 n=2 k=3", {{key, value}}, gflops};
+}
+
+// A fake measurement: fixed rates, counting its calls.
+struct FakeMeasure {
+  int* calls;
+  std::vector<ProbePath> paths;
+  std::vector<ProbePath> operator()(const std::string&) const {
+    ++*calls;
+    return paths;
+  }
+};
+
+MachineFingerprint machine(int model) {
+  MachineFingerprint m;
+  m.vendor = "AuthenticAMD";
+  m.family = 25;
+  m.model = model;
+  m.stepping = 1;
+  m.isa_flags = {"avx2", "avx512_bf16", "avx512f"};
+  m.threads = 1;
+  m.llmport_version = "0.1.0";
+  return m;
+}
+
+ProbeRequest request(const fs::path& dir, int* calls, int model = 17) {
+  ProbeRequest r;
+  r.cache_dir = dir;
+  r.machine = machine(model);
+  r.isa = "avx512bf16";
+  // Zen-like: vdpbf16ps 2x the FMA path; q8 blocks faster than fp32 activations.
+  r.measure = FakeMeasure{calls, {path("gemm bf16", 0, 200), path("gemm bf16", 1, 100),
+                                  path("gemv q8_0", 0, 20), path("gemv q8_0", 1, 50),
+                                  path("gemv q4_0", 0, 30), path("gemv q4_0", 1, 25)}};
+  return r;
+}
+
+TEST(KernelProbeChoice, FasterPathReplacesTheDefaultOnlyBeyondTheMargin) {
+  // Default fma 0 (vdpbf16ps): fma 1 must be > 5% faster.
+  EXPECT_EQ(choose_path({path("gemm bf16", 0, 100), path("gemm bf16", 1, 105)}, 0), 0);
+  EXPECT_EQ(choose_path({path("gemm bf16", 0, 100), path("gemm bf16", 1, 105.1)}, 0), 1);
+  EXPECT_EQ(choose_path({path("gemm bf16", 0, 100), path("gemm bf16", 1, 50)}, 0), 0);
+  // Default act 1: act 0 replaces it only when faster by the margin.
+  EXPECT_EQ(choose_path({path("gemv q8_0", 0, 200), path("gemv q8_0", 1, 100)}, 1), 0);
+  EXPECT_EQ(choose_path({path("gemv q8_0", 0, 104), path("gemv q8_0", 1, 100)}, 1), 1);
+  // The margin is a parameter; an unmeasured (or zero) default path keeps the default.
+  EXPECT_EQ(choose_path({path("gemm bf16", 0, 100), path("gemm bf16", 1, 115)}, 0, 0.2), 0);
+  EXPECT_EQ(choose_path({path("gemm bf16", 1, 500)}, 0), 0);
+  EXPECT_EQ(choose_path({path("gemm bf16", 0, 0), path("gemm bf16", 1, 500)}, 0), 0);
+}
+
+TEST(KernelProbeChoice, IsaDefaultsAndPerOpChoices) {
+  EXPECT_EQ(isa_default_path("gemm bf16", "avx512bf16"), 0);
+  EXPECT_EQ(isa_default_path("gemm bf16", "avx512"), std::nullopt);  // one path below bf16
+  EXPECT_EQ(isa_default_path("gemm bf16", "avx2"), std::nullopt);
+  EXPECT_EQ(isa_default_path("gemv q8_0", "scalar"), 1);
+  EXPECT_EQ(isa_default_path("gemv q4_0", "avx512bf16"), 1);
+  EXPECT_EQ(isa_default_path("rmsnorm", "avx512bf16"), std::nullopt);
+  const std::vector<ProbePath> ps = {path("gemm bf16", 0, 100), path("gemm bf16", 1, 190),
+                                     path("gemv q8_0", 0, 10), path("gemv q8_0", 1, 30)};
+  const auto c = choose_defaults(ps, "avx512bf16");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c.at("gemm bf16").key, "fma");
+  EXPECT_EQ(c.at("gemm bf16").value, 1);
+  EXPECT_EQ(c.at("gemm bf16").isa_default, 0);
+  EXPECT_EQ(c.at("gemv q8_0").value, 1);
+  // At avx512 the bf16 GEMM has no choice to make.
+  EXPECT_EQ(choose_defaults(ps, "avx512").count("gemm bf16"), 0u);
+}
+
+TEST(KernelProbeCache, RoundTripMeasuresOnceAndForceMeasuresAgain) {
+  TempDir dir;
+  int calls = 0;
+  const ProbeRequest req = request(dir.path(), &calls);
+  ProbeSource src;
+  const KernelProbe a = load_or_probe(req, &src);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(src.from_cache);
+  ASSERT_TRUE(src.file);
+  EXPECT_EQ(*src.file, dir.path() / ("cpu_" + req.machine.id() + ".json"));
+  EXPECT_EQ(a.chosen.at("gemm bf16").value, 0);  // vdpbf16ps 2x: kept
+  EXPECT_EQ(a.chosen.at("gemv q8_0").value, 1);
+  EXPECT_EQ(a.chosen.at("gemv q4_0").value, 0);  // fp32 activations 1.2x: chosen
+  // The file: rates per path, the choice, version, fingerprint, date.
+  const auto j = nlohmann::json::parse(read_file(*src.file));
+  EXPECT_EQ(j.at("llmport_version"), "0.1.0");
+  EXPECT_EQ(j.at("fingerprint").at("id"), req.machine.id());
+  EXPECT_EQ(j.at("isa"), "avx512bf16");
+  EXPECT_EQ(j.at("measured_at").get<std::string>().size(), 20u);  // 2026-12-02T00:00:00Z
+  ASSERT_EQ(j.at("paths").size(), 6u);
+  EXPECT_EQ(j.at("paths")[1].at("gflops").get<double>(), 100.0);
+  EXPECT_EQ(j.at("chosen").at("gemv q4_0").at("value"), 0);
+  // No temporary file is left beside it.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
+
+  const KernelProbe b = load_or_probe(req, &src);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(src.from_cache);
+  EXPECT_EQ(to_json(b), to_json(a));
+
+  ProbeRequest forced = req;
+  forced.force = true;
+  load_or_probe(forced, &src);
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(src.from_cache);
+}
+
+TEST(KernelProbeCache, ForeignFingerprintOrLevelIsMeasuredAgain) {
+  TempDir dir;
+  int calls = 0;
+  const ProbeRequest here = request(dir.path(), &calls, 17);
+  const ProbeRequest other = request(dir.path(), &calls, 97);
+  load_or_probe(other);
+  ASSERT_EQ(calls, 1);
+  // Another machine's file under this machine's name (copied across): not used, replaced.
+  fs::copy_file(probe_cache_file(dir.path(), other.machine), probe_cache_file(dir.path(), here.machine));
+  ProbeSource src;
+  const KernelProbe p = load_or_probe(here, &src);
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(src.from_cache);
+  EXPECT_EQ(p.machine.id(), here.machine.id());
+  EXPECT_EQ(nlohmann::json::parse(read_file(*src.file)).at("fingerprint").at("id"), here.machine.id());
+  // The same machine's probe at another level: measured again.
+  ProbeRequest avx2 = here;
+  avx2.isa = "avx2";
+  load_or_probe(avx2, &src);
+  EXPECT_EQ(calls, 3);
+  EXPECT_FALSE(src.from_cache);
+}
+
+// A damaged cache file: one warning naming it, a new measurement, a whole file after.
+void expect_remeasured(const std::string& content) {
+  TempDir dir;
+  int calls = 0;
+  const ProbeRequest req = request(dir.path(), &calls);
+  const fs::path file = probe_cache_file(dir.path(), req.machine);
+  write_file(file, content);
+  testing::internal::CaptureStderr();
+  ProbeSource src;
+  const KernelProbe p = load_or_probe(req, &src);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 1) << content;
+  EXPECT_FALSE(src.from_cache);
+  EXPECT_EQ(err.rfind("warning: kernel probe cache " + file.string() + " is damaged (", 0), 0u) << err;
+  EXPECT_NE(err.find("); measuring again\n"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(to_json(probe_from_json(nlohmann::json::parse(read_file(file)))), to_json(p));
+}
+
+TEST(KernelProbeCache, DamagedOrTruncatedFileWarnsOnceAndMeasuresAgain) {
+  TempDir dir;
+  int calls = 0;
+  load_or_probe(request(dir.path(), &calls));
+  const std::string good = read_file(probe_cache_file(dir.path(), machine(17)));
+  expect_remeasured("not json at all");
+  expect_remeasured(good.substr(0, good.size() / 2));  // truncated
+  expect_remeasured("");
+  auto j = nlohmann::json::parse(good);
+  j["chosen"]["gemm bf16"]["value"] = 2;  // out of range
+  expect_remeasured(j.dump());
+  j = nlohmann::json::parse(good);
+  j["paths"][0]["gflops"] = "fast";  // mistyped
+  expect_remeasured(j.dump());
+  j = nlohmann::json::parse(good);
+  j.erase("fingerprint");
+  expect_remeasured(j.dump());
+}
+
+TEST(KernelProbeCache, UnwritableCacheWarnsAndServesTheMeasurement) {
+  TempDir dir;
+  write_file(dir.path() / "file", "x");
+  int calls = 0;
+  const ProbeRequest req = request(dir.path() / "file" / "sub", &calls);
+  testing::internal::CaptureStderr();
+  const KernelProbe p = load_or_probe(req);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(p.chosen.at("gemv q4_0").value, 0);
+  EXPECT_EQ(err.rfind("warning: kernel probe cache " + probe_cache_file(req.cache_dir.value(), req.machine).string() +
+                          ": cannot write (", 0),
+            0u)
+      << err;
+}
+
+TEST(KernelProbeEnv, SwitchAndCacheDirectory) {
+  {
+    ScopedEnv e("LLMPORT_PROBE", std::nullopt);
+    EXPECT_TRUE(probe_enabled());
+  }
+  for (const char* v : {"0", "off"}) {
+    ScopedEnv e("LLMPORT_PROBE", v);
+    EXPECT_FALSE(probe_enabled()) << v;
+  }
+  for (const char* v : {"1", "on"}) {
+    ScopedEnv e("LLMPORT_PROBE", v);
+    EXPECT_TRUE(probe_enabled()) << v;
+  }
+  {
+    ScopedEnv e("LLMPORT_PROBE", "maybe");
+    try {
+      probe_enabled();
+      ADD_FAILURE() << "no UsageError";
+    } catch (const UsageError& err) {
+      EXPECT_STREQ(err.what(), "LLMPORT_PROBE=maybe: expected 0, off, 1 or on");
+    }
+  }
+  {
+    ScopedEnv c("LLMPORT_PROBE_CACHE", "/tmp/probe-here");
+    EXPECT_EQ(probe_cache_dir(), fs::path("/tmp/probe-here"));
+  }
+  ScopedEnv c("LLMPORT_PROBE_CACHE", std::nullopt);
+  ScopedEnv x("XDG_DATA_HOME", "/tmp/xdg");
+  EXPECT_EQ(probe_cache_dir(), fs::path("/tmp/xdg/llmport/probe"));  // beside .../registry
+}
+
+// The ISA-flag defaults of the machine's best level (what runs with the probe off).
+TileConfig bf16_default(cpu::Isa isa) { return cpu::default_tile_config(isa, DType::BF16, 64, 64, false); }
+
+TEST(KernelProbeDefaults, OffMeansIsaDefaultsAndNoProbe) {
+  TempDir dir;
+  ScopedEnv p("LLMPORT_PROBE", "0");
+  ScopedEnv c("LLMPORT_PROBE_CACHE", dir.path().string());
+  cpu::forget_machine_probe();
+  const cpu::Isa isa = cpu::detect_isa();
+  EXPECT_EQ(cpu::default_tile_config(isa, DType::BF16, 64, 64), bf16_default(isa));
+  EXPECT_EQ(cpu::default_quant_tile_config(isa, QuantType::Q8_0, 64, 64), (TileConfig{{kActTileKey, 1}}));
+  EXPECT_EQ(machine_kernel_probe(), nullptr);
+  EXPECT_TRUE(fs::is_empty(dir.path()));  // nothing measured, nothing written
+}
+
+// A probe planted in the cache for this machine (fma 1 wins at avx512bf16, fp32 activations
+// win for q8_0): the defaults read it, batch-invariant mode does not.
+TEST(KernelProbeDefaults, DefaultsReadThisMachinesProbeButNotInBatchInvariantMode) {
+  TempDir dir;
+  int calls = 0;
+  ProbeRequest req = machine_probe_request();
+  req.cache_dir = dir.path();
+  req.measure = FakeMeasure{&calls, {path("gemm bf16", 0, 100), path("gemm bf16", 1, 200),
+                                     path("gemv q8_0", 0, 90), path("gemv q8_0", 1, 30)}};
+  load_or_probe(req);
+  ScopedEnv p("LLMPORT_PROBE", "1");
+  ScopedEnv c("LLMPORT_PROBE_CACHE", dir.path().string());
+  cpu::forget_machine_probe();
+  const cpu::Isa isa = cpu::detect_isa();
+  const bool bf16 = isa == cpu::Isa::Avx512Bf16;
+  TileConfig want = bf16_default(isa);
+  if (bf16) want = bf16_default(cpu::Isa::Avx512);  // the fp32-FMA config with its blocking
+  EXPECT_EQ(cpu::default_tile_config(isa, DType::BF16, 64, 64), want) << cpu::isa_name(isa);
+  if (bf16) {
+    EXPECT_EQ(want.at("fma"), 1);
+  }
+  EXPECT_EQ(cpu::default_quant_tile_config(isa, QuantType::Q8_0, 64, 64), (TileConfig{{kActTileKey, 0}}));
+  // q4_0 was not probed: today's default.
+  EXPECT_EQ(cpu::default_quant_tile_config(isa, QuantType::Q4_0, 64, 64), (TileConfig{{kActTileKey, 1}}));
+  // A backend forced to another level does not use a probe of this one.
+  if (isa != cpu::Isa::Scalar) {
+    EXPECT_EQ(cpu::default_quant_tile_config(cpu::Isa::Scalar, QuantType::Q8_0, 64, 64),
+              (TileConfig{{kActTileKey, 1}}));
+  }
+
+  auto be = cpu::make_cpu_backend_isa(1, isa);
+  OpDesc gemm{OpKind::Gemm, DType::BF16, {{"m", 512}, {"n", 64}, {"k", 64}}};
+  OpDesc gemv_q8{OpKind::Gemv, DType::F32, {{"m", 1}, {"n", 64}, {"k", 64}}};
+  gemv_q8.quant = QuantType::Q8_0;
+  gemv_q8.quant_block = kQuantBlock;
+  EXPECT_EQ(be->default_tiles(gemm), want);
+  EXPECT_EQ(be->default_tiles(gemv_q8), (TileConfig{{kActTileKey, 0}}));
+  be->set_batch_invariant(true);
+  EXPECT_EQ(be->default_tiles(gemm), bf16_default(isa));
+  EXPECT_EQ(be->default_tiles(gemv_q8), (TileConfig{{kActTileKey, 1}}));
+  EXPECT_EQ(calls, 1);  // the planted file served; nothing else was measured
+  cpu::forget_machine_probe();
+}
+
+// The lookup order: a registry entry measured on this machine for the exact shape, else
+// the probed default; an entry of another machine is never used.
+TEST(KernelProbeDefaults, ThisMachinesRegistryEntryOverridesTheProbedDefault) {
+  TempDir dir;
+  int calls = 0;
+  ProbeRequest req = machine_probe_request();
+  req.cache_dir = dir.path() / "probe";
+  req.measure = FakeMeasure{&calls, {path("gemm bf16", 0, 100), path("gemm bf16", 1, 200)}};
+  load_or_probe(req);
+  ScopedEnv p("LLMPORT_PROBE", "1");
+  ScopedEnv c("LLMPORT_PROBE_CACHE", req.cache_dir->string());
+  cpu::forget_machine_probe();
+  const cpu::Isa isa = cpu::detect_isa();
+  auto be = cpu::make_cpu_backend_isa(2, isa);
+  const auto measured = [&](int n, const MachineFingerprint& m) {
+    RegistryEntry e;
+    e.kernel = "gemm";
+    e.dtype = "bf16";
+    e.isa = be->isa();
+    e.shape = {{"m", 64}, {"n", n}, {"k", 80}};
+    e.best = {{"mr", 5}, {"np", 1}, {"kc", 256}, {"mc", 60}, {"nc", 256}};
+    if (isa == cpu::Isa::Avx512Bf16 || isa == cpu::Isa::Avx512) e.best["fma"] = 0;
+    Candidate cand;
+    cand.config = e.best;
+    cand.gflops = 10;
+    e.candidates = {cand};
+    e.used_by = {"m1"};
+    e.provenance = Provenance::current(2);
+    e.provenance.fingerprint = m;
+    return e;
+  };
+  MachineFingerprint other = MachineFingerprint::current(2);
+  other.model += 1;
+  auto reg = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  reg->record(measured(96, MachineFingerprint::current(2)));
+  reg->record(measured(112, other));
+  KernelSelection sel;
+  sel.registry = reg;
+  sel.prefill_m = 64;
+  sel.machine = MachineFingerprint::current(2);
+  const TileConfig probed = cpu::default_tile_config(isa, DType::BF16, 96, 80);
+  if (isa == cpu::Isa::Avx512Bf16) {
+    EXPECT_EQ(probed.at("fma"), 1);  // the planted probe's winner
+  }
+  const TileConfig mine = sel.linear_config(*be, 96, 80, DType::BF16);
+  EXPECT_EQ(mine.at("mr"), 5);  // this machine's entry
+  if (mine.count("fma")) {
+    EXPECT_EQ(mine.at("fma"), 0);
+  }
+  // The other machine's entry is skipped: the probed default serves its shape.
+  const TileConfig foreign = sel.linear_config(*be, 112, 80, DType::BF16);
+  EXPECT_EQ(foreign, probed);
+  EXPECT_EQ(sel.foreign_skipped, 1);
+  EXPECT_EQ(calls, 1);
+  cpu::forget_machine_probe();
+}
+
+// `llmport kernels probe --json` on this machine: the paths its level has, the choice, the
+// cache file (rates are not checked: they are this machine's).
+TEST(KernelProbeCli, JsonReportsThisLevelsPathsAndCaches) {
+  TempDir dir;
+  ScopedEnv p("LLMPORT_PROBE", std::nullopt);
+  ScopedEnv c("LLMPORT_PROBE_CACHE", dir.path().string());
+  const auto r = run_llmport({"kernels", "probe", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const MachineFingerprint here = MachineFingerprint::current(1);
+  const std::string isa = cpu::isa_name(cpu::detect_isa());
+  EXPECT_TRUE(j.at("enabled").get<bool>());
+  EXPECT_EQ(j.at("fingerprint").at("id"), here.id());
+  EXPECT_EQ(j.at("isa"), isa);
+  EXPECT_FALSE(j.at("from_cache").get<bool>());
+  EXPECT_EQ(j.at("cache_file"), probe_cache_file(dir.path(), here).string());
+  EXPECT_TRUE(fs::exists(probe_cache_file(dir.path(), here)));
+  std::vector<std::string> got;
+  for (const auto& x : j.at("paths")) {
+    got.push_back(x.at("op").get<std::string>() + " " + x.at("key").get<std::string>() + "=" +
+                  std::to_string(x.at("value").get<int>()));
+    EXPECT_GT(x.at("gflops").get<double>(), 0) << x.dump();
+  }
+  std::vector<std::string> want = {"gemv q8_0 act=0", "gemv q8_0 act=1", "gemv q4_0 act=0", "gemv q4_0 act=1"};
+  if (isa == "avx512bf16") want.insert(want.begin(), {"gemm bf16 fma=0", "gemm bf16 fma=1"});
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(j.at("chosen").size(), isa == "avx512bf16" ? 3u : 2u);
+  for (const auto& [op, ch] : j.at("chosen").items()) {
+    EXPECT_EQ(ch.at("isa_default"), isa_default_path(op, isa).value()) << op;
+    EXPECT_TRUE(ch.at("value") == 0 || ch.at("value") == 1) << op;
+  }
+  // Again: read from the cache (same measurement); --force measures again.
+  const auto again = nlohmann::json::parse(run_llmport({"kernels", "probe", "--json"}).out);
+  EXPECT_TRUE(again.at("from_cache").get<bool>());
+  EXPECT_EQ(again.at("measured_at"), j.at("measured_at"));
+  EXPECT_EQ(again.at("paths"), j.at("paths"));
+  const auto forced = nlohmann::json::parse(run_llmport({"kernels", "probe", "--json", "--force"}).out);
+  EXPECT_FALSE(forced.at("from_cache").get<bool>());
+  // The text form names the cache file and each chosen default.
+  const auto text = run_llmport({"kernels", "probe"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("cache " + probe_cache_file(dir.path(), here).string()), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("default gemv q8_0"), std::string::npos) << text.out;
+}
+
+TEST(KernelProbeCli, DisabledOrBadSwitch) {
+  TempDir dir;
+  ScopedEnv c("LLMPORT_PROBE_CACHE", dir.path().string());
+  {
+    ScopedEnv p("LLMPORT_PROBE", "0");
+    const auto r = run_llmport({"kernels", "probe", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_FALSE(j.at("enabled").get<bool>());
+    EXPECT_TRUE(j.at("paths").empty());
+    EXPECT_EQ(j.at("chosen").at("gemv q8_0").at("value"), 1);
+    EXPECT_TRUE(fs::is_empty(dir.path()));
+  }
+  ScopedEnv p("LLMPORT_PROBE", "maybe");
+  const auto r = run_llmport({"kernels", "probe"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: LLMPORT_PROBE=maybe: expected 0, off, 1 or on\n");
+}
+
+}  // namespace
+}  // namespace llmport::test
