@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -57,6 +58,28 @@ std::string route_label(const std::string& path) {
 void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = "") {
   res.status = status;
   res.set_content(dump(error_body(status, message, param)), "application/json");
+}
+
+// Answers with "Connection: close" (and no Keep-Alive header) when the request's body is
+// left unread. cpp-httplib 0.11 decides that header from the request's Connection header
+// when it writes the response, and gives handlers no other way to end a connection; the
+// Request is httplib's own non-const object, so writing it here is defined.
+void close_after_response(const httplib::Request& req) {
+  auto& r = const_cast<httplib::Request&>(req);
+  r.headers.erase("Connection");
+  r.headers.emplace("Connection", "close");
+}
+
+// 413 for a declared Content-Length over `limit`, 400 for one that is not a decimal number
+// (RFC 9110 8.6), 0 otherwise (no header, or within the limit).
+int declared_length_status(const httplib::Request& req, std::size_t limit) {
+  if (!req.has_header("Content-Length")) return 0;
+  const std::string v = req.get_header_value("Content-Length");
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec == std::errc::result_out_of_range) return 413;
+  if (ec != std::errc() || end != v.data() + v.size() || v.empty()) return 400;
+  return n > limit ? 413 : 0;
 }
 
 // Bytes of weights the server will hold (estimate from the config; a quantized engine's
@@ -252,6 +275,14 @@ class Server {
     http_.set_keep_alive_timeout(2);  // an idle keep-alive connection holds a pool thread
 
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // Before any body byte is read: a client that declares more than the limit gets its
+      // 413 at once, not after uploading it (or after the read timeout if it waits first).
+      if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
+        send_error(res, st, st == 413 ? "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes"
+                                      : std::string("malformed Content-Length header (not a decimal number)"));
+        close_after_response(req);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");
@@ -353,7 +384,7 @@ class Server {
     if (ok) return true;
     if (over || res.status == 413) {
       send_error(res, 413, "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes");
-      res.set_header("Connection", "close");  // the rest of the body is not read
+      close_after_response(req);  // the rest of the body is not read
     } else {
       send_error(res, 400, "could not read the request body");
     }

@@ -111,6 +111,36 @@ TEST_F(ServeBodies, BodiesOverTheLimitAre413NamingItFormEncodedOrChunked) {
   EXPECT_EQ(curl("GET", server_->url("/health")).status, 200);
 }
 
+// A declared Content-Length over the limit is answered before any body byte is sent (the
+// client waits, as one sending "Expect: 100-continue" does), with one Connection header that
+// says close and no Keep-Alive; a Content-Length that is not a number is a 400 the same way.
+TEST_F(ServeBodies, ADeclaredLengthOverTheLimitIs413AtOnceAndClosesTheConnection) {
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  const struct {
+    std::string length;
+    int status;
+    std::string message;
+  } cases[] = {{"9437184", 413, "request body over the limit of 8388608 bytes"},
+               {"99999999999999999999999", 413, "request body over the limit of 8388608 bytes"},
+               {"12abc", 400, "malformed Content-Length header"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE("Content-Length: " + c.length);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int fd = raw_connect_send(server_->port(), head + "Content-Length: " + c.length + "\r\n\r\n");
+    ASSERT_GE(fd, 0);
+    const std::string got = read_until(fd, "}}", 5);
+    close(fd);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0) << got;
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + std::to_string(c.status), 0), 0u) << got;
+    EXPECT_NE(got.find(c.message), std::string::npos) << got;
+    const std::string headers = got.substr(0, got.find("\r\n\r\n"));
+    EXPECT_NE(headers.find("Connection: close"), std::string::npos) << headers;
+    EXPECT_EQ(headers.find("Keep-Alive"), std::string::npos) << headers;
+    EXPECT_EQ(headers.find("Connection:"), headers.rfind("Connection:")) << "two Connection headers: " << headers;
+  }
+  EXPECT_EQ(curl("GET", server_->url("/health")).status, 200);
+}
+
 TEST(ServeDisconnect, AHungUpNonStreamedRequestIsCancelledAndTheNextOneServed) {
   ServerProcess s({stories(), "--parallel", "1", "--queue", "0", "--ctx-size", "512", "--threads", "1",
                    "--test-step-delay-ms", "20"});
