@@ -2,6 +2,7 @@
 // The engine: one data-driven decoder forward pass for every in-scope architecture
 // (HF modeling_llama.py / modeling_qwen2.py / modeling_qwen3.py semantics), prefill over
 // many tokens at once and decode from a preallocated KV cache.
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -86,8 +87,14 @@ void set_dtype_flag(EngineOptions& opt, std::string_view value);
 /// The name of what an engine runs: "q8_0" / "q4_0" when quantized, else dtype_name(dtype).
 std::string precision_name(DType dtype, QuantType quant);
 
-/// The checkpoint's dtype: config torch_dtype when set, else the dominant stored dtype.
+/// The checkpoint's dtype: config torch_dtype when set, else the dominant stored dtype. This
+/// is the engine's dtype without --dtype, and the base dtype of a q8_0/q4_0 engine's
+/// unquantized tensors.
 DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights);
+/// The same rule for a model directory whose weights are not open (its safetensors headers
+/// are read when torch_dtype is absent or unusual); `if_unreadable` when they do not open
+/// (a bare config.json, or a store that phase 0 reports as damaged). Throws nothing of its own.
+DType checkpoint_dtype(const ModelConfig& cfg, const std::filesystem::path& model_dir, DType if_unreadable);
 
 /// Probe callback: `name` in {"embedding", "attn_norm", "q", "k", "v", "attn_out",
 /// "ffn_norm", "ffn_out", "layer_out", "final_norm"}, `layer` (-1 for global), data

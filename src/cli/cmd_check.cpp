@@ -11,6 +11,7 @@
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/compat.hpp"
+#include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/model_checks.hpp"
@@ -31,7 +32,7 @@ struct CheckArgs {
 };
 
 // --dtype q8_0|q4_0 [--quantize-lm-head q8_0|q4_0]: the plan (base dtype: the checkpoint's).
-std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cfg) {
+std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cfg, const std::filesystem::path& dir) {
   if (a.dtype.empty() && !a.quantize_lm_head.empty())
     throw UsageError("--quantize-lm-head needs a quantized --dtype (q8_0 or q4_0)");
   if (a.dtype.empty()) return std::nullopt;
@@ -41,13 +42,8 @@ std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cf
   const QuantType head = a.quantize_lm_head.empty() ? QuantType::None : parse_quant(a.quantize_lm_head);
   if (!a.quantize_lm_head.empty() && head == QuantType::None)
     throw UsageError("--quantize-lm-head '" + a.quantize_lm_head + "': expected q8_0 or q4_0");
-  // The engine's base dtype is the checkpoint's (fp32, fp16 or bf16); bf16 when unstated.
-  DType base = DType::BF16;
-  if (!cfg.torch_dtype.empty()) try {
-      base = parse_dtype(cfg.torch_dtype);
-    } catch (const UsageError&) {
-    }
-  return plan_quantization(cfg, base, q, head);
+  // The engine's base dtype (the checkpoint's); bf16 for a bare config.json that states none.
+  return plan_quantization(cfg, checkpoint_dtype(cfg, dir, DType::BF16), q, head);
 }
 
 void print_text(const CompatResult& r, const nlohmann::json& resolved) {
@@ -76,7 +72,7 @@ int run_check(const CheckArgs& a) {
   const nlohmann::json resolved = r.accepted ? checked.config->to_json() : r.resolved;
   std::optional<Phase0Report> report;
   if (r.accepted && a.weights) report = check_model_dir(file, max_seq, a.scan_values);
-  const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config) : std::nullopt;
+  const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config, file.parent_path()) : std::nullopt;
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
     if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))

@@ -63,10 +63,9 @@ ModelInfo load_info(const KArgs& a) {
       engine_options_from_flags({"cpu", 0, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", a.quantize_lm_head});
   mi.quant = flag.quant;
   mi.quant_lm_head = flag.quant_lm_head;
-  mi.dtype = flag.dtype ? *flag.dtype
-             : mi.cfg.torch_dtype.empty() ? DType::BF16 : parse_dtype(mi.cfg.torch_dtype);
   std::filesystem::path p(dir);
   if (p.filename() == "config.json") p = p.parent_path();
+  mi.dtype = flag.dtype ? *flag.dtype : checkpoint_dtype(mi.cfg, p, DType::BF16);
   std::string nm = a.name.empty() ? std::filesystem::absolute(p).lexically_normal().filename().string() : a.name;
   if (nm.empty()) nm = std::filesystem::absolute(p).lexically_normal().parent_path().filename().string();
   std::transform(nm.begin(), nm.end(), nm.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "deploy/util.hpp"
+#include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/quant_plan.hpp"
 #include "llmport/verify.hpp"
@@ -245,12 +246,8 @@ void write_architecture(const Workspace& ws, const Manifest& m, const ModelConfi
                    cfg.vocab_size, cfg.emb_dim);
   o << "(Layer 0 listed; every layer has the same shapes.)\n";
   if (const QuantType q = parse_quant(m.dtype); q != QuantType::None) {
-    // The base dtype the unquantized tensors keep: the checkpoint's (its torch_dtype).
-    DType base = DType::BF16;
-    try {
-      if (!cfg.torch_dtype.empty()) base = parse_dtype(cfg.torch_dtype);
-    } catch (const Error&) {
-    }
+    // The base dtype the unquantized tensors keep: the checkpoint's, as the engine reads it.
+    const DType base = checkpoint_dtype(cfg, m.model_dir, DType::F32);
     const QuantType head = m.quantize_lm_head.empty() ? QuantType::None : parse_quant(m.quantize_lm_head);
     o << "\n## Quantization (" << m.dtype << ")\n\n```\n"
       << quant_plan_text(plan_quantization(cfg, base, q, head)) << "```\n";

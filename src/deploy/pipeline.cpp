@@ -108,16 +108,6 @@ void check_prompts_file(const DeployOptions& opt, const ModelConfig& cfg, const 
   }
 }
 
-// The checkpoint's dtype: the config's torch_dtype, else the dominant stored dtype. A store
-// that does not open is phase 0's finding (BLOCKED with the loader's message), so fp32 here.
-DType checkpoint_base_dtype(const ModelConfig& cfg, const fs::path& model_dir) {
-  if (!cfg.torch_dtype.empty()) return parse_dtype(cfg.torch_dtype);
-  try {
-    return checkpoint_dtype(cfg, WeightStore::open(model_dir, cfg));
-  } catch (const Error&) {
-    return DType::F32;
-  }
-}
 
 // --dtype (bf16|fp16|fp32, or q8_0|q4_0 over the checkpoint's dtype, as the engine reads
 // it: set_dtype_flag), else the checkpoint's dtype; the KLD-gate options need a quantized
@@ -126,7 +116,8 @@ void resolve_dtype(const DeployOptions& opt, const fs::path& model_dir, Validate
   EngineOptions e;
   if (!opt.dtype.empty()) set_dtype_flag(e, opt.dtype);
   v.quant = e.quant;
-  v.base = e.dtype ? *e.dtype : checkpoint_base_dtype(v.cfg, model_dir);
+  // A store that does not open is phase 0's finding (BLOCKED with the loader's message).
+  v.base = e.dtype ? *e.dtype : checkpoint_dtype(v.cfg, model_dir, DType::F32);
   v.dtype = precision_name(v.base, v.quant);
   const bool quantized = v.quant != QuantType::None;
   if (!opt.quantize_lm_head.empty()) {

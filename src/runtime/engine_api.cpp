@@ -20,6 +20,20 @@ DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights) {
   return weights.stored_dtype();
 }
 
+DType checkpoint_dtype(const ModelConfig& cfg, const std::filesystem::path& model_dir, DType if_unreadable) {
+  if (!cfg.torch_dtype.empty()) {
+    try {
+      return parse_dtype(cfg.torch_dtype);
+    } catch (const UsageError&) {
+    }
+  }
+  try {
+    return WeightStore::open(model_dir, cfg).stored_dtype();
+  } catch (const Error&) {
+    return if_unreadable;
+  }
+}
+
 Engine::Impl::Impl(const ModelConfig& c, const WeightStore& w, const EngineOptions& o_)
     : cfg(c), weights(w), opt(o_) {
   dtype = opt.dtype ? *opt.dtype : checkpoint_dtype(cfg, weights);

@@ -177,6 +177,30 @@ TEST(CliBench, QuantizedDtypesBenchWithThePlansBytes) {
   EXPECT_EQ(run_llmport({"bench", model, "--quantize-lm-head", "q8_0", "--no-roofline"}).exit_code, 2);
 }
 
+// A quantized plan's unquantized tensors keep the engine's base dtype: the config's
+// torch_dtype, else what the checkpoint stores. stories260K stores fp32; without its
+// torch_dtype line `check --dtype` used to assume bf16 and halve the kept tensors' bytes.
+TEST(CliCheck, AQuantizedPlanWithoutTorchDtypeKeepsTheStoredDtype) {
+  const auto model = shared_path("models/stories260K");
+  TempDir dir;
+  std::filesystem::copy_file(model / "model.safetensors", dir.path() / "model.safetensors");
+  auto cfg = nlohmann::json::parse(read_file(model / "config.json"));
+  ASSERT_EQ(cfg.at("torch_dtype"), "float32");
+  cfg.erase("torch_dtype");
+  write_file(dir.path() / "config.json", cfg.dump());
+  std::map<std::string, nlohmann::json> plan;
+  for (const auto& [name, dir_of] : {std::pair{"stated", model}, std::pair{"unstated", dir.path()}}) {
+    auto r = run_llmport({"check", dir_of.string(), "--json", "--dtype", "q8_0"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    plan[name] = nlohmann::json::parse(r.out).at("quantization");
+  }
+  EXPECT_EQ(plan["unstated"].at("base_dtype"), "fp32");
+  EXPECT_EQ(plan["unstated"].at("base_bytes_per_token"), plan["stated"].at("base_bytes_per_token"));
+  EXPECT_EQ(plan["unstated"].at("bytes_per_token"), plan["stated"].at("bytes_per_token"));
+  // The kept fp32 embedding: 512 x 64 x 4 bytes.
+  EXPECT_EQ(plan["unstated"].at("kept").at(0).at("bytes"), 512 * 64 * 4);
+}
+
 // -t 1,2 (llama-bench's thread list): one run per count, every test at each, in one JSON
 // array; the markdown ends with each test's scaling over the first count; a bad item of the
 // list is a usage error naming it.
