@@ -76,6 +76,25 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
   EXPECT_NE(help.out.find("--top-p FLOAT:in (0, 1]"), std::string::npos) << help.out;
 }
 
+// An empty --dtype / --quantize-lm-head is refused (it used to mean "not given": the
+// checkpoint's dtype, an unquantized lm_head), on nested commands too.
+TEST(CliParseErrors, AnEmptyDtypeOrLmHeadFormatIsAUsageError) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"run", stories(), "--prompt", "Once", "--dtype", ""},
+      {"kernels", "validate", stories(), "--dtype", "q8_0", "--quantize-lm-head", ""},
+      {"check", stories(), "--dtype", "q4_0", "--quantize-lm-head", ""},
+      {"bench", stories(), "--no-roofline", "--dtype", ""}};
+  for (const auto& args : cases) {
+    const auto r = run_llmport(args);
+    SCOPED_TRACE(args[0] + " " + args[args.size() - 2]);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("empty value"), std::string::npos) << r.err;
+    const std::string flag = args[args.size() - 2];
+    EXPECT_NE(r.err.find(flag), std::string::npos) << r.err;
+  }
+}
+
 TEST(CliRunArgs, MissingModelIsReportedBeforeMissingPrompt) {
   const auto r = run_llmport({"run"});
   EXPECT_EQ(r.exit_code, 2);
