@@ -166,6 +166,8 @@ class Engine {
   DType dtype() const;
   /// Quantization of the layer projections (EngineOptions::quant).
   QuantType quant() const;
+  /// Quantization of lm_head (EngineOptions::quant_lm_head; None: the base dtype).
+  QuantType quant_lm_head() const;
   Backend& backend();
   /// Bytes of the weights as held by the backend (bytes).
   std::size_t weight_bytes() const;

@@ -20,6 +20,8 @@ struct RunnerInfo {
   /// Precision: the weight dtype ("bf16", "fp32", ...), "q8_0"/"q4_0" for quantized
   /// projections (precision_name), or the file's compute dtype.
   std::string dtype;
+  /// lm_head's block format ("q8_0"/"q4_0") when an engine quantizes it, else "".
+  std::string lm_head;
   bool independent = false;  ///< true only for references produced outside llmport
   std::string source;       ///< golden file path or producer description
 };

@@ -241,6 +241,7 @@ struct VerifyResult {
   // engine runner
   std::string runner_kind = "engine";
   std::string backend, isa, dtype;
+  std::string lm_head;  ///< lm_head's block format when quantized (RunnerInfo::lm_head), else ""
   std::string kernel_configs;
   /// True when any linear shape used a heuristic default tile config (no registry, or a
   /// shape the registry has not measured: engine.kernels->heuristic_used).

@@ -136,10 +136,15 @@ AuditItem audit_engine(const Manifest& m, const VerifyResult& r) {
   if (r.runner_kind != "engine") bad.push_back("runner " + r.runner_kind);
   if (r.backend != m.target) bad.push_back("backend " + r.backend + " (deployed on " + m.target + ")");
   if (r.dtype != m.dtype) bad.push_back("dtype " + r.dtype + " (deployed as " + m.dtype + ")");
+  // --quantize-lm-head: an evaluation of the other lm_head is not of this deployment.
+  const auto head = [](const std::string& q) { return q.empty() ? std::string("unquantized") : q; };
+  if (r.lm_head != m.quantize_lm_head)
+    bad.push_back("lm_head " + head(r.lm_head) + " (deployed " + head(m.quantize_lm_head) + ")");
   if (m.isa.empty()) bad.push_back("the manifest records no ISA");
   else if (r.isa != m.isa) bad.push_back("ISA " + r.isa + " (validated and tuned on " + m.isa + ")");
   return row("engine backend, dtype and ISA are the deployment's", bad.empty(),
-             bad.empty() ? fmt::format("runner {}, backend {} ({}), dtype {}", r.runner_kind, r.backend, r.isa, r.dtype)
+             bad.empty() ? fmt::format("runner {}, backend {} ({}), dtype {}{}", r.runner_kind, r.backend, r.isa, r.dtype,
+                                       r.lm_head.empty() ? "" : ", lm_head " + r.lm_head)
                          : join(bad, "; "));
 }
 

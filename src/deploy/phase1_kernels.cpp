@@ -36,7 +36,9 @@ class Phase1 : public Phase {
                        fmt::format("{} (kernel, shape, config) checks within tolerance on {} ({}) at "
                                    "every ISA level of this host (largest error/tolerance {:.3g}); "
                                    "recorded in registry/ with used_by {}",
-                                   kv.n_checked, ctx.m.target, ctx.m.dtype, kv.max_ratio, ctx.m.name),
+                                   kv.n_checked, ctx.m.target,
+                                   ctx.m.dtype + (ctx.m.quantize_lm_head.empty() ? "" : ", lm_head " + ctx.m.quantize_lm_head),
+                                   kv.max_ratio, ctx.m.name),
                        num);
   }
 };

@@ -59,9 +59,11 @@ QuantPlan plan_quantization(const ModelConfig& cfg, DType base, QuantType quant,
 
 std::string quant_plan_text(const QuantPlan& p) {
   std::string s = fmt::format(
-      "quantization {} (base {}): {} linear weights quantized, {} linear weights kept in {} (and the embedding "
+      "quantization {} (base {}{}): {} linear weights quantized, {} linear weights kept in {} (and the embedding "
       "table)\n",
-      quant_name(p.quant), dtype_name(p.base), p.n_quantized, p.n_kept, dtype_name(p.base));
+      quant_name(p.quant), dtype_name(p.base),
+      p.lm_head == QuantType::None ? "" : fmt::format(", lm_head {}", quant_name(p.lm_head)), p.n_quantized, p.n_kept,
+      dtype_name(p.base));
   // One line per kind of kept tensor (the same projection of every layer reads alike), with
   // how many tensors it stands for.
   struct Kind {

@@ -98,6 +98,7 @@ int Engine::max_seq() const { return impl_->max_seq; }
 const ModelConfig& Engine::config() const { return impl_->cfg; }
 DType Engine::dtype() const { return impl_->dtype; }
 QuantType Engine::quant() const { return impl_->opt.quant; }
+QuantType Engine::quant_lm_head() const { return impl_->opt.quant_lm_head; }
 
 void set_dtype_flag(EngineOptions& opt, std::string_view value) {
   const QuantType q = parse_quant(value);

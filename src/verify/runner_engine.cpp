@@ -19,6 +19,7 @@ RunnerInfo EngineRunner::info() const {
   i.backend = e.backend().name();
   i.isa = e.backend().isa();
   i.dtype = precision_name(e.dtype(), e.quant());
+  if (e.quant_lm_head() != QuantType::None) i.lm_head = std::string(quant_name(e.quant_lm_head()));
   i.independent = false;  // llmport's own code, whatever the backend
   i.source = kind_ != "oracle"                 ? "llmport engine"
              : e.quant() == QuantType::None ? "llmport reference kernels (fp32)"

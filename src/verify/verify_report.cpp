@@ -47,6 +47,7 @@ nlohmann::json VerifyResult::to_json() const {
                  {"backend", backend},
                  {"isa", isa},
                  {"dtype", dtype},
+                 {"lm_head", lm_head.empty() ? std::string("unquantized") : lm_head},
                  {"kernel_configs", kernel_configs},
                  {"heuristic_default_configs", heuristic_default_configs},
                  {"dispatch_counters", dispatch_counters}};

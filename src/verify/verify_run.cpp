@@ -302,6 +302,7 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
   res.backend = ei.backend;
   res.isa = ei.isa;
   res.dtype = ei.dtype;
+  res.lm_head = ei.lm_head;
   if (const auto& ks = opt.engine.kernels) {
     res.heuristic_default_configs = !ks->registry || !ks->heuristic_used.empty();
     res.kernel_selection = {{"registry", ks->registry && ks->registry->writable_dir()

@@ -180,15 +180,22 @@ TEST(Audit, KldGateRowFailsOnAnotherGateOrBoundAndWarnsOnOwnBounds) {
 TEST(Audit, EngineRowFailsOnAnotherBackendDtypeIsaOrRunner) {
   Clean c;
   EXPECT_EQ(audit_engine(c.m, c.r).result, "ok");
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 7; ++i) {
     Clean d;
     if (i == 0) d.r.isa = "avx2";
     if (i == 1) d.r.dtype = "bf16";
     if (i == 2) d.r.backend = "reference";
     if (i == 3) d.r.runner_kind = "oracle";
     if (i == 4) d.m.isa.clear();
+    if (i == 5) d.r.lm_head = "q8_0";             // evaluated with a quantized lm_head
+    if (i == 6) d.m.quantize_lm_head = "q8_0";    // deployed with one, evaluated without
     EXPECT_EQ(audit_engine(d.m, d.r).result, "FAIL") << i;
   }
+  Clean q;  // both quantized alike: ok, and the row says so
+  q.m.quantize_lm_head = q.r.lm_head = "q4_0";
+  const AuditItem row = audit_engine(q.m, q.r);
+  EXPECT_EQ(row.result, "ok");
+  EXPECT_NE(row.detail.find("lm_head q4_0"), std::string::npos) << row.detail;
 }
 
 TEST(Audit, DispatchRowFiresOnAReferenceKernel) {
