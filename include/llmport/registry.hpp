@@ -157,6 +157,10 @@ struct KernelSelection {
   std::map<std::string, int> foreign_machines;
   /// Shapes served by a registry entry measured on this machine, e.g. "gemm bf16 k=.. m=.. n=..".
   std::vector<std::string> registry_used;
+  /// Quantized weights' shapes without such an entry, e.g. "gemv q4_0 k=.. n=..": served by
+  /// the backend's per-level act default (measured by the kernel probe where it runs), so
+  /// not counted in heuristic_used, but a report must not call them "from the registry".
+  std::vector<std::string> quant_default_used;
   /// Configs chosen, one line per distinct weight shape (for reports/manifests).
   std::map<std::string, TileConfig> chosen;
   /// Packed-weight cache hits / misses.

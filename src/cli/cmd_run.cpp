@@ -345,6 +345,10 @@ void finish_text(const RunArgs& a, const Engine& engine, const EngineOptions& eo
   else if (!eopt.kernels->heuristic_used.empty())
     std::cerr << "kernel configs: " << eopt.kernels->heuristic_used.size()
               << " shape(s) not measured on this machine ran with the heuristic default config\n";
+  else if (const auto& q = eopt.kernels->quant_default_used; !q.empty())
+    std::cerr << "kernel configs: the float shapes from the registry " << a.registry << "; " << q.size()
+              << " quantized shape(s) without an entry there ran with the backend's act default (first: "
+              << q.front() << ")\n";
   else
     std::cerr << "kernel configs: every linear shape from the registry " << a.registry << "\n";
 }

@@ -74,6 +74,9 @@ TileConfig KernelSelection::quantized_linear_config(const Backend& backend, int 
     for (const auto& [key, v] : kernel_config_subset("gemv", e->best, backend))
       if (key == kActTileKey) cfg[key] = v;
     registry_used.push_back("gemv " + dt + " " + shape_string(gemv));
+  } else if (const std::string what = "gemv " + dt + " " + shape_string(gemv);
+             std::find(quant_default_used.begin(), quant_default_used.end(), what) == quant_default_used.end()) {
+    quant_default_used.push_back(what);
   }
   chosen[dt + " n=" + std::to_string(n) + " k=" + std::to_string(k)] = cfg;
   return cfg;

@@ -487,6 +487,14 @@ TEST(SweepQuant, TheDecodeSweepMeasuresBothActivationFormats) {
   ASSERT_NE(q_entry, es.end());
   EXPECT_EQ(chosen, q_entry->best);
   EXPECT_EQ(sel.registry_used, std::vector<std::string>{"gemv q8_0 k=96 n=128"});
+  EXPECT_TRUE(sel.quant_default_used.empty());
+  // A shape the registry does not hold (q4_0 was not swept): the backend's default, named as
+  // such (once per shape), never counted as a registry entry.
+  const TileConfig q4 = sel.quantized_linear_config(*be, 128, 96, QuantType::Q4_0);
+  sel.quantized_linear_config(*be, 128, 96, QuantType::Q4_0);
+  EXPECT_EQ(q4, be->default_tiles(OpDesc{OpKind::Gemv, DType::F32, {{"n", 128}, {"k", 96}}, kQuantBlock, QuantType::Q4_0}));
+  EXPECT_EQ(sel.quant_default_used, std::vector<std::string>{"gemv q4_0 k=96 n=128"});
+  EXPECT_EQ(sel.registry_used.size(), 1u);
 }
 
 TEST(KernelCache, QuantizedBlocksAreCachedAndKeyedByFormatAndAct) {
