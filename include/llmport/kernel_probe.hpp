@@ -106,6 +106,7 @@ ProbeRequest machine_probe_request(bool force = false);
 struct ProbeSource {
   std::optional<std::filesystem::path> file;  ///< the cache file (none: no cache dir)
   bool from_cache = false;                    ///< read, not measured
+  bool written = false;                       ///< measured and saved to `file`
 };
 
 /// The cached probe of req.machine at req.isa, else a new measurement (then written to the

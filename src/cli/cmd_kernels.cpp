@@ -249,6 +249,7 @@ int run_probe(const KArgs& a) {
     std::cout << nlohmann::json{{"enabled", true}, {"fingerprint", to_json(p.machine)}, {"isa", p.isa},
                                 {"measured_at", p.measured_at}, {"seconds", p.seconds},
                                 {"from_cache", src.from_cache}, {"cache_file", cache},
+                                {"cache_written", src.written},
                                 {"paths", paths}, {"chosen", chosen_json(p.chosen)}}
                      .dump(1)
               << "\n";
@@ -257,7 +258,9 @@ int run_probe(const KArgs& a) {
   std::cout << fmt::format("kernels probe: {} ({})\n", p.machine.describe(), p.machine.id());
   std::cout << fmt::format("isa {}, measured {} in {:.2f} s ({}), cache {}\n", p.isa, p.measured_at,
                            p.seconds, src.from_cache ? "read from the cache" : "measured now",
-                           cache.empty() ? "none (neither XDG_DATA_HOME nor HOME is set)" : cache);
+                           cache.empty()                        ? "none (neither XDG_DATA_HOME nor HOME is set)"
+                           : src.from_cache || src.written ? cache
+                                                            : cache + " (not written: see the warning)");
   std::cout << fmt::format("{:<10} {:<10} {:<6} {:<20} {:>10}\n", "op", "path", "key", "shape", "GFLOP/s");
   for (const ProbePath& x : p.paths)
     std::cout << fmt::format("{:<10} {:<10} {:<6} {:<20} {:>10.1f}\n", x.op, x.name,

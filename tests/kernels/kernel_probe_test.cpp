@@ -122,6 +122,7 @@ TEST(KernelProbeCache, RoundTripMeasuresOnceAndForceMeasuresAgain) {
   const KernelProbe a = load_or_probe(req, &src);
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(src.from_cache);
+  EXPECT_TRUE(src.written);
   ASSERT_TRUE(src.file);
   EXPECT_EQ(*src.file, dir.path() / ("cpu_" + req.machine.id() + ".json"));
   EXPECT_EQ(a.chosen.at("gemm bf16").value, 0);  // vdpbf16ps 2x: kept
@@ -210,6 +211,34 @@ TEST(KernelProbeCache, DamagedOrTruncatedFileWarnsOnceAndMeasuresAgain) {
   j = nlohmann::json::parse(good);
   j.erase("fingerprint");
   expect_remeasured(j.dump());
+  // Valid values that the file's own rates contradict (fma 1 measured at half the rate of
+  // fma 0), and an id that is not its fields': damaged, not obeyed.
+  j = nlohmann::json::parse(good);
+  ASSERT_EQ(j["chosen"]["gemm bf16"]["value"], 0);
+  j["chosen"]["gemm bf16"]["value"] = 1;
+  expect_remeasured(j.dump());
+  j = nlohmann::json::parse(good);
+  ASSERT_TRUE(j["fingerprint"].contains("id"));
+  j["fingerprint"]["id"] = "fp-0000000000000000";
+  expect_remeasured(j.dump());
+}
+
+// The cache path taken by a directory: the rename fails, the warning says so, and no
+// temporary file is left beside it.
+TEST(KernelProbeCache, AFailedRenameLeavesNoTemporaryFile) {
+  TempDir dir;
+  int calls = 0;
+  const ProbeRequest req = request(dir.path(), &calls);
+  fs::create_directories(probe_cache_file(dir.path(), req.machine));
+  testing::internal::CaptureStderr();
+  ProbeSource src;
+  load_or_probe(req, &src);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(src.written);
+  EXPECT_NE(err.find(": cannot write ("), std::string::npos) << err;
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 TEST(KernelProbeCache, UnwritableCacheWarnsAndServesTheMeasurement) {

@@ -3,6 +3,7 @@
 // atomically (a temporary file renamed over it) because parallel processes may race.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -64,7 +65,13 @@ void write_cache(const fs::path& file, const KernelProbe& p) {
       throw std::runtime_error("cannot write " + tmp.string());
     }
   }
-  fs::rename(tmp, file);
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) {  // e.g. `file` is a directory: leave no temporary behind
+    std::error_code ignore;
+    fs::remove(tmp, ignore);
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
+  }
 }
 
 }  // namespace
@@ -116,6 +123,20 @@ KernelProbe probe_from_json(const nlohmann::json& j) {
   for (const auto& [op, c] : j.at("chosen").items())
     p.chosen[op] = {c.at("key").get<std::string>(), key_value(c.at("value"), "chosen.value"),
                     key_value(c.at("isa_default"), "chosen.isa_default")};
+  // What the file says was chosen must be what its own rates choose, and its id the id of
+  // its fields: a hand-edited or mixed-up file is damaged, not obeyed.
+  if (f.contains("id") && f.at("id").get<std::string>() != p.machine.id())
+    throw ConfigError("fingerprint.id: not the id of the fingerprint's fields (" + p.machine.id() + ")");
+  const auto derived = choose_defaults(p.paths, p.isa);
+  const auto same = [](const ProbeChoice& a, const ProbeChoice& b) {
+    return a.key == b.key && a.value == b.value && a.isa_default == b.isa_default;
+  };
+  if (derived.size() != p.chosen.size() ||
+      !std::all_of(derived.begin(), derived.end(), [&](const auto& d) {
+        const auto it = p.chosen.find(d.first);
+        return it != p.chosen.end() && same(it->second, d.second);
+      }))
+    throw ConfigError("chosen: does not follow from the measured paths");
   return p;
 }
 
@@ -149,6 +170,7 @@ KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   if (src.file) {
     try {
       write_cache(*src.file, p);
+      src.written = true;
     } catch (const std::exception& e) {
       std::cerr << "warning: kernel probe cache " << src.file->string() << ": cannot write (" << e.what()
                 << "); the measurement serves this process only\n";
