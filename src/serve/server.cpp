@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -68,6 +69,17 @@ void close_after_response(const httplib::Request& req) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.headers.emplace("Connection", "close");
+}
+
+// A body framing this server does not read (RFC 9112 6.1-6.3): a transfer coding other than
+// chunked, or chunked together with a Content-Length (a request-smuggling shape); "" if fine.
+std::string framing_error(const httplib::Request& req) {
+  if (!req.has_header("Transfer-Encoding")) return "";
+  std::string te = req.get_header_value("Transfer-Encoding");
+  for (char& c : te) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (te != "chunked") return "unsupported Transfer-Encoding (only chunked is read)";
+  if (req.has_header("Content-Length")) return "both Content-Length and Transfer-Encoding: chunked";
+  return "";
 }
 
 // 413 for a declared Content-Length over `limit`, 400 for one that is not a decimal number
@@ -233,7 +245,9 @@ class Server {
     }
     state_.store(State::Ready);
     std::cerr << "model loaded: " << model_name_ << " (" << opt_.parallel << " slots x " << slot_ctx_
-              << " tokens, " << precision_name(engine_->dtype(), engine_->quant()) << ")" << std::endl;
+              << " tokens, " << precision_name(engine_->dtype(), engine_->quant())
+              << (engine_->quant_lm_head() == QuantType::None ? "" : ", lm_head " + std::string(quant_name(engine_->quant_lm_head())))
+              << ")" << std::endl;
 
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -277,6 +291,11 @@ class Server {
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       // Before any body byte is read: a client that declares more than the limit gets its
       // 413 at once, not after uploading it (or after the read timeout if it waits first).
+      if (const std::string bad = framing_error(req); !bad.empty()) {
+        send_error(res, 400, bad);
+        close_after_response(req);
+        return httplib::Server::HandlerResponse::Handled;
+      }
       if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
         send_error(res, st, st == 413 ? "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes"
                                       : std::string("malformed Content-Length header (not a decimal number)"));
@@ -303,7 +322,10 @@ class Server {
       if (res.status == 413)
         msg = "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes";
       if (res.status == 400) msg = "malformed HTTP request";
+      if (res.status == 414) msg = "request line over httplib's limit of 8192 bytes";
       send_error(res, res.status, msg);
+      // A request httplib could not parse leaves the stream at an unknown point.
+      if (res.status == 400 || res.status == 414) close_after_response(req);
     });
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string msg = "internal error";

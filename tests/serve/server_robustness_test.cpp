@@ -113,20 +113,26 @@ TEST_F(ServeBodies, BodiesOverTheLimitAre413NamingItFormEncodedOrChunked) {
 
 // A declared Content-Length over the limit is answered before any body byte is sent (the
 // client waits, as one sending "Expect: 100-continue" does), with one Connection header that
-// says close and no Keep-Alive; a Content-Length that is not a number is a 400 the same way.
-TEST_F(ServeBodies, ADeclaredLengthOverTheLimitIs413AtOnceAndClosesTheConnection) {
+// says close and no Keep-Alive; so are a Content-Length that is not a number, a body framing
+// the server does not read (RFC 9112 6.1-6.3) and a request httplib cannot parse.
+TEST_F(ServeBodies, UnreadBodiesAndBadFramingAreAnsweredAtOnceAndCloseTheConnection) {
   const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
+  const std::string over = "request body over the limit of 8388608 bytes";
   const struct {
-    std::string length;
+    std::string request;
     int status;
     std::string message;
-  } cases[] = {{"9437184", 413, "request body over the limit of 8388608 bytes"},
-               {"99999999999999999999999", 413, "request body over the limit of 8388608 bytes"},
-               {"12abc", 400, "malformed Content-Length header"}};
+  } cases[] = {{head + "Content-Length: 9437184\r\n\r\n", 413, over},
+               {head + "Content-Length: 99999999999999999999999\r\n\r\n", 413, over},
+               {head + "Content-Length: 12abc\r\n\r\n", 400, "malformed Content-Length header"},
+               {head + "Transfer-Encoding: gzip\r\n\r\n", 400, "unsupported Transfer-Encoding"},
+               {head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+                "both Content-Length and Transfer-Encoding"},
+               {"NOT AN HTTP REQUEST\r\n\r\n", 400, "malformed HTTP request"}};
   for (const auto& c : cases) {
-    SCOPED_TRACE("Content-Length: " + c.length);
+    SCOPED_TRACE(c.request.substr(0, c.request.find("\r\n\r\n")));
     const auto t0 = std::chrono::steady_clock::now();
-    const int fd = raw_connect_send(server_->port(), head + "Content-Length: " + c.length + "\r\n\r\n");
+    const int fd = raw_connect_send(server_->port(), c.request);
     ASSERT_GE(fd, 0);
     const std::string got = read_until(fd, "}}", 5);
     close(fd);
