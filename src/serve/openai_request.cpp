@@ -1,6 +1,7 @@
 #include "serve/openai_request.hpp"
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "llmport/error.hpp"
@@ -29,11 +30,22 @@ double number(const json& v, const char* name) {
   return d;
 }
 
+// An integer field: JSON integers that fit int64 (an unsigned one above INT64_MAX would wrap
+// negative), and whole-valued floats below 2^53 (exact); larger magnitudes are out of range,
+// not "a fraction".
 long long integer(const json& v, const char* name) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<long long>::max())) bad(name, "integer out of range");
+    return static_cast<long long>(u);
+  }
   if (v.is_number_integer()) return v.get<long long>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<long long>(d);
+    if (std::isfinite(d) && d == std::floor(d)) {
+      if (std::fabs(d) < 9007199254740992.0) return static_cast<long long>(d);
+      bad(name, "integer out of range");
+    }
   }
   bad(name, "expected an integer, got " + (v.is_number() ? std::string("a fraction") : std::string(v.type_name())));
 }

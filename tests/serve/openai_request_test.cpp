@@ -57,6 +57,27 @@ TEST(OpenAiRequest, FieldsAreRead) {
   EXPECT_EQ(token_budget(c, 10, 100), 91);  // chat: the rest of the context
 }
 
+// Integers beyond int64 (or beyond 2^53 as floats) are out of range, never wrapped to a
+// negative or small value, nor called "a fraction".
+TEST(OpenAiRequest, IntegersBeyondInt64AreOutOfRangeNotWrapped) {
+  for (const char* body : {R"({"prompt":"a","max_tokens":18446744073709551615})",
+                           R"({"prompt":"a","max_tokens":99999999999999999999})",
+                           R"({"prompt":"a","max_tokens":1e30})",
+                           R"({"prompt":"a","seed":9223372036854775808})"}) {
+    SCOPED_TRACE(body);
+    try {
+      parse_request(body, Endpoint::Completions);
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_NE(std::string(e.what()).find("integer out of range"), std::string::npos) << e.what();
+      EXPECT_TRUE(e.param() == "max_tokens" || e.param() == "seed") << e.param();
+    }
+  }
+  // Just inside: INT64_MAX parses (and max_tokens is then capped by the context rule).
+  EXPECT_EQ(param_of(R"({"prompt":"a","seed":9223372036854775807})"), "<accepted>");
+}
+
 TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
   EXPECT_EQ(param_of("{not json"), "<none>");
   EXPECT_EQ(param_of("[1,2]"), "<none>");
