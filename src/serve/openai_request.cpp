@@ -68,9 +68,10 @@ std::string content_text(const json& c, const std::string& where) {
   if (c.is_array()) {
     std::string s;
     for (const auto& part : c) {
-      if (!part.is_object() || !part.contains("text") || !part.at("text").is_string() ||
-          part.value("type", "text") != "text")
-        bad(where, "only text content parts are supported");
+      // json::value() throws a type_error (a 500, not a 400) for a "type" that is not a string.
+      const bool text_part = part.is_object() && part.contains("text") && part.at("text").is_string() &&
+                             (!part.contains("type") || part.at("type") == "text");
+      if (!text_part) bad(where, "only text content parts are supported");
       s += part.at("text").get<std::string>();
     }
     return s;

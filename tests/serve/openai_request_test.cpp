@@ -57,6 +57,18 @@ TEST(OpenAiRequest, FieldsAreRead) {
   EXPECT_EQ(token_budget(c, 10, 100), 91);  // chat: the rest of the context
 }
 
+// A content part whose "type" is not a string is a 400 naming the message's content (found
+// by the serve_request fuzzer: json::value() threw a type_error, a 500 in the server).
+TEST(OpenAiRequest, AContentPartTypeThatIsNotAStringIs400) {
+  for (const char* type : {"7", "null", "[\"text\"]", "{}"}) {
+    SCOPED_TRACE(type);
+    const std::string body = std::string(R"({"messages":[{"role":"user","content":[{"type":)") + type +
+                             R"(,"text":"hi"}]}]})";
+    EXPECT_EQ(param_of(body, Endpoint::Chat), "messages[0].content");
+  }
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":[{"text":"hi"}]}]})", Endpoint::Chat), "<accepted>");
+}
+
 // Integers beyond int64 (or beyond 2^53 as floats) are out of range, never wrapped to a
 // negative or small value, nor called "a fraction".
 TEST(OpenAiRequest, IntegersBeyondInt64AreOutOfRangeNotWrapped) {
