@@ -28,6 +28,22 @@ std::vector<float> random_vec(std::size_t n, float scale) {
   return v;
 }
 
+// Times y = x W^T for x [m, k] (random) on `be`, with the GFLOP/s and GB/s (packed weight
+// bytes read per call) counters.
+void time_linear(benchmark::State& st, llmport::Backend& be, const llmport::LinearWeight& lw, int m, int n, int k) {
+  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f);
+  std::vector<float> y(static_cast<std::size_t>(m) * n);
+  for (auto _ : st) {
+    be.linear(lw, x.data(), m, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(lw.bytes()),
+                                           benchmark::Counter::kIsIterationInvariantRate,
+                                           benchmark::Counter::kIs1000);
+}
+
 void BM_Linear(benchmark::State& st) {
   const int m = static_cast<int>(st.range(0)), n = static_cast<int>(st.range(1)),
             k = static_cast<int>(st.range(2));
@@ -41,17 +57,7 @@ void BM_Linear(benchmark::State& st) {
   v.data = w.data();
   v.nbytes = w.size() * 4;
   auto lw = be->make_linear(v, dt);
-  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f);
-  std::vector<float> y(static_cast<std::size_t>(m) * n);
-  for (auto _ : st) {
-    be->linear(*lw, x.data(), m, y.data());
-    benchmark::DoNotOptimize(y.data());
-  }
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
-                                              benchmark::Counter::kIs1000);
-  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(lw->bytes()),
-                                           benchmark::Counter::kIsIterationInvariantRate,
-                                           benchmark::Counter::kIs1000);
+  time_linear(st, *be, *lw, m, n, k);
   st.SetLabel(std::string(llmport::dtype_name(dt)) + " " + be->isa());
 }
 
@@ -67,9 +73,6 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"m", "n", "k", "dtype", "threads"})->UseRealTime();
 
-// bf16 prefill GEMM at the qwen3-0.6b linear shapes (M = 512, 2 threads), vdpbf16ps
-// (fma 0; the emulation on CPUs without AVX512_BF16) vs the fp32-FMA path (fma 1) with
-// explicit tile configs, so one run gives the ratio on this machine.
 // q8_0 / q4_0 weights (quant 0 / 1), fp32 x (act 0) or q8 x blocks (act 1). GB/s counts the
 // packed blocks a call reads: the decode GEMV's read bound is the machine's read rate.
 void BM_QuantLinear(benchmark::State& st) {
@@ -80,17 +83,7 @@ void BM_QuantLinear(benchmark::State& st) {
   auto be = llmport::make_cpu_backend(threads);
   const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));
   const auto lw = be->make_quantized_linear(llmport::TensorView::f32(w.data(), n, k, "w"), q, {{"act", act}});
-  const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f);
-  std::vector<float> y(static_cast<std::size_t>(m) * n);
-  for (auto _ : st) {
-    be->linear(*lw, x.data(), m, y.data());
-    benchmark::DoNotOptimize(y.data());
-  }
-  st.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k, benchmark::Counter::kIsIterationInvariantRate,
-                                              benchmark::Counter::kIs1000);
-  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(lw->bytes()),
-                                           benchmark::Counter::kIsIterationInvariantRate,
-                                           benchmark::Counter::kIs1000);
+  time_linear(st, *be, *lw, m, n, k);
   st.SetLabel(std::string(llmport::quant_name(q)) + " act " + std::to_string(act) + " " + be->isa());
 }
 
@@ -107,6 +100,9 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_QuantLinear)->Apply(QuantLinearArgs)->ArgNames({"m", "n", "k", "quant", "act", "threads"})->UseRealTime();
 
+// bf16 prefill GEMM at the qwen3-0.6b linear shapes (M = 512, 2 threads), vdpbf16ps
+// (fma 0; the emulation on CPUs without AVX512_BF16) vs the fp32-FMA path (fma 1) with
+// explicit tile configs, so one run gives the ratio on this machine.
 void BM_GemmBf16Cfg(benchmark::State& st) {
   const int m = 512, threads = 2;
   const int n = static_cast<int>(st.range(0)), k = static_cast<int>(st.range(1));
