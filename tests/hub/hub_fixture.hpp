@@ -15,20 +15,6 @@
 
 namespace llmport::test {
 
-/// Sets (or unsets, with nullopt) environment variables; restores them on destruction.
-class ScopedEnv {
- public:
-  ScopedEnv() = default;
-  ScopedEnv(const std::string& name, const std::optional<std::string>& value) { set(name, value); }
-  ~ScopedEnv();
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-  void set(const std::string& name, const std::optional<std::string>& value);
-
- private:
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
-
 inline constexpr const char* kRepo = "llmport-test/stories260K";
 inline constexpr const char* kCommit = "5f1c3c5e2b0e4c1d9a8b7c6d5e4f3a2b1c0d9e8f";
 

@@ -24,24 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Sets (or unsets, nullopt) an environment variable for a scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
-    if (const char* o = std::getenv(name)) old_ = o;
-    if (value) ::setenv(name, value->c_str(), 1);
-    else ::unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 ProbePath path(const std::string& op, int value, double gflops) {
   const std::string key = op == "gemm bf16" ? "fma" : kActTileKey;
   return {op, key, value, "p" + std::to_string(value), "m=1 n=2 k=3", {{key, value}}, gflops};

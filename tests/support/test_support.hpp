@@ -1,7 +1,9 @@
 #pragma once
 // Helpers shared by all test executables.
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 // The llmport binary and the source tree (tests/CMakeLists.txt generates them; the
@@ -35,6 +37,20 @@ class TempDir {
 
  private:
   std::filesystem::path path_;
+};
+
+/// Sets (or unsets, with nullopt) environment variables; restores them on destruction.
+class ScopedEnv {
+ public:
+  ScopedEnv() = default;
+  ScopedEnv(const std::string& name, const std::optional<std::string>& value) { set(name, value); }
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const std::string& name, const std::optional<std::string>& value);
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 std::string read_file(const std::filesystem::path& p);
