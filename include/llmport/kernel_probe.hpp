@@ -43,6 +43,7 @@ struct ProbeChoice {
   std::string key;        ///< "fma" | "act"
   int value = 0;          ///< chosen
   int isa_default = 0;    ///< the ISA-flag default (what runs without a probe)
+  bool operator==(const ProbeChoice&) const = default;
 };
 
 /// One probe of one machine.

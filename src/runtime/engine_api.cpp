@@ -1,6 +1,7 @@
 // Engine's construction and public methods: options resolved, slots kept, calls delegated to
 // the forward pass (engine.cpp).
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "llmport/engine.hpp"
@@ -9,24 +10,26 @@
 
 namespace llmport {
 
-DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights) {
-  if (!cfg.torch_dtype.empty()) {
-    try {
-      return parse_dtype(cfg.torch_dtype);
-    } catch (const UsageError&) {
-      // An unusual torch_dtype string: fall back to what the file actually stores.
-    }
+namespace {
+// The config's torch_dtype when it names one llmport knows; an unusual string (or none)
+// leaves the choice to what the file actually stores.
+std::optional<DType> stated_dtype(const ModelConfig& cfg) {
+  if (cfg.torch_dtype.empty()) return std::nullopt;
+  try {
+    return parse_dtype(cfg.torch_dtype);
+  } catch (const UsageError&) {
+    return std::nullopt;
   }
+}
+}  // namespace
+
+DType checkpoint_dtype(const ModelConfig& cfg, const WeightStore& weights) {
+  if (const auto d = stated_dtype(cfg)) return *d;
   return weights.stored_dtype();
 }
 
 DType checkpoint_dtype(const ModelConfig& cfg, const std::filesystem::path& model_dir, DType if_unreadable) {
-  if (!cfg.torch_dtype.empty()) {
-    try {
-      return parse_dtype(cfg.torch_dtype);
-    } catch (const UsageError&) {
-    }
-  }
+  if (const auto d = stated_dtype(cfg)) return *d;
   try {
     return WeightStore::open(model_dir, cfg).stored_dtype();
   } catch (const Error&) {

@@ -297,7 +297,7 @@ class Server {
         return httplib::Server::HandlerResponse::Handled;
       }
       if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
-        send_error(res, st, st == 413 ? "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes"
+        send_error(res, st, st == 413 ? over_limit_message()
                                       : std::string("malformed Content-Length header (not a decimal number)"));
         close_after_response(req);
         return httplib::Server::HandlerResponse::Handled;
@@ -320,7 +320,7 @@ class Server {
       std::string msg = "HTTP " + std::to_string(res.status);
       if (res.status == 404) msg = "unknown route " + req.method + " " + req.path;
       if (res.status == 413)
-        msg = "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes";
+        msg = over_limit_message();
       if (res.status == 400) msg = "malformed HTTP request";
       if (res.status == 414) msg = "request line over httplib's limit of 8192 bytes";
       send_error(res, res.status, msg);
@@ -386,6 +386,11 @@ class Server {
     http_.Options(".*", fallback);
   }
 
+  // The one 413 message (pre-routing, httplib's own 413, a body that grew past the limit).
+  std::string over_limit_message() const {
+    return "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes";
+  }
+
   // The whole request body, at most max_body_bytes; false (the response set: 413 over the
   // limit, 400 for a body that could not be read) otherwise.
   bool read_body(const httplib::Request& req, const httplib::ContentReader& reader, httplib::Response& res,
@@ -405,7 +410,7 @@ class Server {
     });
     if (ok) return true;
     if (over || res.status == 413) {
-      send_error(res, 413, "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes");
+      send_error(res, 413, over_limit_message());
       close_after_response(req);  // the rest of the body is not read
     } else {
       send_error(res, 400, "could not read the request body");

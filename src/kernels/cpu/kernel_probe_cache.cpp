@@ -3,7 +3,6 @@
 // atomically (a temporary file renamed over it) because parallel processes may race.
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -127,15 +126,7 @@ KernelProbe probe_from_json(const nlohmann::json& j) {
   // its fields: a hand-edited or mixed-up file is damaged, not obeyed.
   if (f.contains("id") && f.at("id").get<std::string>() != p.machine.id())
     throw ConfigError("fingerprint.id: not the id of the fingerprint's fields (" + p.machine.id() + ")");
-  const auto derived = choose_defaults(p.paths, p.isa);
-  const auto same = [](const ProbeChoice& a, const ProbeChoice& b) {
-    return a.key == b.key && a.value == b.value && a.isa_default == b.isa_default;
-  };
-  if (derived.size() != p.chosen.size() ||
-      !std::all_of(derived.begin(), derived.end(), [&](const auto& d) {
-        const auto it = p.chosen.find(d.first);
-        return it != p.chosen.end() && same(it->second, d.second);
-      }))
+  if (p.chosen != choose_defaults(p.paths, p.isa))
     throw ConfigError("chosen: does not follow from the measured paths");
   return p;
 }
