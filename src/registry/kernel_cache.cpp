@@ -189,7 +189,7 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_quantize(Backend& backend, con
   const std::string chash = tensor_hash(w);
   // The source dtype is part of the tensor bytes' hash; the format names the blocks.
   nlohmann::json h = header_of(w, DType::F32, cfg, backend.name(), chash);
-  h["kernel"] = "linear_quant_blocks";
+  h["kernel"] = "linear_quant_panels16";
   h["dtype"] = std::string(quant_name(quant));
   const std::string hk = h.dump();
   return cached(

@@ -143,9 +143,9 @@ TEST(CpuQuantOp, PlantedFaultsAreCaughtAtEveryLevelAndAct) {
 
 bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
-// Shapes with every tail of the AVX-512 q8 tile loop: m = 67 crosses its 64-row block and
-// ends in 3 single rows; n = 37 ends the 2- and 4-column tiles; k = 96 and 160 end in an odd
-// block.
+// Shapes with every tail of the panel tile loops: m = 67 crosses the 64-row block and ends in
+// 3 single rows; n = 37 (2 panels and 5 columns) and 72 (4 and a half) end the 2- and 4-panel
+// tiles, in a partial panel (and, at AVX2, a half panel).
 struct BatchShape {
   int n, k, m;
 };
@@ -178,34 +178,81 @@ TEST(CpuQuantOp, EveryRowOfABatchEqualsItsSoloGemvBitForBit) {
   EXPECT_EQ(checked, static_cast<int>(cpu::supported_isas().size()) * 4 * 2);
 }
 
-// With q8 activation blocks every SIMD level computes the same fp32 operations per output
-// (the AVX2 ymm tile loop and the AVX-512 zmm one hold the same even/odd block sums:
-// quant_linear_q8_zmm.inc), so they agree bit for bit; the scalar level sums in another order.
-TEST(CpuQuantOp, EverySimdLevelGivesTheSameBitsWithQ8Activations) {
-  std::vector<cpu::Isa> simd;
-  for (const auto isa : cpu::supported_isas())
-    if (isa != cpu::Isa::Scalar) simd.push_back(isa);
-  if (simd.size() < 2) GTEST_SKIP() << "one SIMD level on this host: nothing to compare";
+// A column is one vector lane at every level and each level performs the same fp32
+// operations in the same order (quant_linear.hpp, "Numerics"; the scalar level with
+// std::fma), so every level, scalar included, gives the same bits for either act.
+TEST(CpuQuantOp, EveryLevelGivesTheSameBits) {
+  const auto isas = cpu::supported_isas();
+  if (isas.size() < 2) GTEST_SKIP() << "one level on this host: nothing to compare";
   int checked = 0;
   for (const BatchShape& s : kBatchShapes) {
     const auto wf = random_vec(static_cast<std::size_t>(s.n) * s.k, 0.3f, 17);
     const auto x = random_vec(static_cast<std::size_t>(s.m) * s.k, 1.0f, 18);
     const auto bias = random_vec(static_cast<std::size_t>(s.n), 0.1f, 19);
-    for (QuantType q : kQuants) {
-      std::vector<float> first;
-      for (const auto isa : simd) {
-        SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " m=" + std::to_string(s.m));
-        auto be = cpu::make_cpu_backend_isa(2, isa);
-        const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), s.n, s.k, "w"), q, {{"act", 1}});
-        std::vector<float> y(static_cast<std::size_t>(s.m) * s.n);
-        be->linear(*w, x.data(), s.m, y.data(), bias.data());
-        if (first.empty()) first = y;
-        else EXPECT_TRUE(same_bits(first.data(), y.data(), y.size())) << "differs from " << cpu::isa_name(simd[0]);
-        ++checked;
+    for (QuantType q : kQuants)
+      for (int act : {0, 1}) {
+        std::vector<float> first;
+        for (const auto isa : isas) {
+          SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " act " +
+                       std::to_string(act) + " m=" + std::to_string(s.m));
+          auto be = cpu::make_cpu_backend_isa(2, isa);
+          const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), s.n, s.k, "w"), q, {{"act", act}});
+          std::vector<float> y(static_cast<std::size_t>(s.m) * s.n);
+          be->linear(*w, x.data(), s.m, y.data(), bias.data());
+          if (first.empty()) first = y;
+          else EXPECT_TRUE(same_bits(first.data(), y.data(), y.size())) << "differs from " << cpu::isa_name(isas[0]);
+          ++checked;
+        }
+      }
+  }
+  EXPECT_EQ(checked, static_cast<int>(isas.size()) * 2 * 2 * 2);
+}
+
+// The panel layout of quant_linear.hpp, byte for byte, for both formats: 17 columns (a full
+// panel and one column of a second, whose other 15 are zero).
+TEST(CpuQuantOp, PanelsHoldTheDocumentedLayout) {
+  constexpr int n = 17, k = 64;
+  const auto wf = random_vec(static_cast<std::size_t>(n) * k, 1.0f, 23);
+  for (QuantType q : kQuants) {
+    SCOPED_TRACE(std::string(quant_name(q)));
+    const auto w = cpu::quantize_linear(TensorView::f32(wf.data(), n, k, "w"), q);
+    ASSERT_EQ(w->n_panels(), 2);
+    EXPECT_EQ(w->bytes(), 2u * 2u * (q == QuantType::Q8_0 ? 544u : 288u));
+    std::vector<std::byte> ggml(quant_row_bytes(q, k)), back(ggml.size());
+    for (int j = 0; j < n; ++j) {
+      if (q == QuantType::Q8_0) quantize_row_q8_0(wf.data() + j * k, reinterpret_cast<BlockQ8_0*>(ggml.data()), k);
+      else quantize_row_q4_0(wf.data() + j * k, reinterpret_cast<BlockQ4_0*>(ggml.data()), k);
+      w->get_row(j, back.data());
+      EXPECT_EQ(std::memcmp(ggml.data(), back.data(), ggml.size()), 0) << "row " << j;
+      const int p = j / 16, c = j % 16;
+      for (int b = 0; b < k / 32; ++b) {
+        const auto* pb = reinterpret_cast<const uint8_t*>(w->panel_block(p, b));
+        uint16_t d;
+        std::memcpy(&d, pb + 2 * c, 2);
+        if (q == QuantType::Q8_0) {
+          const auto& blk = reinterpret_cast<const BlockQ8_0*>(ggml.data())[b];
+          EXPECT_EQ(d, blk.d);
+          for (int e = 0; e < 32; ++e)  // group e / 4, column c, byte e % 4: q + 128
+            ASSERT_EQ(pb[32 + ((e / 4) * 16 + c) * 4 + e % 4], static_cast<uint8_t>(blk.qs[e] + 128)) << e;
+        } else {
+          const auto& blk = reinterpret_cast<const BlockQ4_0*>(ggml.data())[b];
+          EXPECT_EQ(d, blk.d);
+          for (int e = 0; e < 16; ++e)  // ggml byte e (elements e and e + 16)
+            ASSERT_EQ(pb[32 + ((e / 4) * 16 + c) * 4 + e % 4], blk.qs[e]) << e;
+        }
+      }
+    }
+    for (int b = 0; b < k / 32; ++b) {  // the second panel's 15 padding columns are zero
+      const auto* pb = reinterpret_cast<const uint8_t*>(w->panel_block(1, b));
+      for (std::size_t off = 0; off < w->panel_block_bytes(); ++off) {
+        const bool scale_of_col0 = off < 2;
+        const bool quant_of_col0 = off >= 32 && ((off - 32) / 4) % 16 == 0;
+        if (!scale_of_col0 && !quant_of_col0) {
+          ASSERT_EQ(pb[off], 0) << "offset " << off;
+        }
       }
     }
   }
-  EXPECT_EQ(checked, static_cast<int>(simd.size()) * 2 * 2);
 }
 
 TEST(CpuQuantOp, ActivationBlocksAreTheFormulas) {
@@ -222,7 +269,8 @@ TEST(CpuQuantOp, ActivationBlocksAreTheFormulas) {
   x[65] = -0.127f; // q = -63.5 -> -64 (or -63 by one ulp of x / d); |x_q d - x| <= d / 2 + 3u
   std::vector<int8_t> q(96);
   std::vector<float> d(3);
-  cpu::quantize_act_rows(x.data(), 0, 1, 96, q.data(), d.data());
+  std::vector<int32_t> sum(3);
+  cpu::quantize_act_rows(x.data(), 0, 1, 96, q.data(), d.data(), sum.data());
   EXPECT_EQ(d[0], 1.0f);
   EXPECT_EQ(d[1], 0.0f);
   EXPECT_EQ(d[2], 0.254f / 127.0f);
@@ -230,6 +278,10 @@ TEST(CpuQuantOp, ActivationBlocksAreTheFormulas) {
   for (int t = 32; t < 64; ++t) EXPECT_EQ(q[t], 0);
   EXPECT_EQ(q[64], 127);
   EXPECT_LE(std::abs(q[65] * d[2] - x[65]), d[2] * (0.5 + 1e-5));
+  // s: each block's sum of quants (-127 + 64 + 0 + 2 - 2 + 127 = 64; 0; 127 + q[65]).
+  EXPECT_EQ(sum[0], 64);
+  EXPECT_EQ(sum[1], 0);
+  EXPECT_EQ(sum[2], 127 + q[65]);
 }
 
 TEST(CpuQuantOp, TheQ8DotOfEachLevelIsNamed) {

@@ -134,7 +134,7 @@ class CpuBackend final : public Backend {
     as_cpu_mut(w).set_config(cfg);
   }
   std::size_t quantized_packed_size(int n, int k, QuantType q) const override {
-    return q == QuantType::None || k % kQuantBlock != 0 ? 0 : quant_row_bytes(q, k) * static_cast<std::size_t>(n);
+    return q == QuantType::None || k % kQuantBlock != 0 ? 0 : CpuQuantLinear::packed_bytes(n, k, q);
   }
   std::unique_ptr<LinearWeight> read_quantized_linear(
       int n, int k, QuantType q, const TileConfig& cfg,
@@ -471,10 +471,10 @@ class CpuBackend final : public Backend {
     const double macs = static_cast<double>(m) * w->n_out * w->n_in;
     const int nt = macs < kParallelMacs ? 1 : threads_;
     if (nt <= 1) return cols(0, w->n_out);
-    const int n_chunks = std::min(w->n_out, nt * 8);
+    const int panels = w->n_panels(), n_chunks = std::min(panels, nt * 8);
     pool_->run(n_chunks, [&](int c, int) {
-      cols(static_cast<int>(static_cast<long>(w->n_out) * c / n_chunks),
-           static_cast<int>(static_cast<long>(w->n_out) * (c + 1) / n_chunks));
+      const auto [j0, j1] = panel_chunk(*w, panels * c / n_chunks, panels * (c + 1) / n_chunks);
+      cols(j0, j1);
     });
   }
 
@@ -513,18 +513,24 @@ class CpuBackend final : public Backend {
     }
     // ~8 chunks per thread over the group, each weight's share by its output count.
     int total = 0;
-    for (std::size_t i = 0; i < calls.size(); ++i) total += ws[i]->n_out;
+    for (std::size_t i = 0; i < calls.size(); ++i) total += ws[i]->n_panels();
     std::array<int, kMaxGroup + 1> first{};  // first chunk of weight i
     for (std::size_t i = 0; i < calls.size(); ++i) {
-      const long want = static_cast<long>(threads_) * 8 * ws[i]->n_out / std::max(1, total);
-      first[i + 1] = first[i] + static_cast<int>(std::clamp<long>(want, 1, ws[i]->n_out));
+      const long want = static_cast<long>(threads_) * 8 * ws[i]->n_panels() / std::max(1, total);
+      first[i + 1] = first[i] + static_cast<int>(std::clamp<long>(want, 1, ws[i]->n_panels()));
     }
     pool_->run(first[calls.size()], [&](int c, int) {
       std::size_t i = 0;
       while (c >= first[i + 1]) ++i;
-      const int nc = first[i + 1] - first[i], ci = c - first[i], n = ws[i]->n_out;
-      cols(i, static_cast<int>(static_cast<long>(n) * ci / nc), static_cast<int>(static_cast<long>(n) * (ci + 1) / nc));
+      const int nc = first[i + 1] - first[i], ci = c - first[i], np = ws[i]->n_panels();
+      const auto [j0, j1] = panel_chunk(*ws[i], np * ci / nc, np * (ci + 1) / nc);
+      cols(i, j0, j1);
     });
+  }
+
+  // The output columns of panels [p0, p1) (a chunk of a quantized linear is whole panels).
+  static std::pair<int, int> panel_chunk(const CpuQuantLinear& w, int p0, int p1) {
+    return {p0 * kQuantPanel, std::min(w.n_out, p1 * kQuantPanel)};
   }
 
   // x [m][k] as q8 blocks in the backend's scratch (rows on the pool when large).
@@ -532,18 +538,19 @@ class CpuBackend final : public Backend {
     const std::size_t n = static_cast<std::size_t>(m) * k;
     if (xq8_.size() < n) xq8_.resize(n);
     if (xq8_d_.size() < n / kQuantBlock) xq8_d_.resize(n / kQuantBlock);
+    if (xq8_s_.size() < n / kQuantBlock) xq8_s_.resize(n / kQuantBlock);
     const int nt = static_cast<double>(n) < (1 << 18) ? 1 : std::min(threads_, m);
     if (nt <= 1) {
-      quantize_act_rows(x, 0, m, k, xq8_.data(), xq8_d_.data());
+      quantize_act_rows(x, 0, m, k, xq8_.data(), xq8_d_.data(), xq8_s_.data());
     } else {
       const int n_chunks = std::min(m, nt * 4);
       pool_->run(n_chunks, [&](int c, int) {
         quantize_act_rows(x, static_cast<int>(static_cast<long>(m) * c / n_chunks),
                           static_cast<int>(static_cast<long>(m) * (c + 1) / n_chunks), k, xq8_.data(),
-                          xq8_d_.data());
+                          xq8_d_.data(), xq8_s_.data());
       });
     }
-    return {xq8_.data(), xq8_d_.data()};
+    return {xq8_.data(), xq8_d_.data(), xq8_s_.data()};
   }
   void count(Op o) { counters_.add(op_name_[o]); }
 
@@ -627,6 +634,7 @@ class CpuBackend final : public Backend {
   std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
   std::vector<int8_t> xq8_;           // [m][k] x as q8 blocks (quantized weights, act 1)
   std::vector<float> xq8_d_;          // [m][k/32] their scales
+  std::vector<int32_t> xq8_s_;        // [m][k/32] their sums
   std::vector<float> cs_;             // [m][head_dim/2][2] RoPE cos/sin
   std::vector<int> cs_pos_;           // [m] positions cs_ was computed for
   std::vector<float> cs_freq_;        // [head_dim/2] inv_freq cs_ was computed for

@@ -28,8 +28,58 @@ CpuQuantLinear::CpuQuantLinear(int n, int k, QuantType q, const TileConfig& cfg)
   dtype = DType::F32;  // the dequantized values and fp32 activations
   quant = q;
   set_config(cfg);
-  row_bytes_ = quant_row_bytes(q, k);
-  data_.assign(row_bytes_ * static_cast<std::size_t>(n), std::byte{0});
+  panel_block_bytes_ = kPanelScaleBytes + panel_quant_bytes(q);
+  data_.assign(packed_bytes(n, k, q), std::byte{0});
+}
+
+std::size_t CpuQuantLinear::packed_bytes(int n, int k, QuantType q) noexcept {
+  const std::size_t panels = (static_cast<std::size_t>(n) + kQuantPanel - 1) / kQuantPanel;
+  return panels * static_cast<std::size_t>(k / kQuantBlock) * (kPanelScaleBytes + panel_quant_bytes(q));
+}
+
+namespace {
+// Byte offset, inside a panel block's quants, of ggml quant byte `e` of column c: groups of
+// four bytes, 16 columns per group (the layout in quant_linear.hpp).
+constexpr std::size_t panel_quant_offset(int c, int e) {
+  return static_cast<std::size_t>((e / 4) * kQuantPanel + c) * 4 + e % 4;
+}
+}  // namespace
+
+void CpuQuantLinear::set_row(int j, const void* blocks) {
+  const int p = j / kQuantPanel, c = j % kQuantPanel;
+  for (int b = 0; b < n_blocks(); ++b) {
+    std::byte* pb = panel_block_mut(p, b);
+    auto* d = reinterpret_cast<uint16_t*>(pb);
+    auto* qs = reinterpret_cast<uint8_t*>(pb + kPanelScaleBytes);
+    if (quant == QuantType::Q8_0) {
+      const BlockQ8_0& blk = static_cast<const BlockQ8_0*>(blocks)[b];
+      d[c] = blk.d;
+      for (int e = 0; e < kQuantBlock; ++e)
+        qs[panel_quant_offset(c, e)] = static_cast<uint8_t>(static_cast<uint8_t>(blk.qs[e]) ^ 0x80u);  // q + 128
+    } else {
+      const BlockQ4_0& blk = static_cast<const BlockQ4_0*>(blocks)[b];
+      d[c] = blk.d;
+      for (int e = 0; e < kQuantBlock / 2; ++e) qs[panel_quant_offset(c, e)] = blk.qs[e];
+    }
+  }
+}
+
+void CpuQuantLinear::get_row(int j, void* blocks) const {
+  const int p = j / kQuantPanel, c = j % kQuantPanel;
+  for (int b = 0; b < n_blocks(); ++b) {
+    const std::byte* pb = panel_block(p, b);
+    const auto* d = reinterpret_cast<const uint16_t*>(pb);
+    const auto* qs = reinterpret_cast<const uint8_t*>(pb + kPanelScaleBytes);
+    if (quant == QuantType::Q8_0) {
+      BlockQ8_0& blk = static_cast<BlockQ8_0*>(blocks)[b];
+      blk.d = d[c];
+      for (int e = 0; e < kQuantBlock; ++e) blk.qs[e] = static_cast<int8_t>(qs[panel_quant_offset(c, e)] ^ 0x80u);
+    } else {
+      BlockQ4_0& blk = static_cast<BlockQ4_0*>(blocks)[b];
+      blk.d = d[c];
+      for (int e = 0; e < kQuantBlock / 2; ++e) blk.qs[e] = qs[panel_quant_offset(c, e)];
+    }
+  }
 }
 
 void CpuQuantLinear::set_config(const TileConfig& cfg) {
@@ -38,7 +88,7 @@ void CpuQuantLinear::set_config(const TileConfig& cfg) {
   act_ = act_of(cfg);
 }
 
-void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* d) {
+void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* d, int32_t* s) {
   const int nb = k / kQuantBlock;
   // x * id + 1.5 * 2^23 - 1.5 * 2^23 rounds half to even for |v| <= 2^22 (here <= 127) in
   // plain SSE2 code, which vectorizes where a call to nearbyintf would not.
@@ -50,13 +100,16 @@ void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* 
       for (int t = 0; t < kQuantBlock; ++t) amax = std::max(amax, std::abs(x[off + t]));
       const float db = amax / 127.0f;
       const float id = db != 0.0f ? 1.0f / db : 0.0f;
+      int32_t sum = 0;
       for (int t = 0; t < kQuantBlock; ++t) {
         // Without -ffast-math the compiler may neither reassociate nor (no FMA in generic
         // x86-64 code) contract this.
         const float v = x[off + t] * id + kMagic;
         q[off + t] = static_cast<int8_t>(static_cast<int>(v - kMagic));
+        sum += q[off + t];
       }
       d[static_cast<std::size_t>(i) * nb + b] = db;
+      s[static_cast<std::size_t>(i) * nb + b] = sum;
     }
 }
 
@@ -102,19 +155,22 @@ std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q
                      std::to_string(kQuantBlock) + " (" + std::string(quant_name(q)) + " blocks)");
   auto lw = std::make_unique<CpuQuantLinear>(n, k, q, cfg);
   const std::size_t in_row = static_cast<std::size_t>(k) * dtype_size(w.dtype);
-  const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), n));
-  // Rows are independent: each thread quantizes whole rows through its own fp32 buffer
-  // (the same values for any thread count).
+  const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), lw->n_panels()));
+  // Panels are independent: each thread quantizes whole panels' rows through its own fp32
+  // and block buffers (the same values for any thread count).
 #pragma omp parallel num_threads(nt)
   {
     std::vector<float> row(static_cast<std::size_t>(k));
+    std::vector<std::byte> blocks(quant_row_bytes(q, k));
 #pragma omp for schedule(static)
-    for (int j = 0; j < n; ++j) {
-      to_f32(w.dtype, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(j) * in_row, row.data(),
-             row.size());
-      if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(lw->row(j)), k);
-      else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(lw->row(j)), k);
-    }
+    for (int p = 0; p < lw->n_panels(); ++p)
+      for (int j = p * kQuantPanel; j < std::min(n, (p + 1) * kQuantPanel); ++j) {
+        to_f32(w.dtype, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(j) * in_row, row.data(),
+               row.size());
+        if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(blocks.data()), k);
+        else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(blocks.data()), k);
+        lw->set_row(j, blocks.data());
+      }
   }
   release_source_pages(w, 0, w.nbytes);
   return lw;

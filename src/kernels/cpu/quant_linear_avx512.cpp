@@ -1,60 +1,48 @@
-// Quantized linear, AVX-512 level: fp32 x times each block widened once into two zmm of
-// fp32 weights (q * d, exact; quant_linear_impl.inc's tile loop), or q8 x blocks with the
-// maddubs integer dot product on zmm (AVX-512BW without VNNI has no faster form;
-// quant_linear_q8_zmm.inc's tile loop).
+// Quantized linear, AVX-512 level: fp32 x times the panels' weights widened in registers,
+// or q8 x blocks with the maddubs integer dot product on zmm (AVX-512BW without VNNI has no
+// faster form); the tile loops are quant_panel_zmm.inc's.
 #if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no -Wmaybe-uninitialized
-// GCC 12 flags the _mm512_undefined_* inside its own intrinsics (reduce_add, cvtepi8,
-// inserti64x4, cvtepi32_ps, extract*).
+// GCC 12 flags the _mm512_undefined_* inside its own intrinsics (cvtepi32_ps, cvtph_ps) as
+// uninitialized.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/quant_linear.hpp"
 
 namespace llmport::cpu::avx512 {
 namespace {
 
-#include "kernels/cpu/quant_linear_impl.inc"
-#include "kernels/cpu/quant_linear_q8_zmm.inc"
+#include "kernels/cpu/quant_panel_zmm.inc"
 
-// vpmaddubsw pairs into int16 (no pair exceeds 2 * 127 * 127 < 32767), vpmaddwd into int32.
+// vpmaddubsw pairs into int16, vpmaddwd into int32. Its u8 operand must keep a pair below
+// 2^15: q8_0 multiplies |q| (<= 127) by x with q's sign (2 * 127 * 127 < 32767), so it
+// needs no offset; q4_0 multiplies the nibbles (<= 15) by x and takes 8 * sum(x) off.
 struct MaddubsDot512 {
-  static __m512i dot(__m512i src, __m512i a, __m512i b) {
-    return _mm512_add_epi32(src, _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), _mm512_set1_epi16(1)));
-  }
-};
-
-struct F32Ops {
-  struct Input {
-    const float* x;
-    int k;
-  };
-  struct Block {
-    __m512 w0, w1;  // elements 0..15, 16..31
-  };
-  using Acc = __m512;
-  static Acc zero() { return _mm512_setzero_ps(); }
   template <QuantType Q>
-  static Block load(const std::byte* blk) {
-    float d;
-    const __m256i q = block_quants<Q>(blk, &d);
-    const __m512 dv = _mm512_set1_ps(d);
-    return {_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(q))), dv),
-            _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(q, 1))), dv)};
+  static __m512i init(int32_t sum_x) {
+    return _mm512_set1_epi32(Q == QuantType::Q8_0 ? 0 : -8 * sum_x);
   }
-  static void madd(const Block& w, const Input& in, int row, int b, Acc& a) {
-    const float* xb = in.x + static_cast<std::size_t>(row) * in.k + static_cast<std::size_t>(b) * kQuantBlock;
-    a = _mm512_fmadd_ps(w.w0, _mm512_loadu_ps(xb), a);
-    a = _mm512_fmadd_ps(w.w1, _mm512_loadu_ps(xb + 16), a);
+  template <QuantType Q>
+  static __m512i dot(__m512i acc, __m512i w, __m512i x) {
+    __m512i a = w, b = x;
+    if constexpr (Q == QuantType::Q8_0) {
+      const __m512i q = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));  // signed q
+      a = _mm512_abs_epi8(q);
+      b = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(q), _mm512_setzero_si512(), x);  // x * sign(q)
+    }
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_maddubs_epi16(a, b), _mm512_set1_epi16(1)));
   }
-  static float reduce(const Acc& e, const Acc& o) { return _mm512_reduce_add_ps(_mm512_add_ps(e, o)); }
 };
 
 }  // namespace
 
 void quant_linear(const CpuQuantLinear& w, const float* x, int m, float* y, const float* bias, int j0, int j1) {
-  quant_rows<F32Ops>(w, F32Ops::Input{x, w.n_in}, m, y, bias, j0, j1);
+  zmm::quant_linear_f32(w, x, m, y, bias, j0, j1);
 }
 
 void quant_linear_q8(const CpuQuantLinear& w, const ActQ8& x, int m, float* y, const float* bias, int j0, int j1) {

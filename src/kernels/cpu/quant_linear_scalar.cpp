@@ -1,68 +1,64 @@
-// Quantized linear, scalar level: the blocks widened one value at a time (fp32 x), or
-// integer block dot products with q8 x blocks.
+// Quantized linear, scalar level: the panel layout read one value at a time, with the
+// numerics every level shares (quant_linear.hpp): std::fma is the fused multiply-add the
+// vector levels' vfmadd computes, so this level gives their bits too.
+#include <cmath>
+
 #include "kernels/cpu/quant_linear.hpp"
 
 namespace llmport::cpu::scalar {
 
 namespace {
-// The dequantized block b of a row: out[32] = q * d (exact in fp32).
-void widen(const CpuQuantLinear& w, const std::byte* row, int b, float* out) {
-  if (w.quant == QuantType::Q8_0) dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(row) + b, out, kQuantBlock);
-  else dequantize_row_q4_0(reinterpret_cast<const BlockQ4_0*>(row) + b, out, kQuantBlock);
+// Element e of column c in panel block `pb`, as the signed quant (q8_0: q; q4_0: nibble - 8).
+int quant_at(QuantType q, const std::byte* pb, int c, int e) {
+  const auto* qs = reinterpret_cast<const uint8_t*>(pb + kPanelScaleBytes);
+  if (q == QuantType::Q8_0) return qs[((e / 4) * kQuantPanel + c) * 4 + e % 4] - 128;
+  const int byte = e % 16;
+  const uint8_t v = qs[((byte / 4) * kQuantPanel + c) * 4 + byte % 4];
+  return (e < 16 ? v & 0x0f : v >> 4) - 8;
 }
 
-// Block b of a row: its 32 quants as signed integers (q4_0: nibble - 8) and its scale.
-float block_quants(const CpuQuantLinear& w, const std::byte* row, int b, int* q) {
-  if (w.quant == QuantType::Q8_0) {
-    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(row)[b];
-    for (int t = 0; t < kQuantBlock; ++t) q[t] = blk.qs[t];
-    return f16_to_f32(blk.d);
-  }
-  const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(row)[b];
-  for (int t = 0; t < kQuantBlock / 2; ++t) {
-    q[t] = (blk.qs[t] & 0x0f) - 8;
-    q[t + kQuantBlock / 2] = (blk.qs[t] >> 4) - 8;
-  }
-  return f16_to_f32(blk.d);
+float scale_at(const std::byte* pb, int c) { return f16_to_f32(reinterpret_cast<const uint16_t*>(pb)[c]); }
+
+void store(const CpuQuantLinear& w, float* y, int i, int j, float acc, const float* bias) {
+  y[static_cast<std::size_t>(i) * w.n_out + j] = bias ? acc + bias[j] : acc;
 }
 }  // namespace
 
 void quant_linear(const CpuQuantLinear& w, const float* x, int m, float* y, const float* bias, int j0,
                   int j1) {
-  const int k = w.n_in, nb = k / kQuantBlock;
-  float blk[kQuantBlock];
+  const int k = w.n_in;
   for (int j = j0; j < j1; ++j) {
-    for (int i = 0; i < m; ++i) y[static_cast<std::size_t>(i) * w.n_out + j] = bias ? bias[j] : 0.0f;
-    for (int b = 0; b < nb; ++b) {
-      widen(w, w.row(j), b, blk);
-      for (int i = 0; i < m; ++i) {
-        const float* xb = x + static_cast<std::size_t>(i) * k + b * kQuantBlock;
-        float s = 0;
-        for (int t = 0; t < kQuantBlock; ++t) s += blk[t] * xb[t];
-        y[static_cast<std::size_t>(i) * w.n_out + j] += s;
+    const int p = j / kQuantPanel, c = j % kQuantPanel;
+    for (int i = 0; i < m; ++i) {
+      const float* xi = x + static_cast<std::size_t>(i) * k;
+      float acc = 0;
+      for (int b = 0; b < w.n_blocks(); ++b) {
+        const std::byte* pb = w.panel_block(p, b);
+        const float d = scale_at(pb, c);
+        for (int e = 0; e < kQuantBlock; ++e)
+          acc = std::fma(xi[b * kQuantBlock + e], static_cast<float>(quant_at(w.quant, pb, c, e)) * d, acc);
       }
+      store(w, y, i, j, acc, bias);
     }
   }
 }
 
 void quant_linear_q8(const CpuQuantLinear& w, const ActQ8& x, int m, float* y, const float* bias, int j0,
                      int j1) {
-  const int k = w.n_in, nb = k / kQuantBlock;
-  int q[kQuantBlock];
+  const int k = w.n_in, nb = w.n_blocks();
   for (int j = j0; j < j1; ++j) {
-    for (int i = 0; i < m; ++i) y[static_cast<std::size_t>(i) * w.n_out + j] = 0.0f;
-    for (int b = 0; b < nb; ++b) {
-      const float dw = block_quants(w, w.row(j), b, q);
-      for (int i = 0; i < m; ++i) {
+    const int p = j / kQuantPanel, c = j % kQuantPanel;
+    for (int i = 0; i < m; ++i) {
+      float acc = 0;
+      for (int b = 0; b < nb; ++b) {
+        const std::byte* pb = w.panel_block(p, b);
         const int8_t* xq = x.q + static_cast<std::size_t>(i) * k + static_cast<std::size_t>(b) * kQuantBlock;
-        int sumi = 0;  // exact: |sumi| <= 32 * 127 * 127 < 2^24
-        for (int t = 0; t < kQuantBlock; ++t) sumi += q[t] * xq[t];
-        y[static_cast<std::size_t>(i) * w.n_out + j] +=
-            dw * x.d[static_cast<std::size_t>(i) * nb + b] * static_cast<float>(sumi);
+        int32_t isum = 0;  // exact: |isum| <= 32 * 127 * 127 < 2^24
+        for (int e = 0; e < kQuantBlock; ++e) isum += quant_at(w.quant, pb, c, e) * xq[e];
+        acc = std::fma(static_cast<float>(isum), scale_at(pb, c) * x.d[static_cast<std::size_t>(i) * nb + b], acc);
       }
+      store(w, y, i, j, acc, bias);
     }
-    if (bias)
-      for (int i = 0; i < m; ++i) y[static_cast<std::size_t>(i) * w.n_out + j] += bias[j];
   }
 }
 
