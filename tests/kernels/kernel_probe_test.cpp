@@ -157,6 +157,28 @@ TEST(KernelProbeCache, ForeignFingerprintOrLevelIsMeasuredAgain) {
   EXPECT_FALSE(src.from_cache);
 }
 
+// A file of an older format version (written by a build whose probed kernels have since
+// changed): measured again, silently, and replaced; a newer or mistyped version is damage.
+TEST(KernelProbeCache, AnOlderFormatVersionIsMeasuredAgainWithoutAWarning) {
+  TempDir dir;
+  int calls = 0;
+  const ProbeRequest req = request(dir.path(), &calls);
+  load_or_probe(req);
+  const fs::path file = probe_cache_file(dir.path(), req.machine);
+  auto j = nlohmann::json::parse(read_file(file));
+  const int current = j.at("format_version").get<int>();
+  ASSERT_GE(current, 2);
+  j["format_version"] = current - 1;
+  write_file(file, j.dump());
+  testing::internal::CaptureStderr();
+  ProbeSource src;
+  load_or_probe(req, &src);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_EQ(calls, 2);
+  EXPECT_FALSE(src.from_cache);
+  EXPECT_EQ(nlohmann::json::parse(read_file(file)).at("format_version"), current);
+}
+
 // A damaged cache file: one warning naming it, a new measurement, a whole file after.
 void expect_remeasured(const std::string& content) {
   TempDir dir;
@@ -192,6 +214,12 @@ TEST(KernelProbeCache, DamagedOrTruncatedFileWarnsOnceAndMeasuresAgain) {
   expect_remeasured(j.dump());
   j = nlohmann::json::parse(good);
   j.erase("fingerprint");
+  expect_remeasured(j.dump());
+  j = nlohmann::json::parse(good);
+  j["format_version"] = j["format_version"].get<int>() + 1;  // from a newer build
+  expect_remeasured(j.dump());
+  j = nlohmann::json::parse(good);
+  j["format_version"] = "2";
   expect_remeasured(j.dump());
   // Valid values that the file's own rates contradict (fma 1 measured at half the rate of
   // fma 0), and an id that is not its fields': damaged, not obeyed.

@@ -21,7 +21,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kFormat = "llmport-kernel-probe";
-constexpr int kFormatVersion = 1;
+// Bumped whenever a probed kernel changes, so a cache measured by an older build's kernels
+// is measured again (2: the quantized linears on 16-column panels).
+constexpr int kFormatVersion = 2;
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -43,6 +45,11 @@ std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& 
   std::stringstream ss;
   ss << in.rdbuf();
   const nlohmann::json j = nlohmann::json::parse(ss.str());
+  // An older build's file measured older kernels: stale, not damaged (measured again
+  // without a warning, as another machine's file is).
+  if (j.is_object() && j.contains("format_version") && j["format_version"].is_number_integer() &&
+      j["format_version"].get<int64_t>() < kFormatVersion)
+    return std::nullopt;
   KernelProbe p = probe_from_json(j);
   // The id alone could collide; the whole fingerprint must be this machine's.
   if (to_json(p.machine) != to_json(req.machine) || p.isa != req.isa) return std::nullopt;
