@@ -171,6 +171,11 @@ class Engine {
   Backend& backend();
   /// Bytes of the weights as held by the backend (bytes).
   std::size_t weight_bytes() const;
+  /// Bytes of the embedding table the engine looks tokens up in from the checkpoint's
+  /// mapping (bytes): [vocab, emb_dim] in the stored dtype for an untied model or a
+  /// quantized lm_head; 0 when a tied model gathers its embeddings from the packed lm_head.
+  /// Part of the model's memory (any token may touch any row), not read per token.
+  std::size_t embedding_table_bytes() const;
   /// Bytes of the KV cache, all slots (bytes).
   std::size_t kv_cache_bytes() const;
   /// GB/s at which the backend streams all of this model's linear weights (lm_head

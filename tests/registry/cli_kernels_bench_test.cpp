@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/weights.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/model_config.hpp"
 
@@ -143,8 +144,42 @@ TEST(CliBench, JsonHasLlamaBenchFields) {
   EXPECT_NEAR(j[0].at("packed_weight_mib").get<double>(), want_mib, 1e-9);
   // bench sizes the cache for the longest test (16), the engine adds a spare slot.
   const double kv_mib = 2.0 * cfg.n_layers * kv * 4.0 * 17 / (1 << 20);
+  // A tied model gathers its embeddings from the packed lm_head: no table beside it.
+  ASSERT_TRUE(cfg.tie_word_embeddings);
+  EXPECT_EQ(j[0].at("embedding_table_mib").get<double>(), 0.0);
   EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(), 1.1 * (want_mib + kv_mib + 64), 1e-3);
   EXPECT_GT(j[0].at("peak_rss_mib").get<double>(), 0);
+}
+
+// Where tokens are looked up in the checkpoint's embedding table (an untied model; a tied
+// one whose lm_head is quantized), the budget holds that table, [vocab, emb] in its stored
+// dtype: the budget is 1.1 x (packed weights + table + KV cache + 64 MiB).
+TEST(CliBench, TheBudgetHoldsTheEmbeddingTableWhereTokensAreLookedUpInIt) {
+  struct Case {
+    std::string model;
+    std::vector<std::string> flags;
+  };
+  const std::vector<Case> cases = {{shared_path("models/synthetic/mistral-tiny").string(), {}},
+                                   {shared_path("models/stories260K").string(), {"--dtype", "q8_0", "--quantize-lm-head", "q8_0"}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.model);
+    std::vector<std::string> args = {"bench", c.model, "-p", "4", "-n", "2", "-r", "1", "-t", "1", "-o", "json",
+                                     "--no-roofline"};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    auto r = run_llmport(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(j.empty());
+    const ModelConfig cfg = load_model_config(c.model);
+    const WeightStore ws = WeightStore::open(c.model, cfg);
+    const TensorView& embed = ws.get(TensorRole::Embed);
+    EXPECT_EQ(embed.nbytes, static_cast<std::size_t>(cfg.vocab_size) * cfg.emb_dim * dtype_size(embed.dtype));
+    const double embed_mib = static_cast<double>(embed.nbytes) / (1 << 20);
+    EXPECT_NEAR(j[0].at("embedding_table_mib").get<double>(), embed_mib, 1e-9);
+    const double kv_mib = 2.0 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * 4.0 * 5 / (1 << 20);
+    EXPECT_NEAR(j[0].at("memory_budget_mib").get<double>(),
+                1.1 * (j[0].at("packed_weight_mib").get<double>() + embed_mib + kv_mib + 64), 1e-3);
+  }
 }
 
 // A quantized bench: the reports name the dtype, the packed weights shrink with the block
