@@ -8,6 +8,7 @@
 
 #include "llmport/dtype.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/quant.hpp"
 
 namespace llmport {
 
@@ -18,6 +19,8 @@ struct Roofline {
   double read_gbps = 0;     ///< streaming read, `threads` threads
   double bf16_gflops = 0;   ///< vdpbf16ps peak with `threads` threads (0 without AVX512_BF16)
   double f32_gflops = 0;    ///< fp32 FMA peak with `threads` threads
+  double int8_gops = 0;     ///< int8 dot peak (u8 x s8 into int32, 2 ops per multiply-add:
+                            ///< vpdpbusd with AVX512_VNNI, else vpmaddubsw + vpmaddwd)
   std::string isa;          ///< widest vector ISA used
 };
 
@@ -25,9 +28,9 @@ struct Roofline {
 /// The loops are the cpu backend's (implemented in src/kernels/cpu/roofline.cpp); all zero
 /// but `threads` and `isa` on a machine without AVX2.
 Roofline measure_roofline(int threads);
-/// Only the compute peaks of `threads` threads (read fields 0): fp32 FMA, and vdpbf16ps
-/// when `bf16` and this CPU has AVX512_BF16. All zero without AVX2.
-Roofline measure_compute_peaks(int threads, bool bf16);
+/// Only the compute peaks of `threads` threads (read fields 0): fp32 FMA, vdpbf16ps when
+/// `bf16` and this CPU has AVX512_BF16, the int8 dot when `int8`. All zero without AVX2.
+Roofline measure_compute_peaks(int threads, bool bf16, bool int8 = false);
 
 /// Per-token costs of one model: bytes streamed per decode token and FLOPs.
 struct ModelCost {
@@ -51,21 +54,25 @@ double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx);
 
 /// The compute peak a prefill GEMM on weights of one dtype can reach on this machine.
 struct ComputePeak {
-  double gflops = 0;  ///< GFLOP/s with `threads` threads
-  std::string kind;   ///< "bf16_dot" (vdpbf16ps peak) or "fp32_fma" (fp32 FMA peak)
+  double gflops = 0;  ///< GFLOP/s (int8: G multiply-adds x 2 per s) with `threads` threads
+  std::string kind;   ///< "bf16_dot" (vdpbf16ps peak), "fp32_fma" (fp32 FMA peak) or
+                      ///< "int8_dot" (the int8 dot peak)
 };
 /// Best peak any CPU kernel path can use for `dtype` weights: bf16 weights run either
 /// with vdpbf16ps or widened to fp32 in registers and multiplied with FMAs (tile config
 /// "fma": 1), so their peak is max(bf16_gflops, f32_gflops) (on Intel the FMA peak is the
 /// larger, on AMD Zen 4/5 the vdpbf16ps one); fp16 and fp32 weights use FMAs: f32_gflops.
-/// Ties go to bf16_dot. {0, "fp32_fma"} for a roofline that was not measured.
-ComputePeak compute_peak(const Roofline& r, DType dtype);
-/// Measures only the compute peak for `dtype` weights (~0.2-0.4 s; what compute_peak of a
-/// full measure_roofline would give): `llmport bench` re-measures it next to each prefill
-/// repetition.
-ComputePeak measure_compute_peak(int threads, DType dtype);
-/// Prefill bound (tokens/s) of an n-token prompt: compute_peak(r, dtype).gflops x n /
-/// prefill_flops(c, n). 0 when n < 1 or nothing was measured.
-double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n);
+/// Block-quantized weights (`quant` q8_0/q4_0) run with int8 activation blocks or widened
+/// to fp32 (tile config "act"), so theirs is max(int8_gops, f32_gflops). Ties go to the
+/// dot product. {0, "fp32_fma"} for a roofline that was not measured.
+ComputePeak compute_peak(const Roofline& r, DType dtype, QuantType quant = QuantType::None);
+/// Measures only the compute peak for `dtype` (`quant`) weights (~0.2-0.4 s; what
+/// compute_peak of a full measure_roofline would give): `llmport bench` re-measures it
+/// next to each prefill repetition.
+ComputePeak measure_compute_peak(int threads, DType dtype, QuantType quant = QuantType::None);
+/// Prefill bound (tokens/s) of an n-token prompt: compute_peak(r, dtype, quant).gflops x n
+/// / prefill_flops(c, n). 0 when n < 1 or nothing was measured.
+double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n,
+                         QuantType quant = QuantType::None);
 
 }  // namespace llmport

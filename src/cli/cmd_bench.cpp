@@ -125,9 +125,6 @@ struct Plan {
   DType dtype = DType::BF16;       // weights' dtype (a quantized model's unquantized tensors)
   QuantType quant = QuantType::None, quant_lm_head = QuantType::None;
   std::string precision;           // the reports' dtype column: bf16, q8_0, ...
-  // The dtype whose compute peak bounds prefill: quantized weights are widened to fp32
-  // in registers, so fp32 FMA is their path.
-  DType peak_dtype = DType::BF16;
   ModelCost cost;
   std::vector<int> pps;  // prompt lengths of the pp tests
   std::vector<LlamaBenchRow> llama;  // --compare FILE
@@ -155,7 +152,6 @@ Plan plan_bench(const BArgs& a) {
   p.quant_lm_head = prec.quant_lm_head;
   p.dtype = prec.dtype ? *prec.dtype : dtype_or_config("", p.cfg);
   p.precision = precision_name(p.dtype, p.quant);
-  p.peak_dtype = p.quant == QuantType::None ? p.dtype : DType::F32;
   p.cost = model_cost(p.cfg, p.dtype);
   // A quantized model's decode reads its blocks and scales plus the tensors kept in the
   // base dtype: the plan's bytes per token (llmport check --dtype shows the same figure).
@@ -173,7 +169,7 @@ Plan plan_bench(const BArgs& a) {
 int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const ComputePeak& peak) {
   const int pp_roof = p.pps.empty() ? 512 : p.pps.front();
   const double decode_bound = decode_bound_tps(roof, p.cost, a.n_gen / 2);
-  const double prefill_bound = prefill_bound_tps(roof, p.cost, p.peak_dtype, pp_roof);
+  const double prefill_bound = prefill_bound_tps(roof, p.cost, p.dtype, pp_roof, p.quant);
   if (a.output == "json") {
     std::cout << nlohmann::json{{"model", p.name},
                                 {"dtype", p.precision},
@@ -182,6 +178,8 @@ int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const Co
                                               {"read_gbps_1t", roof.read_gbps_1t},
                                               {"bf16_gflops", roof.bf16_gflops},
                                               {"f32_gflops", roof.f32_gflops},
+                                 {"int8_gops", roof.int8_gops},
+                                              {"int8_gops", roof.int8_gops},
                                               {"compute_peak_gflops", peak.gflops},
                                               {"compute_peak", peak.kind}}},
                                 {"weight_mib", p.cost.weight_bytes / (1 << 20)},
@@ -196,8 +194,9 @@ int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const Co
   std::cout << fmt::format("roofline ({} threads, {}):\n", roof.threads, roof.isa)
             << fmt::format("  memory read: {:.1f} GB/s (1 thread {:.1f} GB/s)\n", roof.read_gbps,
                            roof.read_gbps_1t)
-            << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n",
-                           roof.bf16_gflops, roof.f32_gflops)
+            << fmt::format("  bf16 peak:   {:.1f} GFLOP/s\n  fp32 peak:   {:.1f} GFLOP/s\n"
+                           "  int8 peak:   {:.1f} GOP/s\n",
+                           roof.bf16_gflops, roof.f32_gflops, roof.int8_gops)
             << fmt::format("  compute peak for {} weights: {:.1f} GFLOP/s ({})\n", p.precision,
                            peak.gflops, peak.kind)
             << fmt::format("model {} ({}): {:.1f} MiB weights, {:.2f} GFLOP per decode token\n", p.name,
@@ -295,15 +294,15 @@ TestResult measure_prefill(Bench& b, int p) {
   t.n_prompt = p;
   const double flops_per_tok = prefill_flops(b.p.cost, p) / p;
   auto bound_now = [&] {
-    return b.interleave ? measure_compute_peak(b.a.threads, b.p.peak_dtype).gflops * 1e9 / flops_per_tok
-                        : prefill_bound_tps(b.roof, b.p.cost, b.p.peak_dtype, p);
+    return b.interleave ? measure_compute_peak(b.a.threads, b.p.dtype, b.p.quant).gflops * 1e9 / flops_per_tok
+                        : prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p, b.p.quant);
   };
   {  // untimed warmup at the test's size (as llama-bench): buffers grown, pages touched
     b.eng.reset();
     b.eng.prefill(b.toks.ids(p));
   }
   run_reps(t, b.a.reps, bound_now, [&] { return prefill_repetition(b.eng, b.toks, p); });
-  t.start_bound = prefill_bound_tps(b.roof, b.p.cost, b.p.peak_dtype, p);
+  t.start_bound = prefill_bound_tps(b.roof, b.p.cost, b.p.dtype, p, b.p.quant);
   return t;
 }
 
@@ -412,6 +411,7 @@ nlohmann::json json_rows(const BArgs& a, const Plan& p, const Roofline& roof, co
                                  {"read_gbps_1t", roof.read_gbps_1t},
                                  {"bf16_gflops", roof.bf16_gflops},
                                  {"f32_gflops", roof.f32_gflops},
+                                 {"int8_gops", roof.int8_gops},
                                  {"compute_peak_gflops", f.peak.gflops},
                                  {"compute_peak", f.peak.kind}}}});
   return arr;
@@ -438,8 +438,8 @@ void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const R
   std::cout << "\n";
   if (f.interleave)
     std::cout << fmt::format("roofline: read {:.1f} GB/s ({} threads), bf16 {:.0f} GFLOP/s, fp32 {:.0f} "
-                             "GFLOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
-                             roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops,
+                             "GFLOP/s, int8 {:.0f} GOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
+                             roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops, roof.int8_gops,
                              f.peak.gflops, f.peak.kind);
   const std::string cache_text =
       a.kernel_cache.empty() ? std::string()
@@ -487,7 +487,7 @@ BenchRun measure_run(const BArgs& a, const Plan& p) {
   BenchRun run;
   if (!a.no_roofline) run.roof = measure_roofline(a.threads);
   // The prefill bound's peak: the best any kernel path reaches for these weights.
-  const ComputePeak peak = compute_peak(run.roof, p.peak_dtype);
+  const ComputePeak peak = compute_peak(run.roof, p.dtype, p.quant);
   // Load time covers opening the weights and building the engine (packing, kernel cache).
   reset_peak_rss();
   const double t_open = now();
@@ -547,7 +547,7 @@ int run_bench(const BArgs& args) {
     BArgs a = args;
     a.threads = args.thread_list.front();
     const Roofline roof = measure_roofline(a.threads);
-    return print_roofline(a, p, roof, compute_peak(roof, p.peak_dtype));
+    return print_roofline(a, p, roof, compute_peak(roof, p.dtype, p.quant));
   }
   std::vector<BenchRun> runs;
   for (int t : args.thread_list) {

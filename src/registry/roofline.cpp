@@ -4,8 +4,9 @@
 
 namespace llmport {
 
-ComputePeak measure_compute_peak(int threads, DType dtype) {
-  return compute_peak(measure_compute_peaks(threads, dtype == DType::BF16), dtype);
+ComputePeak measure_compute_peak(int threads, DType dtype, QuantType quant) {
+  const bool q = quant != QuantType::None;
+  return compute_peak(measure_compute_peaks(threads, !q && dtype == DType::BF16, q), dtype, quant);
 }
 
 ModelCost model_cost(const ModelConfig& cfg, DType dtype) {
@@ -29,7 +30,11 @@ double decode_bound_tps(const Roofline& r, const ModelCost& c, int ctx) {
   return bytes > 0 ? r.read_gbps * 1e9 / bytes : 0;
 }
 
-ComputePeak compute_peak(const Roofline& r, DType dtype) {
+ComputePeak compute_peak(const Roofline& r, DType dtype, QuantType quant) {
+  if (quant != QuantType::None) {
+    if (r.int8_gops > 0 && r.int8_gops >= r.f32_gflops) return {r.int8_gops, "int8_dot"};
+    return {r.f32_gflops, "fp32_fma"};
+  }
   if (dtype == DType::BF16 && r.bf16_gflops > 0 && r.bf16_gflops >= r.f32_gflops)
     return {r.bf16_gflops, "bf16_dot"};
   return {r.f32_gflops, "fp32_fma"};
@@ -41,9 +46,9 @@ double prefill_flops(const ModelCost& c, int n) {
   return n * c.layer_flops_per_token + c.attn_flops_per_pair * pairs + c.lm_head_flops;
 }
 
-double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n) {
+double prefill_bound_tps(const Roofline& r, const ModelCost& c, DType dtype, int n, QuantType quant) {
   const double flops = prefill_flops(c, n);
-  return flops > 0 ? compute_peak(r, dtype).gflops * 1e9 * n / flops : 0;
+  return flops > 0 ? compute_peak(r, dtype, quant).gflops * 1e9 * n / flops : 0;
 }
 
 }  // namespace llmport

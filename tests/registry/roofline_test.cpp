@@ -29,6 +29,38 @@ TEST(Roofline, ComputePeakIsTheBestPathForTheDtype) {
   EXPECT_EQ(compute_peak(Roofline{}, DType::BF16).gflops, 0);
 }
 
+// Block-quantized weights run with int8 activation blocks or widened to fp32 ("act"): their
+// peak is the better of the int8 dot and the FMA, never the bf16 one.
+TEST(Roofline, QuantizedWeightsAreBoundedByTheBetterOfInt8DotAndFma) {
+  Roofline r = roof(820, 436);
+  r.int8_gops = 1640;
+  for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0}) {
+    EXPECT_EQ(compute_peak(r, DType::BF16, q).gflops, 1640);
+    EXPECT_EQ(compute_peak(r, DType::BF16, q).kind, "int8_dot");
+    EXPECT_EQ(compute_peak(r, DType::F32, q).kind, "int8_dot");
+  }
+  // Without an int8 figure, or with a slower one: the FMA peak.
+  EXPECT_EQ(compute_peak(roof(820, 436), DType::BF16, QuantType::Q8_0).gflops, 436);
+  EXPECT_EQ(compute_peak(roof(820, 436), DType::BF16, QuantType::Q8_0).kind, "fp32_fma");
+  r.int8_gops = 300;
+  EXPECT_EQ(compute_peak(r, DType::BF16, QuantType::Q4_0).gflops, 436);
+  // Unquantized weights ignore the int8 peak.
+  r.int8_gops = 1640;
+  EXPECT_EQ(compute_peak(r, DType::BF16).gflops, 820);
+  ModelCost c;
+  c.layer_flops_per_token = 1.0e9;
+  EXPECT_DOUBLE_EQ(prefill_bound_tps(r, c, DType::BF16, 4, QuantType::Q8_0), 1640e9 * 4 / (4 * 1.0e9));
+}
+
+// The measured int8 peak: positive on any AVX2 machine, and measured only when asked for.
+TEST(Roofline, TheInt8PeakIsMeasuredWhenAskedFor) {
+  const Roofline with = measure_compute_peaks(1, false, true);
+  const Roofline without = measure_compute_peaks(1, false, false);
+  EXPECT_EQ(without.int8_gops, 0);
+  if (with.f32_gflops == 0) GTEST_SKIP() << "no AVX2: no peaks measured";
+  EXPECT_GT(with.int8_gops, 0);
+}
+
 TEST(Roofline, PrefillBoundIsPeakOverFlopsPerToken) {
   ModelCost c;
   c.layer_flops_per_token = 1.0e9;

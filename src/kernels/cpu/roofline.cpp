@@ -89,11 +89,21 @@ double peak(int threads, F&& f) {
 namespace {
 int thread_count(int threads) { return threads > 0 ? threads : std::max(1, omp_get_num_procs()); }
 
-// The compute peaks of r.threads threads into r (vdpbf16ps only when `bf16` and supported).
+// The compute peaks of r.threads threads into r (vdpbf16ps only when `bf16` and supported,
+// the int8 dot only when `int8`).
 // Needs AVX2.
-void measure_peaks(Roofline& r, bool bf16) {
+void measure_peaks(Roofline& r, bool bf16, bool int8) {
   if (bf16 && cpu::isa_supported(cpu::Isa::Avx512Bf16))
     r.bf16_gflops = peak(r.threads, [](long it) { return cpu::peak_bf16_avx512bf16(it); });
+  if (int8) {
+    __builtin_cpu_init();
+    if (cpu::isa_supported(cpu::Isa::Avx512) && __builtin_cpu_supports("avx512vnni"))
+      r.int8_gops = peak(r.threads, [](long it) { return cpu::peak_int8_avx512vnni(it); });
+    else if (cpu::isa_supported(cpu::Isa::Avx512))
+      r.int8_gops = peak(r.threads, [](long it) { return cpu::peak_int8_avx512(it); });
+    else
+      r.int8_gops = peak(r.threads, [](long it) { return cpu::peak_int8_avx2(it); });
+  }
   r.f32_gflops = cpu::isa_supported(cpu::Isa::Avx512)
                      ? peak(r.threads, [](long it) { return cpu::peak_f32_avx512(it); })
                      : peak(r.threads, [](long it) { return cpu::peak_f32_avx2(it); });
@@ -116,15 +126,15 @@ Roofline measure_roofline(int threads) {
   });
   r.read_gbps_1t = read_gbps(buf.get(), n, 1, avx512);
   r.read_gbps = read_gbps(buf.get(), n, r.threads, avx512);
-  measure_peaks(r, /*bf16=*/true);
+  measure_peaks(r, /*bf16=*/true, /*int8=*/true);
   return r;
 }
 
-Roofline measure_compute_peaks(int threads, bool bf16) {
+Roofline measure_compute_peaks(int threads, bool bf16, bool int8) {
   Roofline r;
   r.threads = thread_count(threads);
   if (!cpu::isa_supported(cpu::Isa::Avx2)) return r;
-  measure_peaks(r, bf16);
+  measure_peaks(r, bf16, int8);
   return r;
 }
 
