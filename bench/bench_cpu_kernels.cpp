@@ -6,6 +6,7 @@
 // Timings live here, never in tests.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -99,6 +100,54 @@ void QuantLinearArgs(benchmark::internal::Benchmark* b) {
     }
 }
 BENCHMARK(BM_QuantLinear)->Apply(QuantLinearArgs)->ArgNames({"m", "n", "k", "quant", "act", "threads"})->UseRealTime();
+
+// The decode GEMV alone against its own read bound, from DRAM: a stack of distinct
+// 5632 x 2048 weights (tinyllama-1.1b's gate/up) past the CPU caches (>= 256 MiB), each
+// iteration one GEMV through every weight (as a decode step's projections, no other ops)
+// then the backend streaming the same packed bytes once (Backend::read_bandwidth_gbps, the
+// bound `bench` uses), so GEMV and bound alternate. "of_bound" = GEMV GB/s / bound GB/s,
+// from the summed times of all iterations. dtype: 0 bf16, 1 q8_0, 2 q4_0.
+void BM_GemvFromDram(benchmark::State& st) {
+  constexpr int n = 5632, k = 2048;
+  const int kind = static_cast<int>(st.range(0)), threads = static_cast<int>(st.range(1));
+  auto be = llmport::make_cpu_backend(threads);
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));
+  const auto view = llmport::TensorView::f32(w.data(), n, k, "w");
+  std::vector<std::unique_ptr<llmport::LinearWeight>> ws;
+  std::vector<const llmport::LinearWeight*> ptrs;
+  std::size_t bytes = 0;
+  while (bytes < (std::size_t{256} << 20)) {
+    ws.push_back(kind == 0 ? be->make_linear(view, DType::BF16)
+                           : be->make_quantized_linear(view, kind == 1 ? llmport::QuantType::Q8_0
+                                                                       : llmport::QuantType::Q4_0));
+    ptrs.push_back(ws.back().get());
+    bytes += ws.back()->bytes();
+  }
+  const auto x = random_vec(k, 1.0f);
+  std::vector<float> y(n);
+  double gemv_s = 0, bound_gbps_sum = 0;
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const auto* lw : ptrs) be->linear(*lw, x.data(), 1, y.data());
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    benchmark::DoNotOptimize(y.data());
+    gemv_s += dt;
+    st.SetIterationTime(dt);
+    bound_gbps_sum += be->read_bandwidth_gbps(ptrs, 1);
+  }
+  const double iters = static_cast<double>(st.iterations());
+  const double gemv_gbps = bytes * iters / gemv_s * 1e-9, bound_gbps = bound_gbps_sum / iters;
+  st.counters["GB/s"] = gemv_gbps;
+  st.counters["bound_GB/s"] = bound_gbps;
+  st.counters["of_bound"] = gemv_gbps / bound_gbps;
+  st.SetLabel(std::string(kind == 0 ? "bf16" : kind == 1 ? "q8_0" : "q4_0") + " " + be->isa() + " " +
+              std::to_string(ptrs.size()) + " weights, " + std::to_string(bytes >> 20) + " MiB");
+}
+BENCHMARK(BM_GemvFromDram)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->ArgNames({"dtype", "threads"})
+    ->UseManualTime()
+    ->MinTime(1.0);
 
 // bf16 prefill GEMM at the qwen3-0.6b linear shapes (M = 512, 2 threads), vdpbf16ps
 // (fma 0; the emulation on CPUs without AVX512_BF16) vs the fp32-FMA path (fma 1) with
