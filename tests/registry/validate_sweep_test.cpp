@@ -528,3 +528,34 @@ TEST(KernelCache, QuantizedBlocksAreCachedAndKeyedByFormatAndAct) {
 
 }  // namespace
 }  // namespace llmport::test
+
+namespace llmport::test {
+namespace {
+
+// No config: the backend's default (make_quantized_linear), on a hit as on the miss that
+// wrote the file, so a second load multiplies the same activations (act) as the first.
+TEST(KernelCache, AQuantizedHitWithoutAConfigRunsTheMissDefault) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  KernelCache cache(dir.path());
+  const TensorView tv = TensorView::f32(w.data(), 40, 64);
+  const TileConfig dflt =
+      be->default_tiles(OpDesc{OpKind::Gemv, DType::F32, {{"n", 40}, {"k", 64}}, kQuantBlock, QuantType::Q8_0});
+  bool hit = true;
+  auto a = cache.get_or_quantize(*be, tv, QuantType::Q8_0, {}, &hit);
+  EXPECT_FALSE(hit);
+  auto b = cache.get_or_quantize(*be, tv, QuantType::Q8_0, {}, &hit);
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(a->config, dflt);
+  EXPECT_EQ(b->config, dflt);
+  std::vector<float> x(64), ya(40), yb(40);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
+  be->linear(*a, x.data(), 1, ya.data());
+  be->linear(*b, x.data(), 1, yb.data());
+  EXPECT_EQ(ya, yb);
+}
+
+}  // namespace
+}  // namespace llmport::test

@@ -139,7 +139,9 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LinearWeight> read_quantized_linear(
       int n, int k, QuantType q, const TileConfig& cfg,
       const std::function<bool(std::span<std::byte>)>& read) override {
-    auto lw = std::make_unique<CpuQuantLinear>(n, k, q, cfg);
+    // No config: the default make_quantized_linear gives, so a kernel-cache hit runs the
+    // act of the miss that wrote the file (the blocks do not depend on it).
+    auto lw = std::make_unique<CpuQuantLinear>(n, k, q, quant_config_or_default(cfg, q, n, k));
     if (!read({lw->data(), lw->bytes()})) return nullptr;
     return lw;
   }
@@ -177,11 +179,15 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType q,
                                                       const TileConfig& cfg) override {
-    if (cfg.empty() && w.shape.size() == 2)
-      return quantize_linear(w, q, default_quant_tile_config(isa_, q, static_cast<int>(w.shape[0]),
-                                                             static_cast<int>(w.shape[1]), !batch_invariant_),
-                             threads_);
+    if (w.shape.size() == 2)
+      return quantize_linear(
+          w, q, quant_config_or_default(cfg, q, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1])),
+          threads_);
     return quantize_linear(w, q, cfg, threads_);
+  }
+  // `cfg`, or the level's default act for an [n, k] weight in format q when it is empty.
+  TileConfig quant_config_or_default(const TileConfig& cfg, QuantType q, int n, int k) const {
+    return cfg.empty() ? default_quant_tile_config(isa_, q, n, k, !batch_invariant_) : cfg;
   }
 
   void linear(const LinearWeight& lw, const float* x, int m, float* y, const float* bias,
