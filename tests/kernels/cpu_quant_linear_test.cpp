@@ -96,5 +96,47 @@ TEST(CpuQuantLinear, AnInputDimensionNotInWholeBlocksIsRefused) {
   EXPECT_THROW(be->make_quantized_linear(TensorView::f32(w.data(), 3, 40), QuantType::Q4_0), UsageError);
 }
 
+// A weight no fp16 scale can represent (|w| beyond 65504 * 8 for q4_0, 65504 * 127 for
+// q8_0, or not finite) is refused at quantization, naming tensor, row and block, on the cpu
+// backend (any thread count) and the reference alike: its outputs would all be NaN.
+TEST(CpuQuantLinear, AWeightBeyondTheFp16ScaleRangeIsRefusedNamingRowAndBlock) {
+  constexpr int n = 40, k = 96;
+  struct Case {
+    QuantType q;
+    float value;
+    bool refused;
+  };
+  const Case cases[] = {{QuantType::Q4_0, 6.0e5f, true},  {QuantType::Q4_0, 5.0e5f, false},
+                        {QuantType::Q8_0, 6.0e5f, false}, {QuantType::Q8_0, 9.0e6f, true},
+                        {QuantType::Q8_0, std::nanf(""), true}, {QuantType::Q4_0, INFINITY, true}};
+  for (const Case& c : cases)
+    for (const char* backend : {"cpu", "reference"})
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::string(backend) + " " + std::string(quant_name(c.q)) + " " + std::to_string(c.value));
+        std::vector<float> w(static_cast<std::size_t>(n) * k, 0.01f);
+        w[33 * k + 40] = c.value;   // row 33, block 1
+        w[37 * k + 90] = c.value;   // a later row: the message names the first
+        auto be = make_backend(backend, threads);
+        const auto view = TensorView::f32(w.data(), n, k, "model.layers.0.mlp.up_proj.weight");
+        if (!c.refused) {
+          EXPECT_NO_THROW(be->make_quantized_linear(view, c.q));
+          continue;
+        }
+        try {
+          be->make_quantized_linear(view, c.q);
+          ADD_FAILURE() << "not refused";
+        } catch (const WeightsError& e) {
+          const std::string msg = e.what();
+          EXPECT_NE(msg.find("model.layers.0.mlp.up_proj.weight: row 33: block 1 (elements 32..63)"), std::string::npos)
+              << msg;
+          if (std::isfinite(c.value))
+            EXPECT_NE(msg.find(std::string("has a value beyond |w| = ") + (c.q == QuantType::Q8_0 ? "8319008" : "524032")),
+                      std::string::npos) << msg;
+          else
+            EXPECT_NE(msg.find("has a value that is not finite"), std::string::npos) << msg;
+        }
+      }
+}
+
 }  // namespace
 }  // namespace llmport

@@ -156,6 +156,8 @@ std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q
   auto lw = std::make_unique<CpuQuantLinear>(n, k, q, cfg);
   const std::size_t in_row = static_cast<std::size_t>(k) * dtype_size(w.dtype);
   const int nt = std::max(1, std::min(threads > 0 ? threads : omp_get_num_procs(), lw->n_panels()));
+  std::string first_error;
+  int error_row = n;
   // Panels are independent: each thread quantizes whole panels' rows through its own fp32
   // and block buffers (the same values for any thread count).
 #pragma omp parallel num_threads(nt)
@@ -169,9 +171,19 @@ std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q
                row.size());
         if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(blocks.data()), k);
         else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(blocks.data()), k);
+        try {
+          check_block_scales(q, row.data(), blocks.data(), k);
+        } catch (const WeightsError& e) {  // no exception may leave an OpenMP region
+#pragma omp critical(llmport_quantize_error)
+          if (j < error_row) {  // the lowest row's, whatever the thread count
+            error_row = j;
+            first_error = w.file.string() + ": " + w.name + ": row " + std::to_string(j) + ": " + e.what();
+          }
+        }
         lw->set_row(j, blocks.data());
       }
   }
+  if (!first_error.empty()) throw WeightsError(first_error);
   release_source_pages(w, 0, w.nbytes);
   return lw;
 }

@@ -54,7 +54,11 @@ class ReferenceBackend final : public Backend {
                        std::to_string(kQuantBlock) + " (" + std::string(quant_name(quant)) + " blocks)");
     for (int r = 0; r < rw.n_out; ++r) {
       float* row = rw.w.data() + static_cast<std::size_t>(r) * rw.n_in;
-      quantize_round_trip(quant, row, row, rw.n_in);
+      try {
+        quantize_round_trip(quant, row, row, rw.n_in);
+      } catch (const WeightsError& e) {
+        throw WeightsError(t.file.string() + ": " + t.name + ": row " + std::to_string(r) + ": " + e.what());
+      }
     }
     rw.quant = quant;
     return lw;
