@@ -105,10 +105,11 @@ TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k, bool pr
   (void)n;
   (void)k;
   // Decode GEMV, measured at every level on the qwen3-0.6b shapes (bench/results/
-  // quant_act_gemv.md): q8 activation blocks are 1.5-3x faster than widening the weights
-  // to fp32 at every level, shape and format (integer dot products of 32 bytes per block
-  // instead of 32 conversions and multiplies), so it is the default everywhere, unless
-  // the kernel probe measured fp32 activations faster by the margin on this machine.
+  // quant_act_gemv.md): q8 activation blocks were 1.4-3.9x faster than widening the weights
+  // to fp32 at every level, shape and format with the row-major blocks, and ~4-6x on the
+  // 16-column panels (integer dot products of 64 bytes per vpdpbusd instead of conversions
+  // and multiplies), so it is the default everywhere, unless the kernel probe measured fp32
+  // activations faster by the margin on this machine.
   if (probe)
     if (const auto v = probed_choice("gemv " + std::string(quant_name(q)), isa_name(isa)))
       return {{kActTileKey, *v}};
