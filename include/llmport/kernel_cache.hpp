@@ -29,7 +29,9 @@ class KernelCache {
   /// with `backend` and writes the file (atomically). Only backends with a packed byte
   /// layout (Backend::packed_size > 0: today "cpu") are cached; others pack directly.
   /// `*hit` tells which happened. I/O errors on write are ignored (the weight is still
-  /// returned); a corrupt file is repacked and overwritten.
+  /// returned); a corrupt file (truncated, extended, or any packed byte changed: the file
+  /// ends with the packed bytes' 64-bit hash, checked on every read) is repacked and
+  /// overwritten.
   std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
                                             const TileConfig& cfg, bool* hit = nullptr);
   /// Same for a weight block-quantized to `quant` (Backend::make_quantized_linear): the

@@ -24,7 +24,9 @@ inline uint64_t rd64(const unsigned char* p) {
   std::memcpy(&v, p, 8);
   return v;
 }
-constexpr char kMagic[8] = {'L', 'L', 'M', 'P', 'K', 'C', '1', '\0'};
+// Format 2: magic, header length, header, packed bytes, then the packed bytes' 64-bit hash
+// (format 1 files had no hash: they are repacked).
+constexpr char kMagic[8] = {'L', 'L', 'M', 'P', 'K', 'C', '2', '\0'};
 }  // namespace
 
 namespace {
@@ -126,10 +128,14 @@ std::unique_ptr<LinearWeight> cached(
         std::string stored(hlen, '\0');
         in.read(stored.data(), static_cast<std::streamsize>(hlen));
         if (in && stored == hk) {
-          // Read straight into the backend's memory; the file must end right after it.
+          // Read straight into the backend's memory, then the hash of what was written
+          // there; the file must end right after it. A flipped bit fails the hash.
           auto lw = read([&](std::span<std::byte> dst) {
             in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
-            return in && in.gcount() == static_cast<std::streamsize>(dst.size()) && in.peek() == EOF;
+            if (!in || in.gcount() != static_cast<std::streamsize>(dst.size())) return false;
+            uint64_t stored_hash = 0;
+            in.read(reinterpret_cast<char*>(&stored_hash), 8);
+            return in && in.peek() == EOF && stored_hash == hash_bytes(dst.data(), dst.size(), [](std::size_t) {});
           });
           if (lw) {
             if (hit) *hit = true;
@@ -152,6 +158,8 @@ std::unique_ptr<LinearWeight> cached(
     out.write(reinterpret_cast<const char*>(&hlen), 8);
     out.write(hk.data(), static_cast<std::streamsize>(hlen));
     out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(nbytes));
+    const uint64_t packed_hash = hash_bytes(bytes.data(), nbytes, [](std::size_t) {});
+    out.write(reinterpret_cast<const char*>(&packed_hash), 8);
     if (!out) {
       std::filesystem::remove(tmp, ec);
       return packed;

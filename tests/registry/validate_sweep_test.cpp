@@ -247,6 +247,26 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
   EXPECT_FALSE(hit);
   cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_TRUE(hit);
+  // One flipped bit in the packed bytes (size and header intact): the hash fails, repacked,
+  // and the repacked weight computes the fresh outputs.
+  std::vector<float> yc(40), yd(40);
+  be->linear(*c, x.data(), 1, yc.data());
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file)) - 8 - 5);
+    char byte = 0;
+    f.seekg(f.tellp());
+    f.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x10);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file)) - 8 - 5);
+    f.write(&byte, 1);
+  }
+  auto d = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
+  EXPECT_FALSE(hit);
+  be->linear(*d, x.data(), 1, yd.data());
+  EXPECT_EQ(yc, yd);
+  cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
+  EXPECT_TRUE(hit);
 }
 
 TEST(KernelCache, ContentHashDependsOnEveryByte) {
