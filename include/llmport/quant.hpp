@@ -50,14 +50,17 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k);
 /// integer below 2^8 and an fp16 value).
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k) noexcept;
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t k) noexcept;
-/// Throws WeightsError naming the first of the k/32 blocks of x[k] (quantized into `blocks`,
-/// `q`'s format) that holds a value that is not finite, or whose fp16 scale is Inf: a value
-/// beyond 65504 * 127 (q8_0) or 65504 * 8 (q4_0), which no scale represents. Either would
-/// make the outputs it touches NaN or garbage (q8_0's max ignores a NaN).
-void check_block_scales(QuantType q, const float* x, const void* blocks, int64_t k);
+/// Throws WeightsError naming the first 32-block of x[k] holding a value that is not finite
+/// (to check before quantizing: converting a NaN to an integer is undefined, and q8_0's max
+/// would ignore it).
+void check_finite_blocks(const float* x, int64_t k);
+/// Throws WeightsError naming the first of k/32 blocks (`q`'s format) whose fp16 scale is
+/// Inf: it held a value beyond 65504 * 127 (q8_0) or 65504 * 8 (q4_0), which no scale
+/// represents (every output it touches would be NaN).
+void check_block_scales(QuantType q, const void* blocks, int64_t k);
 /// x[k] through `q` and back (what a kernel with weights in format `q` multiplies): the
 /// values a quantized weight stands for. `q` None copies. Throws UsageError when k is not a
-/// multiple of 32, WeightsError as check_block_scales.
+/// multiple of 32, WeightsError as check_finite_blocks and check_block_scales.
 void quantize_round_trip(QuantType q, const float* x, float* y, int64_t k);
 
 }  // namespace llmport

@@ -100,20 +100,27 @@ void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t k) noexcept {
   }
 }
 
-void check_block_scales(QuantType q, const float* x, const void* blocks, int64_t k) {
+namespace {
+std::string block_name(int64_t b) {
+  return "block " + std::to_string(b) + " (elements " + std::to_string(b * kQuantBlock) + ".." +
+         std::to_string(b * kQuantBlock + kQuantBlock - 1) + ")";
+}
+}  // namespace
+
+void check_finite_blocks(const float* x, int64_t k) {
+  for (int64_t i = 0; i < k; ++i)
+    if (!std::isfinite(x[i])) throw WeightsError(block_name(i / kQuantBlock) + " has a value that is not finite");
+}
+
+void check_block_scales(QuantType q, const void* blocks, int64_t k) {
   for (int64_t b = 0; b < k / kQuantBlock; ++b) {
-    const float* xb = x + b * kQuantBlock;
-    const bool finite = std::all_of(xb, xb + kQuantBlock, [](float v) { return std::isfinite(v); });
     const uint16_t d = q == QuantType::Q8_0 ? static_cast<const BlockQ8_0*>(blocks)[b].d
                                             : static_cast<const BlockQ4_0*>(blocks)[b].d;
-    if (finite && (d & 0x7c00u) != 0x7c00u) continue;  // fp16 exponent all ones: Inf or NaN
+    if ((d & 0x7c00u) != 0x7c00u) continue;  // fp16 exponent all ones: Inf
     // The scale is max|w| / 127 (q8_0) or / 8 (q4_0), stored as fp16 (largest 65504).
     const long limit = 65504L * (q == QuantType::Q8_0 ? 127 : 8);
-    const std::string where = "block " + std::to_string(b) + " (elements " + std::to_string(b * kQuantBlock) +
-                              ".." + std::to_string(b * kQuantBlock + kQuantBlock - 1) + ")";
-    throw WeightsError(where + (finite ? " has a value beyond |w| = " + std::to_string(limit) + ", which no fp16 " +
-                                             std::string(quant_name(q)) + " scale represents; use a float dtype"
-                                       : " has a value that is not finite"));
+    throw WeightsError(block_name(b) + " has a value beyond |w| = " + std::to_string(limit) + ", which no fp16 " +
+                       std::string(quant_name(q)) + " scale represents; use a float dtype");
   }
 }
 
@@ -123,15 +130,16 @@ void quantize_round_trip(QuantType q, const float* x, float* y, int64_t k) {
     return;
   }
   check_k(k);
+  check_finite_blocks(x, k);  // before quantizing: a NaN cast to an integer is undefined
   if (q == QuantType::Q8_0) {
     std::vector<BlockQ8_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
     quantize_row_q8_0(x, blocks.data(), k);
-    check_block_scales(q, x, blocks.data(), k);
+    check_block_scales(q, blocks.data(), k);
     dequantize_row_q8_0(blocks.data(), y, k);
   } else {
     std::vector<BlockQ4_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
     quantize_row_q4_0(x, blocks.data(), k);
-    check_block_scales(q, x, blocks.data(), k);
+    check_block_scales(q, blocks.data(), k);
     dequantize_row_q4_0(blocks.data(), y, k);
   }
 }
