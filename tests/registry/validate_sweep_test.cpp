@@ -552,6 +552,34 @@ TEST(KernelCache, QuantizedBlocksAreCachedAndKeyedByFormatAndAct) {
 namespace llmport::test {
 namespace {
 
+// The same for a float weight: a hit without a config gets the blocking make_linear packed
+// the miss with (the level's heuristic default), not an empty Blocking{}.
+TEST(KernelCache, AFloatHitWithoutAConfigRunsTheMissDefault) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 33);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  KernelCache cache(dir.path());
+  const TensorView tv = TensorView::f32(w.data(), 40, 33);
+  for (DType dt : {DType::BF16, DType::F32}) {
+    SCOPED_TRACE(std::string(dtype_name(dt)));
+    const TileConfig dflt = be->default_tiles(OpDesc{OpKind::Gemm, dt, {{"n", 40}, {"k", 33}}});
+    ASSERT_FALSE(dflt.empty());
+    bool hit = true;
+    auto a = cache.get_or_pack(*be, tv, dt, {}, &hit);
+    EXPECT_FALSE(hit);
+    auto b = cache.get_or_pack(*be, tv, dt, {}, &hit);
+    EXPECT_TRUE(hit);
+    EXPECT_EQ(a->config, dflt);
+    EXPECT_EQ(b->config, dflt);
+    std::vector<float> x(5 * 33), ya(5 * 40), yb(5 * 40);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
+    be->linear(*a, x.data(), 5, ya.data());
+    be->linear(*b, x.data(), 5, yb.data());
+    EXPECT_EQ(ya, yb);
+  }
+}
+
 // No config: the backend's default (make_quantized_linear), on a hit as on the miss that
 // wrote the file, so a second load multiplies the same activations (act) as the first.
 TEST(KernelCache, AQuantizedHitWithoutAConfigRunsTheMissDefault) {

@@ -150,7 +150,8 @@ class CpuBackend final : public Backend {
   }
   std::unique_ptr<LinearWeight> linear_from_packed(int n, int k, DType dtype, const TileConfig& cfg,
                                                    std::span<const std::byte> bytes) override {
-    auto lw = std::make_unique<CpuLinear>(n, k, dtype, cfg);
+    auto lw = std::make_unique<CpuLinear>(n, k, dtype, float_config_or_default(cfg, dtype, n, k));
+    check_fma_supported(lw->blocking());
     if (bytes.size() != lw->bytes())
       throw UsageError("cpu: packed weight of " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(lw->bytes()));
@@ -160,9 +161,15 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LinearWeight> read_packed_linear(
       int n, int k, DType dtype, const TileConfig& cfg,
       const std::function<bool(std::span<std::byte>)>& read) override {
-    auto lw = std::make_unique<CpuLinear>(n, k, dtype, cfg);
+    auto lw = std::make_unique<CpuLinear>(n, k, dtype, float_config_or_default(cfg, dtype, n, k));
+    check_fma_supported(lw->blocking());
     if (!read({static_cast<std::byte*>(lw->data()), lw->bytes()})) return nullptr;
     return lw;
+  }
+  // `cfg`, or the level's heuristic default for an [n, k] weight in `dtype` when it is empty
+  // (what make_linear packs a miss with, so a cache hit runs the same blocking).
+  TileConfig float_config_or_default(const TileConfig& cfg, DType dtype, int n, int k) const {
+    return cfg.empty() ? default_tile_config(isa_, dtype, n, k, !batch_invariant_) : cfg;
   }
 
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
@@ -170,8 +177,8 @@ class CpuBackend final : public Backend {
     // No config: the one heuristic default (the config reports name), never Blocking{}.
     if (cfg.empty() && w.shape.size() == 2)
       return make_linear(w, compute,
-                         default_tile_config(isa_, compute, static_cast<int>(w.shape[0]),
-                                             static_cast<int>(w.shape[1]), !batch_invariant_));
+                         float_config_or_default(cfg, compute, static_cast<int>(w.shape[0]),
+                                                 static_cast<int>(w.shape[1])));
     auto lw = pack_linear(w, compute, cfg, threads_);
     check_fma_supported(lw->blocking());
     return lw;
