@@ -50,17 +50,16 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k);
 /// integer below 2^8 and an fp16 value).
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k) noexcept;
 void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t k) noexcept;
-/// Throws WeightsError naming the first 32-block of x[k] holding a value that is not finite
-/// (to check before quantizing: converting a NaN to an integer is undefined, and q8_0's max
-/// would ignore it).
-void check_finite_blocks(const float* x, int64_t k);
-/// Throws WeightsError naming the first of k/32 blocks (`q`'s format) whose fp16 scale is
-/// Inf: it held a value beyond 65504 * 127 (q8_0) or 65504 * 8 (q4_0), which no scale
-/// represents (every output it touches would be NaN).
-void check_block_scales(QuantType q, const void* blocks, int64_t k);
+/// Quantizes x[k] into k/32 blocks of format `q` (Q8_0 or Q4_0: BlockQ8_0 / BlockQ4_0),
+/// refusing what no block represents. Throws UsageError when k is not a multiple of 32,
+/// WeightsError naming the first block that holds a value that is not finite (checked
+/// first: converting a NaN to an integer is undefined, and q8_0's max would ignore it) or
+/// whose fp16 scale overflows, a value beyond 65504 * 127 (q8_0) or 65504 * 8 (q4_0): every
+/// output it touched would be NaN.
+void quantize_row(QuantType q, const float* x, void* blocks, int64_t k);
 /// x[k] through `q` and back (what a kernel with weights in format `q` multiplies): the
 /// values a quantized weight stands for. `q` None copies. Throws UsageError when k is not a
-/// multiple of 32, WeightsError as check_finite_blocks and check_block_scales.
+/// multiple of 32, WeightsError as quantize_row.
 void quantize_round_trip(QuantType q, const float* x, float* y, int64_t k);
 
 }  // namespace llmport

@@ -105,8 +105,8 @@ std::string block_name(int64_t b) {
   return "block " + std::to_string(b) + " (elements " + std::to_string(b * kQuantBlock) + ".." +
          std::to_string(b * kQuantBlock + kQuantBlock - 1) + ")";
 }
-}  // namespace
 
+// A NaN cast to an integer is undefined and q8_0's max ignores it: checked before quantizing.
 void check_finite_blocks(const float* x, int64_t k) {
   for (int64_t i = 0; i < k; ++i)
     if (!std::isfinite(x[i])) throw WeightsError(block_name(i / kQuantBlock) + " has a value that is not finite");
@@ -123,23 +123,28 @@ void check_block_scales(QuantType q, const void* blocks, int64_t k) {
                        std::string(quant_name(q)) + " scale represents; use a float dtype");
   }
 }
+}  // namespace
+
+void quantize_row(QuantType q, const float* x, void* blocks, int64_t k) {
+  check_k(k);
+  check_finite_blocks(x, k);
+  if (q == QuantType::Q8_0) quantize_row_q8_0(x, static_cast<BlockQ8_0*>(blocks), k);
+  else quantize_row_q4_0(x, static_cast<BlockQ4_0*>(blocks), k);
+  check_block_scales(q, blocks, k);
+}
 
 void quantize_round_trip(QuantType q, const float* x, float* y, int64_t k) {
   if (q == QuantType::None) {
     std::copy(x, x + k, y);
     return;
   }
-  check_k(k);
-  check_finite_blocks(x, k);  // before quantizing: a NaN cast to an integer is undefined
-  if (q == QuantType::Q8_0) {
+  if (q == QuantType::Q8_0) {  // quantize_row checks k
     std::vector<BlockQ8_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
-    quantize_row_q8_0(x, blocks.data(), k);
-    check_block_scales(q, blocks.data(), k);
+    quantize_row(q, x, blocks.data(), k);
     dequantize_row_q8_0(blocks.data(), y, k);
   } else {
     std::vector<BlockQ4_0> blocks(static_cast<std::size_t>(k / kQuantBlock));
-    quantize_row_q4_0(x, blocks.data(), k);
-    check_block_scales(q, blocks.data(), k);
+    quantize_row(q, x, blocks.data(), k);
     dequantize_row_q4_0(blocks.data(), y, k);
   }
 }

@@ -170,10 +170,7 @@ std::unique_ptr<CpuQuantLinear> quantize_linear(const TensorView& w, QuantType q
         to_f32(w.dtype, static_cast<const std::byte*>(w.data) + static_cast<std::size_t>(j) * in_row, row.data(),
                row.size());
         try {
-          check_finite_blocks(row.data(), k);  // before quantizing: a NaN cast to int8 is undefined
-          if (q == QuantType::Q8_0) quantize_row_q8_0(row.data(), reinterpret_cast<BlockQ8_0*>(blocks.data()), k);
-          else quantize_row_q4_0(row.data(), reinterpret_cast<BlockQ4_0*>(blocks.data()), k);
-          check_block_scales(q, blocks.data(), k);
+          quantize_row(q, row.data(), blocks.data(), k);
         } catch (const WeightsError& e) {  // no exception may leave an OpenMP region
 #pragma omp critical(llmport_quantize_error)
           if (j < error_row) {  // the lowest row's, whatever the thread count
