@@ -186,12 +186,11 @@ std::vector<float> Engine::Impl::forward(const Batch& b, bool all_logits) {
   return out;
 }
 
-// x[t] = embedding of token t. Tied models read the packed lm_head: no second
-// [vocab, emb_dim] table in memory (the file pages were dropped after packing), unless
-// lm_head is quantized: embeddings stay exact.
+// x[t] = embedding of token t, from the packed lm_head where embeds_from_lm_head (its file
+// pages were dropped after packing), else from the checkpoint's table.
 void Engine::Impl::embed_rows(const Batch& b, Backend& be) {
   const OpTag tag{-1, OpRole::Embedding};
-  if (cfg.tie_word_embeddings && lm_head->quant == QuantType::None) {
+  if (embeds_from_lm_head()) {
     check_token_ids(b.tokens.data(), b.rows(), cfg.vocab_size);
     be.gather_rows(*lm_head, b.tokens.data(), b.rows(), x.data(), tag);
   } else {

@@ -127,8 +127,7 @@ std::size_t Engine::weight_bytes() const {
   return b;
 }
 std::size_t Engine::embedding_table_bytes() const {
-  const bool from_lm_head = impl_->cfg.tie_word_embeddings && impl_->lm_head->quant == QuantType::None;
-  return from_lm_head ? 0 : impl_->embed->nbytes;
+  return impl_->embeds_from_lm_head() ? 0 : impl_->embed->nbytes;
 }
 std::size_t Engine::kv_cache_bytes() const {
   std::size_t b = 0;

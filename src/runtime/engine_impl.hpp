@@ -83,6 +83,9 @@ struct Engine::Impl {
   Batch& make_batch(std::span<const BatchItem> items);
   std::vector<float> forward(const Batch& b, bool all_logits);
   void embed_rows(const Batch& b, Backend& be);
+  // Tied models gather embeddings from the packed lm_head (no second [vocab, emb_dim] table
+  // in memory), unless lm_head is quantized: embeddings then stay exact, from the table.
+  bool embeds_from_lm_head() const { return cfg.tie_word_embeddings && lm_head->quant == QuantType::None; }
   void attend(const Batch& b, int il, Backend& be);
   std::vector<float> logits(const Batch& b, bool all_logits, Backend& be);
 };

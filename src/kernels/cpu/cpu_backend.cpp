@@ -175,22 +175,20 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LinearWeight> make_linear(const TensorView& w, DType compute,
                                             const TileConfig& cfg) override {
     // No config: the one heuristic default (the config reports name), never Blocking{}.
-    if (cfg.empty() && w.shape.size() == 2)
-      return make_linear(w, compute,
-                         float_config_or_default(cfg, compute, static_cast<int>(w.shape[0]),
-                                                 static_cast<int>(w.shape[1])));
-    auto lw = pack_linear(w, compute, cfg, threads_);
+    const TileConfig use = w.shape.size() == 2 ? float_config_or_default(cfg, compute, static_cast<int>(w.shape[0]),
+                                                                         static_cast<int>(w.shape[1]))
+                                               : cfg;
+    auto lw = pack_linear(w, compute, use, threads_);
     check_fma_supported(lw->blocking());
     return lw;
   }
 
   std::unique_ptr<LinearWeight> make_quantized_linear(const TensorView& w, QuantType q,
                                                       const TileConfig& cfg) override {
-    if (w.shape.size() == 2)
-      return quantize_linear(
-          w, q, quant_config_or_default(cfg, q, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1])),
-          threads_);
-    return quantize_linear(w, q, cfg, threads_);
+    const TileConfig use = w.shape.size() == 2 ? quant_config_or_default(cfg, q, static_cast<int>(w.shape[0]),
+                                                                         static_cast<int>(w.shape[1]))
+                                               : cfg;
+    return quantize_linear(w, q, use, threads_);
   }
   // `cfg`, or the level's default act for an [n, k] weight in format q when it is empty.
   TileConfig quant_config_or_default(const TileConfig& cfg, QuantType q, int n, int k) const {
