@@ -546,14 +546,28 @@ TEST(KernelCache, QuantizedBlocksAreCachedAndKeyedByFormatAndAct) {
   EXPECT_TRUE(hit);
 }
 
-}  // namespace
-}  // namespace llmport::test
+// A miss then a hit of `load(&hit)`, both without a config: each weight carries `dflt`
+// (the backend's default for the shape, what the miss was made with) and the two compute
+// the same outputs for m rows of x [m, k].
+template <class Load>
+void expect_hit_runs_the_miss_default(Backend& be, const Load& load, const TileConfig& dflt, int k, int m) {
+  bool hit = true;
+  auto a = load(&hit);
+  EXPECT_FALSE(hit);
+  auto b = load(&hit);
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(a->config, dflt);
+  EXPECT_EQ(b->config, dflt);
+  std::vector<float> x(static_cast<std::size_t>(m) * k), ya(static_cast<std::size_t>(m) * a->n_out),
+      yb(ya.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
+  be.linear(*a, x.data(), m, ya.data());
+  be.linear(*b, x.data(), m, yb.data());
+  EXPECT_EQ(ya, yb);
+}
 
-namespace llmport::test {
-namespace {
-
-// The same for a float weight: a hit without a config gets the blocking make_linear packed
-// the miss with (the level's heuristic default), not an empty Blocking{}.
+// A float weight: a hit without a config gets the blocking make_linear packed the miss with
+// (the level's heuristic default), not an empty Blocking{}.
 TEST(KernelCache, AFloatHitWithoutAConfigRunsTheMissDefault) {
   TempDir dir;
   auto be = make_backend("cpu", 1);
@@ -565,23 +579,13 @@ TEST(KernelCache, AFloatHitWithoutAConfigRunsTheMissDefault) {
     SCOPED_TRACE(std::string(dtype_name(dt)));
     const TileConfig dflt = be->default_tiles(OpDesc{OpKind::Gemm, dt, {{"n", 40}, {"k", 33}}});
     ASSERT_FALSE(dflt.empty());
-    bool hit = true;
-    auto a = cache.get_or_pack(*be, tv, dt, {}, &hit);
-    EXPECT_FALSE(hit);
-    auto b = cache.get_or_pack(*be, tv, dt, {}, &hit);
-    EXPECT_TRUE(hit);
-    EXPECT_EQ(a->config, dflt);
-    EXPECT_EQ(b->config, dflt);
-    std::vector<float> x(5 * 33), ya(5 * 40), yb(5 * 40);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
-    be->linear(*a, x.data(), 5, ya.data());
-    be->linear(*b, x.data(), 5, yb.data());
-    EXPECT_EQ(ya, yb);
+    expect_hit_runs_the_miss_default(*be, [&](bool* hit) { return cache.get_or_pack(*be, tv, dt, {}, hit); }, dflt,
+                                     33, 5);
   }
 }
 
-// No config: the backend's default (make_quantized_linear), on a hit as on the miss that
-// wrote the file, so a second load multiplies the same activations (act) as the first.
+// A quantized weight: the backend's default act (make_quantized_linear), on a hit as on the
+// miss that wrote the file, so a second load multiplies the same activations as the first.
 TEST(KernelCache, AQuantizedHitWithoutAConfigRunsTheMissDefault) {
   TempDir dir;
   auto be = make_backend("cpu", 1);
@@ -591,18 +595,8 @@ TEST(KernelCache, AQuantizedHitWithoutAConfigRunsTheMissDefault) {
   const TensorView tv = TensorView::f32(w.data(), 40, 64);
   const TileConfig dflt =
       be->default_tiles(OpDesc{OpKind::Gemv, DType::F32, {{"n", 40}, {"k", 64}}, kQuantBlock, QuantType::Q8_0});
-  bool hit = true;
-  auto a = cache.get_or_quantize(*be, tv, QuantType::Q8_0, {}, &hit);
-  EXPECT_FALSE(hit);
-  auto b = cache.get_or_quantize(*be, tv, QuantType::Q8_0, {}, &hit);
-  EXPECT_TRUE(hit);
-  EXPECT_EQ(a->config, dflt);
-  EXPECT_EQ(b->config, dflt);
-  std::vector<float> x(64), ya(40), yb(40);
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i));
-  be->linear(*a, x.data(), 1, ya.data());
-  be->linear(*b, x.data(), 1, yb.data());
-  EXPECT_EQ(ya, yb);
+  expect_hit_runs_the_miss_default(
+      *be, [&](bool* hit) { return cache.get_or_quantize(*be, tv, QuantType::Q8_0, {}, hit); }, dflt, 64, 1);
 }
 
 }  // namespace
