@@ -178,7 +178,6 @@ int print_roofline(const BArgs& a, const Plan& p, const Roofline& roof, const Co
                                               {"read_gbps_1t", roof.read_gbps_1t},
                                               {"bf16_gflops", roof.bf16_gflops},
                                               {"f32_gflops", roof.f32_gflops},
-                                 {"int8_gops", roof.int8_gops},
                                               {"int8_gops", roof.int8_gops},
                                               {"compute_peak_gflops", peak.gflops},
                                               {"compute_peak", peak.kind}}},

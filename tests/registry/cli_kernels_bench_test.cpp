@@ -2,6 +2,7 @@
 // shared stories260K model (fails, not skips, when the data is missing).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -208,6 +209,13 @@ TEST(CliBench, QuantizedDtypesBenchWithThePlansBytes) {
   const auto rj = nlohmann::json::parse(roof.out);
   EXPECT_EQ(rj.at("dtype"), "q4_0");
   EXPECT_NEAR(rj.at("weight_mib").get<double>(), bytes / (1 << 20), 1e-9);
+  // Its prefill bound is the better of the int8 dot and fp32 FMA peaks measured here (the
+  // GEMM runs either way), never the bf16 one.
+  const auto& roof_j = rj.at("roofline");
+  const double int8 = roof_j.at("int8_gops").get<double>(), f32 = roof_j.at("f32_gflops").get<double>();
+  EXPECT_GT(int8, 0);
+  EXPECT_EQ(roof_j.at("compute_peak_gflops").get<double>(), std::max(int8, f32));
+  EXPECT_EQ(roof_j.at("compute_peak"), int8 >= f32 ? "int8_dot" : "fp32_fma");
   EXPECT_EQ(run_llmport({"bench", model, "--dtype", "q5_0", "--no-roofline"}).exit_code, 2);
   EXPECT_EQ(run_llmport({"bench", model, "--quantize-lm-head", "q8_0", "--no-roofline"}).exit_code, 2);
 }
