@@ -158,6 +158,17 @@ TEST(CpuLinear, FmaConfigKeyParsedAndRejected) {
       }
     }
     EXPECT_THROW(be->make_linear(view_of(w, 16, 8), DType::F32, {{"fma", 1}}), UsageError);
+    // The same refusal where packed bytes are read back (a kernel cache hit, or bytes from
+    // another process) with an fma 1 config: the bytes do not depend on it, the level does.
+    const std::vector<std::byte> bytes(be->packed_size(16, 8, DType::BF16));
+    auto read = [&](std::span<std::byte> dst) { return dst.size() == bytes.size(); };
+    if (is_avx512(isa)) {
+      EXPECT_NO_THROW(be->linear_from_packed(16, 8, DType::BF16, {{"fma", 1}}, bytes));
+      EXPECT_NO_THROW(be->read_packed_linear(16, 8, DType::BF16, {{"fma", 1}}, read));
+    } else {
+      EXPECT_THROW(be->linear_from_packed(16, 8, DType::BF16, {{"fma", 1}}, bytes), UsageError);
+      EXPECT_THROW(be->read_packed_linear(16, 8, DType::BF16, {{"fma", 1}}, read), UsageError);
+    }
   }
   // The sweep's candidates and the defaults carry the key only where it applies.
   for (cpu::Isa isa : {cpu::Isa::Scalar, cpu::Isa::Avx2, cpu::Isa::Avx512, cpu::Isa::Avx512Bf16})
