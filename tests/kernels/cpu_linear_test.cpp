@@ -3,6 +3,7 @@
 // the fp32-FMA bf16 GEMM ("fma": 1) and the rules of that config key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -29,7 +30,9 @@ bool uses_fma(const TileConfig& cfg) {
 // tolerance(gemm|gemv, dtype, k (+1 with bias)) times sum_j |x_j w_ij| + |b_i|, guard words
 // around each output.
 TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
-  const std::vector<Shape> shapes = {{33, 70}, {16, 64}, {100, 257}, {47, 1031}, {300, 129}};
+  // k = 2048: the A rows are re-strided (a_row_stride) for every dtype, fp32 x copied.
+  const std::vector<Shape> shapes = {{33, 70}, {16, 64}, {100, 257}, {47, 1031}, {300, 129},
+                                     {20, 2048}};
   const std::vector<TileConfig> configs = {
       {},  // the backend's defaults
       {{"mr", 5}, {"np", 4}, {"kc", 64}, {"mc", 10}, {"nc", 48}, {"gnp", 2}},
@@ -233,6 +236,27 @@ TEST(CpuLinear, RejectsBadTileConfigAndForeignWeight) {
   auto rw = ref->make_linear(view_of(w, 16, 8), DType::F32);
   std::vector<float> x(8, 1.0f), y(16);
   EXPECT_THROW(be->linear(*rw, x.data(), 1, y.data()), UsageError);
+}
+
+// The GEMM's A rows: the smallest odd number of 64-byte lines that holds k, so any 64
+// consecutive rows map to 64 distinct sets of a 64-set L1D (what a 4 KiB stride, k = 2048
+// bf16, does not: every row in one set).
+TEST(CpuLinear, ARowStrideIsAnOddNumberOfCacheLines) {
+  EXPECT_EQ(cpu::a_row_stride(2048, 2), 2080);  // 64 lines -> 65
+  EXPECT_EQ(cpu::a_row_stride(1024, 4), 1040);  // 64 lines -> 65
+  EXPECT_EQ(cpu::a_row_stride(3072, 2), 3104);  // 96 lines -> 97
+  EXPECT_EQ(cpu::a_row_stride(1031, 4), 1040);  // 4124 B: 65 lines, odd already
+  for (std::size_t esz : {2u, 4u})
+    for (int k = 1; k <= 9000; ++k) {
+      const int ld = cpu::a_row_stride(k, esz);
+      const std::size_t bytes = ld * esz;
+      ASSERT_GE(ld, k);
+      ASSERT_EQ(bytes % 64, 0u) << k;
+      ASSERT_LT(bytes, k * esz + 128) << k;  // at most one line past the rounded-up k
+      std::vector<bool> set(64, false);
+      for (int r = 0; r < 64; ++r) set[(r * bytes / 64) % 64] = true;
+      ASSERT_EQ(std::count(set.begin(), set.end(), true), 64) << "k " << k << " esz " << esz;
+    }
 }
 
 TEST(CpuLinear, PackedBytesAreOwnedAndCounted) {

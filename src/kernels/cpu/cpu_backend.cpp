@@ -25,6 +25,13 @@
 
 namespace llmport::cpu {
 
+int a_row_stride(int k, std::size_t esz) {
+  const std::size_t per_line = 64 / esz;
+  std::size_t lines = (static_cast<std::size_t>(k) + per_line - 1) / per_line;
+  if (lines % 2 == 0) ++lines;
+  return static_cast<int>(lines * per_line);
+}
+
 namespace {
 
 // Bits of fp32 `u` rounded to bf16 and widened back (low 16 bits zero): exactly
@@ -36,25 +43,26 @@ inline uint32_t bf16_round_bits(uint32_t u) {
   return static_cast<int32_t>(u & 0x7fffffffu) > 0x7f800000 ? quiet_nan : rounded;
 }
 
-// x rows [r0, r1) of [m][k] rounded to bf16 into dst [m][kp] (odd tail zero).
-void round_bf16_rows(const float* x, int r0, int r1, int k, int kp, uint16_t* dst) {
+// x rows [r0, r1) of [m][k] rounded to bf16 into dst rows of stride ld >= kp (k rounded
+// up to even; an odd k's tail element zero).
+void round_bf16_rows(const float* x, int r0, int r1, int k, int ld, uint16_t* dst) {
   for (int i = r0; i < r1; ++i) {
     const float* xr = x + static_cast<std::size_t>(i) * k;
-    uint16_t* d = dst + static_cast<std::size_t>(i) * kp;
+    uint16_t* d = dst + static_cast<std::size_t>(i) * ld;
     for (int j = 0; j < k; ++j)
       d[j] = static_cast<uint16_t>(bf16_round_bits(std::bit_cast<uint32_t>(xr[j])) >> 16);
-    if (kp > k) d[k] = 0;
+    if (k % 2) d[k] = 0;
   }
 }
 
 // Same, widened back to fp32 (exactly the bf16 value) for the fp32-FMA bf16 GEMM.
-void round_bf16_rows_f32(const float* x, int r0, int r1, int k, int kp, float* dst) {
+void round_bf16_rows_f32(const float* x, int r0, int r1, int k, int ld, float* dst) {
   for (int i = r0; i < r1; ++i) {
     const float* xr = x + static_cast<std::size_t>(i) * k;
-    float* d = dst + static_cast<std::size_t>(i) * kp;
+    float* d = dst + static_cast<std::size_t>(i) * ld;
     for (int j = 0; j < k; ++j)
       d[j] = std::bit_cast<float>(bf16_round_bits(std::bit_cast<uint32_t>(xr[j])));
-    if (kp > k) d[k] = 0.0f;
+    if (k % 2) d[k] = 0.0f;
   }
 }
 
@@ -590,13 +598,26 @@ class CpuBackend final : public Backend {
     return t == PackedType::F16 ? k_.linear_f16 : k_.linear_f32;
   }
 
-  const void* prepare_a(const PackedView& v, bool fma, const float* x, int m, int* lda) {
-    *lda = v.kp;
-    if (v.type != PackedType::BF16) {
-      *lda = v.k;
+  // fp32 / fp16 weights read fp32 x: in place when its row stride already spreads over
+  // the L1D sets (a_row_stride) or there is one row, else copied at the padded stride.
+  const float* prepare_a_f32(const float* x, int m, int k, int* lda) {
+    *lda = a_row_stride(k, sizeof(float));
+    if (m == 1 || *lda == k) {
+      *lda = k;
       return x;
     }
-    const std::size_t need = static_cast<std::size_t>(m) * v.kp;
+    const std::size_t need = static_cast<std::size_t>(m) * *lda;
+    if (xf_.size() < need) xf_.resize(need);
+    for (int i = 0; i < m; ++i)
+      std::memcpy(xf_.data() + static_cast<std::size_t>(i) * *lda,
+                  x + static_cast<std::size_t>(i) * k, sizeof(float) * k);
+    return xf_.data();
+  }
+
+  const void* prepare_a(const PackedView& v, bool fma, const float* x, int m, int* lda) {
+    if (v.type != PackedType::BF16) return prepare_a_f32(x, m, v.k, lda);
+    *lda = a_row_stride(v.kp, fma ? sizeof(float) : sizeof(uint16_t));
+    const std::size_t need = static_cast<std::size_t>(m) * *lda;
     void* buf = nullptr;
     if (fma) {
       if (xf_.size() < need) xf_.resize(need);
@@ -606,8 +627,8 @@ class CpuBackend final : public Backend {
       buf = xb_.data();
     }
     auto rows = [&](int r0, int r1) {
-      if (fma) round_bf16_rows_f32(x, r0, r1, v.k, v.kp, static_cast<float*>(buf));
-      else round_bf16_rows(x, r0, r1, v.k, v.kp, static_cast<uint16_t*>(buf));
+      if (fma) round_bf16_rows_f32(x, r0, r1, v.k, *lda, static_cast<float*>(buf));
+      else round_bf16_rows(x, r0, r1, v.k, *lda, static_cast<uint16_t*>(buf));
     };
     const int nt = static_cast<double>(m) * v.k < (1 << 18) ? 1 : std::min(threads_, m);
     if (nt <= 1) {
@@ -641,8 +662,8 @@ class CpuBackend final : public Backend {
   std::array<std::string, kNumOps> op_name_;  // "cpu/<isa>:<kernel>"
   int threads_ = 1;
   bool batch_invariant_ = false;      // set_batch_invariant: no fp32-FMA bf16 GEMM
-  std::vector<uint16_t> xb_;          // [m][kp] x rounded to bf16
-  std::vector<float> xf_;             // [m][kp] x rounded to bf16, widened to fp32
+  std::vector<uint16_t> xb_;          // [m][lda] x rounded to bf16 (lda = a_row_stride)
+  std::vector<float> xf_;             // [m][lda] x rounded to bf16, widened to fp32 (fma), or x copied at a padded stride (fp32 / fp16 weights)
   std::vector<int8_t> xq8_;           // [m][k] x as q8 blocks (quantized weights, act 1)
   std::vector<float> xq8_d_;          // [m][k/32] their scales
   std::vector<int32_t> xq8_s_;        // [m][k/32] their sums
