@@ -269,6 +269,50 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
   EXPECT_TRUE(hit);
 }
 
+// A directory where an entry's file belongs is the user's: never replaced or removed. The
+// weight is packed and served anyway, the outcome says it was not written, and one stderr
+// line per cache directory names the path and why.
+TEST(KernelCache, ADirectoryInPlaceOfAnEntryIsKeptAndTheMissIsNotWritten) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const TensorView tv = TensorView::f32(w.data(), 40, 64);
+  const TileConfig cfg = {{"mr", 4}};
+  const auto file = dir.path() / KernelCache::key(tv, DType::BF16, cfg, "cpu");
+  std::filesystem::create_directories(file);
+  write_file(file / "mine.txt", "user data");
+  KernelCache cache(dir.path());
+  testing::internal::CaptureStderr();
+  CacheOutcome out;
+  bool hit = true;
+  auto a = cache.get_or_pack(*be, tv, DType::BF16, cfg, &hit, &out);
+  auto b = cache.get_or_pack(*be, tv, DType::BF16, cfg, nullptr, &out);  // the same again: no second line
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(hit);
+  EXPECT_FALSE(out.hit);
+  EXPECT_FALSE(out.written);
+  EXPECT_EQ(out.not_written, "a directory is in its place, not a file; it was not replaced");
+  EXPECT_EQ(err, "warning: kernel cache " + file.string() +
+                     ": cannot write (a directory is in its place, not a file; it was not replaced); the freshly "
+                     "packed weight serves this run only\n");
+  EXPECT_TRUE(std::filesystem::is_directory(file));
+  EXPECT_EQ(read_file(file / "mine.txt"), "user data");
+  EXPECT_FALSE(std::filesystem::exists(file.string() + ".tmp"));
+  // The weight served is the fresh pack: the outputs of a cache-less make_linear.
+  auto fresh = be->make_linear(tv, DType::BF16, cfg);
+  std::vector<float> x(64, 0.25f), ya(40), yf(40);
+  be->linear(*a, x.data(), 1, ya.data());
+  be->linear(*fresh, x.data(), 1, yf.data());
+  EXPECT_EQ(ya, yf);
+  // The same for a quantized entry, and a written miss says so.
+  const auto qfile = dir.path() / "q";
+  CacheOutcome qout;
+  KernelCache(qfile).get_or_quantize(*be, tv, QuantType::Q8_0, {{"act", 1}}, nullptr, &qout);
+  EXPECT_TRUE(qout.written);
+  EXPECT_EQ(qout.not_written, "");
+}
+
 TEST(KernelCache, ContentHashDependsOnEveryByte) {
   std::vector<unsigned char> a(1000, 3);
   const std::string h0 = content_hash(a.data(), a.size());
