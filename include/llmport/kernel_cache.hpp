@@ -20,6 +20,9 @@ std::string content_hash(const void* data, std::size_t n);
 struct CacheOutcome {
   bool hit = false;      ///< read back from the file
   bool written = false;  ///< packed, and the file written
+  /// The file was there but damaged: why (e.g. "truncated: 90 bytes, expected 100"); it was
+  /// repacked (and rewritten unless not_written says otherwise).
+  std::string damaged;
   /// Packed but the file could not be written: why (e.g. a directory is in its place; it is
   /// never replaced). The freshly packed weight is returned and serves this process only.
   std::string not_written;
@@ -40,9 +43,12 @@ class KernelCache {
   /// `*hit` tells which happened, `*outcome` also whether a miss was written. A file that
   /// cannot be written (a directory or other non-file in its place, an unwritable
   /// directory) is never replaced or deleted: the packed weight is still returned, and one
-  /// stderr line per cache directory and process names the first such file and why; a corrupt file (truncated, extended, or any packed byte changed: the file
-  /// ends with the packed bytes' 64-bit hash, checked on every read) is repacked and
-  /// overwritten.
+  /// stderr line per cache directory and process names the first such file and why. A
+  /// damaged file (truncated, extended, another header, or any packed byte changed: the
+  /// file ends with the packed bytes' 64-bit hash, checked on every read) gets one stderr
+  /// line, "warning: kernel cache FILE was damaged (why); repacked", and is repacked and
+  /// overwritten (once per process while the repack cannot be written). A file of an older format is repacked
+  /// without a warning (stale, not damaged).
   std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
                                             const TileConfig& cfg, bool* hit = nullptr,
                                             CacheOutcome* outcome = nullptr);

@@ -118,28 +118,71 @@ namespace fs = std::filesystem;
 using ReadInto = std::function<bool(std::span<std::byte>)>;
 using Reader = std::function<std::unique_ptr<LinearWeight>(const ReadInto&)>;
 
-// The weight read back through `read` when `file` holds header `hk` and packed bytes whose
-// hash it ends with, else nullptr.
-std::unique_ptr<LinearWeight> read_entry(const fs::path& file, const std::string& hk, const Reader& read) {
+// A read of one entry: the weight (a hit), or why the file there was damaged ("" when
+// there was no file, or one of an older format: stale, repacked without a warning).
+struct Read {
+  std::unique_ptr<LinearWeight> lw;
+  std::string damaged;
+};
+
+// The weight read back through `read` when `file` holds header `hk`, `nbytes` packed bytes
+// and the hash they end with.
+Read read_entry(const fs::path& file, const std::string& hk, std::size_t nbytes, const Reader& read) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return {};
   std::ifstream in(file, std::ios::binary);
-  if (!in) return nullptr;
+  if (!in) return {nullptr, std::string("cannot be opened: ") + std::strerror(errno)};
+  const std::uintmax_t size = fs::file_size(file, ec);
+  const std::uintmax_t want = 16 + hk.size() + nbytes + 8;
   char magic[8];
   uint64_t hlen = 0;
   in.read(magic, 8);
+  if (in && std::memcmp(magic, kMagic, 6) == 0 && magic[6] < kMagic[6]) return {};  // format 1
   in.read(reinterpret_cast<char*>(&hlen), 8);
-  if (!in || std::memcmp(magic, kMagic, 8) != 0 || hlen != hk.size()) return nullptr;
-  std::string stored(hlen, '\0');
-  in.read(stored.data(), static_cast<std::streamsize>(hlen));
-  if (!in || stored != hk) return nullptr;
-  // Read straight into the backend's memory, then the hash of what was written there; the
-  // file must end right after it. A flipped bit fails the hash.
-  return read([&](std::span<std::byte> dst) {
+  if (!in || size < want) return {nullptr, fmt::format("truncated: {} bytes, expected {}", size, want)};
+  if (std::memcmp(magic, kMagic, 8) != 0) return {nullptr, "not a kernel cache file: wrong magic bytes"};
+  if (size > want) return {nullptr, fmt::format("extended: {} bytes, expected {}", size, want)};
+  std::string stored(hk.size(), '\0');
+  in.read(stored.data(), static_cast<std::streamsize>(stored.size()));
+  if (hlen != hk.size() || !in || stored != hk) return {nullptr, "its header is not the one its name was made from"};
+  // Read straight into the backend's memory, then the hash of what was written there. A
+  // flipped bit fails the hash.
+  bool bad_hash = false;
+  auto lw = read([&](std::span<std::byte> dst) {
     in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
     if (!in || in.gcount() != static_cast<std::streamsize>(dst.size())) return false;
     uint64_t stored_hash = 0;
     in.read(reinterpret_cast<char*>(&stored_hash), 8);
-    return in && in.peek() == EOF && stored_hash == hash_bytes(dst.data(), dst.size(), [](std::size_t) {});
+    bad_hash = !in || stored_hash != hash_bytes(dst.data(), dst.size(), [](std::size_t) {});
+    return !bad_hash;
   });
+  if (lw) return {std::move(lw), ""};
+  return {nullptr, bad_hash ? "the packed bytes do not match the hash stored with them" : "cannot be read back"};
+}
+
+// Files warned about as damaged in this process. A damaged file whose repack could not be
+// written is still damaged at the next load (a second engine over the same cache): warned
+// once; a rewritten file leaves the set, so damage found later is a new warning.
+struct DamageWarnings {
+  std::mutex mu;
+  std::set<std::string> files;
+};
+DamageWarnings& damage_warnings() {
+  static DamageWarnings w;
+  return w;
+}
+
+void warn_damaged(const fs::path& file, const std::string& why) {
+  DamageWarnings& w = damage_warnings();
+  std::lock_guard lock(w.mu);
+  if (!w.files.insert(file.string()).second) return;
+  std::cerr << "warning: kernel cache " << file.string() << " was damaged (" << why << "); repacked\n";
+}
+
+void forget_damage(const fs::path& file) {
+  DamageWarnings& w = damage_warnings();
+  std::lock_guard lock(w.mu);
+  w.files.erase(file.string());
 }
 
 // Why `file` cannot be replaced ("" when it is missing or a regular file): a directory or
@@ -203,10 +246,13 @@ std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& cha
   const auto file = dir / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
   out.not_written = not_replaceable(file);
   if (out.not_written.empty()) {
-    if (auto lw = read_entry(file, hk, read)) {
+    Read r = read_entry(file, hk, nbytes, read);
+    if (r.lw) {
       out.hit = true;
-      return lw;
+      return std::move(r.lw);
     }
+    out.damaged = r.damaged;
+    if (!r.damaged.empty()) warn_damaged(file, r.damaged);
   }
   auto packed = make();
   const std::span<const std::byte> bytes = packed->packed();
@@ -215,6 +261,7 @@ std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& cha
                                              : fmt::format("packed {} bytes, the backend's size is {}", bytes.size(), nbytes);
   out.written = out.not_written.empty();
   if (!out.written) warn_not_written(file, out.not_written);
+  if (out.written && !out.damaged.empty()) forget_damage(file);
   return packed;
 }
 
