@@ -79,8 +79,9 @@ std::map<std::string, ProbeChoice> choose_defaults(const std::vector<ProbePath>&
 std::vector<ProbePath> measure_kernel_paths(const std::string& isa);
 
 nlohmann::json to_json(const KernelProbe& p);
-/// Throws nlohmann::json::exception or ConfigError on a missing, mistyped or out-of-range
-/// field (a damaged cache file).
+/// Throws ConfigError naming the field ("paths[2].gflops: expected a number, got \"x\"",
+/// "fingerprint: missing") on a missing, mistyped or out-of-range field (a damaged cache
+/// file); never a JSON library exception.
 KernelProbe probe_from_json(const nlohmann::json& j);
 
 /// false when LLMPORT_PROBE is 0 or off. Throws UsageError naming the variable on a value
@@ -112,8 +113,10 @@ struct ProbeSource {
 
 /// The cached probe of req.machine at req.isa, else a new measurement (then written to the
 /// cache atomically: a temporary file renamed over it, so racing processes each leave a
-/// whole file). A file of another fingerprint or level is ignored; a damaged one gets one
-/// stderr warning naming it and is measured again; a cache that cannot be written gets a
+/// whole file). A file of another fingerprint or level is ignored; a damaged one
+/// (unreadable, not JSON, a field missing or mistyped) gets one stderr warning naming it
+/// and why, in llmport's words, and is measured again; a directory in the file's place gets
+/// one warning saying so and is never replaced (nothing written); a cache that cannot be written gets a
 /// warning and the result serves this process only. Never throws for cache trouble.
 KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source = nullptr);
 

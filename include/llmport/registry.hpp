@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/kernel_cache.hpp"
 #include "llmport/kernels.hpp"
 #include "llmport/machine_fingerprint.hpp"
 #include "llmport/model_config.hpp"
@@ -163,8 +164,9 @@ struct KernelSelection {
   std::vector<std::string> quant_default_used;
   /// Configs chosen, one line per distinct weight shape (for reports/manifests).
   std::map<std::string, TileConfig> chosen;
-  /// Packed-weight cache hits / misses.
-  int cache_hits = 0, cache_misses = 0;
+  /// Packed-weight cache hits / misses (weights packed), and the misses whose file could
+  /// not be written (KernelCache warned; their packed weights serve this run only).
+  int cache_hits = 0, cache_misses = 0, cache_not_written = 0;
 
   /// Tile config for a linear W [n, k] on `backend`: backend.default_tiles (gemm at
   /// prefill_m) with the gemm and gemv keys of this machine's registry entries over it.
@@ -194,6 +196,8 @@ struct KernelSelection {
   /// (the Engine calls it after making its weights): one line each per run.
   void announce();
   bool announced = false;
+  /// Adds one kernel-cache call's outcome to cache_hits / cache_misses / cache_not_written.
+  void count(const CacheOutcome& out);
 };
 
 /// The entries of `cfg` that `backend`'s kernel `kernel` (an op_name: "gemm", "gemv", ...)

@@ -386,7 +386,9 @@ nlohmann::json json_rows(const BArgs& a, const Plan& p, const Roofline& roof, co
                          const std::vector<TestResult>& results) {
   nlohmann::json cache_json = nullptr;
   if (!a.kernel_cache.empty())
-    cache_json = {{"dir", a.kernel_cache}, {"hits", f.sel->cache_hits}, {"packed", f.sel->cache_misses}};
+    cache_json = {{"dir", a.kernel_cache}, {"hits", f.sel->cache_hits}, {"packed", f.sel->cache_misses},
+                  {"written", f.sel->cache_misses - f.sel->cache_not_written},
+                  {"not_written", f.sel->cache_not_written}};
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& t : results)
     arr.push_back({{"model", p.name}, {"backend", a.backend}, {"isa", f.isa}, {"threads", f.threads},
@@ -416,6 +418,14 @@ nlohmann::json json_rows(const BArgs& a, const Plan& p, const Roofline& roof, co
   return arr;
 }
 
+// "kernel cache: 35 hits, 1 packed and written", and what was packed but not written (warned).
+std::string cache_counts(const KernelSelection& sel) {
+  std::string s = fmt::format("kernel cache: {} hits, {} packed and written", sel.cache_hits,
+                              sel.cache_misses - sel.cache_not_written);
+  if (sel.cache_not_written > 0) s += fmt::format(", {} packed but not written", sel.cache_not_written);
+  return s;
+}
+
 void print_csv(const BArgs& a, const Plan& p, const RunFacts& f, const std::vector<TestResult>& results) {
   for (const auto& t : results)
     std::cout << fmt::format("{},{},{},{},{},{},{},{},{:.3f},{:.3f},{}\n", p.name, a.backend, f.isa,
@@ -440,10 +450,7 @@ void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const R
                              "GFLOP/s, int8 {:.0f} GOP/s (pp bound uses {:.0f} GFLOP/s, {})\n",
                              roof.read_gbps, roof.threads, roof.bf16_gflops, roof.f32_gflops, roof.int8_gops,
                              f.peak.gflops, f.peak.kind);
-  const std::string cache_text =
-      a.kernel_cache.empty() ? std::string()
-                             : fmt::format(" (kernel cache: {} hits, {} packed and written)", f.sel->cache_hits,
-                                           f.sel->cache_misses);
+  const std::string cache_text = a.kernel_cache.empty() ? std::string() : " (" + cache_counts(*f.sel) + ")";
   std::cout << fmt::format("load {:.2f} s{}; peak RSS {:.0f} MiB\n", f.load_s, cache_text, f.rss);
   if (f.interleave)
     for (const auto& t : results)

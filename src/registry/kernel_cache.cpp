@@ -1,8 +1,12 @@
 #include "llmport/kernel_cache.hpp"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iostream>
+#include <mutex>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -110,71 +114,168 @@ std::string KernelCache::key(const TensorView& w, DType dtype, const TileConfig&
 }
 
 namespace {
-// One cache file: the weight read back through `read` when the file's header is `hk`, else
-// `make()` and the file written from its packed() bytes (atomically: a temp file renamed).
-std::unique_ptr<LinearWeight> cached(
-    const std::filesystem::path& dir, const std::string& chash, const std::string& hk, std::size_t nbytes,
-    const std::function<std::unique_ptr<LinearWeight>(const std::function<bool(std::span<std::byte>)>&)>& read,
-    const std::function<std::unique_ptr<LinearWeight>()>& make, bool* hit) {
-  const auto file = dir / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
-  {
-    std::ifstream in(file, std::ios::binary);
-    if (in) {
-      char magic[8];
-      uint64_t hlen = 0;
-      in.read(magic, 8);
-      in.read(reinterpret_cast<char*>(&hlen), 8);
-      if (in && std::memcmp(magic, kMagic, 8) == 0 && hlen == hk.size()) {
-        std::string stored(hlen, '\0');
-        in.read(stored.data(), static_cast<std::streamsize>(hlen));
-        if (in && stored == hk) {
-          // Read straight into the backend's memory, then the hash of what was written
-          // there; the file must end right after it. A flipped bit fails the hash.
-          auto lw = read([&](std::span<std::byte> dst) {
-            in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
-            if (!in || in.gcount() != static_cast<std::streamsize>(dst.size())) return false;
-            uint64_t stored_hash = 0;
-            in.read(reinterpret_cast<char*>(&stored_hash), 8);
-            return in && in.peek() == EOF && stored_hash == hash_bytes(dst.data(), dst.size(), [](std::size_t) {});
-          });
-          if (lw) {
-            if (hit) *hit = true;
-            return lw;
-          }
-        }
-      }
-    }
-  }
-  auto packed = make();
-  const std::span<const std::byte> bytes = packed->packed();
-  if (bytes.size() != nbytes) return packed;
+namespace fs = std::filesystem;
+using ReadInto = std::function<bool(std::span<std::byte>)>;
+using Reader = std::function<std::unique_ptr<LinearWeight>(const ReadInto&)>;
+
+// A read of one entry: the weight (a hit), or why the file there was damaged ("" when
+// there was no file, or one of an older format: stale, repacked without a warning).
+struct Read {
+  std::unique_ptr<LinearWeight> lw;
+  std::string damaged;
+};
+
+// The weight read back through `read` when `file` holds header `hk`, `nbytes` packed bytes
+// and the hash they end with.
+Read read_entry(const fs::path& file, const std::string& hk, std::size_t nbytes, const Reader& read) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  if (!fs::exists(file, ec)) return {};
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return {nullptr, std::string("cannot be opened: ") + std::strerror(errno)};
+  const std::uintmax_t size = fs::file_size(file, ec);
+  const std::uintmax_t want = 16 + hk.size() + nbytes + 8;
+  char magic[8];
+  uint64_t hlen = 0;
+  in.read(magic, 8);
+  if (in && std::memcmp(magic, kMagic, 6) == 0 && magic[6] < kMagic[6]) return {};  // format 1
+  in.read(reinterpret_cast<char*>(&hlen), 8);
+  if (!in || size < want) return {nullptr, fmt::format("truncated: {} bytes, expected {}", size, want)};
+  if (std::memcmp(magic, kMagic, 8) != 0) return {nullptr, "not a kernel cache file: wrong magic bytes"};
+  if (size > want) return {nullptr, fmt::format("extended: {} bytes, expected {}", size, want)};
+  std::string stored(hk.size(), '\0');
+  in.read(stored.data(), static_cast<std::streamsize>(stored.size()));
+  if (hlen != hk.size() || !in || stored != hk) return {nullptr, "its header is not the one its name was made from"};
+  // Read straight into the backend's memory, then the hash of what was written there. A
+  // flipped bit fails the hash.
+  bool bad_hash = false;
+  auto lw = read([&](std::span<std::byte> dst) {
+    in.read(reinterpret_cast<char*>(dst.data()), static_cast<std::streamsize>(dst.size()));
+    if (!in || in.gcount() != static_cast<std::streamsize>(dst.size())) return false;
+    uint64_t stored_hash = 0;
+    in.read(reinterpret_cast<char*>(&stored_hash), 8);
+    bad_hash = !in || stored_hash != hash_bytes(dst.data(), dst.size(), [](std::size_t) {});
+    return !bad_hash;
+  });
+  if (lw) return {std::move(lw), ""};
+  return {nullptr, bad_hash ? "the packed bytes do not match the hash stored with them" : "cannot be read back"};
+}
+
+// Files warned about as damaged in this process. A damaged file whose repack could not be
+// written is still damaged at the next load (a second engine over the same cache): warned
+// once; a rewritten file leaves the set, so damage found later is a new warning.
+struct DamageWarnings {
+  std::mutex mu;
+  std::set<std::string> files;
+};
+DamageWarnings& damage_warnings() {
+  static DamageWarnings w;
+  return w;
+}
+
+void warn_damaged(const fs::path& file, const std::string& why) {
+  DamageWarnings& w = damage_warnings();
+  std::lock_guard lock(w.mu);
+  if (!w.files.insert(file.string()).second) return;
+  std::cerr << "warning: kernel cache " << file.string() << " was damaged (" << why << "); repacked\n";
+}
+
+void forget_damage(const fs::path& file) {
+  DamageWarnings& w = damage_warnings();
+  std::lock_guard lock(w.mu);
+  w.files.erase(file.string());
+}
+
+// Why `file` cannot be replaced ("" when it is missing or a regular file): a directory or
+// other non-file in its place is the user's, never removed.
+std::string not_replaceable(const fs::path& file) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);  // through a link: what it points at
+  if (fs::is_directory(st)) return "a directory is in its place, not a file; it was not replaced";
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    return "something other than a regular file is in its place; it was not replaced";
+  return "";
+}
+
+// Writes the entry atomically (a temporary file renamed over `file`): "" when written, else why not.
+std::string write_entry(const fs::path& file, const std::string& hk, std::span<const std::byte> bytes) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return "cannot create " + file.parent_path().string() + ": " + ec.message();
   const auto tmp = file.string() + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return "cannot create " + tmp + ": " + std::strerror(errno);
     const uint64_t hlen = hk.size();
     out.write(kMagic, 8);
     out.write(reinterpret_cast<const char*>(&hlen), 8);
     out.write(hk.data(), static_cast<std::streamsize>(hlen));
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(nbytes));
-    const uint64_t packed_hash = hash_bytes(bytes.data(), nbytes, [](std::size_t) {});
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    const uint64_t packed_hash = hash_bytes(bytes.data(), bytes.size(), [](std::size_t) {});
     out.write(reinterpret_cast<const char*>(&packed_hash), 8);
+    out.close();
     if (!out) {
-      std::filesystem::remove(tmp, ec);
-      return packed;
+      const std::string why = std::strerror(errno);
+      fs::remove(tmp, ec);
+      return "cannot write " + tmp + ": " + why;
     }
   }
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
+  fs::rename(tmp, file, ec);
+  if (!ec) return "";
+  const std::string why = ec.message();
+  fs::remove(tmp, ec);
+  return "cannot rename " + tmp + " over it: " + why;
+}
+
+// One line per cache directory and process: a read-only cache (every entry unwritable) or a
+// second engine over the same cache does not repeat it; the counts say how many.
+void warn_not_written(const fs::path& file, const std::string& why) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mu);
+  if (!warned.insert(file.parent_path().string()).second) return;
+  std::cerr << "warning: kernel cache " << file.string() << ": cannot write (" << why
+            << "); the freshly packed weight serves this run only\n";
+}
+
+// One cache file: the weight read back when the file's header is `hk`, else `make()` and the
+// file written from its packed() bytes.
+std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& chash, const std::string& hk,
+                                     std::size_t nbytes, const Reader& read,
+                                     const std::function<std::unique_ptr<LinearWeight>()>& make,
+                                     CacheOutcome& out) {
+  const auto file = dir / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
+  out.not_written = not_replaceable(file);
+  if (out.not_written.empty()) {
+    Read r = read_entry(file, hk, nbytes, read);
+    if (r.lw) {
+      out.hit = true;
+      return std::move(r.lw);
+    }
+    out.damaged = r.damaged;
+    if (!r.damaged.empty()) warn_damaged(file, r.damaged);
+  }
+  auto packed = make();
+  const std::span<const std::byte> bytes = packed->packed();
+  if (out.not_written.empty())
+    out.not_written = bytes.size() == nbytes ? write_entry(file, hk, bytes)
+                                             : fmt::format("packed {} bytes, the backend's size is {}", bytes.size(), nbytes);
+  out.written = out.not_written.empty();
+  if (!out.written) warn_not_written(file, out.not_written);
+  if (out.written && !out.damaged.empty()) forget_damage(file);
   return packed;
+}
+
+// Reports `out` through the callers' optional pointers.
+void report(const CacheOutcome& out, bool* hit, CacheOutcome* outcome) {
+  if (hit) *hit = out.hit;
+  if (outcome) *outcome = out;
 }
 }  // namespace
 
 std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const TensorView& w,
                                                        DType dtype, const TileConfig& cfg,
-                                                       bool* hit) {
-  if (hit) *hit = false;
+                                                       bool* hit, CacheOutcome* outcome) {
+  report({}, hit, outcome);
   // Only backends with a packed byte layout (Backend::packed_size) are cached.
   if (w.shape.size() != 2) return backend.make_linear(w, dtype, cfg);
   const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
@@ -182,14 +283,18 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
   if (nbytes == 0) return backend.make_linear(w, dtype, cfg);
   const std::string chash = tensor_hash(w);
   const std::string hk = header_of(w, dtype, cfg, backend.name(), chash).dump();
-  return cached(
+  CacheOutcome out;
+  auto lw = cached(
       dir_, chash, hk, nbytes, [&](const auto& read) { return backend.read_packed_linear(n, k, dtype, cfg, read); },
-      [&] { return backend.make_linear(w, dtype, cfg); }, hit);
+      [&] { return backend.make_linear(w, dtype, cfg); }, out);
+  report(out, hit, outcome);
+  return lw;
 }
 
 std::unique_ptr<LinearWeight> KernelCache::get_or_quantize(Backend& backend, const TensorView& w, QuantType quant,
-                                                           const TileConfig& cfg, bool* hit) {
-  if (hit) *hit = false;
+                                                           const TileConfig& cfg, bool* hit,
+                                                           CacheOutcome* outcome) {
+  report({}, hit, outcome);
   if (w.shape.size() != 2) return backend.make_quantized_linear(w, quant, cfg);
   const int n = static_cast<int>(w.shape[0]), k = static_cast<int>(w.shape[1]);
   const std::size_t nbytes = backend.quantized_packed_size(n, k, quant);
@@ -200,10 +305,13 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_quantize(Backend& backend, con
   h["kernel"] = "linear_quant_panels16";
   h["dtype"] = std::string(quant_name(quant));
   const std::string hk = h.dump();
-  return cached(
+  CacheOutcome out;
+  auto lw = cached(
       dir_, chash, hk, nbytes,
       [&](const auto& read) { return backend.read_quantized_linear(n, k, quant, cfg, read); },
-      [&] { return backend.make_quantized_linear(w, quant, cfg); }, hit);
+      [&] { return backend.make_quantized_linear(w, quant, cfg); }, out);
+  report(out, hit, outcome);
+  return lw;
 }
 
 }  // namespace llmport

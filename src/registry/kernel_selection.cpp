@@ -53,9 +53,9 @@ std::unique_ptr<LinearWeight> KernelSelection::make_linear(Backend& backend, con
   if (w.shape.size() == 2)
     cfg = linear_config(backend, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1]), dtype);
   if (!cache_dir) return backend.make_linear(w, dtype, cfg);
-  bool hit = false;
-  auto lw = KernelCache(*cache_dir).get_or_pack(backend, w, dtype, cfg, &hit);
-  ++(hit ? cache_hits : cache_misses);
+  CacheOutcome out;
+  auto lw = KernelCache(*cache_dir).get_or_pack(backend, w, dtype, cfg, nullptr, &out);
+  count(out);
   return lw;
 }
 
@@ -89,10 +89,15 @@ std::unique_ptr<LinearWeight> KernelSelection::make_quantized_linear(Backend& ba
     cfg = quantized_linear_config(backend, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1]), quant);
   if (act) cfg[kActTileKey] = static_cast<int>(*act);
   if (!cache_dir) return backend.make_quantized_linear(w, quant, cfg);
-  bool hit = false;
-  auto lw = KernelCache(*cache_dir).get_or_quantize(backend, w, quant, cfg, &hit);
-  ++(hit ? cache_hits : cache_misses);
+  CacheOutcome out;
+  auto lw = KernelCache(*cache_dir).get_or_quantize(backend, w, quant, cfg, nullptr, &out);
+  count(out);
   return lw;
+}
+
+void KernelSelection::count(const CacheOutcome& out) {
+  ++(out.hit ? cache_hits : cache_misses);
+  if (!out.hit && !out.written) ++cache_not_written;
 }
 
 std::string KernelSelection::foreign_line() const {

@@ -272,6 +272,21 @@ class Server {
     if (opt_.port < 0 || opt_.port > 65535) throw UsageError("--port must be in [0, 65535]");
   }
 
+  // A body this server will not read (a framing it does not support, a Content-Length over
+  // the limit or not a number): `res` holds the error, the connection closes after it; true.
+  bool refuse_unread_body(const httplib::Request& req, httplib::Response& res) {
+    if (const std::string bad = framing_error(req); !bad.empty()) {
+      send_error(res, 400, bad);
+    } else if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
+      send_error(res, st, st == 413 ? over_limit_message()
+                                    : std::string("malformed Content-Length header (not a decimal number)"));
+    } else {
+      return false;
+    }
+    close_after_response(req);
+    return true;
+  }
+
   void setup_routes() {
     const std::size_t pool = static_cast<std::size_t>(opt_.parallel + opt_.queue + 4);
     http_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
@@ -288,20 +303,19 @@ class Server {
     http_.set_keep_alive_max_count(100);
     http_.set_keep_alive_timeout(2);  // an idle keep-alive connection holds a pool thread
 
+    // "Expect: 100-continue" is answered before the pre-routing handler runs: a body that
+    // would be refused gets its error instead of "100 Continue", so the client never sends it.
+    http_.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return refuse_unread_body(req, res) ? res.status : 100;
+    });
     http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      // An HTTP/1.0 client's "Connection: Keep-Alive" would get httplib's HTTP/1.1 answer
+      // with a Keep-Alive header but no "Connection: keep-alive", which such a client reads
+      // as "the server closes": it closes, with "Connection: close" saying so.
+      if (req.version == "HTTP/1.0") close_after_response(req);
       // Before any body byte is read: a client that declares more than the limit gets its
       // 413 at once, not after uploading it (or after the read timeout if it waits first).
-      if (const std::string bad = framing_error(req); !bad.empty()) {
-        send_error(res, 400, bad);
-        close_after_response(req);
-        return httplib::Server::HandlerResponse::Handled;
-      }
-      if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
-        send_error(res, st, st == 413 ? over_limit_message()
-                                      : std::string("malformed Content-Length header (not a decimal number)"));
-        close_after_response(req);
-        return httplib::Server::HandlerResponse::Handled;
-      }
+      if (refuse_unread_body(req, res)) return httplib::Server::HandlerResponse::Handled;
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "llmport/weights.hpp"
@@ -309,6 +310,47 @@ TEST(CliBench, FullContextPromptAndKernelCacheReport) {
     EXPECT_EQ(j[0].at("kernel_cache").at("hits"), run == 0 ? 0 : n_linears);
     EXPECT_EQ(j[0].at("kernel_cache").at("packed"), run == 0 ? n_linears : 0);
   }
+}
+
+// A directory where one entry's file belongs: the run still works with that weight packed
+// afresh, the counts say it was packed but not written, one warning names the path, and the
+// user's directory is left as it was.
+TEST(CliBench, ADirectoryInTheKernelCacheIsReportedNotReplaced) {
+  const auto model = shared_path("models/stories260K").string();
+  const ModelConfig cfg = load_model_config(model);
+  TempDir dir;
+  const auto cache = dir.path() / "kc";
+  std::vector<std::string> args = {"bench", model, "-p", "16", "-n", "2", "-r", "1", "-t", "1", "-o", "json",
+                                   "--no-roofline", "--kernel-cache", cache.string()};
+  const int n_linears = 7 * cfg.n_layers + 1;
+  auto first = run_llmport(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(first.err.find("kernel cache"), std::string::npos) << first.err;
+  const auto entry = std::filesystem::directory_iterator(cache)->path();
+  std::filesystem::remove(entry);
+  std::filesystem::create_directories(entry / "sub");
+  auto r = run_llmport(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto kc = nlohmann::json::parse(r.out)[0].at("kernel_cache");
+  EXPECT_EQ(kc.at("hits"), n_linears - 1);
+  EXPECT_EQ(kc.at("packed"), 1);
+  EXPECT_EQ(kc.at("written"), 0);
+  EXPECT_EQ(kc.at("not_written"), 1);
+  EXPECT_NE(r.err.find("warning: kernel cache " + entry.string() +
+                       ": cannot write (a directory is in its place, not a file; it was not replaced)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n') - std::count(first.err.begin(), first.err.end(), '\n'), 1)
+      << r.err;
+  EXPECT_TRUE(std::filesystem::is_directory(entry / "sub"));
+  // The markdown line says the same.
+  args[11] = "md";
+  auto md = run_llmport(args);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find(fmt::format("(kernel cache: {} hits, 0 packed and written, 1 packed but not written)",
+                                    n_linears - 1)),
+            std::string::npos)
+      << md.out;
 }
 
 TEST(CliBench, BadInputExits2) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -242,8 +243,13 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
   // A truncated file is repacked, not trusted.
   const auto file = dir.path() / KernelCache::key(TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, "cpu");
   ASSERT_TRUE(std::filesystem::exists(file));
-  std::filesystem::resize_file(file, std::filesystem::file_size(file) - 10);
+  const auto full = std::filesystem::file_size(file);
+  std::filesystem::resize_file(file, full - 10);
+  testing::internal::CaptureStderr();
   auto c = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            fmt::format("warning: kernel cache {} was damaged (truncated: {} bytes, expected {}); repacked\n",
+                        file.string(), full - 10, full));
   EXPECT_FALSE(hit);
   cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_TRUE(hit);
@@ -261,12 +267,117 @@ TEST(KernelCache, WritesOnceLoadsLaterAndInvalidatesOnChange) {
     f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(file)) - 8 - 5);
     f.write(&byte, 1);
   }
+  testing::internal::CaptureStderr();
   auto d = cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "warning: kernel cache " + file.string() +
+                " was damaged (the packed bytes do not match the hash stored with them); repacked\n");
   EXPECT_FALSE(hit);
   be->linear(*d, x.data(), 1, yd.data());
   EXPECT_EQ(yc, yd);
   cache.get_or_pack(*be, TensorView::f32(w.data(), 40, 33), DType::BF16, cfg, &hit);
   EXPECT_TRUE(hit);
+}
+
+// A directory where an entry's file belongs is the user's: never replaced or removed. The
+// weight is packed and served anyway, the outcome says it was not written, and one stderr
+// line per cache directory names the path and why.
+TEST(KernelCache, ADirectoryInPlaceOfAnEntryIsKeptAndTheMissIsNotWritten) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i));
+  const TensorView tv = TensorView::f32(w.data(), 40, 64);
+  const TileConfig cfg = {{"mr", 4}};
+  const auto file = dir.path() / KernelCache::key(tv, DType::BF16, cfg, "cpu");
+  std::filesystem::create_directories(file);
+  write_file(file / "mine.txt", "user data");
+  KernelCache cache(dir.path());
+  testing::internal::CaptureStderr();
+  CacheOutcome out;
+  bool hit = true;
+  auto a = cache.get_or_pack(*be, tv, DType::BF16, cfg, &hit, &out);
+  auto b = cache.get_or_pack(*be, tv, DType::BF16, cfg, nullptr, &out);  // the same again: no second line
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(hit);
+  EXPECT_FALSE(out.hit);
+  EXPECT_FALSE(out.written);
+  EXPECT_EQ(out.not_written, "a directory is in its place, not a file; it was not replaced");
+  EXPECT_EQ(err, "warning: kernel cache " + file.string() +
+                     ": cannot write (a directory is in its place, not a file; it was not replaced); the freshly "
+                     "packed weight serves this run only\n");
+  EXPECT_TRUE(std::filesystem::is_directory(file));
+  EXPECT_EQ(read_file(file / "mine.txt"), "user data");
+  EXPECT_FALSE(std::filesystem::exists(file.string() + ".tmp"));
+  // The weight served is the fresh pack: the outputs of a cache-less make_linear.
+  auto fresh = be->make_linear(tv, DType::BF16, cfg);
+  std::vector<float> x(64, 0.25f), ya(40), yf(40);
+  be->linear(*a, x.data(), 1, ya.data());
+  be->linear(*fresh, x.data(), 1, yf.data());
+  EXPECT_EQ(ya, yf);
+  // The same for a quantized entry, and a written miss says so.
+  const auto qfile = dir.path() / "q";
+  CacheOutcome qout;
+  KernelCache(qfile).get_or_quantize(*be, tv, QuantType::Q8_0, {{"act", 1}}, nullptr, &qout);
+  EXPECT_TRUE(qout.written);
+  EXPECT_EQ(qout.not_written, "");
+}
+
+// Each kind of damage: one warning naming the file and why, the weight repacked (a quantized
+// entry here) and the file rewritten, so the next load is a silent hit. A format-1 file
+// (no hash) is stale, not damaged: repacked without a warning.
+TEST(KernelCache, EachDamagedFileWarnsOnceAndIsRepacked) {
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 64);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::cos(static_cast<float>(i));
+  const TensorView tv = TensorView::f32(w.data(), 40, 64);
+  const TileConfig cfg = {{"act", 1}};
+  auto expect = [&](const std::function<void(const std::filesystem::path&)>& damage, const std::string& warning) {
+    TempDir dir;
+    KernelCache cache(dir.path());
+    CacheOutcome out;
+    cache.get_or_quantize(*be, tv, QuantType::Q8_0, cfg, nullptr, &out);
+    ASSERT_TRUE(out.written);
+    const auto file = std::filesystem::directory_iterator(dir.path())->path();
+    const std::string good = read_file(file);
+    damage(file);
+    testing::internal::CaptureStderr();
+    cache.get_or_quantize(*be, tv, QuantType::Q8_0, cfg, nullptr, &out);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(out.hit);
+    EXPECT_TRUE(out.written);
+    EXPECT_EQ(err, warning.empty() ? "" : "warning: kernel cache " + file.string() + " was damaged (" + warning +
+                                              "); repacked\n");
+    EXPECT_EQ(out.damaged, warning);
+    EXPECT_EQ(read_file(file), good);
+    testing::internal::CaptureStderr();
+    cache.get_or_quantize(*be, tv, QuantType::Q8_0, cfg, nullptr, &out);
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+    EXPECT_TRUE(out.hit);
+  };
+  auto edit = [](const std::filesystem::path& f, std::size_t at, char c) {
+    std::string b = read_file(f);
+    b[at] = c;
+    write_file(f, b);
+  };
+  const std::size_t hk = [&] {  // the header's length, the file's bytes 8..15
+    TempDir d;
+    KernelCache(d.path()).get_or_quantize(*be, tv, QuantType::Q8_0, cfg);
+    uint64_t n = 0;
+    std::memcpy(&n, read_file(std::filesystem::directory_iterator(d.path())->path()).data() + 8, 8);
+    return static_cast<std::size_t>(n);
+  }();
+  const std::size_t full = 16 + hk + be->quantized_packed_size(40, 64, QuantType::Q8_0) + 8;
+  expect([](const auto& f) { write_file(f, "LLMP"); }, fmt::format("truncated: 4 bytes, expected {}", full));
+  expect([&](const auto& f) { std::filesystem::resize_file(f, full - 1); },
+         fmt::format("truncated: {} bytes, expected {}", full - 1, full));
+  expect([&](const auto& f) { std::filesystem::resize_file(f, full + 3); },
+         fmt::format("extended: {} bytes, expected {}", full + 3, full));
+  expect([&](const auto& f) { edit(f, 0, 'X'); }, "not a kernel cache file: wrong magic bytes");
+  expect([&](const auto& f) { edit(f, 16 + 2, '#'); }, "its header is not the one its name was made from");
+  expect([&](const auto& f) { edit(f, 16 + hk + 3, static_cast<char>(read_file(f)[16 + hk + 3] ^ 1)); },
+         "the packed bytes do not match the hash stored with them");
+  expect([&](const auto& f) { edit(f, 6, '1'); }, "");  // format 1: stale
 }
 
 TEST(KernelCache, ContentHashDependsOnEveryByte) {

@@ -147,6 +147,53 @@ TEST_F(ServeBodies, UnreadBodiesAndBadFramingAreAnsweredAtOnceAndCloseTheConnect
   EXPECT_EQ(curl("GET", server_->url("/health")).status, 200);
 }
 
+// "Expect: 100-continue" with a Content-Length over the limit: the 413 (OpenAI error shape)
+// comes at once and no "100 Continue" before it, so the client never uploads; within the
+// limit the server does say "100 Continue" and then answers the body.
+TEST_F(ServeBodies, Expect100ContinueOverTheLimitGets413WithoutContinue) {
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           "Expect: 100-continue\r\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  int fd = raw_connect_send(server_->port(), head + "Content-Length: 9437184\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  const std::string got = read_until(fd, "}}", 5);
+  close(fd);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0) << got;
+  EXPECT_EQ(got.rfind("HTTP/1.1 413 Payload Too Large\r\n", 0), 0u) << got;
+  EXPECT_EQ(got.find("100 Continue"), std::string::npos) << got;
+  const auto j = nlohmann::json::parse(got.substr(got.find("\r\n\r\n") + 4));
+  EXPECT_EQ(j.at("error").at("message"), "request body over the limit of 8388608 bytes");
+  EXPECT_EQ(j.at("error").at("type"), "invalid_request_error");
+  EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got;
+  const std::string body = R"({"prompt":"Once upon a time","max_tokens":1,"temperature":0})";
+  fd = raw_connect_send(server_->port(), head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(read_until(fd, "\r\n\r\n", 5), "HTTP/1.1 100 Continue\r\n\r\n");
+  ::send(fd, body.data(), body.size(), MSG_NOSIGNAL);
+  const std::string ok = read_until(fd, "}}", 10);
+  close(fd);
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << ok;
+}
+
+// An HTTP/1.0 request with "Connection: Keep-Alive": httplib would answer with a
+// Keep-Alive header but no "Connection: keep-alive" (which such a client needs to reuse
+// the connection), so the server closes it and says so; the client reading to the end of
+// the stream gets the whole answer and the end (httplib closes at its keep-alive timeout,
+// 2 s, docs/serving.md), never hangs.
+TEST_F(ServeBodies, AnHttp10KeepAliveRequestGetsConnectionCloseAndTheStreamEnds) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int fd = raw_connect_send(server_->port(), "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");
+  ASSERT_GE(fd, 0);
+  const std::string got = read_until(fd, "\x01 never sent", 6);  // to the end of the stream
+  close(fd);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 4.0) << got;
+  const std::string headers = got.substr(0, got.find("\r\n\r\n"));
+  EXPECT_EQ(headers.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_NE(headers.find("Connection: close"), std::string::npos) << headers;
+  EXPECT_EQ(headers.find("Keep-Alive"), std::string::npos) << headers;
+  EXPECT_EQ(got.substr(got.find("\r\n\r\n") + 4), R"({"status":"ok"})");
+}
+
 TEST(ServeDisconnect, AHungUpNonStreamedRequestIsCancelledAndTheNextOneServed) {
   ServerProcess s({stories(), "--parallel", "1", "--queue", "0", "--ctx-size", "512", "--threads", "1",
                    "--test-step-delay-ms", "20"});

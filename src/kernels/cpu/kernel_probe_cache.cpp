@@ -4,11 +4,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "llmport/error.hpp"
 #include "llmport/kernel_probe.hpp"
@@ -38,13 +42,32 @@ int key_value(const nlohmann::json& v, const std::string& field) {
   return x;
 }
 
-// nullopt: no usable file (missing, or another machine's/level's); throws when damaged.
-std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& req) {
+// The file's text; ConfigError saying why it cannot be read (never a library's message).
+std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in) throw ConfigError(std::string("cannot be read: ") + std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
-  const nlohmann::json j = nlohmann::json::parse(ss.str());
+  if (in.bad()) throw ConfigError(std::string("cannot be read: ") + std::strerror(errno));
+  return ss.str();
+}
+
+// The text as JSON; ConfigError with the byte where the syntax breaks.
+nlohmann::json parse_text(const std::string& text) {
+  if (text.empty()) throw ConfigError("empty, not JSON");
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(fmt::format("not valid JSON (syntax error at byte {} of {})", e.byte, text.size()));
+  }
+}
+
+// nullopt: no usable file (missing, or another machine's/level's); throws ConfigError when
+// damaged.
+std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& req) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return std::nullopt;
+  const nlohmann::json j = parse_text(read_text(file));
   // An older build's file measured older kernels: stale, not damaged (measured again
   // without a warning, as another machine's file is).
   if (j.is_object() && j.contains("format_version") && j["format_version"].is_number_integer() &&
@@ -97,42 +120,91 @@ nlohmann::json to_json(const KernelProbe& p) {
           {"paths", paths},              {"chosen", chosen}};
 }
 
+namespace {
+// Typed fields of the probe file, named by their path ("paths[2].gflops") in ConfigError.
+const nlohmann::json& field(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  const std::string name = where.empty() ? key : where + "." + key;
+  if (!j.is_object()) throw ConfigError((where.empty() ? "the top level" : where) + ": expected an object");
+  const auto it = j.find(key);
+  if (it == j.end()) throw ConfigError(name + ": missing");
+  return *it;
+}
+std::string text(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  const nlohmann::json& v = field(j, where, key);
+  if (!v.is_string()) throw ConfigError((where.empty() ? key : where + "." + key) + ": expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+double number(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  const nlohmann::json& v = field(j, where, key);
+  if (!v.is_number()) throw ConfigError((where.empty() ? key : where + "." + key) + ": expected a number, got " + v.dump());
+  return v.get<double>();
+}
+int integer(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  return registry_json::to_int(field(j, where, key), where.empty() ? key : where + "." + key);
+}
+std::vector<std::string> texts(const nlohmann::json& j, const std::string& where, const std::string& key) {
+  const nlohmann::json& v = field(j, where, key);
+  const std::string name = where + "." + key;
+  if (!v.is_array()) throw ConfigError(name + ": expected a list of strings, got " + v.dump());
+  std::vector<std::string> out;
+  for (const auto& x : v) {
+    if (!x.is_string()) throw ConfigError(name + ": expected a list of strings, got " + x.dump());
+    out.push_back(x.get<std::string>());
+  }
+  return out;
+}
+
+MachineFingerprint fingerprint_from_json(const nlohmann::json& j) {
+  const nlohmann::json& f = field(j, "", "fingerprint");
+  MachineFingerprint m;
+  m.vendor = text(f, "fingerprint", "vendor");
+  m.family = integer(f, "fingerprint", "family");
+  m.model = integer(f, "fingerprint", "model");
+  m.stepping = integer(f, "fingerprint", "stepping");
+  m.isa_flags = texts(f, "fingerprint", "isa_flags");
+  m.threads = integer(f, "fingerprint", "threads");
+  m.llmport_version = text(f, "fingerprint", "llmport_version");
+  // The id must be the id of its fields: a hand-edited or mixed-up file is damaged.
+  if (f.contains("id") && text(f, "fingerprint", "id") != m.id())
+    throw ConfigError("fingerprint.id: not the id of the fingerprint's fields (" + m.id() + ")");
+  return m;
+}
+
+ProbePath path_from_json(const nlohmann::json& x, const std::string& where) {
+  ProbePath q;
+  q.op = text(x, where, "op");
+  q.key = text(x, where, "key");
+  q.value = key_value(field(x, where, "value"), where + ".value");
+  q.name = text(x, where, "name");
+  q.shape = text(x, where, "shape");
+  q.config = registry_json::to_int_map(field(x, where, "config"), where + ".config");
+  q.gflops = number(x, where, "gflops");
+  if (!(q.gflops >= 0)) throw ConfigError(where + ".gflops: expected a rate >= 0");
+  return q;
+}
+}  // namespace
+
 KernelProbe probe_from_json(const nlohmann::json& j) {
-  if (j.at("format").get<std::string>() != kFormat)
-    throw ConfigError("format: expected \"" + std::string(kFormat) + "\"");
-  if (registry_json::to_int(j.at("format_version"), "format_version") != kFormatVersion)
+  if (text(j, "", "format") != kFormat) throw ConfigError("format: expected \"" + std::string(kFormat) + "\"");
+  if (integer(j, "", "format_version") != kFormatVersion)
     throw ConfigError("format_version: expected " + std::to_string(kFormatVersion));
   KernelProbe p;
-  const nlohmann::json& f = j.at("fingerprint");
-  p.machine.vendor = f.at("vendor").get<std::string>();
-  p.machine.family = registry_json::to_int(f.at("family"), "fingerprint.family");
-  p.machine.model = registry_json::to_int(f.at("model"), "fingerprint.model");
-  p.machine.stepping = registry_json::to_int(f.at("stepping"), "fingerprint.stepping");
-  p.machine.isa_flags = f.at("isa_flags").get<std::vector<std::string>>();
-  p.machine.threads = registry_json::to_int(f.at("threads"), "fingerprint.threads");
-  p.machine.llmport_version = f.at("llmport_version").get<std::string>();
-  p.isa = j.at("isa").get<std::string>();
-  p.measured_at = j.at("measured_at").get<std::string>();
-  p.seconds = j.at("seconds").get<double>();
-  for (const auto& x : j.at("paths")) {
-    ProbePath q;
-    q.op = x.at("op").get<std::string>();
-    q.key = x.at("key").get<std::string>();
-    q.value = key_value(x.at("value"), "paths.value");
-    q.name = x.at("name").get<std::string>();
-    q.shape = x.at("shape").get<std::string>();
-    q.config = registry_json::to_int_map(x.at("config"), "paths.config");
-    q.gflops = x.at("gflops").get<double>();
-    if (!(q.gflops >= 0)) throw ConfigError("paths.gflops: expected a rate >= 0");
-    p.paths.push_back(q);
+  p.machine = fingerprint_from_json(j);
+  p.isa = text(j, "", "isa");
+  p.measured_at = text(j, "", "measured_at");
+  p.seconds = number(j, "", "seconds");
+  const nlohmann::json& paths = field(j, "", "paths");
+  if (!paths.is_array()) throw ConfigError("paths: expected a list, got " + std::string(paths.type_name()));
+  for (std::size_t i = 0; i < paths.size(); ++i) p.paths.push_back(path_from_json(paths[i], fmt::format("paths[{}]", i)));
+  const nlohmann::json& chosen = field(j, "", "chosen");
+  if (!chosen.is_object()) throw ConfigError("chosen: expected an object, got " + std::string(chosen.type_name()));
+  for (const auto& [op, c] : chosen.items()) {
+    const std::string where = "chosen." + op;
+    p.chosen[op] = {text(c, where, "key"), key_value(field(c, where, "value"), where + ".value"),
+                    key_value(field(c, where, "isa_default"), where + ".isa_default")};
   }
-  for (const auto& [op, c] : j.at("chosen").items())
-    p.chosen[op] = {c.at("key").get<std::string>(), key_value(c.at("value"), "chosen.value"),
-                    key_value(c.at("isa_default"), "chosen.isa_default")};
-  // What the file says was chosen must be what its own rates choose, and its id the id of
-  // its fields: a hand-edited or mixed-up file is damaged, not obeyed.
-  if (f.contains("id") && f.at("id").get<std::string>() != p.machine.id())
-    throw ConfigError("fingerprint.id: not the id of the fingerprint's fields (" + p.machine.id() + ")");
+  // What the file says was chosen must be what its own rates choose: a hand-edited file is
+  // damaged, not obeyed.
   if (p.chosen != choose_defaults(p.paths, p.isa))
     throw ConfigError("chosen: does not follow from the measured paths");
   return p;
@@ -142,19 +214,38 @@ fs::path probe_cache_file(const fs::path& dir, const MachineFingerprint& m) {
   return dir / ("cpu_" + m.id() + ".json");
 }
 
+namespace {
+// Why `file` is not a file that can be read and replaced ("" when it is one or is missing):
+// a directory in its place is the user's, never replaced.
+std::string not_a_file(const fs::path& file) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(file, ec);
+  if (fs::is_directory(st)) return "is a directory, not a file";
+  if (fs::exists(st) && !fs::is_regular_file(st)) return "is not a regular file";
+  return "";
+}
+}  // namespace
+
 KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   ProbeSource src;
   if (req.cache_dir) src.file = probe_cache_file(*req.cache_dir, req.machine);
-  if (src.file && !req.force) {
+  const std::string blocked = src.file ? not_a_file(*src.file) : "";
+  if (!blocked.empty())
+    std::cerr << "warning: kernel probe cache " << src.file->string() << " " << blocked
+              << "; it was not replaced, so the measurement serves this process only\n";
+  if (src.file && blocked.empty() && !req.force) {
     try {
       if (auto cached = read_cache(*src.file, req)) {
         src.from_cache = true;
         if (source) *source = src;
         return *cached;
       }
-    } catch (const std::exception& e) {
+    } catch (const ConfigError& e) {
       std::cerr << "warning: kernel probe cache " << src.file->string() << " is damaged (" << e.what()
                 << "); measuring again\n";
+    } catch (const std::exception&) {  // no cache trouble escapes, nor a library's wording
+      std::cerr << "warning: kernel probe cache " << src.file->string()
+                << " is damaged (its content is not a kernel probe); measuring again\n";
     }
   }
   KernelProbe p;
@@ -165,7 +256,7 @@ KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   p.paths = req.measure(req.isa);
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   p.chosen = choose_defaults(p.paths, p.isa);
-  if (src.file) {
+  if (src.file && blocked.empty()) {
     try {
       write_cache(*src.file, p);
       src.written = true;
