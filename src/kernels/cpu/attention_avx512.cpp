@@ -316,13 +316,16 @@ void attention_flash(const AttnArgs& a, int kvh, int t0, int t1, float* scratch)
     for (int r = r_first; r < rows; r += kScoreRows) {
       const int rb = imin(kScoreRows, rows - r);
       const float* qs[kScoreRows];
-      int jn[kScoreRows];
+      int jn[kScoreRows], jmax = 1;
       for (int i = 0; i < rb; ++i) {
         qs[i] = q_row(r + i);
         jn[i] = keys_of(r + i, j0);
+        jmax = imax(jmax, jn[i]);
       }
-      score_fn(rb, nv)(qs, kt, hd, a.scale, jn, mx + r, l + r, corr + r,
-                       p + static_cast<std::size_t>(r) * kTile);
+      // On the diagonal tile a row block sees fewer keys than the tile holds: score only
+      // the 16-key vectors it can see (P.V reads no p past a row's jn either).
+      score_fn(rb, imin(nv, (jmax + 15) / 16))(qs, kt, hd, a.scale, jn, mx + r, l + r, corr + r,
+                                                p + static_cast<std::size_t>(r) * kTile);
     }
     const float* vt = vbase + static_cast<std::size_t>(j0) * hd;  // [nk][hd]
     for (int z0 = 0; z0 < hz; z0 += kPvZmm) {
