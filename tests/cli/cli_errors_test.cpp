@@ -194,6 +194,30 @@ TEST(CliRunArgs, MissingModelIsReportedBeforeMissingPrompt) {
   EXPECT_NE(p.err.find("error: a prompt is required"), std::string::npos) << p.err;
 }
 
+// A bad local MODEL is reported before a prompt mistake (missing prompt, both --prompt and
+// --prompt-ids): the model is what the user must fix first.
+TEST(CliRunArgs, ABadModelIsReportedBeforeABadPrompt) {
+  TempDir t;  // a directory without config.json
+  const std::string missing = (t.path() / "no-such-model").string();
+  const std::vector<std::vector<std::string>> prompt_mistakes = {{}, {"--prompt", "a", "--prompt-ids", "1"}};
+  for (const auto& extra : prompt_mistakes) {
+    std::vector<std::string> args = {"run", missing};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "error: model '" + missing +
+                         "' not found: no such directory or file, and not a Hugging Face id org/name[@revision]\n");
+    args[1] = t.path().string();
+    const auto d = run_llmport(args);
+    EXPECT_EQ(d.exit_code, 2);
+    EXPECT_EQ(d.err, "error: " + t.path().string() + ": no config.json in this directory\n");
+  }
+  // An HF id that is not on disk: the prompt mistake first, no download attempted.
+  const auto hub = run_llmport({"run", "org/name", "--prompt", "a", "--prompt-ids", "1"});
+  EXPECT_EQ(hub.exit_code, 2);
+  EXPECT_EQ(hub.err, "error: give either --prompt or --prompt-ids, not both\n");
+}
+
 TEST(CliHelp, CheckAndVerifyListTheirExitCodes) {
   const auto c = run_llmport({"check", "--help"});
   EXPECT_EQ(c.exit_code, 0);
