@@ -218,10 +218,14 @@ TEST(CliRunArgs, ABadModelIsReportedBeforeABadPrompt) {
   EXPECT_EQ(hub.err, "error: give either --prompt or --prompt-ids, not both\n");
 }
 
-TEST(CliHelp, CheckAndVerifyListTheirExitCodes) {
+TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
   const auto c = run_llmport({"check", "--help"});
   EXPECT_EQ(c.exit_code, 0);
   for (const char* s : {"0 ACCEPT", "3 REJECT", "2 bad input"}) EXPECT_NE(c.out.find(s), std::string::npos) << s;
+  const auto d = run_llmport({"diagnosis", "--help"});
+  EXPECT_EQ(d.exit_code, 0);
+  for (const char* s : {"0 no layer flagged", "1 a layer flagged", "2 bad input", "3 architecture rejected"})
+    EXPECT_NE(d.out.find(s), std::string::npos) << s;
   const auto v = run_llmport({"verify", "--help"});
   EXPECT_EQ(v.exit_code, 0);
   for (const char* s : {"0 PASS", "1 FAIL", "2 bad input", "3 architecture rejected"})
