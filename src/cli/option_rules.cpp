@@ -10,13 +10,14 @@
 namespace llmport::cli {
 namespace {
 
-// (command, option long name) pairs whose empty value is meaningful: run keeps --prompt
-// and --system in std::optional, so "" is an empty prompt / an empty system turn, not
-// "not given".
+// (command, option) pairs whose empty value is meaningful: run keeps --prompt and --system
+// in std::optional, so "" is an empty prompt / an empty system turn, not "not given";
+// `tokenize MODEL ""` prints the ids of the empty text ([] or the BOS).
 bool empty_allowed(const CLI::App& app, const CLI::Option& o) {
-  static const std::set<std::pair<std::string, std::string>> allowed = {{"run", "prompt"}, {"run", "system"}};
+  static const std::set<std::pair<std::string, std::string>> allowed = {
+      {"run", "--prompt"}, {"run", "--system"}, {"tokenize", "TEXT"}};
   for (const auto& [cmd, name] : allowed)
-    if (app.get_name() == cmd && o.check_lname(name)) return true;
+    if (app.get_name() == cmd && o.check_name(name)) return true;
   return false;
 }
 

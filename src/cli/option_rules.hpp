@@ -8,7 +8,8 @@ namespace llmport::cli {
 /// Walks `app` and its subcommands (nested ones too) and adds to each value-taking option:
 /// - an empty value is a usage error ("--kernel-cache: empty value"): most string options
 ///   read "" as "not given" and would silently run something else than asked. The few
-///   whose empty value means something (run's --prompt "" / --system "") are exempt.
+///   whose empty value means something (run's --prompt "" / --system "", tokenize's
+///   TEXT "") are exempt.
 /// - a numeric option (INT / UINT / FLOAT) that does not parse says "expects a whole
 ///   number, got 'abc'" / "expects a finite number, got 'abc'" like the range checks of
 ///   option_checks.hpp, instead of CLI11's "Could not convert: --x = abc".

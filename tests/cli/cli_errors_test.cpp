@@ -128,6 +128,9 @@ TEST(CliParseErrors, AnEmptyValueOfAnyStringOptionIsAUsageError) {
   // run keeps --prompt in an optional: "" is an empty prompt (BOS only), still accepted.
   const auto empty_prompt = run_llmport({"run", m, "--prompt", "", "--n-tokens", "2"});
   EXPECT_EQ(empty_prompt.exit_code, 0) << empty_prompt.err;
+  // tokenize's TEXT "" is the empty text (its ids), not "not given".
+  const auto empty_text = run_llmport({"tokenize", m, ""});
+  EXPECT_EQ(empty_text.exit_code, 0) << empty_text.err;
 }
 
 // A number that does not parse, and a value outside a range, read like every other error
