@@ -35,4 +35,9 @@ struct ResolvedModel {
 /// model.safetensors.index.json.
 ResolvedModel resolve_model(const std::string& model, const ResolveOptions& opt = {});
 
+/// True when resolve_model(model) would go to the HF cache or the network: nothing exists at
+/// the path `model` and it reads as an id org/name[@revision]. Lets a command check its
+/// other arguments before a download, and a local MODEL before its other arguments.
+bool is_hub_model(const std::string& model);
+
 }  // namespace llmport

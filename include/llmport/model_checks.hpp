@@ -52,11 +52,36 @@ std::vector<std::string> config_consistency_problems(const ModelConfig& cfg, con
 /// (F32, BF16, F16); reads every byte of the view (pages it in).
 std::size_t count_non_finite(const TensorView& t) noexcept;
 
+/// The magnitude above which a weight breaks the forward pass although it is finite:
+/// sqrt(FLT_MAX) (about 1.84e19). Every residual row goes through an RMSNorm whose fp32
+/// sum of squares overflows once one element exceeds sqrt(FLT_MAX); a weight w reaches the
+/// residual stream as w * x with x a unit-scale activation (RMSNorm outputs have RMS 1), so
+/// |w| > sqrt(FLT_MAX) overflows there (the row normalizes to 0, or NaN next to an Inf) and
+/// the same bound holds for q.k products in attention. bf16 and fp32 checkpoints can hold
+/// such values (up to 3.4e38); fp16 cannot.
+float overflow_magnitude() noexcept;
+/// fp16's largest finite value: a weight above it becomes Inf when converted (--dtype fp16).
+inline constexpr float kF16Max = 65504.0f;
+
+/// What scan_tensor_values found in one tensor (F32, BF16, F16; reads every byte of the view).
+struct ValueScan {
+  std::size_t non_finite = 0;   ///< NaN / +-Inf elements
+  std::size_t overflowing = 0;  ///< finite elements with |v| > overflow_magnitude()
+  std::size_t above_f16 = 0;    ///< finite elements with |v| > kF16Max (includes overflowing)
+  /// First element with |v| > overflow_magnitude(), else the first above kF16Max (flat
+  /// index into the tensor, its value); meaningful when overflowing or above_f16 > 0.
+  std::size_t first_large_index = 0;
+  float first_large_value = 0.0f;
+};
+ValueScan scan_tensor_values(const TensorView& t) noexcept;
+
 /// Runs the phase-0 checks on a model directory (or its config.json path): config
 /// (gate ACCEPT + full resolution, with `max_seq` as for load_model_config),
 /// config_consistency, weights (WeightStore::open: every layer, every tensor, right shape,
-/// nothing unconsumed), and with `scan_values` also weights_finite (no NaN/Inf in any
-/// consumed tensor; reads all weight bytes, ~1 s per few GB). Never throws for model
+/// nothing unconsumed), and with `scan_values` also weights_finite (no NaN/Inf and no
+/// |value| > overflow_magnitude() in any consumed tensor, a bad-input failure naming file,
+/// tensor, index and value; values above kF16Max only add a warning, since only --dtype
+/// fp16 cannot hold them; reads all weight bytes, ~1 s per few GB). Never throws for model
 /// problems; see Phase0Report.
 Phase0Report check_model_dir(const std::filesystem::path& dir, std::optional<int> max_seq = std::nullopt,
                              bool scan_values = false);

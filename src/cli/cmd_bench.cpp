@@ -585,10 +585,11 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("-p,--n-prompt", a->prompts, "Prompt lengths, comma separated (default 512)");
                        sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
-                       sub.add_option("-t,--threads", a->thread_list,
+                       auto threads_text = std::make_shared<std::string>("0");
+                       sub.add_option("-t,--threads", *threads_text,
                                       "Threads, comma separated: one run per count (0 = all cores; default 0)")
-                           ->delimiter(',')
-                           ->check(thread_count());
+                           ->type_name("N[,N...]")
+                           ->check(comma_list(thread_count()));
                        sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization "
                                                            "(default: checkpoint dtype)");
                        sub.add_option("--quantize-lm-head", a->quantize_lm_head,
@@ -602,7 +603,11 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("--compare", a->compare,
                                       "llama-bench -o json (or jsonl) results of the same shapes: print llama.cpp's "
                                       "tokens/s and the ratio beside each test");
-                       return [a] { return run_bench(*a); };
+                       return [a, threads_text] {
+                         a->thread_list.clear();
+                         for (const auto& t : split_commas(*threads_text)) a->thread_list.push_back(std::stoi(t));
+                         return run_bench(*a);
+                       };
                      }});
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `llmport check MODEL [--json] [--max-seq N] [--weights] [--scan-values]`: the
 // architecture gate, and with --weights the phase-0 checks (every tensor loadable with the
-// right shape; --scan-values also rejects NaN/Inf weights).
+// right shape; --scan-values also rejects NaN/Inf weights and weights whose square overflows
+// fp32, see overflow_magnitude in llmport/model_checks.hpp).
 #include <iostream>
 #include <optional>
 #include <string>
@@ -125,7 +126,9 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                        sub.add_flag("--weights", a->weights,
                                     "also run the phase-0 checks: load every tensor and check its shape");
                        sub.add_flag("--scan-values", a->scan_values,
-                                    "with --weights (implied): also fail on NaN/Inf in any weight (reads all bytes)");
+                                    "with --weights (implied): also fail on NaN/Inf or |w| > sqrt(FLT_MAX) ~ 1.84e19 (its "
+                                    "square overflows fp32) in any weight; warn on |w| > 65504 (fp16's max); reads "
+                                    "all bytes");
                        return [a] {
                          if (a->scan_values) a->weights = true;
                          return run_check(*a);

@@ -1,6 +1,7 @@
 // `llmport diagnosis MODEL --prompt TEXT`: per-layer cosine of the engine against the
 // oracle or a golden file; markdown (default), JSON (--json), SVG plot (--svg FILE).
 // Flags are not a gate: exit 0 unless the input is bad.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -141,12 +142,18 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   }
   if (a.json) std::cout << d.to_json().dump(1) << "\n";
   else std::cout << d.to_markdown();
-  return kExitOk;
+  // A flagged layer is a failed check (the project's exit 1), so scripts and `make
+  // diagnosis` see it without parsing the report.
+  const bool flagged = std::any_of(d.rows.begin(), d.rows.end(), [](const DiagnosisRow& r) { return r.flagged; });
+  return flagged ? kExitCheckFailed : kExitOk;
 }
 
 Registrar reg{Command{
     "diagnosis", "Per-layer cosine of the engine against a reference; flags the first suspicious layer",
     [](CLI::App& sub) -> std::function<int()> {
+      sub.footer("exit codes: 0 no layer flagged, 1 a layer flagged (the report names the first suspicious "
+                 "layer and why), 2 bad input (model, prompt, golden, output path, flag), 3 architecture "
+                 "rejected");
       auto a = std::make_shared<DiagArgs>();
       add_model_arg(sub, &a->model);
       sub.add_option("--prompt", a->prompt, "prompt text (or ids with --prompt-ids)");

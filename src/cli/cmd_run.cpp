@@ -26,6 +26,7 @@
 #include "llmport/chat_template.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
+#include "llmport/hub.hpp"
 #include "llmport/generate.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
@@ -127,11 +128,9 @@ std::filesystem::path files_dir(const ModelConfig& cfg, const std::string& dir) 
   return cfg.dir.empty() ? std::filesystem::path(dir) : cfg.dir;
 }
 
-// The flags must name one mode (one-shot or --chat) with the inputs it needs; checked before
-// anything is read, so a usage mistake is the first thing said. MODEL first: with no
-// arguments at all, the missing model is the first thing to say.
+// The flags must name one mode (one-shot or --chat) with the inputs it needs. Checked after a
+// local MODEL resolved (see run_run) and before anything else is read.
 void check_mode(const RunArgs& a) {
-  if (a.model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
   if (a.prompt && a.prompt_ids) throw UsageError("give either --prompt or --prompt-ids, not both");
   if (a.chat && (a.prompt || a.prompt_ids || a.json))
     throw UsageError("--chat reads the conversation from stdin: drop --prompt / --prompt-ids / --json");
@@ -354,9 +353,14 @@ void finish_text(const RunArgs& a, const Engine& engine, const EngineOptions& eo
 }
 
 int run_run(const RunArgs& a) {
-  check_mode(a);
+  // MODEL first: a missing or broken model (no such path, no config.json, a bad config) is
+  // the first thing said, before any prompt mistake. An HF id not on disk is resolved after
+  // the prompt flags: a usage mistake must not wait for a download.
+  const bool hub_id = is_hub_model(a.model);
+  if (hub_id) check_mode(a);
   const std::string dir = resolve_model_dir(a.model);
   const ModelConfig cfg = load_model_config(dir, context_cap(a.max_seq));
+  if (!hub_id) check_mode(a);
   const int context = model_context(cfg);
   if (!a.dtype)
     if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << printable(*w) << "\n";

@@ -28,7 +28,6 @@ struct ServeArgs {
   bool ctx_size_given = false;
   int queue = 16;
   std::string api_key;
-  bool api_key_given = false;
   std::optional<std::string> dtype;
   std::string quantize_lm_head;
   std::optional<int> threads;
@@ -49,9 +48,6 @@ int run_serve(const ServeArgs& a) {
   o.ctx_size = a.ctx_size;
   o.ctx_size_given = a.ctx_size_given;
   o.queue = a.queue;
-  // An empty key (an unset $KEY) would switch authentication off without a word.
-  if (a.api_key_given && a.api_key.empty())
-    throw UsageError("--api-key: empty key (omit the flag to serve without authentication)");
   o.api_key = a.api_key;
   o.chat_template_file = a.chat_template_file;
   o.model_name = a.model_name;
@@ -102,18 +98,26 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        add_model_arg(sub, &a->model);
                        sub.add_option("--host", a->host, "address to bind (default 127.0.0.1: loopback only)");
                        sub.add_option("--port", a->port, "TCP port (0: any free port; the bound one is printed)")
-                           ->check(CLI::Range(0, 65535));
+                           ->check(in_range(0, 65535));
                        sub.add_option("--parallel", a->parallel, "sequence slots decoded together")
-                           ->check(CLI::Range(1, 256));
+                           ->check(in_range(1, 256));
                        CLI::Option* ctx =
                            sub.add_option("--ctx-size,-c", a->ctx_size,
                                           "total KV-cache budget in tokens, shared by the slots (each: ctx-size / "
                                           "parallel, at most the model's context; default 4096)")
                                ->check(at_least(2));
                        sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
-                           ->check(CLI::Range(0, 4096));
-                       CLI::Option* key =
-                           sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+                           ->check(in_range(0, 4096));
+                       // An empty key (an unset $KEY) would switch authentication off without a
+                       // word; said here, before the generic "empty value" of option_rules.
+                       sub.add_option("--api-key", a->api_key, "require 'Authorization: Bearer KEY' on /v1/*")
+                           ->check(CLI::Validator(
+                               [](std::string& k) {
+                                 return k.empty() ? std::string("empty key (omit the flag to serve without "
+                                                                "authentication)")
+                                                  : std::string();
+                               },
+                               "", "API_KEY"));
                        sub.add_option("--dtype", a->dtype, "weight compute dtype: bf16 | fp16 | fp32, or q8_0 | "
                                                            "q4_0 weight-only quantization (default: the checkpoint's "
                                                            "or the deployment's)");
@@ -129,17 +133,16 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        sub.add_option("--model-name", a->model_name, "the `model` of responses (default: directory name)");
                        sub.add_option("--prefill-chunk", a->prefill_chunk,
                                       "prompt tokens prefilled per step, all slots together")
-                           ->check(CLI::Range(1, 65536));
+                           ->check(in_range(1, 65536));
                        sub.add_option("--shutdown-grace", a->shutdown_grace,
                                       "SIGINT/SIGTERM: seconds in-flight requests may still finish")
                            ->check(in_range(0, 3600));
                        sub.add_option("--test-step-delay-ms", a->test_step_delay_ms,
                                       "test-only: pause after every batched step")
-                           ->check(CLI::Range(0, 10000))
+                           ->check(in_range(0, 10000))
                            ->group("");
-                       return [a, ctx, key] {
+                       return [a, ctx] {
                          a->ctx_size_given = ctx->count() > 0;
-                         a->api_key_given = key->count() > 0;
                          return run_serve(*a);
                        };
                      }}};

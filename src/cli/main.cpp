@@ -8,24 +8,10 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/command.hpp"
+#include "cli/option_rules.hpp"
 #include "cli/version.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
-
-namespace {
-
-// `--dtype ''` or `--quantize-lm-head ''` would read as "not given" downstream (the
-// checkpoint's dtype, an unquantized lm_head) and run something else than asked: an empty
-// value of these options is a usage error, on every command that has them.
-void refuse_empty_values(CLI::App& app) {
-  const CLI::Validator non_empty(
-      [](std::string& v) { return v.empty() ? std::string("empty value") : std::string(); }, "", "NON_EMPTY");
-  for (CLI::Option* o : app.get_options())
-    if (o->check_lname("dtype") || o->check_lname("quantize-lm-head")) o->check(non_empty);
-  for (CLI::App* s : app.get_subcommands([](CLI::App*) { return true; })) refuse_empty_values(*s);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace llmport;
@@ -46,7 +32,7 @@ int main(int argc, char** argv) {
     auto fn = c.setup(*sub);
     sub->callback([&run, fn] { run = fn; });
   }
-  refuse_empty_values(app);
+  cli::apply_option_rules(app);
   // CLI11 reads an unknown first word as a missing subcommand ("A subcommand is required"):
   // name it instead.
   if (argc > 1 && argv[1][0] != '-' &&

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace llmport::cli {
 namespace {
@@ -69,6 +70,32 @@ CLI::Validator in_range(double lo, double hi, bool lo_open) {
         return {};
       },
       "in " + interval);
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
+    out.push_back(s.substr(start, comma - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
+CLI::Validator comma_list(CLI::Validator element) {
+  const std::string desc = element.get_description();
+  return CLI::Validator(
+      [element](std::string& s) -> std::string {
+        if (s.empty()) return std::string("empty value");
+        const auto items = split_commas(s);
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          std::string item = items[i];
+          if (item.empty()) return fmt::format("empty element {} in '{}'", i + 1, s);
+          if (std::string e = element(item); !e.empty())
+            return items.size() == 1 ? e : fmt::format("element '{}': {}", items[i], e);
+        }
+        return {};
+      },
+      desc.empty() ? "comma list" : "comma list, each " + desc);
 }
 
 }  // namespace llmport::cli

@@ -2,6 +2,9 @@
 // CLI11 validators with plain messages: CLI11's own PositiveNumber / Range print
 // "Value 0 not in range 0.000000 to 1.797693e+308"; these say "must be >= 1, got 0".
 // CLI11 prefixes the option name, so the user sees "--n-tokens: must be >= 1, got 0".
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace llmport::cli {
@@ -14,5 +17,12 @@ CLI::Validator above(double min);
 CLI::Validator thread_count();
 /// Accepts a number in [lo, hi], or (lo, hi] when lo_open (help shows the interval).
 CLI::Validator in_range(double lo, double hi, bool lo_open = false);
+/// Accepts "a,b,c" whose every element passes `element`; an empty element ("1,,2", "1,",
+/// ",1") is refused naming it ("empty element 2 in '1,,2'"), an element that fails says
+/// which ("element '99': must be ..."). CLI11's own delimiter drops empty elements before
+/// any check runs, so comma lists are a string option with this check plus split_commas.
+CLI::Validator comma_list(CLI::Validator element);
+/// Splits a list comma_list accepted into its elements.
+std::vector<std::string> split_commas(const std::string& s);
 
 }  // namespace llmport::cli

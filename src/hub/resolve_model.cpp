@@ -90,6 +90,11 @@ ResolvedModel download(const ModelId& id, const HubEnv& env, const RepoCache& ca
 
 }  // namespace
 
+bool is_hub_model(const std::string& model) {
+  std::error_code ec;
+  return !model.empty() && !fs::exists(model, ec) && parse_model_id(model).has_value();
+}
+
 ResolvedModel resolve_model(const std::string& model, const ResolveOptions& opt) {
   if (model.empty()) throw UsageError("MODEL is empty: give a model directory or a Hugging Face id org/name");
   std::error_code ec;

@@ -3,7 +3,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "llmport/architecture.hpp"
 #include "llmport/dtype.hpp"
@@ -83,6 +86,90 @@ std::size_t count_non_finite(const TensorView& t) noexcept {
   return bad;
 }
 
+float overflow_magnitude() noexcept { return std::sqrt(std::numeric_limits<float>::max()); }
+
+namespace {
+
+float element(const unsigned char* p, DType dtype, std::size_t i) noexcept {
+  if (dtype == DType::F32) {
+    float f;
+    std::memcpy(&f, p + 4 * i, 4);  // views may be unaligned inside the file
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return dtype == DType::BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+}  // namespace
+
+ValueScan scan_tensor_values(const TensorView& t) noexcept {
+  ValueScan s;
+  const float limit = overflow_magnitude();
+  const auto n = static_cast<std::size_t>(t.numel());
+  const auto* p = static_cast<const unsigned char*>(t.data);
+  bool have_overflow = false, have_f16 = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = element(p, t.dtype, i);
+    if (!std::isfinite(v)) {
+      ++s.non_finite;
+      continue;
+    }
+    const float a = std::fabs(v);
+    if (a <= kF16Max) continue;
+    ++s.above_f16;
+    if (a > limit) ++s.overflowing;
+    if ((a > limit && !have_overflow) || !have_f16) {
+      s.first_large_index = i;
+      s.first_large_value = v;
+    }
+    have_f16 = true;
+    have_overflow = have_overflow || a > limit;
+  }
+  return s;
+}
+
+namespace {
+
+std::string at(const TensorView& v, const std::string& name, std::size_t index, float value) {
+  return fmt::format("{}: {}[{}] = {:g}", v.file.string(), name, index, value);
+}
+
+// weights_finite: NaN/Inf, and finite values whose square overflows fp32 (see
+// overflow_magnitude), fail; values only fp16 cannot hold are a warning.
+template <class Fail>
+void scan_weight_values(const WeightStore& ws, const std::vector<TensorSpec>& specs, Phase0Report& r, Fail& fail) {
+  std::size_t non_finite = 0, overflowing = 0, above_f16 = 0;
+  std::string first_bad, first_f16;
+  for (const auto& s : specs) {
+    const TensorView& v = ws.get(s.name);
+    const ValueScan scan = scan_tensor_values(v);
+    if (scan.non_finite && first_bad.empty())
+      first_bad = v.file.string() + ": " + s.name + ": " + std::to_string(scan.non_finite) + " NaN/Inf values";
+    if (scan.overflowing && first_bad.empty())
+      first_bad = fmt::format("{}: |value| > sqrt(FLT_MAX) = {:.3g}, its square overflows fp32 (RMSNorm's sum "
+                              "of squares, attention's q.k)",
+                              at(v, s.name, scan.first_large_index, scan.first_large_value), overflow_magnitude());
+    if (scan.above_f16 && first_f16.empty()) first_f16 = at(v, s.name, scan.first_large_index, scan.first_large_value);
+    non_finite += scan.non_finite;
+    overflowing += scan.overflowing;
+    above_f16 += scan.above_f16;
+  }
+  if (above_f16 > overflowing)
+    r.warnings.push_back(fmt::format("{} weight(s) above fp16's max {:g} (first {}): --dtype fp16 turns them into Inf",
+                                     above_f16, kF16Max, first_f16));
+  if (non_finite + overflowing == 0)
+    r.checks.push_back({"weights_finite", true,
+                        fmt::format("no NaN/Inf and no |value| > sqrt(FLT_MAX) = {:.3g} in {} tensors",
+                                    overflow_magnitude(), specs.size())});
+  else
+    fail("weights_finite",
+         fmt::format("{} ({} NaN/Inf, {} overflowing in all tensors)", first_bad, non_finite, overflowing),
+         kExitBadInput);
+}
+
+}  // namespace
+
 Phase0Report check_model_dir(const std::filesystem::path& dir, std::optional<int> max_seq, bool scan_values) {
   Phase0Report r;
   auto fail = [&](const std::string& name, const std::string& msg, int code) {
@@ -138,20 +225,7 @@ Phase0Report check_model_dir(const std::filesystem::path& dir, std::optional<int
     d.precision(1);
     d << static_cast<double>(r.total_bytes) / 1e6 << " MB, stored " << dtype_name(ws.stored_dtype());
     r.checks.push_back({"weights", true, d.str()});
-    if (scan_values) {
-      std::size_t total_bad = 0;
-      std::string first;
-      for (const auto& s : specs) {
-        const TensorView& v = ws.get(s.name);
-        const std::size_t bad = count_non_finite(v);
-        if (bad && first.empty()) first = v.file.string() + ": " + s.name + ": " + std::to_string(bad) + " NaN/Inf values";
-        total_bad += bad;
-      }
-      if (total_bad == 0)
-        r.checks.push_back({"weights_finite", true, "no NaN/Inf in " + std::to_string(specs.size()) + " tensors"});
-      else
-        fail("weights_finite", first + " (" + std::to_string(total_bad) + " in all tensors)", kExitBadInput);
-    }
+    if (scan_values) scan_weight_values(ws, specs, r, fail);
   } catch (const Error& e) {
     fail("weights", e.what(), e.exit_code());
   }

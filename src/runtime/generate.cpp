@@ -25,7 +25,8 @@ void check_finite_logits(std::span<const float> logits, int step, long position)
                   std::to_string(logits.size()) + " values are " + (any_nan ? "NaN/Inf" : "Inf") +
                   " (first at id " + std::to_string(first) +
                   "); the weights or the forward pass produce non-finite values "
-                  "(`llmport check MODEL --scan-values` finds NaN/Inf weights)");
+                  "(`llmport check MODEL --scan-values` finds NaN/Inf weights and weights above sqrt(FLT_MAX), "
+                  "whose square overflows fp32)");
 }
 
 GenerateResult generate(Engine& engine, std::span<const int> prompt, const GenerateOptions& opt,

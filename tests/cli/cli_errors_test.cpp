@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "llmport/kernels.hpp"
 #include "support/test_support.hpp"
 
@@ -95,6 +97,97 @@ TEST(CliParseErrors, AnEmptyDtypeOrLmHeadFormatIsAUsageError) {
   }
 }
 
+// Every string option (not only --dtype): an empty value used to read as "not given" (no
+// kernel cache, the default workspace, ...). One row per command family; main.cpp applies
+// the rule to the whole command tree (option_rules.cpp).
+TEST(CliParseErrors, AnEmptyValueOfAnyStringOptionIsAUsageError) {
+  const std::string m = stories();
+  const std::vector<std::vector<std::string>> cases = {
+      {"bench", m, "--kernel-cache", ""},        {"bench", m, "--registry", ""},
+      {"bench", m, "--compare", ""},             {"bench", m, "--output", ""},
+      {"run", m, "--prompt", "hi", "--registry", ""},
+      {"deploy", m, "--name", ""},               {"deploy", m, "--workspace", ""},
+      {"deploy", m, "--reference", ""},          {"diagnosis", m, "--svg", ""},
+      {"diagnosis", m, "--out", ""},             {"perplexity", m, "--save-logits", ""},
+      {"verify", m, "--report-dir", ""},         {"serve", m, "--host", ""},
+      {"serve", m, "--model-name", ""},          {"synth", "--preset", ""},
+      {"status", "--workspace", ""},             {"chat-template", m, "--template", ""},
+      {"tokenize", m, "--jsonl", ""},            {"kernels", "validate", m, "--registry", ""},
+      {"regress", "--workspace", ""}};
+  for (const auto& args : cases) {
+    const std::string& flag = args[args.size() - 2];
+    SCOPED_TRACE(args[0] + " " + flag);
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("error: " + flag + ": empty value (see llmport " + args[0], 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  const auto model = run_llmport({"run", "", "--prompt", "hi"});
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_EQ(model.err, "error: MODEL: empty value (see llmport run --help)\n");
+  // run keeps --prompt in an optional: "" is an empty prompt (BOS only), still accepted.
+  const auto empty_prompt = run_llmport({"run", m, "--prompt", "", "--n-tokens", "2"});
+  EXPECT_EQ(empty_prompt.exit_code, 0) << empty_prompt.err;
+  // tokenize's TEXT "" is the empty text (its ids), not "not given".
+  const auto empty_text = run_llmport({"tokenize", m, ""});
+  EXPECT_EQ(empty_text.exit_code, 0) << empty_text.err;
+}
+
+// A number that does not parse, and a value outside a range, read like every other error
+// (not CLI11's "Could not convert: --x = abc" / "Value 70000 not in range 0 to 65535").
+TEST(CliParseErrors, NumbersThatDoNotParseUseTheProjectWording) {
+  const std::string m = stories();
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"deploy", m, "--min-top1", "abc"}, "error: --min-top1: expects a finite number, got 'abc'"},
+      {{"deploy", m, "--min-top1", "nan"}, "error: --min-top1: expects a finite number, got 'nan'"},
+      {{"run", m, "--prompt", "hi", "--n-tokens", "1.5"}, "error: --n-tokens: expects a whole number, got '1.5'"},
+      {{"run", m, "--prompt", "hi", "--top-k", "x"}, "error: --top-k: expects a finite number, got 'x'"},
+      {{"run", m, "--prompt", "hi", "--seed", "-1"}, "error: --seed: expects a whole number >= 0, got '-1'"},
+      {{"bench", m, "-r", "two"}, "error: --repetitions: expects a whole number, got 'two'"},
+      {{"serve", m, "--port", "70000"}, "error: --port: must be in [0, 65535], got 70000"},
+      {{"serve", m, "--parallel", "0"}, "error: --parallel: must be in [1, 256], got 0"},
+      {{"serve", m, "--queue", "q"}, "error: --queue: expects a finite number, got 'q'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    const auto r = run_llmport(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind(c.want + " (see llmport " + c.args[0] + " --help)", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find("Could not convert"), std::string::npos) << r.err;
+  }
+}
+
+// bench -t is a comma list: CLI11's delimiter silently dropped the empty element of
+// "1,,2" (two runs instead of an error); each element is checked and named.
+TEST(CliParseErrors, ACommaListWithAnEmptyOrBadElementIsAUsageError) {
+  const std::string m = stories();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"1,,2", "error: --threads: empty element 2 in '1,,2'"},
+      {"1,", "error: --threads: empty element 2 in '1,'"},
+      {",1", "error: --threads: empty element 1 in ',1'"},
+      {"", "error: --threads: empty value"},
+      {"1,x", "error: --threads: element 'x': expects a finite number, got 'x'"},
+      {"1,100000", "error: --threads: element '100000': " + threads_error("100000").substr(18)},
+  };
+  for (const auto& [list, want] : cases) {
+    SCOPED_TRACE(list);
+    const auto r = run_llmport({"bench", m, "--no-roofline", "-t", list});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err, want + " (see llmport bench --help)\n");
+  }
+  // A good list still makes one run per count.
+  const auto ok = run_llmport({"bench", m, "--no-roofline", "-p", "4", "-n", "1", "-r", "1", "-t", "1,2", "-o", "json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto j = nlohmann::json::parse(ok.out);
+  std::set<int> threads;
+  for (const auto& row : j) threads.insert(row.at("threads").get<int>());
+  EXPECT_EQ(threads, (std::set<int>{1, 2})) << ok.out;
+}
+
 TEST(CliRunArgs, MissingModelIsReportedBeforeMissingPrompt) {
   const auto r = run_llmport({"run"});
   EXPECT_EQ(r.exit_code, 2);
@@ -104,10 +197,38 @@ TEST(CliRunArgs, MissingModelIsReportedBeforeMissingPrompt) {
   EXPECT_NE(p.err.find("error: a prompt is required"), std::string::npos) << p.err;
 }
 
-TEST(CliHelp, CheckAndVerifyListTheirExitCodes) {
+// A bad local MODEL is reported before a prompt mistake (missing prompt, both --prompt and
+// --prompt-ids): the model is what the user must fix first.
+TEST(CliRunArgs, ABadModelIsReportedBeforeABadPrompt) {
+  TempDir t;  // a directory without config.json
+  const std::string missing = (t.path() / "no-such-model").string();
+  const std::vector<std::vector<std::string>> prompt_mistakes = {{}, {"--prompt", "a", "--prompt-ids", "1"}};
+  for (const auto& extra : prompt_mistakes) {
+    std::vector<std::string> args = {"run", missing};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "error: model '" + missing +
+                         "' not found: no such directory or file, and not a Hugging Face id org/name[@revision]\n");
+    args[1] = t.path().string();
+    const auto d = run_llmport(args);
+    EXPECT_EQ(d.exit_code, 2);
+    EXPECT_EQ(d.err, "error: " + t.path().string() + ": no config.json in this directory\n");
+  }
+  // An HF id that is not on disk: the prompt mistake first, no download attempted.
+  const auto hub = run_llmport({"run", "org/name", "--prompt", "a", "--prompt-ids", "1"});
+  EXPECT_EQ(hub.exit_code, 2);
+  EXPECT_EQ(hub.err, "error: give either --prompt or --prompt-ids, not both\n");
+}
+
+TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
   const auto c = run_llmport({"check", "--help"});
   EXPECT_EQ(c.exit_code, 0);
   for (const char* s : {"0 ACCEPT", "3 REJECT", "2 bad input"}) EXPECT_NE(c.out.find(s), std::string::npos) << s;
+  const auto d = run_llmport({"diagnosis", "--help"});
+  EXPECT_EQ(d.exit_code, 0);
+  for (const char* s : {"0 no layer flagged", "1 a layer flagged", "2 bad input", "3 architecture rejected"})
+    EXPECT_NE(d.out.find(s), std::string::npos) << s;
   const auto v = run_llmport({"verify", "--help"});
   EXPECT_EQ(v.exit_code, 0);
   for (const char* s : {"0 PASS", "1 FAIL", "2 bad input", "3 architecture rejected"})

@@ -1,6 +1,10 @@
 // Phase-0 gate checks (check_model_dir) and `llmport check --weights`.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
+
 #include "llmport/error.hpp"
 #include "llmport/model_checks.hpp"
 #include "llmport/weights.hpp"
@@ -117,6 +121,68 @@ TEST(Phase0, ConfigFileWithoutWeightsFailsAtWeights) {
   auto cli = test::run_llmport({"check", cfg.string(), "--weights"});
   EXPECT_EQ(cli.exit_code, kExitBadInput);
   EXPECT_EQ(test::run_llmport({"check", cfg.string()}).exit_code, kExitOk);
+}
+
+// The overflow bound is the largest magnitude whose fp32 square is finite: one float step
+// above it, v * v is Inf (what an RMSNorm's sum of squares computes).
+TEST(Phase0, OverflowMagnitudeIsWhereTheFp32SquareOverflows) {
+  const float m = overflow_magnitude();
+  const volatile float below = m, above = std::nextafter(m, std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isfinite(below * below));
+  EXPECT_TRUE(std::isinf(above * above));
+  EXPECT_FLOAT_EQ(m, 1.8446743e19f);
+}
+
+// Finite but huge weights (3.4e38 fits in fp32 and bf16) make the forward pass overflow:
+// the scan fails on them with file, tensor, index and value; values only fp16 cannot hold
+// warn.
+TEST(Phase0, ScanValuesFindsWeightsWhoseSquareOverflows) {
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  test::copy_model(test::shared_path("models/synthetic/mistral-tiny"), dir);  // fp32
+  auto st = test::read_raw_safetensors(dir / "model.safetensors");
+  auto set = [&](const std::string& name, std::size_t i, float v) {
+    ASSERT_EQ(st.header[name]["dtype"], "F32");
+    const auto b = st.header[name]["data_offsets"][0].get<std::size_t>();
+    std::memcpy(st.data.data() + b + 4 * i, &v, 4);
+  };
+  const std::string up = "model.layers.0.mlp.up_proj.weight";
+  set(up, 9, 7e4f);                                      // above fp16's max only
+  set(up, 10, overflow_magnitude());                     // the bound itself: square finite
+  test::write_raw_safetensors(dir / "model.safetensors", st);
+  Phase0Report ok = check_model_dir(dir, std::nullopt, true);
+  EXPECT_TRUE(ok.pass) << ok.error;
+  ASSERT_EQ(ok.warnings.size(), 1u);
+  EXPECT_NE(ok.warnings[0].find("2 weight(s) above fp16's max 65504 (first "), std::string::npos) << ok.warnings[0];
+  EXPECT_NE(ok.warnings[0].find(up + "[9] = 70000"), std::string::npos) << ok.warnings[0];
+
+  const std::string down = "model.layers.1.mlp.down_proj.weight";
+  set(down, 5, -3.4e38f);
+  set(down, 7, std::nextafter(overflow_magnitude(), 1e38f));
+  test::write_raw_safetensors(dir / "model.safetensors", st);
+  EXPECT_TRUE(check_model_dir(dir).pass);  // values not scanned
+  Phase0Report r = check_model_dir(dir, std::nullopt, true);
+  EXPECT_FALSE(r.pass);
+  EXPECT_EQ(r.exit_code, kExitBadInput);
+  EXPECT_NE(r.error.find((dir / "model.safetensors").string() + ": " + down + "[5] = -3.4e+38: |value| > sqrt(FLT_MAX)"),
+            std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("(0 NaN/Inf, 2 overflowing in all tensors)"), std::string::npos) << r.error;
+  auto cli = test::run_llmport({"check", dir.string(), "--scan-values"});
+  EXPECT_EQ(cli.exit_code, kExitBadInput);
+  EXPECT_NE(cli.err.find(down + "[5] = -3.4e+38"), std::string::npos) << cli.err;
+
+  // bf16 holds the fp32 range: 0x7f7f is 3.39e38, 0x4780 is 65536.
+  uint16_t bf16[4] = {0x3f80, 0x4780, 0x7f7f, 0x7f80};  // 1, 65536, 3.39e38, +Inf
+  TensorView v;
+  v.dtype = DType::BF16;
+  v.shape = {4};
+  v.data = bf16;
+  const ValueScan s = scan_tensor_values(v);
+  EXPECT_EQ(s.non_finite, 1u);
+  EXPECT_EQ(s.overflowing, 1u);
+  EXPECT_EQ(s.above_f16, 2u);
+  EXPECT_EQ(s.first_large_index, 2u);
+  EXPECT_FLOAT_EQ(s.first_large_value, bf16_to_f32(0x7f7f));
 }
 
 TEST(Phase0, ScanValuesFindsNaNAndInf) {

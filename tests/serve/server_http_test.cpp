@@ -337,7 +337,7 @@ TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   // An empty --api-key (an unset "$KEY") must not serve without authentication.
   r = run_llmport({"serve", stories(), "--api-key", ""});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "error: --api-key: empty key (omit the flag to serve without authentication)\n");
+  EXPECT_EQ(r.err, "error: --api-key: empty key (omit the flag to serve without authentication) (see llmport serve --help)\n");
 }
 
 }  // namespace

@@ -143,7 +143,7 @@ TEST(CliDiagnosis, MarkdownJsonAndSvg) {
   const fs::path svg = tmp.path() / "d.svg";
   const auto js = run_llmport({"diagnosis", m, "--prompt", "Once upon a time, there was a little girl", "--json",
                                "--svg", svg.string(), "--inject-fault", "rope_interleaved@3"});
-  EXPECT_EQ(js.exit_code, 0) << js.err;
+  EXPECT_EQ(js.exit_code, 1) << js.err;  // a flagged layer: the check failed
   const auto j = nlohmann::json::parse(js.out);
   EXPECT_EQ(j["first_suspicious_layer"].get<int>(), 3);
   EXPECT_EQ(j["reference"]["kind"], "oracle");

@@ -128,7 +128,7 @@ TEST(Faults, DiagnosisSaysWhatItCannotSee) {
   EXPECT_NE(r.out.find("**not visible here:**"), std::string::npos) << r.out;
   const auto clean = test::run_llmport({"diagnosis", test::stories_dir().string(), "--prompt", "Once upon a time",
                                         "--inject-fault", "rope_interleaved@2", "--threads", "1"});
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  ASSERT_EQ(clean.exit_code, 1) << clean.err;  // layer 2 is flagged: a failed check
   EXPECT_EQ(clean.out.find("not visible here"), std::string::npos) << clean.out;
 }
 
