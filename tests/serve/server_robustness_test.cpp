@@ -232,6 +232,16 @@ TEST_F(ServeBodies, ATransferEncodingOtherThanLowercaseChunkedIsRefusedAndNothin
   EXPECT_EQ(json::parse(got.substr(got.find("\r\n\r\n") + 4)).at("usage").at("completion_tokens"), 1);
 }
 
+// A body that is not JSON: the 400 says where it stops being JSON, in the server's words, not
+// nlohmann's exception text ("[json.exception.parse_error.101] ...").
+TEST_F(ServeBodies, MalformedJsonSaysTheByteWithoutTheLibraryExceptionText) {
+  expect_openai_error(curl("POST", server_->url("/v1/completions"), "{abc}"), 400,
+                      "malformed JSON body: syntax error at byte 2 (invalid literal)");
+  const auto r = curl("POST", server_->url("/v1/completions"), R"({"prompt": "x")");
+  expect_openai_error(r, 400, "malformed JSON body: syntax error at byte 15 (unexpected end of input)");
+  EXPECT_EQ(r.body.find("json.exception"), std::string::npos) << r.body;
+}
+
 // "Expect: 100-continue" with a Content-Length over the limit: the 413 (OpenAI error shape)
 // comes at once and no "100 Continue" before it, so the client never uploads; within the
 // limit the server does say "100 Continue" and then answers the body.
