@@ -94,6 +94,21 @@ std::string framing_error(const httplib::Request& req) {
   return "";
 }
 
+// The text of --chat-template-file. A directory, an unreadable file or one with no template
+// text is refused at startup (UsageError, exit 2): read as "no template", the server would
+// start and answer every chat request "this model has no chat template".
+std::string read_chat_template_file(const std::filesystem::path& file) {
+  std::string text;
+  try {
+    text = read_text_file(file, 16ull << 20);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--chat-template-file ") + e.what());
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError("--chat-template-file " + file.string() + ": empty file (expected a Jinja chat template)");
+  return text;
+}
+
 // 413 for a declared Content-Length over `limit`, 400 for one that is not a decimal number
 // (RFC 9110 8.6), 0 otherwise (no header, or within the limit).
 int declared_length_status(const httplib::Request& req, std::size_t limit) {
@@ -183,11 +198,7 @@ class Server {
     const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
     if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
     if (!opt_.chat_template_file.empty()) {
-      std::ifstream f(opt_.chat_template_file);
-      if (!f) throw UsageError("--chat-template-file: cannot read " + opt_.chat_template_file.string());
-      std::stringstream ss;
-      ss << f.rdbuf();
-      chat_template_ = ss.str();
+      chat_template_ = read_chat_template_file(opt_.chat_template_file);
     } else if (tok_) {
       chat_template_ = tok_->chat_template();
     }

@@ -62,6 +62,34 @@ TEST(ServePort, ASecondServerOnABoundPortExits2NamingHostAndPort) {
   EXPECT_EQ(first.signal_and_wait(SIGTERM, 20), 0);
 }
 
+// --chat-template-file that is a directory, empty (or only whitespace) or missing: exit 2 at
+// startup with one line naming the file, never "listening on" (read as "no template", the
+// server answered every chat request "this model has no chat template").
+TEST(ServeStartup, AChatTemplateFileThatIsADirectoryOrEmptyIsRefusedWithExit2) {
+  TempDir dir;
+  const auto empty = dir.path() / "empty.jinja";
+  const auto blank = dir.path() / "blank.jinja";
+  write_file(empty, "");
+  write_file(blank, " \n\t\n");
+  const std::string d = dir.path().string();
+  const struct {
+    std::string file, error;
+  } cases[] = {{d, "error: --chat-template-file " + d + ": is a directory, expected a file\n"},
+               {empty.string(), "error: --chat-template-file " + empty.string() +
+                                    ": empty file (expected a Jinja chat template)\n"},
+               {blank.string(), "error: --chat-template-file " + blank.string() +
+                                    ": empty file (expected a Jinja chat template)\n"},
+               {d + "/missing.jinja", "error: --chat-template-file " + d +
+                                          "/missing.jinja: cannot open for reading: No such file or directory\n"}};
+  for (const auto& c : cases) {
+    const auto r = run_program({"timeout", "20", LLMPORT_BIN, "serve", stories(), "--port", "0", "--threads", "1",
+                                "--chat-template-file", c.file});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, c.error);
+    EXPECT_EQ(r.out, "");  // never "listening on"
+  }
+}
+
 class ServeBodies : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
