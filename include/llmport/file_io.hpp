@@ -38,6 +38,13 @@ long long json_integer(const nlohmann::json& v, const std::string& name, long lo
 /// (newlines \n); valid UTF-8 text is kept.
 std::string printable(std::string_view s);
 
+/// A temporary name beside `file` for writing it in full before renaming it over `file`:
+/// ".<name>.tmp.<pid>.<thread>.<counter>" in the same directory (so the rename is atomic),
+/// unique per process, thread and call. Writers that share a directory (several processes
+/// over one kernel cache) never truncate, rename or remove each other's temporary file, so
+/// the file a reader sees is always one writer's whole output.
+std::filesystem::path unique_temp_path(const std::filesystem::path& file);
+
 /// How write_output_file treats an existing file at the path.
 enum class Overwrite {
   Refuse,     ///< an existing file is kept; UsageError (exit 2) naming it and --force

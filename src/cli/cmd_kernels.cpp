@@ -16,6 +16,7 @@
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
+#include "cli/registry_arg.hpp"
 #include "llmport/data_dir.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
@@ -79,6 +80,9 @@ ModelInfo load_info(const KArgs& a) {
 }
 
 int run_list(const KArgs& a) {
+  // Read only: a path that is not a registry directory is refused as run --registry refuses
+  // it (KernelRegistry would read the shipped registry alone, without a word).
+  if (!a.registry.empty()) check_registry_dir(a.registry);
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   std::vector<RegistryEntry> es;
   for (auto& e : reg.entries())

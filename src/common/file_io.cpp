@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <thread>
 
 #include "llmport/error.hpp"
 
@@ -194,6 +197,14 @@ void check_output_path(const fs::path& file, Overwrite policy, std::string_view 
                                               "away or choose another directory)")
                                 : std::string(": exists; not overwriting (use --force to replace it)")));
   }
+}
+
+fs::path unique_temp_path(const fs::path& file) {
+  static std::atomic<unsigned long> counter{0};
+  const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());
+  const std::string name = "." + file.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                           std::to_string(tid % 1000000007UL) + "." + std::to_string(counter++);
+  return file.parent_path() / name;
 }
 
 void write_output_file(const fs::path& file, std::string_view text, Overwrite policy, std::string_view marker) {

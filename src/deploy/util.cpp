@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 
 namespace llmport::deploy {
@@ -64,15 +65,26 @@ std::string now_compact() { return format_now("%Y%m%d-%H%M%S"); }
 
 void atomic_write(const fs::path& file, const std::string& text) {
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
-  fs::path tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
+  // Per writer, not per process: two threads of one process writing the same file had
+  // shared "<file>.tmp.<pid>".
+  const fs::path tmp = unique_temp_path(file);
+  std::error_code ec;
   {
     std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
     if (!o) throw UsageError(file.string() + ": cannot write");
     o << text;
-    if (!o.flush()) throw UsageError(file.string() + ": write failed");
+    o.close();
+    if (!o) {
+      fs::remove(tmp, ec);
+      throw UsageError(file.string() + ": write failed");
+    }
   }
-  fs::rename(tmp, file);
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    fs::remove(tmp, ec);
+    throw UsageError(file.string() + ": cannot write: " + why);
+  }
 }
 
 void append_file(const fs::path& file, const std::string& text) {

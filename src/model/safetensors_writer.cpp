@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport {
 
@@ -64,8 +65,9 @@ void write_safetensors_streamed(const std::filesystem::path& file,
   std::string h = header.dump();
   while ((h.size() + 8) % 8 != 0) h.push_back(' ');
   const uint64_t hlen = h.size();
-  auto tmp = file;
-  tmp += ".tmp";
+  // This writer's own temporary name: two writers of one file never share it.
+  const std::filesystem::path tmp = unique_temp_path(file);
+  std::error_code ec;  // the error paths remove the temporary file, never throwing again
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw WeightsError(file.string() + ": cannot open for writing");
@@ -76,7 +78,11 @@ void write_safetensors_streamed(const std::filesystem::path& file,
     for (std::size_t i = 0; i < tensors.size(); ++i) {
       const auto before = f.tellp();
       produce(i, f);
-      if (!f) throw WeightsError(file.string() + ": write failed (disk full?)");
+      if (!f) {
+        f.close();
+        std::filesystem::remove(tmp, ec);
+        throw WeightsError(file.string() + ": write failed (disk full?)");
+      }
       const auto written = static_cast<long long>(f.tellp() - before);
       if (written < 0 || static_cast<std::size_t>(written) != sizes[i]) {
         f.close();
@@ -86,12 +92,18 @@ void write_safetensors_streamed(const std::filesystem::path& file,
                          std::to_string(sizes[i]));
       }
     }
-    f.flush();
-    if (!f) throw WeightsError(file.string() + ": write failed (disk full?)");
+    f.close();
+    if (!f) {
+      std::filesystem::remove(tmp, ec);
+      throw WeightsError(file.string() + ": write failed (disk full?)");
+    }
   }
-  std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
-  if (ec) throw WeightsError(file.string() + ": cannot rename temp file: " + ec.message());
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    throw WeightsError(file.string() + ": cannot rename temp file: " + why);
+  }
 }
 
 }  // namespace llmport

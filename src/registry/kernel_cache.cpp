@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 
 namespace llmport {
 
@@ -196,12 +197,15 @@ std::string not_replaceable(const fs::path& file) {
   return "";
 }
 
-// Writes the entry atomically (a temporary file renamed over `file`): "" when written, else why not.
+// Writes the entry atomically (a temporary file renamed over `file`): "" when written, else
+// why not. The temporary name is this writer's own (unique_temp_path): processes sharing a
+// cache directory pack the same entries at once, and a shared "<entry>.tmp" let one
+// truncate, rename away or remove another's half-written file.
 std::string write_entry(const fs::path& file, const std::string& hk, std::span<const std::byte> bytes) {
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   if (ec) return "cannot create " + file.parent_path().string() + ": " + ec.message();
-  const auto tmp = file.string() + ".tmp";
+  const std::string tmp = unique_temp_path(file).string();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return "cannot create " + tmp + ": " + std::strerror(errno);

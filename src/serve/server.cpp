@@ -71,15 +71,42 @@ void close_after_response(const httplib::Request& req) {
   r.headers.emplace("Connection", "close");
 }
 
-// A body framing this server does not read (RFC 9112 6.1-6.3): a transfer coding other than
-// chunked, or chunked together with a Content-Length (a request-smuggling shape); "" if fine.
+// A body framing this server does not read (RFC 9112 6.1-6.3); "" if fine:
+//  - a Transfer-Encoding other than exactly "chunked". Transfer codings are case-insensitive,
+//    but cpp-httplib 0.11 reads a body as chunked only for the lowercase value: "Chunked" would
+//    leave the chunks unread on the connection, to be parsed as the next request. Refused, as
+//    is more than one Transfer-Encoding header (httplib reads only the first);
+//  - Transfer-Encoding together with Content-Length (a request-smuggling shape);
+//  - Content-Length headers with different values (httplib would read the first).
 std::string framing_error(const httplib::Request& req) {
+  const std::size_t n_len = req.get_header_value_count("Content-Length");
+  for (std::size_t i = 1; i < n_len; ++i)
+    if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length", 0))
+      return "conflicting Content-Length headers ('" + printable(req.get_header_value("Content-Length", 0)) +
+             "' and '" + printable(req.get_header_value("Content-Length", i)) + "')";
   if (!req.has_header("Transfer-Encoding")) return "";
-  std::string te = req.get_header_value("Transfer-Encoding");
-  for (char& c : te) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (te != "chunked") return "unsupported Transfer-Encoding (only chunked is read)";
-  if (req.has_header("Content-Length")) return "both Content-Length and Transfer-Encoding: chunked";
+  if (req.get_header_value_count("Transfer-Encoding") > 1)
+    return "more than one Transfer-Encoding header (only a single 'Transfer-Encoding: chunked' is read)";
+  const std::string te = req.get_header_value("Transfer-Encoding");
+  if (te != "chunked")
+    return "unsupported Transfer-Encoding '" + printable(te) + "' (only 'chunked', in lowercase, is read)";
+  if (n_len > 0) return "both Content-Length and Transfer-Encoding: chunked";
   return "";
+}
+
+// The text of --chat-template-file. A directory, an unreadable file or one with no template
+// text is refused at startup (UsageError, exit 2): read as "no template", the server would
+// start and answer every chat request "this model has no chat template".
+std::string read_chat_template_file(const std::filesystem::path& file) {
+  std::string text;
+  try {
+    text = read_text_file(file, 16ull << 20);
+  } catch (const Error& e) {
+    throw UsageError(std::string("--chat-template-file ") + e.what());
+  }
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError("--chat-template-file " + file.string() + ": empty file (expected a Jinja chat template)");
+  return text;
 }
 
 // 413 for a declared Content-Length over `limit`, 400 for one that is not a decimal number
@@ -171,11 +198,7 @@ class Server {
     const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
     if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
     if (!opt_.chat_template_file.empty()) {
-      std::ifstream f(opt_.chat_template_file);
-      if (!f) throw UsageError("--chat-template-file: cannot read " + opt_.chat_template_file.string());
-      std::stringstream ss;
-      ss << f.rdbuf();
-      chat_template_ = ss.str();
+      chat_template_ = read_chat_template_file(opt_.chat_template_file);
     } else if (tok_) {
       chat_template_ = tok_->chat_template();
     }
@@ -411,7 +434,7 @@ class Server {
                  std::string& body) const {
     // RFC 9112 6.3: a request with neither Content-Length nor chunked Transfer-Encoding has
     // no body. Reading one anyway waits for the client's next bytes until the read timeout.
-    if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos)
+    if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding") != "chunked")
       return true;
     bool over = false;
     const bool ok = reader([&](const char* data, std::size_t n) {

@@ -35,6 +35,29 @@ TEST(CliKernels, ValidateStories260kAllPassAndRecords) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "reg" / "supported_kernels.md"));
 }
 
+// `kernels list --registry` with a path that is not a directory is refused as `run
+// --registry` refuses it (it listed the shipped registry alone, without a word).
+TEST(CliKernels, ListRefusesARegistryThatIsNotADirectory) {
+  TempDir dir;
+  const auto file = dir.path() / "registry.json";
+  write_file(file, "{}");
+  for (const std::string& reg : {file.string(), (dir.path() / "missing").string()}) {
+    const std::string error =
+        "error: --registry " + reg + ": not a directory (a kernel registry, e.g. <deployment>/registry)\n";
+    auto l = run_llmport({"kernels", "list", "--registry", reg});
+    EXPECT_EQ(l.exit_code, 2) << l.err;
+    EXPECT_EQ(l.err, error);
+    EXPECT_EQ(l.out, "");
+    auto r = run_llmport({"run", shared_path("models/stories260K").string(), "--prompt", "Once", "-n", "1",
+                          "--registry", reg});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err, error);
+  }
+  std::filesystem::create_directories(dir.path() / "reg");  // an empty registry directory: listed
+  EXPECT_EQ(run_llmport({"kernels", "list", "--registry", (dir.path() / "reg").string(), "--kernel", "gemv"}).exit_code,
+            0);
+}
+
 // --quantize-lm-head (issue #15): lm_head [512, 64] is validated as the q8_0 linear the
 // engine runs, never in the base dtype, and the tied embeddings as the table's lookup; the
 // flag has run's meaning and checks.

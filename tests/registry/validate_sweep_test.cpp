@@ -7,9 +7,12 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <latch>
+#include <thread>
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <set>
 
 #include "llmport/backend_decorator.hpp"
@@ -308,7 +311,8 @@ TEST(KernelCache, ADirectoryInPlaceOfAnEntryIsKeptAndTheMissIsNotWritten) {
                      "packed weight serves this run only\n");
   EXPECT_TRUE(std::filesystem::is_directory(file));
   EXPECT_EQ(read_file(file / "mine.txt"), "user data");
-  EXPECT_FALSE(std::filesystem::exists(file.string() + ".tmp"));
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))  // no temporary file left
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   // The weight served is the fresh pack: the outputs of a cache-less make_linear.
   auto fresh = be->make_linear(tv, DType::BF16, cfg);
   std::vector<float> x(64, 0.25f), ya(40), yf(40);
@@ -321,6 +325,52 @@ TEST(KernelCache, ADirectoryInPlaceOfAnEntryIsKeptAndTheMissIsNotWritten) {
   KernelCache(qfile).get_or_quantize(*be, tv, QuantType::Q8_0, {{"act", 1}}, nullptr, &qout);
   EXPECT_TRUE(qout.written);
   EXPECT_EQ(qout.not_written, "");
+}
+
+// Several writers packing the same entries at once (processes sharing one --kernel-cache,
+// here threads with their own KernelCache): each writes through its own temporary file, so
+// every write succeeds (no "cannot rename ...tmp" warning), no temporary file is left, and
+// the entry read back is a hit computing the fresh pack's outputs.
+TEST(KernelCache, ConcurrentWritersOfOneEntryAllSucceed) {
+  TempDir dir;
+  constexpr int kWriters = 8;
+  constexpr int kRounds = 6;
+  std::vector<std::unique_ptr<Backend>> bes;
+  for (int t = 0; t < kWriters; ++t) bes.push_back(make_backend("cpu", 1));
+  const TileConfig cfg = {{"mr", 4}};
+  testing::internal::CaptureStderr();
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<float> w(256 * 256);  // 128 KiB packed: writes long enough to overlap
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(static_cast<float>(i + 7 * round));
+    const TensorView tv = TensorView::f32(w.data(), 256, 256);
+    std::vector<CacheOutcome> outs(kWriters);
+    std::latch start(kWriters);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kWriters; ++t)
+      ts.emplace_back([&, t] {
+        start.arrive_and_wait();
+        KernelCache(dir.path()).get_or_pack(*bes[t], tv, DType::BF16, cfg, nullptr, &outs[t]);
+      });
+    for (auto& th : ts) th.join();
+    for (int t = 0; t < kWriters; ++t) {
+      EXPECT_EQ(outs[t].not_written, "") << "round " << round << " writer " << t;
+      EXPECT_EQ(outs[t].damaged, "") << "round " << round << " writer " << t;
+      EXPECT_TRUE(outs[t].hit || outs[t].written) << "round " << round << " writer " << t;
+    }
+    CacheOutcome again;
+    auto lw = KernelCache(dir.path()).get_or_pack(*bes[0], tv, DType::BF16, cfg, nullptr, &again);
+    EXPECT_TRUE(again.hit) << "round " << round;
+    auto fresh = bes[0]->make_linear(tv, DType::BF16, cfg);
+    std::vector<float> x(256, 0.25f), ya(256), yf(256);
+    bes[0]->linear(*lw, x.data(), 1, ya.data());
+    bes[0]->linear(*fresh, x.data(), 1, yf.data());
+    EXPECT_EQ(ya, yf) << "round " << round;
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(kRounds)) << fmt::format("{}", fmt::join(names, " "));
+  for (const auto& n : names) EXPECT_EQ(n.substr(n.size() - 4), ".bin") << n;
 }
 
 // Each kind of damage: one warning naming the file and why, the weight repacked (a quantized

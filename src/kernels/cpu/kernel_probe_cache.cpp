@@ -3,7 +3,6 @@
 // atomically (a temporary file renamed over it) because parallel processes may race.
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/kernel_probe.hpp"
 #include "registry/json_int.hpp"  // header-only strict JSON integers (no registry dependency)
 
@@ -81,9 +81,8 @@ std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& 
 
 // Temporary file beside `file`, then rename: a reader sees the old file or the whole new one.
 void write_cache(const fs::path& file, const KernelProbe& p) {
-  static std::atomic<int> seq{0};
   fs::create_directories(file.parent_path());
-  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq++);
+  const fs::path tmp = unique_temp_path(file);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << to_json(p).dump(1) << "\n";
