@@ -171,11 +171,11 @@ class Server {
     const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
     if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
     if (!opt_.chat_template_file.empty()) {
-      std::ifstream f(opt_.chat_template_file);
-      if (!f) throw UsageError("--chat-template-file: cannot read " + opt_.chat_template_file.string());
-      std::stringstream ss;
-      ss << f.rdbuf();
-      chat_template_ = ss.str();
+      try {
+        chat_template_ = read_text_file(opt_.chat_template_file);  // refuses a directory / FIFO
+      } catch (const ConfigError& e) {
+        throw UsageError(std::string("--chat-template-file: ") + e.what());
+      }
     } else if (tok_) {
       chat_template_ = tok_->chat_template();
     }
