@@ -62,13 +62,16 @@ std::size_t count_non_finite(const TensorView& t) noexcept;
 float overflow_magnitude() noexcept;
 /// fp16's largest finite value: a weight above it becomes Inf when converted (--dtype fp16).
 inline constexpr float kF16Max = 65504.0f;
+/// Smallest magnitude that becomes Inf in fp16: kF16Max plus half its ulp (32), since
+/// round-to-nearest-even takes 65505..65519 down to 65504 and 65520 (the tie) up to Inf.
+inline constexpr float kF16InfFrom = 65520.0f;
 
 /// What scan_tensor_values found in one tensor (F32, BF16, F16; reads every byte of the view).
 struct ValueScan {
   std::size_t non_finite = 0;   ///< NaN / +-Inf elements
   std::size_t overflowing = 0;  ///< finite elements with |v| > overflow_magnitude()
-  std::size_t above_f16 = 0;    ///< finite elements with |v| > kF16Max (includes overflowing)
-  /// First element with |v| > overflow_magnitude(), else the first above kF16Max (flat
+  std::size_t above_f16 = 0;    ///< finite elements with |v| >= kF16InfFrom (includes overflowing)
+  /// First element with |v| > overflow_magnitude(), else the first >= kF16InfFrom (flat
   /// index into the tensor, its value); meaningful when overflowing or above_f16 > 0.
   std::size_t first_large_index = 0;
   float first_large_value = 0.0f;
@@ -80,7 +83,8 @@ ValueScan scan_tensor_values(const TensorView& t) noexcept;
 /// config_consistency, weights (WeightStore::open: every layer, every tensor, right shape,
 /// nothing unconsumed), and with `scan_values` also weights_finite (no NaN/Inf and no
 /// |value| > overflow_magnitude() in any consumed tensor, a bad-input failure naming file,
-/// tensor, index and value; values above kF16Max only add a warning, since only --dtype
+/// tensor, index and value, exit code kExitBadInput: damaged weights are bad input); values
+/// >= kF16InfFrom only add a warning, since only --dtype
 /// fp16 cannot hold them; reads all weight bytes, ~1 s per few GB). Never throws for model
 /// problems; see Phase0Report.
 Phase0Report check_model_dir(const std::filesystem::path& dir, std::optional<int> max_seq = std::nullopt,

@@ -31,9 +31,13 @@ struct ChatTemplateArgs {
 
 std::string read_text(const std::string& path, const char* flag) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError(std::string(flag) + " " + path + ": cannot open");
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  // read_text_file refuses a directory, a FIFO or an oversized file with one line naming it
+  // (an ifstream on a directory "opens" and then fails with libstdc++'s underflow text).
+  try {
+    return read_text_file(path);
+  } catch (const ConfigError& e) {
+    throw UsageError(std::string(flag) + " " + printable(e.what()));
+  }
 }
 
 nlohmann::ordered_json read_messages(const std::string& path) {

@@ -111,8 +111,9 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                      [](CLI::App& sub) -> std::function<int()> {
       sub.footer(
           "exit codes: 0 ACCEPT (with --weights: and the phase-0 checks passed), 3 REJECT (architecture "
-          "not supported), 2 bad input (missing/malformed config.json or weights, bad flag), 1 a "
-          "phase-0 consistency check failed (--weights)");
+          "not supported), 2 bad input (missing/malformed config.json or weights, a --scan-values FAIL: "
+          "NaN/Inf or |w| > sqrt(FLT_MAX) in a weight, bad flag), 1 the config_consistency check "
+          "failed (--weights)");
                        auto a = std::make_shared<CheckArgs>();
                        add_model_arg(sub, &a->model);
                        sub.add_flag("--json", a->json, "print one JSON object");
@@ -127,8 +128,8 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                                     "also run the phase-0 checks: load every tensor and check its shape");
                        sub.add_flag("--scan-values", a->scan_values,
                                     "with --weights (implied): also fail on NaN/Inf or |w| > sqrt(FLT_MAX) ~ 1.84e19 (its "
-                                    "square overflows fp32) in any weight; warn on |w| > 65504 (fp16's max); reads "
-                                    "all bytes");
+                                    "square overflows fp32) in any weight (exit 2, damaged weights are bad input); warn on "
+                                    "|w| >= 65520 (rounds to Inf in fp16, whose max is 65504); reads all bytes");
                        return [a] {
                          if (a->scan_values) a->weights = true;
                          return run_check(*a);

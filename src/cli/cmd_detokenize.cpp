@@ -1,13 +1,16 @@
 // `llmport detokenize MODEL 1 2 3`: prints the decoded text. Ids may also be given as one
 // JSON array ("[1,2,3]"), so `tokenize` output can be passed back.
+#include <cctype>
 #include <iostream>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/option_checks.hpp"
 #include "cli/tokenizer_dir.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/tokenizer.hpp"
 
 namespace llmport::cli {
@@ -20,30 +23,31 @@ struct DetokenizeArgs {
   bool json = false;
 };
 
+// Each IDS argument is one id, a comma list ("1,2,3", parse_id_list's rule: no empty
+// element, no spaces) or one JSON array ("[1, 2, 3]", JSON's own spacing).
 std::vector<int> parse_ids(const std::vector<std::string>& args) {
   std::vector<int> ids;
   for (const auto& arg : args) {
-    std::string s = arg;
-    for (char& c : s)
-      if (c == '[' || c == ']' || c == ',') c = ' ';
-    std::size_t i = 0;
-    while (i < s.size()) {
-      while (i < s.size() && s[i] == ' ') ++i;
-      if (i >= s.size()) break;
-      std::size_t j = i;
-      while (j < s.size() && s[j] != ' ') ++j;
-      std::string t = s.substr(i, j - i);
-      std::size_t used = 0;
-      long long v = -1;
+    if (arg.size() > 1 && arg[0] == '-' && !std::isdigit(static_cast<unsigned char>(arg[1])))
+      throw UsageError("detokenize: unknown option '" + arg + "' (see llmport detokenize --help)");
+    if (!arg.empty() && arg.front() == '[') {
+      nlohmann::json j;
       try {
-        v = std::stoll(t, &used);
-      } catch (const std::exception&) {
-        used = 0;
+        j = parse_json_text(arg, "IDS");
+      } catch (const ConfigError&) {
+        j = nullptr;  // reported below, naming the argument rather than the JSON parser's text
       }
-      if (used != t.size() || v < 0 || v > 0x7fffffff) throw UsageError("detokenize: '" + t + "' is not a token id");
-      ids.push_back(static_cast<int>(v));
-      i = j;
+      if (!j.is_array()) throw UsageError("IDS: '" + arg + "' is not a JSON array of token ids");
+      for (const auto& v : j) {
+        try {
+          ids.push_back(static_cast<int>(json_integer(v, "IDS", 0, 0x7fffffff)));
+        } catch (const ConfigError& e) {
+          throw UsageError(e.what());
+        }
+      }
+      continue;
     }
+    for (int id : parse_id_list(arg, "IDS")) ids.push_back(id);
   }
   return ids;
 }
@@ -69,10 +73,19 @@ const Registrar reg{Command{
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<DetokenizeArgs>();
       add_model_arg(sub, &a->model);
-      sub.add_option("IDS", a->ids, "token ids (separate arguments or one JSON array)");
+      // The ids are taken raw from what CLI11 leaves (allow_extras) rather than from an IDS
+      // option: CLI11 splits an option's "[1,,2]" itself, dropping the empty element, and
+      // leaves " 2" of "[1, 2]"; parse_ids reads a JSON array whole and comma lists strictly.
+      sub.allow_extras();
+      sub.footer("IDS: token ids after MODEL: separate arguments, comma lists (1,2,3) or one JSON array "
+                 "(\"[1, 2, 3]\")");
       sub.add_flag("--skip-special", a->skip_special, "drop special tokens (skip_special_tokens=true)");
       sub.add_flag("--json", a->json, "print the text as a JSON string (exact, escaped)");
-      return [a] { return run_detokenize(*a); };
+      CLI::App* app = &sub;
+      return [a, app] {
+        a->ids = app->remaining();
+        return run_detokenize(*a);
+      };
     }}};
 
 }  // namespace

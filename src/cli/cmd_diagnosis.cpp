@@ -37,26 +37,6 @@ struct DiagArgs {
   int max_seq = 0;  // context cap (a sliding-window model <= the cap)
 };
 
-std::vector<int> parse_ids(const std::string& s) {
-  std::vector<int> ids;
-  std::string t = s;
-  for (char& c : t)
-    if (c == ',' || c == '[' || c == ']') c = ' ';
-  std::istringstream in(t);
-  std::string tok;
-  while (in >> tok) {
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(tok, &used);
-      if (used != tok.size()) throw std::invalid_argument(tok);
-      ids.push_back(v);
-    } catch (const std::exception&) {
-      throw UsageError("--prompt-ids: '" + tok + "' is not a token id");
-    }
-  }
-  if (ids.empty()) throw UsageError("--prompt-ids: no token ids in '" + s + "'");
-  return ids;
-}
 
 int run_diagnosis_cmd(const DiagArgs& a) {
   namespace fs = std::filesystem;
@@ -78,6 +58,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
 
   std::shared_ptr<RecordFile> golden;
   if (a.reference.rfind("golden:", 0) == 0) {
+    if (a.reference.size() == 7) throw UsageError("--reference golden:FILE: FILE is empty");
     golden = std::make_shared<RecordFile>(read_record_file(a.reference.substr(7)));
   } else if (a.reference != "oracle") {
     throw UsageError("--reference: unknown value '" + a.reference + "' (expected oracle or golden:FILE)");
@@ -86,7 +67,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   std::optional<std::string> text;
   if (!a.prompt.empty()) {
     if (a.prompt_is_ids) {
-      ids = parse_ids(a.prompt);
+      ids = parse_id_list(a.prompt, "--prompt-ids");
     } else {
       if (!tok)
         throw UsageError(dir + " has no tokenizer.json: pass token ids with --prompt-ids");

@@ -59,23 +59,6 @@ struct RunArgs {
   std::string registry;               // writable kernel registry looked up first (tuned configs)
 };
 
-std::vector<int> parse_ids(const std::string& s) {
-  std::vector<int> ids;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    const std::string t = b == std::string::npos ? "" : item.substr(b, e - b + 1);
-    char* end = nullptr;
-    const long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end != '\0' || v < 0 || v > 0x7fffffff)
-      throw UsageError("--prompt-ids: '" + t + "' is not a token id (expected e.g. 1,2,3)");
-    ids.push_back(static_cast<int>(v));
-  }
-  if (ids.empty()) throw UsageError("--prompt-ids: no token ids given");
-  return ids;
-}
 
 std::string read_stdin() {
   std::string s((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
@@ -182,7 +165,7 @@ Prompt build_prompt(const RunArgs& a, const ModelConfig& cfg, const std::string&
   if (a.system && !p.instruct)
     throw UsageError("--system needs the chat template of an instruct model (and no --raw / --prompt-ids)");
   if (a.prompt_ids) {
-    p.ids = parse_ids(*a.prompt_ids);
+    p.ids = parse_id_list(*a.prompt_ids, "--prompt-ids");
   } else {
     if (!tok) throw UsageError(dir + ": the model has no tokenizer.json; use --prompt-ids 1,2,3");
     p.text = *a.prompt == "-" ? read_stdin() : *a.prompt;

@@ -38,6 +38,9 @@ int run_tokenize(const TokenizeArgs& a) {
     std::ifstream file;
     std::istream* in = &std::cin;
     if (a.jsonl != "-") {
+      // An ifstream "opens" a directory and then reads nothing: refuse it like read_text_file does.
+      if (std::filesystem::is_directory(a.jsonl))
+        throw UsageError("--jsonl " + a.jsonl + ": is a directory, expected a file");
       file.open(a.jsonl, std::ios::binary);
       if (!file) throw UsageError("--jsonl " + a.jsonl + ": cannot open");
       in = &file;

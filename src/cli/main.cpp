@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/command.hpp"
+#include "cli/error_wording.hpp"
 #include "cli/option_rules.hpp"
 #include "cli/version.hpp"
 #include "llmport/error.hpp"
@@ -48,7 +50,7 @@ int main(int argc, char** argv) {
     // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << printable(e.what()) << " (see " << cmd << " --help)\n";
+    std::cerr << "error: " << printable(cli::parse_error_text(e)) << " (see " << cmd << " --help)\n";
     return kExitBadInput;
   }
   try {
@@ -58,6 +60,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::cerr << "error: " << printable(e.what()) << "\n";
     return e.exit_code();
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A directory that cannot be made (--registry naming a file, -o through a dangling link).
+    std::fflush(stdout);
+    std::cerr << "error: " << printable(cli::filesystem_error_text(e)) << "\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::cerr << "error: " << printable(e.what()) << "\n";

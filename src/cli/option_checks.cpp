@@ -1,11 +1,14 @@
 #include "cli/option_checks.hpp"
 
+#include "cli/number_text.hpp"
+
+#include "llmport/error.hpp"
 #include "llmport/kernels.hpp"
 
 #include <fmt/format.h>
 
-#include <cmath>
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,14 +16,7 @@
 namespace llmport::cli {
 namespace {
 
-std::optional<double> as_number(const std::string& s) {
-  if (s.empty()) return std::nullopt;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  // inf / nan are no setting's meaningful value (--temperature inf samples uniformly).
-  if (end != s.c_str() + s.size() || !std::isfinite(v)) return std::nullopt;
-  return v;
-}
+std::optional<double> as_number(const std::string& s) { return parse_finite(s); }
 
 }  // namespace
 
@@ -39,9 +35,10 @@ CLI::Validator thread_count() {
   const int max = max_backend_threads();
   return CLI::Validator(
       [max](std::string& s) -> std::string {
-        const auto v = as_number(s);
-        if (!v) return fmt::format("expects a finite number, got '{}'", s);
-        if (*v < 0 || *v > max || *v != static_cast<double>(static_cast<long>(*v)))
+        // A count: read as a whole number ("1e0" and "1.0" are not), like every other int.
+        std::int64_t v = 0;
+        if (parse_int64(s, v) == WholeParse::NotWhole) return fmt::format("expects a whole number, got '{}'", s);
+        if (parse_int64(s, v) != WholeParse::Ok || v < 0 || v > max)
           return fmt::format("must be a whole number from 0 (all cores) to {} (4 x this machine's "
                              "hardware threads), got {}", max, s);
         return {};
@@ -96,6 +93,28 @@ CLI::Validator comma_list(CLI::Validator element) {
         return {};
       },
       desc.empty() ? "comma list" : "comma list, each " + desc);
+}
+
+CLI::Validator token_id() {
+  const std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  return CLI::Validator(
+      [kMax](std::string& s) -> std::string {
+        std::int64_t v = 0;
+        const WholeParse r = parse_int64(s, v);
+        if (r == WholeParse::NotWhole) return fmt::format("expects a token id (a whole number >= 0), got '{}'", s);
+        if (r == WholeParse::OutOfRange || v < 0 || v > kMax)
+          return fmt::format("token id {} is out of range (0..{})", s, kMax);
+        return {};
+      },
+      "token id");
+}
+
+std::vector<int> parse_id_list(const std::string& s, const std::string& name) {
+  std::string text = s;
+  if (std::string e = comma_list(token_id())(text); !e.empty()) throw UsageError(name + ": " + e);
+  std::vector<int> ids;
+  for (const std::string& t : split_commas(s)) ids.push_back(static_cast<int>(std::stoll(t)));
+  return ids;
 }
 
 }  // namespace llmport::cli

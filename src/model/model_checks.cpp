@@ -116,7 +116,7 @@ ValueScan scan_tensor_values(const TensorView& t) noexcept {
       continue;
     }
     const float a = std::fabs(v);
-    if (a <= kF16Max) continue;
+    if (a < kF16InfFrom) continue;  // rounds to a finite fp16 (65519 -> 65504)
     ++s.above_f16;
     if (a > limit) ++s.overflowing;
     if ((a > limit && !have_overflow) || !have_f16) {
@@ -156,8 +156,9 @@ void scan_weight_values(const WeightStore& ws, const std::vector<TensorSpec>& sp
     above_f16 += scan.above_f16;
   }
   if (above_f16 > overflowing)
-    r.warnings.push_back(fmt::format("{} weight(s) above fp16's max {:g} (first {}): --dtype fp16 turns them into Inf",
-                                     above_f16, kF16Max, first_f16));
+    r.warnings.push_back(fmt::format("{} weight(s) with |w| >= {:g}, past fp16's max {:g} (first {}): --dtype fp16 "
+                                     "rounds them to Inf",
+                                     above_f16, kF16InfFrom, kF16Max, first_f16));
   if (non_finite + overflowing == 0)
     r.checks.push_back({"weights_finite", true,
                         fmt::format("no NaN/Inf and no |value| > sqrt(FLT_MAX) = {:.3g} in {} tensors",

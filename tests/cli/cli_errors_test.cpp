@@ -145,12 +145,12 @@ TEST(CliParseErrors, NumbersThatDoNotParseUseTheProjectWording) {
       {{"deploy", m, "--min-top1", "abc"}, "error: --min-top1: expects a finite number, got 'abc'"},
       {{"deploy", m, "--min-top1", "nan"}, "error: --min-top1: expects a finite number, got 'nan'"},
       {{"run", m, "--prompt", "hi", "--n-tokens", "1.5"}, "error: --n-tokens: expects a whole number, got '1.5'"},
-      {{"run", m, "--prompt", "hi", "--top-k", "x"}, "error: --top-k: expects a finite number, got 'x'"},
+      {{"run", m, "--prompt", "hi", "--top-k", "x"}, "error: --top-k: expects a whole number, got 'x'"},
       {{"run", m, "--prompt", "hi", "--seed", "-1"}, "error: --seed: expects a whole number >= 0, got '-1'"},
       {{"bench", m, "-r", "two"}, "error: --repetitions: expects a whole number, got 'two'"},
       {{"serve", m, "--port", "70000"}, "error: --port: must be in [0, 65535], got 70000"},
       {{"serve", m, "--parallel", "0"}, "error: --parallel: must be in [1, 256], got 0"},
-      {{"serve", m, "--queue", "q"}, "error: --queue: expects a finite number, got 'q'"},
+      {{"serve", m, "--queue", "q"}, "error: --queue: expects a whole number, got 'q'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.want);
@@ -170,7 +170,7 @@ TEST(CliParseErrors, ACommaListWithAnEmptyOrBadElementIsAUsageError) {
       {"1,", "error: --threads: empty element 2 in '1,'"},
       {",1", "error: --threads: empty element 1 in ',1'"},
       {"", "error: --threads: empty value"},
-      {"1,x", "error: --threads: element 'x': expects a finite number, got 'x'"},
+      {"1,x", "error: --threads: element 'x': expects a whole number, got 'x'"},
       {"1,100000", "error: --threads: element '100000': " + threads_error("100000").substr(18)},
   };
   for (const auto& [list, want] : cases) {
@@ -225,6 +225,9 @@ TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
   const auto c = run_llmport({"check", "--help"});
   EXPECT_EQ(c.exit_code, 0);
   for (const char* s : {"0 ACCEPT", "3 REJECT", "2 bad input"}) EXPECT_NE(c.out.find(s), std::string::npos) << s;
+  // A --scan-values FAIL (NaN/Inf, |w| > sqrt(FLT_MAX)) exits 2, and the help says so.
+  EXPECT_NE(c.out.find("a --scan-values FAIL: NaN/Inf or |w| > sqrt(FLT_MAX) in a weight"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("warn on |w| >= 65520 (rounds to Inf in fp16"), std::string::npos) << c.out;
   const auto d = run_llmport({"diagnosis", "--help"});
   EXPECT_EQ(d.exit_code, 0);
   for (const char* s : {"0 no layer flagged", "1 a layer flagged", "2 bad input", "3 architecture rejected"})
@@ -266,4 +269,135 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
 }
 
 }  // namespace
+// Whole numbers are read exactly (std::from_chars): past int64/uint64 is "out of range"
+// (2^64 is not clamped to 2^64-1, which strtod would make the same double); past the
+// option's own type (int) main.cpp words CLI11's conversion error; never "Could not convert".
+TEST(CliParseErrors, WholeNumbersTooBigForTheirTypeAreOutOfRange) {
+  const std::string m = stories();
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"run", m, "--prompt", "hi", "--n-tokens", "99999999999999999999"},
+       "error: --n-tokens: 99999999999999999999 is out of range"},
+      {{"run", m, "--prompt", "hi", "-n", "2147483648"},
+       "error: --n-tokens: expects a whole number in range, got '2147483648'"},
+      {{"run", m, "--prompt", "hi", "--max-seq", "2147483648"},
+       "error: --max-seq: expects a whole number in range, got '2147483648'"},
+      {{"run", m, "--prompt", "hi", "--top-k", "99999999999999999999"},
+       "error: --top-k: 99999999999999999999 is out of range"},
+      {{"run", m, "--prompt", "hi", "--seed", "18446744073709551616"},
+       "error: --seed: 18446744073709551616 is out of range"},
+      {{"bench", m, "-n", "99999999999999999999"}, "error: --n-gen: 99999999999999999999 is out of range"},
+      {{"bench", m, "-r", "99999999999999999999"}, "error: --repetitions: 99999999999999999999 is out of range"},
+      {{"perplexity", m, "-c", "99999999999999999999"}, "error: --ctx-size: 99999999999999999999 is out of range"},
+      {{"kernels", "validate", m, "--prefill-m", "99999999999999999999"},
+       "error: --prefill-m: 99999999999999999999 is out of range"},
+      // A ranged int option: a non-number is "not a whole number" (not "finite number"),
+      // and " 5" / "0x10" / "5 " are refused like any other non-digit text.
+      {{"run", m, "--prompt", "hi", "--max-seq", ""}, "error: --max-seq: expects a whole number, got ''"},
+      {{"run", m, "--prompt", "hi", "--max-seq", "5 "}, "error: --max-seq: expects a whole number, got '5 '"},
+      {{"run", m, "--prompt", "hi", "--max-seq", " 5"}, "error: --max-seq: expects a whole number, got ' 5'"},
+      {{"run", m, "--prompt", "hi", "--max-seq", "0x10"}, "error: --max-seq: expects a whole number, got '0x10'"},
+      {{"run", m, "--prompt", "hi", "--max-seq", "0b11"}, "error: --max-seq: expects a whole number, got '0b11'"},
+      {{"run", m, "--prompt", "hi", "--n-tokens", "1,x"}, "error: --n-tokens: expects a whole number, got '1,x'"},
+      {{"run", m, "--prompt", "hi", "--top-k", "x"}, "error: --top-k: expects a whole number, got 'x'"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    const auto r = run_llmport(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind(c.want + " (see llmport " + c.args[0], 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // 2^64-1 itself is a seed (the largest); it is not refused.
+  const auto top = run_llmport({"run", m, "--prompt", "hi", "-n", "2", "--seed", "18446744073709551615"});
+  EXPECT_EQ(top.exit_code, 0) << top.err;
+}
+
+// " " is as much "not given" as "": refused with the same exemptions as "".
+TEST(CliParseErrors, AWhitespaceOnlyValueIsRefusedLikeAnEmptyOne) {
+  const std::string m = stories();
+  const std::vector<std::vector<std::string>> cases = {
+      {"deploy", m, "--name", " "},        {"serve", m, "--api-key", " "},
+      {"bench", m, "--kernel-cache", " "}, {"bench", m, "--registry", "\t"},
+      {"diagnosis", m, "--out", "  "}};
+  for (const auto& args : cases) {
+    const std::string& flag = args[args.size() - 2];
+    SCOPED_TRACE(args[0] + " " + flag);
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("error: " + flag + ": whitespace-only value (see llmport " + args[0], 0), 0u) << r.err;
+  }
+  const auto prompt = run_llmport({"run", m, "--prompt", " ", "--n-tokens", "2"});
+  EXPECT_EQ(prompt.exit_code, 0) << prompt.err;
+  const auto text = run_llmport({"tokenize", m, " "});
+  EXPECT_EQ(text.exit_code, 0) << text.err;
+}
+
+// Every comma list of whole numbers (token ids, thread counts) follows one rule: each
+// element a whole number (no "1e0", no spaces), no empty element, the flag and the element named.
+TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
+  const std::string m = stories();
+  struct Case {
+    std::vector<std::string> args;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{"bench", m, "--no-roofline", "-t", "1e0"}, "error: --threads: expects a whole number, got '1e0'"},
+      {{"bench", m, "--no-roofline", "-t", "1, 2"}, "error: --threads: element ' 2': expects a whole number, got ' 2'"},
+      {{"detokenize", m, "1,,2"}, "error: IDS: empty element 2 in '1,,2'"},
+      {{"detokenize", m, "1, 2"}, "error: IDS: element ' 2': expects a token id (a whole number >= 0), got ' 2'"},
+      {{"diagnosis", m, "--prompt", "1,,2", "--prompt-ids"}, "error: --prompt-ids: empty element 2 in '1,,2'"},
+      {{"diagnosis", m, "--prompt", "1,2e0", "--prompt-ids"},
+       "error: --prompt-ids: element '2e0': expects a token id (a whole number >= 0), got '2e0'"},
+      {{"run", m, "--prompt-ids", "1,,2"}, "error: --prompt-ids: empty element 2 in '1,,2'"},
+      {{"run", m, "--prompt-ids", "1,4294967301"},
+       "error: --prompt-ids: element '4294967301': token id 4294967301 is out of range (0..2147483647)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.want);
+    const auto r = run_llmport(c.args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind(c.want, 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  }
+  // The JSON array form of detokenize keeps JSON's spacing.
+  const auto json = run_llmport({"detokenize", m, "[1, 2]"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out, run_llmport({"detokenize", m, "1,2"}).out);
+}
+
+// A hidden option (--inject-fault) and a golden: with no file used to print "error: : ...".
+TEST(CliParseErrors, EveryMessageNamesItsOption) {
+  const std::string m = stories();
+  const auto fault = run_llmport({"diagnosis", m, "--inject-fault", ""});
+  EXPECT_EQ(fault.exit_code, 2);
+  EXPECT_EQ(fault.err, "error: --inject-fault: empty value (see llmport diagnosis --help)\n");
+  const auto golden = run_llmport({"diagnosis", m, "--reference", "golden:"});
+  EXPECT_EQ(golden.exit_code, 2);
+  EXPECT_EQ(golden.err, "error: --reference golden:FILE: FILE is empty\n");
+}
+
+// Library text never reaches the user: a filesystem_error is reworded with its path and
+// reason; a directory given as a template file is refused naming it.
+TEST(CliParseErrors, FilesystemErrorsAndDirectoriesUseTheProjectWording) {
+  TempDir t;
+  const fs::path file = t.path() / "a_file";
+  write_file(file, "x");
+  const auto synth = run_llmport({"synth", "--preset", "tiny-llama", "-o", (file / "sub").string()});
+  EXPECT_EQ(synth.exit_code, 2) << synth.out << synth.err;
+  EXPECT_EQ(synth.err, "error: " + (file / "sub").string() + ": cannot create directory (Not a directory)\n");
+  const fs::path dangling = t.path() / "dangling";
+  fs::create_symlink(t.path() / "missing" / "dir", dangling);
+  const auto link = run_llmport({"synth", "--preset", "tiny-llama", "-o", dangling.string()});
+  EXPECT_EQ(link.exit_code, 2) << link.out << link.err;
+  EXPECT_EQ(link.err, "error: " + dangling.string() + ": cannot create directory (File exists)\n");
+  const auto tmpl = run_llmport({"chat-template", stories(), "--messages", file.string(), "--template",
+                                 t.path().string()});
+  EXPECT_EQ(tmpl.exit_code, 2) << tmpl.out << tmpl.err;
+  EXPECT_EQ(tmpl.err, "error: --template " + t.path().string() + ": is a directory, expected a file\n");
+}
+
 }  // namespace llmport::test

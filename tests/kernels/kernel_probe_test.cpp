@@ -97,6 +97,20 @@ TEST(KernelProbeChoice, IsaDefaultsAndPerOpChoices) {
   EXPECT_EQ(choose_defaults(ps, "avx512").count("gemm bf16"), 0u);
 }
 
+// LLMPORT_PROBE_CACHE=" " used to be a directory " " made in the working directory.
+TEST(KernelProbeCache, AWhitespaceOnlyCacheVariableIsRefusedNamingIt) {
+  test::ScopedEnv env("LLMPORT_PROBE_CACHE", std::string(" "));
+  try {
+    (void)probe_cache_dir();
+    ADD_FAILURE() << "LLMPORT_PROBE_CACHE=' ' accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "LLMPORT_PROBE_CACHE=' ': whitespace-only path (unset it or name a directory)");
+  }
+  env.set("LLMPORT_PROBE_CACHE", std::string("/tmp/probe dir"));
+  EXPECT_EQ(probe_cache_dir(), std::filesystem::path("/tmp/probe dir"));
+}
+
 TEST(KernelProbeCache, RoundTripMeasuresOnceAndForceMeasuresAgain) {
   TempDir dir;
   int calls = 0;

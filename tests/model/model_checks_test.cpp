@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_checks.hpp"
 #include "llmport/weights.hpp"
@@ -153,7 +154,7 @@ TEST(Phase0, ScanValuesFindsWeightsWhoseSquareOverflows) {
   Phase0Report ok = check_model_dir(dir, std::nullopt, true);
   EXPECT_TRUE(ok.pass) << ok.error;
   ASSERT_EQ(ok.warnings.size(), 1u);
-  EXPECT_NE(ok.warnings[0].find("2 weight(s) above fp16's max 65504 (first "), std::string::npos) << ok.warnings[0];
+  EXPECT_NE(ok.warnings[0].find("2 weight(s) with |w| >= 65520, past fp16's max 65504 (first "), std::string::npos) << ok.warnings[0];
   EXPECT_NE(ok.warnings[0].find(up + "[9] = 70000"), std::string::npos) << ok.warnings[0];
 
   const std::string down = "model.layers.1.mlp.down_proj.weight";
@@ -183,6 +184,23 @@ TEST(Phase0, ScanValuesFindsWeightsWhoseSquareOverflows) {
   EXPECT_EQ(s.above_f16, 2u);
   EXPECT_EQ(s.first_large_index, 2u);
   EXPECT_FLOAT_EQ(s.first_large_value, bf16_to_f32(0x7f7f));
+}
+
+// The fp16 warning counts exactly the values the project's own fp16 conversion turns into
+// Inf: 65519 rounds down to 65504 (not warned), 65520 is the tie that rounds to Inf.
+TEST(Phase0, Fp16WarningStartsWhereFp16RoundsToInf) {
+  ASSERT_EQ(f32_to_f16(65519.0f), 0x7bff);  // 65504
+  ASSERT_EQ(f32_to_f16(65520.0f), 0x7c00);  // +Inf
+  float w[4] = {65505.0f, -65519.0f, 65520.0f, -65520.0f};
+  TensorView v;
+  v.dtype = DType::F32;
+  v.shape = {4};
+  v.data = w;
+  const ValueScan s = scan_tensor_values(v);
+  EXPECT_EQ(s.above_f16, 2u);
+  EXPECT_EQ(s.first_large_index, 2u);
+  EXPECT_EQ(s.first_large_value, 65520.0f);
+  EXPECT_EQ(s.overflowing, 0u);
 }
 
 TEST(Phase0, ScanValuesFindsNaNAndInf) {

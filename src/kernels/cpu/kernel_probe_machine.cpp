@@ -22,7 +22,12 @@ bool probe_enabled() {
 }
 
 std::optional<std::filesystem::path> probe_cache_dir() {
-  if (const char* d = std::getenv("LLMPORT_PROBE_CACHE"); d && *d) return std::filesystem::path(d);
+  if (const char* d = std::getenv("LLMPORT_PROBE_CACHE"); d && *d) {
+    // " " would be a directory named " " in the working directory, never what was meant.
+    if (std::string(d).find_first_not_of(" \t\n\r\f\v") == std::string::npos)
+      throw UsageError("LLMPORT_PROBE_CACHE='" + std::string(d) + "': whitespace-only path (unset it or name a directory)");
+    return std::filesystem::path(d);
+  }
   try {
     // Beside the user registry: $XDG_DATA_HOME/llmport/{registry,probe}.
     return user_registry_dir().parent_path() / "probe";
