@@ -25,6 +25,13 @@ inline constexpr std::uint64_t kMaxTextFileBytes = 1ull << 30;
 nlohmann::json parse_json_text(std::string_view text, const std::string& where);
 nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where);
 
+/// The reason of a JSON parse failure in llmport's words, one line, without nlohmann's
+/// "[json.exception.parse_error.101]" id: a syntax error as "syntax error at line L,
+/// column C (reason)" (`with_line`: files people edit) or "syntax error at byte N (reason)"
+/// (request bodies); any other exception (a number that does not fit) as its message
+/// without the id.
+std::string json_error_text(const nlohmann::json::exception& e, bool with_line = true);
+
 /// The whole of a regular file no larger than `max_bytes`. Throws ConfigError
 /// "<file>: ..." for a missing file, a directory, a FIFO/device, a larger file or a read
 /// error (never blocks on a FIFO: it is refused before it is opened).

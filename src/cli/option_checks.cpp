@@ -69,12 +69,19 @@ CLI::Validator in_range(double lo, double hi, bool lo_open) {
       "in " + interval);
 }
 
+// Elements with the blanks around them dropped: "1, 2" is what people type after Python's
+// [1, 2]; a blank-only element is an empty one.
 std::vector<std::string> split_commas(const std::string& s) {
+  auto trimmed = [](std::string t) {
+    const auto b = t.find_first_not_of(" \t");
+    if (b == std::string::npos) return std::string();
+    return t.substr(b, t.find_last_not_of(" \t") - b + 1);
+  };
   std::vector<std::string> out;
   std::size_t start = 0;
   for (std::size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1)
-    out.push_back(s.substr(start, comma - start));
-  out.push_back(s.substr(start));
+    out.push_back(trimmed(s.substr(start, comma - start)));
+  out.push_back(trimmed(s.substr(start)));
   return out;
 }
 
@@ -82,7 +89,7 @@ CLI::Validator comma_list(CLI::Validator element) {
   const std::string desc = element.get_description();
   return CLI::Validator(
       [element](std::string& s) -> std::string {
-        if (s.empty()) return std::string("empty value");
+        if (s.find_first_not_of(" \t") == std::string::npos) return std::string("empty value");
         const auto items = split_commas(s);
         for (std::size_t i = 0; i < items.size(); ++i) {
           std::string item = items[i];

@@ -26,7 +26,8 @@ CLI::Validator comma_list(CLI::Validator element);
 std::vector<std::string> split_commas(const std::string& s);
 /// Accepts a token id: a whole number (number_text.hpp's rule) in 0..2^31-1.
 CLI::Validator token_id();
-/// The ids of "1,2,3" (comma_list(token_id()): no empty element, no spaces, every element a
+/// The ids of "1,2,3" (comma_list(token_id()): no empty element, blanks around an element
+/// ignored ("1, 2"), every element a
 /// whole number in range), for id lists not held by one option (diagnosis's --prompt with
 /// --prompt-ids, detokenize's IDS). Throws UsageError "<name>: <what is wrong>".
 std::vector<int> parse_id_list(const std::string& s, const std::string& name);

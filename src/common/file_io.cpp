@@ -37,17 +37,36 @@ Json parse_bounded(std::string_view text, const std::string& where) {
     return Json::parse(text.begin(), text.end(), cb);
   } catch (const TooDeep&) {
     throw ConfigError(where + ": JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  } catch (const nlohmann::json::out_of_range& e) {
-    // out_of_range.406: a number that does not fit ("1e999").
-    std::string what = e.what();
-    const auto p = what.find("number overflow");
-    throw ConfigError(where + ": malformed JSON: " + (p == std::string::npos ? what : what.substr(p)));
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(where + ": malformed JSON: " + printable(e.what()));
+    throw ConfigError(where + ": malformed JSON: " + json_error_text(e));
   }
 }
 
 }  // namespace
+
+std::string json_error_text(const nlohmann::json::exception& e, bool with_line) {
+  const std::string what = e.what();
+  // "[json.exception.<kind>.<id>] <message>"
+  const auto close = what.find("] ");
+  std::string msg = what.rfind("[json.exception.", 0) == 0 && close != std::string::npos ? what.substr(close + 2) : what;
+  const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e);
+  if (!pe) {
+    // out_of_range.406 "number overflow parsing '1e999'" and the like.
+    if (const auto p = msg.find("number overflow"); p != std::string::npos) msg = msg.substr(p);
+    return printable(msg);
+  }
+  // "parse error at line 2, column 1: syntax error while parsing value - invalid literal;
+  // last read: '...'": keep the position and the reason, not the bytes last read.
+  std::string reason;
+  if (const auto p = msg.find(" - "); p != std::string::npos) reason = msg.substr(p + 3);
+  if (const auto q = reason.find(';'); q != std::string::npos) reason.resize(q);
+  std::string at = "byte " + std::to_string(pe->byte);
+  if (with_line) {
+    const auto l = msg.find("at line "), c = msg.find(':', l == std::string::npos ? 0 : l);
+    if (l != std::string::npos && c != std::string::npos) at = msg.substr(l + 3, c - l - 3);
+  }
+  return "syntax error at " + at + (reason.empty() ? "" : " (" + printable(reason) + ")");
+}
 
 nlohmann::json parse_json_text(std::string_view text, const std::string& where) {
   return parse_bounded<nlohmann::json>(text, where);

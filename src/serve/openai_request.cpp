@@ -80,23 +80,6 @@ std::string content_text(const json& c, const std::string& where) {
   bad(where, "expected a string or a list of text parts, got " + std::string(c.type_name()));
 }
 
-// nlohmann's message without its "[json.exception.<kind>.<id>] " prefix (a library detail,
-// not the client's business).
-std::string without_exception_id(const std::string& what) {
-  const auto p = what.find("] ");
-  return printable(what.rfind("[json.exception.", 0) == 0 && p != std::string::npos ? what.substr(p + 2) : what);
-}
-
-// "syntax error at byte N (reason)": where the body stops being JSON, and nlohmann's reason
-// ("invalid literal", "unexpected end of input") without the bytes it last read.
-std::string syntax_error(const json::parse_error& e) {
-  const std::string what = e.what();
-  std::string reason;
-  if (const auto p = what.find(" - "); p != std::string::npos) reason = what.substr(p + 3);
-  if (const auto q = reason.find(';'); q != std::string::npos) reason.resize(q);
-  return "syntax error at byte " + std::to_string(e.byte) + (reason.empty() ? "" : " (" + printable(reason) + ")");
-}
-
 }  // namespace
 
 GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
@@ -104,9 +87,9 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
   try {
     j = json::parse(body);
   } catch (const json::parse_error& e) {
-    throw ApiError(400, "malformed JSON body: " + syntax_error(e));
+    throw ApiError(400, "malformed JSON body: " + json_error_text(e, /*with_line=*/false));
   } catch (const json::exception& e) {  // out_of_range.406 for 1e999
-    throw ApiError(400, "malformed JSON body: " + without_exception_id(e.what()));
+    throw ApiError(400, "malformed JSON body: " + json_error_text(e));
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
   GenerationRequest r;

@@ -48,7 +48,15 @@ TEST(ParseJsonText, NumberOverflowAndSyntaxErrorsNameTheFile) {
     const std::string msg = message_of([&] { parse_json_text(text, "config.json"); });
     EXPECT_EQ(msg.rfind("config.json: malformed JSON", 0), 0u) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;  // no library id
   }
+  // The position a person editing the file can go to, and the parser's reason.
+  EXPECT_EQ(message_of([] { parse_json_text("{\"x\":\n", "config.json"); }),
+            "config.json: malformed JSON: syntax error at line 2, column 1 (unexpected end of input)");
+  EXPECT_EQ(message_of([] { parse_json_text("{\"a\": tru}", "t.json"); }),
+            "t.json: malformed JSON: syntax error at line 1, column 10 (invalid literal)");
+  EXPECT_EQ(message_of([] { parse_json_text("[1e999]", "g.json"); }),
+            "g.json: malformed JSON: number overflow parsing '1e999'");
 }
 
 TEST(JsonInteger, NamesTheFieldWhenTheValueDoesNotFit) {
