@@ -48,8 +48,8 @@ struct Phase0Report {
 /// ids < vocab_size, max_seq <= max_position_embeddings). Returns the problems (empty: ok).
 std::vector<std::string> config_consistency_problems(const ModelConfig& cfg, const nlohmann::json& raw);
 
-/// Counts the non-finite elements (NaN, +-Inf) of a tensor by their exponent bits
-/// (F32, BF16, F16); reads every byte of the view (pages it in).
+/// Counts the non-finite elements (NaN, +-Inf) of a tensor (F32, BF16, F16): the
+/// non_finite count of scan_tensor_values; reads every byte of the view (pages it in).
 std::size_t count_non_finite(const TensorView& t) noexcept;
 
 /// The magnitude above which a weight breaks the forward pass although it is finite:

@@ -24,7 +24,7 @@ struct DetokenizeArgs {
 };
 
 // Each IDS argument is one id, a comma list ("1,2,3", parse_id_list's rule: no empty
-// element, no spaces) or one JSON array ("[1, 2, 3]", JSON's own spacing).
+// element, blanks around an element ignored) or one JSON array ("[1, 2, 3]").
 std::vector<int> parse_ids(const std::vector<std::string>& args) {
   std::vector<int> ids;
   for (const auto& arg : args) {
@@ -75,7 +75,7 @@ const Registrar reg{Command{
       add_model_arg(sub, &a->model);
       // The ids are taken raw from what CLI11 leaves (allow_extras) rather than from an IDS
       // option: CLI11 splits an option's "[1,,2]" itself, dropping the empty element, and
-      // leaves " 2" of "[1, 2]"; parse_ids reads a JSON array whole and comma lists strictly.
+      // leaves " 2" of "[1, 2]"; parse_ids reads a JSON array whole and comma lists by one rule.
       sub.allow_extras();
       sub.footer("IDS: token ids after MODEL: separate arguments, comma lists (1,2,3) or one JSON array "
                  "(\"[1, 2, 3]\")");

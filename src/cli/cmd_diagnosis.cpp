@@ -1,11 +1,10 @@
 // `llmport diagnosis MODEL --prompt TEXT`: per-layer cosine of the engine against the
 // oracle or a golden file; markdown (default), JSON (--json), SVG plot (--svg FILE).
-// Flags are not a gate: exit 0 unless the input is bad.
+// A flagged layer is a failed check: exit 1 (0 when none is flagged, 2 bad input).
 #include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"

@@ -10,7 +10,6 @@
 #include <iterator>
 #include <memory>
 #include <optional>
-#include <sstream>
 
 #include <unistd.h>
 

@@ -14,16 +14,10 @@
 #include <vector>
 
 namespace llmport::cli {
-namespace {
-
-std::optional<double> as_number(const std::string& s) { return parse_finite(s); }
-
-}  // namespace
-
 CLI::Validator at_least(double min) {
   return CLI::Validator(
       [min](std::string& s) -> std::string {
-        const auto v = as_number(s);
+        const auto v = parse_finite(s);
         if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if (*v < min) return fmt::format("must be >= {}, got {}", min, s);
         return {};
@@ -37,8 +31,9 @@ CLI::Validator thread_count() {
       [max](std::string& s) -> std::string {
         // A count: read as a whole number ("1e0" and "1.0" are not), like every other int.
         std::int64_t v = 0;
-        if (parse_int64(s, v) == WholeParse::NotWhole) return fmt::format("expects a whole number, got '{}'", s);
-        if (parse_int64(s, v) != WholeParse::Ok || v < 0 || v > max)
+        const WholeParse r = parse_int64(s, v);
+        if (r == WholeParse::NotWhole) return fmt::format("expects a whole number, got '{}'", s);
+        if (r != WholeParse::Ok || v < 0 || v > max)
           return fmt::format("must be a whole number from 0 (all cores) to {} (4 x this machine's "
                              "hardware threads), got {}", max, s);
         return {};
@@ -49,7 +44,7 @@ CLI::Validator thread_count() {
 CLI::Validator above(double min) {
   return CLI::Validator(
       [min](std::string& s) -> std::string {
-        const auto v = as_number(s);
+        const auto v = parse_finite(s);
         if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if (*v <= min) return fmt::format("must be > {}, got {}", min, s);
         return {};
@@ -61,7 +56,7 @@ CLI::Validator in_range(double lo, double hi, bool lo_open) {
   const std::string interval = fmt::format("{}{}, {}]", lo_open ? "(" : "[", lo, hi);
   return CLI::Validator(
       [lo, hi, lo_open, interval](std::string& s) -> std::string {
-        const auto v = as_number(s);
+        const auto v = parse_finite(s);
         if (!v) return fmt::format("expects a finite number, got '{}'", s);
         if ((lo_open ? *v <= lo : *v < lo) || *v > hi) return fmt::format("must be in {}, got {}", interval, s);
         return {};

@@ -64,27 +64,7 @@ std::string now_iso() { return format_now("%Y-%m-%dT%H:%M:%SZ"); }
 std::string now_compact() { return format_now("%Y%m%d-%H%M%S"); }
 
 void atomic_write(const fs::path& file, const std::string& text) {
-  if (file.has_parent_path()) fs::create_directories(file.parent_path());
-  // Per writer, not per process: two threads of one process writing the same file had
-  // shared "<file>.tmp.<pid>".
-  const fs::path tmp = unique_temp_path(file);
-  std::error_code ec;
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) throw UsageError(file.string() + ": cannot write");
-    o << text;
-    o.close();
-    if (!o) {
-      fs::remove(tmp, ec);
-      throw UsageError(file.string() + ": write failed");
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(tmp, ec);
-    throw UsageError(file.string() + ": cannot write: " + why);
-  }
+  write_output_file(file, text, Overwrite::Always);
 }
 
 void append_file(const fs::path& file, const std::string& text) {

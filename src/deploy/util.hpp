@@ -11,7 +11,8 @@ namespace llmport::deploy {
 std::string now_iso();
 /// Current UTC time for directory names ("20261129-180957").
 std::string now_compact();
-/// Writes `text` to `file` through a temporary file + rename (never a half-written file).
+/// Writes `text` to `file`, replacing it (write_output_file with Overwrite::Always: a
+/// temporary file of its own + rename, never a half-written file). Throws UsageError.
 void atomic_write(const std::filesystem::path& file, const std::string& text);
 /// Appends `text` to `file` (created when absent).
 void append_file(const std::filesystem::path& file, const std::string& text);

@@ -63,29 +63,6 @@ std::vector<std::string> config_consistency_problems(const ModelConfig& cfg, con
   return p;
 }
 
-std::size_t count_non_finite(const TensorView& t) noexcept {
-  std::size_t bad = 0;
-  const auto n = static_cast<std::size_t>(t.numel());
-  if (t.dtype == DType::F32) {
-    const auto* p = static_cast<const unsigned char*>(t.data);
-    for (std::size_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, p + 4 * i, 4);  // views may be unaligned inside the file
-      bad += (u & 0x7f800000u) == 0x7f800000u;
-    }
-  } else {
-    // bf16: 8 exponent bits 0x7f80; f16: 5 exponent bits 0x7c00; all ones = Inf/NaN
-    const uint16_t mask = t.dtype == DType::BF16 ? 0x7f80 : 0x7c00;
-    const auto* p = static_cast<const unsigned char*>(t.data);
-    for (std::size_t i = 0; i < n; ++i) {
-      uint16_t h;
-      std::memcpy(&h, p + 2 * i, 2);
-      bad += (h & mask) == mask;
-    }
-  }
-  return bad;
-}
-
 float overflow_magnitude() noexcept { return std::sqrt(std::numeric_limits<float>::max()); }
 
 namespace {
@@ -128,6 +105,8 @@ ValueScan scan_tensor_values(const TensorView& t) noexcept {
   }
   return s;
 }
+
+std::size_t count_non_finite(const TensorView& t) noexcept { return scan_tensor_values(t).non_finite; }
 
 namespace {
 

@@ -79,27 +79,10 @@ std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& 
   return p;
 }
 
-// Temporary file beside `file`, then rename: a reader sees the old file or the whole new one.
+// write_output_file: a temporary file beside `file`, then rename, so a reader sees the old
+// file or the whole new one; a directory it cannot create is worded by it (UsageError).
 void write_cache(const fs::path& file, const KernelProbe& p) {
-  fs::create_directories(file.parent_path());
-  const fs::path tmp = unique_temp_path(file);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << to_json(p).dump(1) << "\n";
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, file, ec);
-  if (ec) {  // e.g. `file` is a directory: leave no temporary behind
-    std::error_code ignore;
-    fs::remove(tmp, ignore);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
-  }
+  write_output_file(file, to_json(p).dump(1) + "\n", Overwrite::Always);
 }
 
 }  // namespace
