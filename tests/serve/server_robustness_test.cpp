@@ -186,6 +186,22 @@ std::pair<std::string, double> read_to_end(int fd) {
   return {got, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
 }
 
+// The whole of what a raw `request` gets on a fresh loopback connection to `port`; "" when it
+// cannot connect (every caller then fails on the status line it expects).
+std::string exchange(int port, const std::string& request) {
+  const int fd = raw_connect_send(port, request);
+  if (fd < 0) return "";
+  std::string got = read_to_end(fd).first;
+  close(fd);
+  return got;
+}
+
+// A 200 whose body is a completion of the one token these requests ask for.
+void expect_one_token_completion(const std::string& got) {
+  ASSERT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_EQ(json::parse(got.substr(got.find("\r\n\r\n") + 4)).at("usage").at("completion_tokens"), 1);
+}
+
 std::size_t count_of(const std::string& s, const std::string& part) {
   std::size_t n = 0;
   for (auto p = s.find(part); p != std::string::npos; p = s.find(part, p + 1)) ++n;
@@ -201,12 +217,9 @@ TEST_F(ServeBodies, ConflictingContentLengthsAre400WithConnectionClose) {
   const std::string len = std::to_string(body.size());
   for (const std::string expect : {"", "Expect: 100-continue\r\n"}) {
     SCOPED_TRACE(expect);
-    const int fd = raw_connect_send(server_->port(), head + expect + "Content-Length: " + len +
-                                                         "\r\nContent-Length: 9437184\r\n\r\n" +
-                                                         (expect.empty() ? body : std::string()));
-    ASSERT_GE(fd, 0);
-    const auto [got, seconds] = read_to_end(fd);
-    close(fd);
+    const std::string got = exchange(server_->port(), head + expect + "Content-Length: " + len +
+                                                          "\r\nContent-Length: 9437184\r\n\r\n" +
+                                                          (expect.empty() ? body : std::string()));
     EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
     EXPECT_EQ(got.find("100 Continue"), std::string::npos) << got;
     EXPECT_EQ(got.find("200 OK"), std::string::npos) << got;
@@ -217,13 +230,8 @@ TEST_F(ServeBodies, ConflictingContentLengthsAre400WithConnectionClose) {
     EXPECT_EQ(j.at("error").at("type"), "invalid_request_error");
   }
   // The same length twice is one length: served.
-  const int fd = raw_connect_send(server_->port(), head + "Content-Length: " + len + "\r\nContent-Length: " + len +
-                                                       "\r\nConnection: close\r\n\r\n" + body);
-  ASSERT_GE(fd, 0);
-  const auto [got, seconds] = read_to_end(fd);
-  close(fd);
-  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
-  EXPECT_EQ(json::parse(got.substr(got.find("\r\n\r\n") + 4)).at("usage").at("completion_tokens"), 1);
+  expect_one_token_completion(exchange(server_->port(), head + "Content-Length: " + len + "\r\nContent-Length: " +
+                                                          len + "\r\nConnection: close\r\n\r\n" + body));
 }
 
 // "Transfer-Encoding: Chunked" (transfer codings are case-insensitive, RFC 9112 7): httplib
@@ -237,10 +245,7 @@ TEST_F(ServeBodies, ATransferEncodingOtherThanLowercaseChunkedIsRefusedAndNothin
   const std::string chunks = fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", smuggled.size(), smuggled);
   for (const std::string te : {"Chunked", "CHUNKED", "chunked, chunked"}) {
     SCOPED_TRACE(te);
-    const int fd = raw_connect_send(server_->port(), head + "Transfer-Encoding: " + te + "\r\n\r\n" + chunks);
-    ASSERT_GE(fd, 0);
-    const auto [got, seconds] = read_to_end(fd);
-    close(fd);
+    const std::string got = exchange(server_->port(), head + "Transfer-Encoding: " + te + "\r\n\r\n" + chunks);
     EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
     // Any response on the connection is a 400; the smuggled GET was never served.
     EXPECT_EQ(count_of(got, "HTTP/1.1 "), count_of(got, "HTTP/1.1 400 Bad Request\r\n")) << got;
@@ -251,13 +256,8 @@ TEST_F(ServeBodies, ATransferEncodingOtherThanLowercaseChunkedIsRefusedAndNothin
               "unsupported Transfer-Encoding '" + te + "' (only 'chunked', in lowercase, is read)");
   }
   const std::string body = R"({"prompt":"Once upon","max_tokens":1})";
-  const int fd = raw_connect_send(server_->port(), head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
-                                                       fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body));
-  ASSERT_GE(fd, 0);
-  const auto [got, seconds] = read_to_end(fd);
-  close(fd);
-  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
-  EXPECT_EQ(json::parse(got.substr(got.find("\r\n\r\n") + 4)).at("usage").at("completion_tokens"), 1);
+  expect_one_token_completion(exchange(server_->port(), head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                                                          fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body)));
 }
 
 // A body that is not JSON: the 400 says where it stops being JSON, in the server's words, not
