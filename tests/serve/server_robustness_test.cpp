@@ -255,6 +255,16 @@ TEST_F(ServeBodies, ATransferEncodingOtherThanLowercaseChunkedIsRefusedAndNothin
     EXPECT_EQ(j.at("error").at("message"),
               "unsupported Transfer-Encoding '" + te + "' (only 'chunked', in lowercase, is read)");
   }
+  // Two Transfer-Encoding headers (httplib reads only the first): refused the same way.
+  {
+    const std::string got = exchange(server_->port(), head + "Transfer-Encoding: chunked\r\nTransfer-Encoding: "
+                                                             "chunked\r\n\r\n" + chunks);
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << got;
+    EXPECT_EQ(got.find("\"status\":\"ok\""), std::string::npos) << got;
+    const std::string first = got.substr(0, got.find("}}") + 2);
+    EXPECT_EQ(json::parse(first.substr(first.find("\r\n\r\n") + 4)).at("error").at("message"),
+              "more than one Transfer-Encoding header (only a single 'Transfer-Encoding: chunked' is read)");
+  }
   const std::string body = R"({"prompt":"Once upon","max_tokens":1})";
   expect_one_token_completion(exchange(server_->port(), head + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
                                                           fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body)));
