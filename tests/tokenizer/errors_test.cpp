@@ -40,6 +40,9 @@ TEST(TokenizerErrors, BadJson) {
   std::string msg = load_error("{\"model\": {\"type\": \"BPE\", ");
   EXPECT_NE(msg.find("invalid JSON"), std::string::npos) << msg;
   EXPECT_NE(load_error("").find("invalid JSON"), std::string::npos);
+  // In llmport's words (file_io's json_error_text), not nlohmann's exception text.
+  EXPECT_NE(msg.find("syntax error at line 1, column "), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("json.exception"), std::string::npos) << msg;
 }
 
 TEST(TokenizerErrors, TruncatedRealFile) {
