@@ -259,6 +259,25 @@ TEST(CpuLinear, ARowStrideIsAnOddNumberOfCacheLines) {
     }
 }
 
+TEST(CpuLinear, EqualKBlockCutsKIntoTheFewestEqualPairedBlocks) {
+  EXPECT_EQ(cpu::equal_k_block(1024, 3072), 1024);  // whole k
+  EXPECT_EQ(cpu::equal_k_block(3072, 3072), 3072);
+  EXPECT_EQ(cpu::equal_k_block(5632, 3072), 2816);  // 2 x 2816, not 3072 + 2560
+  EXPECT_EQ(cpu::equal_k_block(8192, 3072), 2732);  // 3 blocks: 2732 + 2732 + 2728
+  EXPECT_EQ(cpu::equal_k_block(1023, 3072), 1024);  // a whole k pair
+  EXPECT_EQ(cpu::equal_k_block(0, 3072), 3072);
+  for (int max_kc : {2, 64, 512, 3072})
+    for (int k = 1; k <= 9000; k += 7) {
+      const int kc = cpu::equal_k_block(k, max_kc);
+      const int blocks = (k + max_kc - 1) / max_kc;  // the fewest blocks of <= max_kc
+      ASSERT_EQ(kc % 2, 0) << k;
+      ASSERT_LE(kc, max_kc + max_kc % 2) << k;
+      ASSERT_GE(static_cast<long>(kc) * blocks, k) << k;       // the blocks cover k
+      ASSERT_LT(static_cast<long>(kc) * (blocks - 1), k) << k;  // and none is empty
+      ASSERT_LE(kc, (k + blocks - 1) / blocks + 1) << k;        // and they are equal
+    }
+}
+
 TEST(CpuLinear, PackedBytesAreOwnedAndCounted) {
   auto be = make_cpu_backend(1);
   std::vector<float> w(33 * 70, 1.0f);

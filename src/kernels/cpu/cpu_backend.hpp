@@ -35,6 +35,11 @@ Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
 /// kernel probe (llmport/kernel_probe.hpp) measured it faster on this machine and `probe`
 /// is true (false: the ISA-flag default; the probe is neither run nor read).
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k, bool probe = true);
+/// k block (elements) that cuts k into the fewest equal blocks of at most `max_kc`,
+/// rounded up to a whole k pair: k itself when k <= max_kc (and even). Each block beyond the
+/// first reloads and stores the whole C tile, so fewer, equal blocks beat a fixed kc that
+/// leaves a short tail. k <= 0 gives max_kc; max_kc < 2 gives 2.
+int equal_k_block(int k, int max_kc);
 /// Default config of a q8_0/q4_0 linear of W [n, k] at level `isa`: {"act": 0|1} (the
 /// measured decode choice, the kernel probe's when `probe`; never depends on m).
 TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k, bool probe = true);

@@ -73,14 +73,24 @@ TileSchema tile_schema(OpKind kind) {
 }
 
 namespace {
+// Largest vdpbf16ps k block: with mc 96 its A block (96 x kc bf16, 576 KiB at 3072) and the
+// 4-panel B micro-panel (128 B x kc) share the 1-2 MiB L2 of the cores it was measured on.
+constexpr int kMaxKc = 3072;
+
 bool fma_applies(Isa isa, DType dtype) {
   return dtype == DType::BF16 && (isa == Isa::Avx512 || isa == Isa::Avx512Bf16);
 }
 }  // namespace
 
+int equal_k_block(int k, int max_kc) {
+  if (k <= 0 || max_kc < 2) return max_kc < 2 ? 2 : max_kc;
+  const int blocks = (k + max_kc - 1) / max_kc;
+  const int kc = (k + blocks - 1) / blocks;
+  return kc + kc % 2;
+}
+
 TileConfig default_tile_config(Isa isa, DType dtype, int n, int k, bool probe) {
   (void)n;
-  (void)k;
   if (isa == Isa::Avx2 || isa == Isa::Scalar)
     return {{"mr", 4}, {"np", 1}, {"kc", 256}, {"mc", 64}, {"nc", 256}, {"gnp", 1}};
   if (dtype == DType::F32) return {{"mr", 12}, {"np", 2}, {"kc", 256}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
@@ -99,8 +109,10 @@ TileConfig default_tile_config(Isa isa, DType dtype, int n, int k, bool probe) {
   // vdpbf16ps: 6 rows x 4 panels. A k pair then costs 4 B loads + 6 A broadcasts per 24
   // vdpbf16ps, against 2 + 12 for 12 x 2; on Zen 4 (where this path is the default) the
   // sweep put 6 x 4 first on 9 of the 11 qwen3-0.6b / llama-3.2-1b shapes, +7% median.
+  // kc: the whole k up to kMaxKc, else k in equal blocks (equal_k_block).
   if (isa == Isa::Avx512Bf16 && dtype == DType::BF16)
-    return {{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}, {"fma", 0}};
+    return {{"mr", 6}, {"np", 4}, {"kc", equal_k_block(k, kMaxKc)}, {"mc", 96}, {"nc", 512},
+            {"gnp", 4}, {"fma", 0}};
   TileConfig c = {{"mr", 12}, {"np", 2}, {"kc", 512}, {"mc", 96}, {"nc", 512}, {"gnp", 4}};
   if (fma_applies(isa, dtype)) c["fma"] = 0;
   return c;
@@ -139,6 +151,9 @@ std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefil
   if (!narrow) {
     out.push_back({{"mr", 12}, {"np", 2}, {"kc", 1024}, {"mc", 96}, {"nc", 1024}});
     out.push_back({{"mr", 6}, {"np", 4}, {"kc", 512}, {"mc", 96}, {"nc", 2048}});
+    // No kc: the default's (equal_k_block, the whole k up to kMaxKc), and a middle one.
+    out.push_back({{"mr", 6}, {"np", 4}, {"mc", 96}, {"nc", 512}});
+    out.push_back({{"mr", 6}, {"np", 4}, {"kc", 1024}, {"mc", 96}, {"nc", 512}});
   }
   if (fma_applies(isa, dtype)) {
     // Every bf16 candidate names its path, so none inherits the default's.
