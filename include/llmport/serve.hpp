@@ -53,6 +53,9 @@ struct ServeOptions {
   std::string model_name;          ///< the `model` of responses; default the directory name
   int prefill_chunk = 128;         ///< prompt tokens prefilled per step, all slots together
   std::size_t max_body_bytes = std::size_t{8} << 20;  ///< request bodies beyond: 413
+  /// Seconds a request's next byte may take (request line, headers, body): beyond, 408 and
+  /// the connection ends.
+  int read_timeout_s = 30;
   double shutdown_grace_s = 10;    ///< SIGINT/SIGTERM: seconds in-flight requests may finish
   int test_step_delay_ms = 0;      ///< test-only: pause after every batched step (ms)
 };
