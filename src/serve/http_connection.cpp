@@ -14,7 +14,11 @@
 
 namespace llmport::serve {
 
+namespace {
+// The request the calling thread's connection loop is in (httplib runs a connection's
+// parser, handlers and writes on the one pool thread that took it).
 thread_local RequestReading* g_current = nullptr;
+}  // namespace
 
 RequestReading* current_request() { return g_current; }
 
