@@ -36,6 +36,7 @@ struct ServeArgs {
   std::string model_name;
   int prefill_chunk = 128;
   double shutdown_grace = 10;
+  int read_timeout = 30;
   int test_step_delay_ms = 0;
 };
 
@@ -53,6 +54,7 @@ int run_serve(const ServeArgs& a) {
   o.model_name = a.model_name;
   o.prefill_chunk = a.prefill_chunk;
   o.shutdown_grace_s = a.shutdown_grace;
+  o.read_timeout_s = a.read_timeout;
   o.test_step_delay_ms = a.test_step_delay_ms;
   std::filesystem::path dir;
   std::string registry = a.registry;
@@ -137,6 +139,9 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        sub.add_option("--shutdown-grace", a->shutdown_grace,
                                       "SIGINT/SIGTERM: seconds in-flight requests may still finish")
                            ->check(in_range(0, 3600));
+                       sub.add_option("--read-timeout", a->read_timeout,
+                                      "seconds a request's next byte may take; beyond: 408")
+                           ->check(in_range(1, 3600));
                        sub.add_option("--test-step-delay-ms", a->test_step_delay_ms,
                                       "test-only: pause after every batched step")
                            ->check(in_range(0, 10000))

@@ -1,20 +1,26 @@
 #pragma once
-// The client socket of an HTTP request, to notice a client that hung up while its
-// non-streamed answer is still being generated. cpp-httplib 0.11 does not hand its handlers
-// the socket (later versions have Request::is_connection_closed), so it is found among this
-// process's sockets by the request's 4-tuple: unique while the handler runs, since httplib
-// closes the socket only after the handler returns.
-#include <string>
+// Whether the client of a request whose non-streamed answer is still being generated is
+// still there. Its socket comes from the connection loop (serve/http_connection.hpp).
+//
+// TCP cannot tell a client that closed its socket from one that only half-closed it
+// (shutdown(SHUT_WR), `nc -N`) and still reads: both are a FIN. A write tells them apart: a
+// closed socket answers it with a reset. So at the first FIN an HTTP/1.1 request's handler
+// writes an interim "100 Continue" (RFC 9110 15.2: a client must parse 1xx responses it did
+// not ask for) and cancels only on the reset; an HTTP/1.0 client (no 1xx allowed) that
+// sends FIN is taken as gone.
 
 namespace llmport::serve {
 
-/// The connected TCP socket whose local end is local_port and whose peer is
-/// remote_addr:remote_port (numeric address, as httplib reports it); -1 if none.
-int find_connection_socket(int local_port, const std::string& remote_addr, int remote_port);
+enum class PeerState {
+  Open,        ///< nothing to read, or bytes of a next request
+  HalfClosed,  ///< FIN: the client closed, or only shut down its sending side
+  Gone,        ///< reset or socket error
+};
 
-/// True when the peer of socket `fd` has closed or reset the connection (a readable socket
-/// that peeks zero bytes or an error), as httplib's own is_socket_alive decides. Does not
-/// block and does not consume data.
-bool peer_closed(int fd);
+/// The state of the peer of socket `fd`. Does not block and does not consume data.
+PeerState peer_state(int fd);
+
+/// Writes the interim response "HTTP/1.1 100 Continue" to `fd`; false if the write fails.
+bool send_interim_continue(int fd);
 
 }  // namespace llmport::serve

@@ -29,6 +29,7 @@
 #include "llmport/weights.hpp"
 #include "serve/api_error.hpp"
 #include "serve/connection.hpp"
+#include "serve/http_connection.hpp"
 #include "serve/metrics.hpp"
 #include "serve/openai_request.hpp"
 #include "serve/scheduler.hpp"
@@ -61,14 +62,29 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
   res.set_content(dump(error_body(status, message, param)), "application/json");
 }
 
-// Answers with "Connection: close" (and no Keep-Alive header) when the request's body is
-// left unread. cpp-httplib 0.11 decides that header from the request's Connection header
-// when it writes the response, and gives handlers no other way to end a connection; the
-// Request is httplib's own non-const object, so writing it here is defined.
+// Answers with "Connection: close" (and no Keep-Alive header) and ends the connection once
+// the response is written (the connection loop's lingering close), when the request's body
+// is left unread or the stream is at an unknown point. cpp-httplib 0.11 decides the header
+// from the request's Connection header when it writes the response; the Request is httplib's
+// own non-const object, so writing it here is defined.
 void close_after_response(const httplib::Request& req) {
   auto& r = const_cast<httplib::Request&>(req);
   r.headers.erase("Connection");
   r.headers.emplace("Connection", "close");
+  close_connection_after_response();
+}
+
+// A Transfer-Encoding or Content-Length header line with an empty value: httplib 0.11 drops
+// such a line, so the request would be read as having no body (a chunked body left on the
+// connection as the next request). Seen in the raw header section; "" if none.
+std::string empty_framing_header() {
+  const RequestReading* r = current_request();
+  if (!r) return "";
+  for (const auto& v : raw_header_values(r->raw_head, "Transfer-Encoding"))
+    if (v.empty()) return "unsupported Transfer-Encoding '' (only 'chunked', in lowercase, is read)";
+  for (const auto& v : raw_header_values(r->raw_head, "Content-Length"))
+    if (v.empty()) return "malformed Content-Length header (not a decimal number)";
+  return "";
 }
 
 // A body framing this server does not read (RFC 9112 6.1-6.3); "" if fine:
@@ -77,8 +93,10 @@ void close_after_response(const httplib::Request& req) {
 //    leave the chunks unread on the connection, to be parsed as the next request. Refused, as
 //    is more than one Transfer-Encoding header (httplib reads only the first);
 //  - Transfer-Encoding together with Content-Length (a request-smuggling shape);
-//  - Content-Length headers with different values (httplib would read the first).
+//  - Content-Length headers with different values (httplib would read the first);
+//  - an empty Transfer-Encoding or Content-Length (empty_framing_header).
 std::string framing_error(const httplib::Request& req) {
+  if (std::string empty = empty_framing_header(); !empty.empty()) return empty;
   const std::size_t n_len = req.get_header_value_count("Content-Length");
   for (std::size_t i = 1; i < n_len; ++i)
     if (req.get_header_value("Content-Length", i) != req.get_header_value("Content-Length", 0))
@@ -321,7 +339,9 @@ class Server {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     http_.set_payload_max_length(opt_.max_body_bytes);
-    http_.set_read_timeout(30, 0);
+    // A request (line, headers, body) must arrive within read_timeout_s of its last byte:
+    // else 408 and the connection ends, so a stalled client holds a pool thread that long.
+    http_.set_read_timeout(opt_.read_timeout_s, 0);
     http_.set_write_timeout(30, 0);
     http_.set_keep_alive_max_count(100);
     http_.set_keep_alive_timeout(2);  // an idle keep-alive connection holds a pool thread
@@ -358,11 +378,18 @@ class Server {
       if (res.status == 404) msg = "unknown route " + req.method + " " + req.path;
       if (res.status == 413)
         msg = over_limit_message();
-      if (res.status == 400) msg = "malformed HTTP request";
-      if (res.status == 414) msg = "request line over httplib's limit of 8192 bytes";
+      if (res.status == 400) msg = unparsed_request_message(res);
+      if (res.status == 414) msg = "request line longer than " + std::to_string(kMaxRequestLineBytes) + " bytes";
       send_error(res, res.status, msg);
-      // A request httplib could not parse leaves the stream at an unknown point.
-      if (res.status == 400 || res.status == 414) close_after_response(req);
+      // httplib's own 413 leaves the body unread; a request it could not parse (400, 408,
+      // 414, 431) leaves the stream at an unknown point.
+      if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 431)
+        close_after_response(req);
+    });
+    // The 408 of a request line that did not arrive in time (httplib answers nothing then).
+    http_.set_own_error_body([this](int status, const std::string& message) {
+      metrics_.request("other", status);
+      return dump(error_body(status, message));
     });
     http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string msg = "internal error";
@@ -423,6 +450,26 @@ class Server {
     http_.Options(".*", fallback);
   }
 
+  // Why httplib could not parse a request (its 400): a header line or section over the
+  // limit is 431, a head that did not arrive within the read timeout 408 (res.status set).
+  std::string unparsed_request_message(httplib::Response& res) const {
+    const RequestReading* r = current_request();
+    if (r && r->headers_too_large) {
+      res.status = 431;
+      return "request header fields over the limit of " + std::to_string(kMaxHeaderLineBytes) +
+             " bytes per line or " + std::to_string(kMaxHeaderBytes) + " bytes in all";
+    }
+    if (r && r->read_timed_out && !r->head_complete) {
+      res.status = 408;
+      return read_timeout_message("request headers");
+    }
+    return "malformed HTTP request";
+  }
+
+  std::string read_timeout_message(const std::string& what) const {
+    return what + " not received within the read timeout of " + std::to_string(opt_.read_timeout_s) + " s";
+  }
+
   // The one 413 message (pre-routing, httplib's own 413, a body that grew past the limit).
   std::string over_limit_message() const {
     return "request body over the limit of " + std::to_string(opt_.max_body_bytes) + " bytes";
@@ -448,10 +495,12 @@ class Server {
     if (ok) return true;
     if (over || res.status == 413) {
       send_error(res, 413, over_limit_message());
-      close_after_response(req);  // the rest of the body is not read
+    } else if (const RequestReading* r = current_request(); r && r->read_timed_out) {
+      send_error(res, 408, read_timeout_message("request body"));
     } else {
       send_error(res, 400, "could not read the request body");
     }
+    close_after_response(req);  // the rest of the body is not read
     return false;
   }
 
@@ -527,9 +576,12 @@ class Server {
     if (r.stream) return stream(res, r, head, gen, prompt, guard);
 
     // A client that hangs up before its whole answer is ready cancels it (its slot is free
-    // at once); the socket is looked at every kClientCheck, whether tokens arrive or not
-    // (found at the first look: an answer ready sooner costs no search).
-    int client_fd = -2;  // -2: not looked for yet; -1: not found
+    // at once); the socket is looked at every kClientCheck, whether tokens arrive or not.
+    // A FIN alone may be a half-close: probed once with "100 Continue" (serve/connection.hpp).
+    const RequestReading* conn = current_request();
+    const int client_fd = conn ? conn->socket : -1;
+    const bool may_probe = req.version == "HTTP/1.1";
+    bool probed = false;
     constexpr auto kClientCheck = std::chrono::milliseconds(100);
     auto next_check = Clock::now() + kClientCheck;
     TextPipe pipe(tok_.get(), prompt, r.stop);
@@ -540,10 +592,15 @@ class Server {
     TokenEvent ev;
     for (;;) {
       const auto w = gen->next(ev, kClientCheck);
-      if (client_fd != -1 && Clock::now() >= next_check) {
+      if (client_fd >= 0 && Clock::now() >= next_check) {
         next_check = Clock::now() + kClientCheck;
-        if (client_fd == -2) client_fd = find_connection_socket(req.local_port, req.remote_addr, req.remote_port);
-        if (client_fd >= 0 && peer_closed(client_fd)) {
+        const PeerState ps = peer_state(client_fd);
+        bool gone = ps == PeerState::Gone;
+        if (ps == PeerState::HalfClosed && !probed) {
+          probed = true;
+          gone = !may_probe || !send_interim_continue(client_fd);
+        }
+        if (gone) {
           gen->cancel();
           return send_error(res, 499, "the client closed the connection");  // never delivered
         }
@@ -650,7 +707,7 @@ class Server {
   std::atomic<State> state_{State::Loading};
   std::atomic<uint64_t> next_id_{0};
   std::atomic<int> inflight_{0};
-  httplib::Server http_;
+  HttpServer http_;
 };
 
 }  // namespace

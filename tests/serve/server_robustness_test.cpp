@@ -311,8 +311,8 @@ TEST_F(ServeBodies, Expect100ContinueOverTheLimitGets413WithoutContinue) {
 // An HTTP/1.0 request with "Connection: Keep-Alive": httplib would answer with a
 // Keep-Alive header but no "Connection: keep-alive" (which such a client needs to reuse
 // the connection), so the server closes it and says so; the client reading to the end of
-// the stream gets the whole answer and the end (httplib closes at its keep-alive timeout,
-// 2 s, docs/serving.md), never hangs.
+// the stream gets the whole answer and the end (the connection ends right after a
+// "Connection: close" response, docs/serving.md), never hangs.
 TEST_F(ServeBodies, AnHttp10KeepAliveRequestGetsConnectionCloseAndTheStreamEnds) {
   const auto t0 = std::chrono::steady_clock::now();
   const int fd = raw_connect_send(server_->port(), "GET /health HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n");

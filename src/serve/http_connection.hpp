@@ -1,0 +1,71 @@
+#pragma once
+// llmport's own connection loop under cpp-httplib 0.11's request parser and router.
+//
+// httplib's socket stream (compiled into Debian's libcpp-httplib, not patchable here) checks
+// before every write that the peer has not sent FIN (is_socket_alive's peek), so a client
+// that half-closes after its request (shutdown(SHUT_WR), `nc -N`) never gets its answer; it
+// gives handlers no way to end a connection; it drops header lines with an empty value
+// ("Transfer-Encoding:") before any handler sees them; and a read timeout is a plain read
+// failure. HttpServer overrides the one hook httplib offers for this (the virtual
+// process_and_close_socket) and runs the protected process_request over its own Stream:
+//  - writes fail only on a socket error, not on the peer's FIN;
+//  - the header section is bounded (a line over kMaxHeaderLineBytes, or more than
+//    kMaxHeaderBytes in all, fails the read and is flagged: answered 431) and kept raw;
+//  - a read that times out is flagged (answered 408);
+//  - a response marked with close_connection_after_response() ends the connection at once,
+//    with a lingering close (FIN, then the unread rest of the request drained for a bounded
+//    time) so the client reads the response rather than a reset.
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <httplib.h>
+
+namespace llmport::serve {
+
+/// httplib's own limit on a request line (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH; above: 414).
+inline constexpr std::size_t kMaxRequestLineBytes = CPPHTTPLIB_REQUEST_URI_MAX_LENGTH;
+/// One header line, CRLF included (httplib's CPPHTTPLIB_HEADER_MAX_LENGTH); above: 431.
+inline constexpr std::size_t kMaxHeaderLineBytes = CPPHTTPLIB_HEADER_MAX_LENGTH;
+/// The header lines of one request together (the request line not counted); above: 431.
+inline constexpr std::size_t kMaxHeaderBytes = 64 * 1024;
+
+/// What the connection layer saw of the request being handled on this thread.
+struct RequestReading {
+  int socket = -1;                 ///< the connection's socket (httplib hands handlers none)
+  std::string raw_head;            ///< request line and header lines as received (bounded)
+  bool head_complete = false;      ///< the blank line ending the header section was read
+  bool headers_too_large = false;  ///< a header line or the header section over its limit
+  bool read_timed_out = false;     ///< a read waited the whole read timeout
+  bool close_after = false;        ///< the connection ends after this response
+};
+
+/// The request being handled on the calling thread: valid inside httplib's handlers, error
+/// handler and logger (they run on the connection's thread); nullptr elsewhere.
+RequestReading* current_request();
+
+/// Ends the connection of the request handled on this thread once its response is written.
+void close_connection_after_response();
+
+/// The values of the header lines named `name` (case-insensitive) in a raw header section,
+/// empty values included (httplib drops those), leading and trailing blanks removed.
+std::vector<std::string> raw_header_values(const std::string& raw_head, const std::string& name);
+
+class ConnectionStream;  // http_connection.cpp
+
+class HttpServer : public httplib::Server {
+ public:
+  /// The body of an error the connection loop writes itself, outside httplib (a request
+  /// line that did not arrive within the read timeout: 408); the server gives it the OpenAI
+  /// shape and counts it. Without one, such a connection is closed without an answer.
+  using OwnErrorBody = std::function<std::string(int status, const std::string& message)>;
+  void set_own_error_body(OwnErrorBody body) { own_error_body_ = std::move(body); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override;
+  bool wait_for_request(ConnectionStream& strm) const;
+  OwnErrorBody own_error_body_;
+};
+
+}  // namespace llmport::serve
