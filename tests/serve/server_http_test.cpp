@@ -236,6 +236,16 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_total"), 8);
 }
 
+// Polls /metrics (every 20 ms, up to 10 s) until `name` reads `value` (or, `above`, more).
+bool wait_metric(ServerProcess& s, const std::string& name, double value, bool above = false) {
+  for (int i = 0; i < 500; ++i) {
+    const double v = metric(curl("GET", s.url("/metrics")).body, name);
+    if (above ? v > value : v == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 // A slow server (test-only step delay) for cancellation, backpressure and draining.
 TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   ServerProcess s({stories(), "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--threads", "1",
@@ -249,25 +259,23 @@ TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   const std::string first = read_until(fd, "data: ", 10);
   ASSERT_NE(first.find("data: "), std::string::npos) << first;
   close(fd);
-  // Its slot is free again within a bounded time, long before 400 tokens x 20 ms.
-  double in_use = -1, generated = -1;
-  for (int i = 0; i < 100; ++i) {
-    const auto m = curl("GET", s.url("/metrics")).body;
-    in_use = metric(m, "llmport_kv_cache_slots_in_use");
-    generated = metric(m, "llmport_generated_tokens_total");
-    if (in_use == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  EXPECT_EQ(in_use, 0);
+  // Its request ends and its slot is free again within a bounded time, long before 400
+  // tokens x 20 ms. (The slot gauge alone reads 0 before the scheduler has taken the
+  // request too, so the wait is for the request's end first.)
+  EXPECT_TRUE(wait_metric(s, R"(llmport_requests_total{endpoint="/v1/completions",status="200"})", 1));
+  EXPECT_TRUE(wait_metric(s, "llmport_kv_cache_slots_in_use", 0));
+  const double generated = metric(curl("GET", s.url("/metrics")).body, "llmport_generated_tokens_total");
   EXPECT_LT(generated, 200);
   EXPECT_GE(generated, 1);
 
   // Backpressure: one running + one queued; the third is 429 with Retry-After.
   const std::string slow = R"({"prompt":"Once upon a time","max_tokens":60,"temperature":0})";
+  // Each step waits for the server to report the previous request (a fixed sleep raced a
+  // loaded machine, where curl may not have connected yet).
   auto a = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_active", 1)) << s.stderr_text();
   auto b = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_queued", 1)) << s.stderr_text();
   const auto c = curl("POST", s.url("/v1/completions"), slow);
   EXPECT_EQ(c.status, 429) << c.body;
   EXPECT_NE(c.headers.find("Retry-After: 1"), std::string::npos) << c.headers;
@@ -276,10 +284,13 @@ TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   EXPECT_EQ(b.get().status, 200);
 
   // SIGTERM with a request in flight: it still completes, then the server exits 0.
+  // (The gauges may still show b for one scheduler step; the prompt counter moves only when
+  // the scheduler takes the new request.)
+  const double prompts = metric(curl("GET", s.url("/metrics")).body, "llmport_prompt_tokens_total");
   auto inflight = std::async(std::launch::async, [&] {
     return curl("POST", s.url("/v1/completions"), R"({"prompt":"Once upon a time","max_tokens":30,"temperature":0})");
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(wait_metric(s, "llmport_prompt_tokens_total", prompts, true)) << s.stderr_text();
   EXPECT_EQ(s.signal_and_wait(SIGTERM, 20), 0) << s.stderr_text();
   const auto done = inflight.get();
   EXPECT_EQ(done.status, 200) << done.body;
