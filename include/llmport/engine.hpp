@@ -43,7 +43,9 @@ struct FaultInjection {
   /// The spec it was parsed from ("" for none): what reports record as the planted fault.
   std::string spec;
   /// Parses "kind[@layer][=value]", kinds: rope_interleaved, drop_qkv_bias, skip_qk_norm,
-  /// wrong_rope_theta, kv_off_by_one, logit_scale, proj_scale. Throws UsageError.
+  /// wrong_rope_theta, kv_off_by_one, logit_scale, proj_scale; value a positive number in
+  /// float's normal range (1.17549e-38 to 3.40282e+38). Throws UsageError naming the spec
+  /// and what is wrong (unknown kind, bad layer, value not positive or out of range).
   static FaultInjection parse(const std::string& spec);
 };
 

@@ -80,7 +80,8 @@ struct ModelConfig {
 };
 
 /// Locates config.json: `path` may be a model directory or a config.json file.
-/// Throws ConfigError when neither exists.
+/// Throws ConfigError when neither exists, or when the directory's config.json is a
+/// directory ("<dir>/config.json: is a directory, expected the config.json file").
 std::filesystem::path find_config_json(const std::filesystem::path& path);
 
 /// Reads and parses a JSON file. Throws ConfigError "<file>: <what>" on I/O or parse errors.

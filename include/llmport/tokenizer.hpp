@@ -33,9 +33,12 @@ class Tokenizer {
   /// chat_template.jinja when present) from `dir` (a directory, or a file inside it such as
   /// tokenizer.json or config.json). config.json is not needed. Throws ConfigError (one line) naming the file and
   /// the component/field at fault: invalid JSON, unknown component type, a merge naming a
-  /// token missing from the vocab, a non-BPE model. Load time: ~0.2 s CPU for a 9 MB file.
+  /// token missing from the vocab, a non-BPE model, a directory named tokenizer.json
+  /// ("is a directory, expected the tokenizer.json file"). Load time: ~0.2 s CPU for a 9 MB file.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& dir);
-  /// True if `dir` holds a tokenizer.json.
+  /// True if `dir` holds something named tokenizer.json (a file, or anything else in its
+  /// place: load() then says what is wrong with it, e.g. "is a directory", rather than the
+  /// model being taken for one without a tokenizer).
   static bool exists(const std::filesystem::path& dir);
   virtual ~Tokenizer() = default;
 

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <iostream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -54,20 +53,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::vector<int> parse_list(const std::string& s, const char* flag) {
+// -p's lengths: a list comma_list(whole_in(0, kMaxPrompt)) accepted when it was given (the
+// default "512" is not checked); 0 means no prefill test (llama-bench).
+constexpr int kMaxPrompt = 1 << 20;
+std::vector<int> prompt_lengths(const std::string& s) {
   std::vector<int> out;
-  std::stringstream ss(s);
-  std::string it;
-  if (s.empty()) throw UsageError(std::string(flag) + ": empty list (0 = no prefill test)");
-  while (std::getline(ss, it, ',')) {
-    if (it.empty()) throw UsageError(std::string(flag) + ": empty item in '" + s + "'");
-    char* end = nullptr;
-    const long v = std::strtol(it.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > 1 << 20)
-      throw UsageError(std::string(flag) + ": '" + it + "' is not a token count");
-    if (v > 0) out.push_back(static_cast<int>(v));  // 0: no prefill test (llama-bench)
-  }
-  if (s.back() == ',') throw UsageError(std::string(flag) + ": empty item in '" + s + "'");
+  for (const std::string& t : split_commas(s))
+    if (const int v = std::stoi(t); v > 0) out.push_back(v);
   return out;
 }
 
@@ -130,13 +122,28 @@ struct Plan {
   std::vector<LlamaBenchRow> llama;  // --compare FILE
 };
 
+// --kernel-cache DIR is found or made before anything is measured: a file in its place
+// (or a directory that cannot be made) is reported at once, not after the roofline and
+// the weights. Only the cpu backend keeps packed weights (bench_kernels warns otherwise).
+void prepare_kernel_cache(const BArgs& a) {
+  if (a.kernel_cache.empty() || a.backend != "cpu" || a.roofline_only) return;
+  std::error_code ec;
+  const std::filesystem::file_status st = std::filesystem::status(a.kernel_cache, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
+    throw UsageError("--kernel-cache " + a.kernel_cache + ": is not a directory (expected the packed-weight cache directory)");
+  std::filesystem::create_directories(a.kernel_cache, ec);
+  if (ec || !std::filesystem::is_directory(a.kernel_cache))
+    throw UsageError("--kernel-cache " + a.kernel_cache + ": cannot create the directory" +
+                     (ec ? " (" + ec.message() + ")" : std::string()));
+}
+
 Plan plan_bench(const BArgs& a) {
   if (a.reps < 1) throw UsageError("-r/--repetitions must be >= 1");
   if (a.n_gen < 0) throw UsageError("-n/--n-gen must be >= 0 (0 = no generation test)");
   if (a.output != "md" && a.output != "json" && a.output != "csv")
     throw UsageError("-o/--output must be md, json or csv (got '" + a.output + "')");
   Plan p;
-  p.pps = parse_list(a.prompts, "-p/--n-prompt");
+  p.pps = prompt_lengths(a.prompts);
   if (p.pps.empty() && a.n_gen == 0 && !a.roofline_only)
     throw UsageError("nothing to measure: -p/--n-prompt and -n/--n-gen are both 0");
   if (a.roofline_only && a.no_roofline)
@@ -144,6 +151,7 @@ Plan plan_bench(const BArgs& a) {
   if (!a.registry.empty() && !std::filesystem::is_directory(a.registry))
     throw UsageError("--registry " + a.registry +
                      ": not a directory (a kernel registry, e.g. <deployment>/registry)");
+  prepare_kernel_cache(a);
   if (!a.compare.empty()) p.llama = read_llama_bench(a.compare);
   p.dir = resolve_model_dir(a.model);
   p.cfg = load_model_config(p.dir);
@@ -231,12 +239,7 @@ std::shared_ptr<KernelSelection> bench_kernels(const BArgs& a, const std::vector
       std::cerr << "warning: --kernel-cache: the " << a.backend
                 << " backend keeps no packed weights; ignored\n";
     } else {
-      std::error_code ec;
-      std::filesystem::create_directories(a.kernel_cache, ec);
-      if (ec || !std::filesystem::is_directory(a.kernel_cache))
-        throw UsageError("--kernel-cache " + a.kernel_cache + ": cannot create the directory" +
-                         (ec ? " (" + ec.message() + ")" : std::string()));
-      sel->cache_dir = a.kernel_cache;
+      sel->cache_dir = a.kernel_cache;  // made by prepare_kernel_cache before any measurement
     }
   }
   int max_pp = 0;
@@ -582,7 +585,10 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                      [](CLI::App& sub) -> std::function<int()> {
                        auto a = std::make_shared<BArgs>();
                        add_model_arg(sub, &a->model);
-                       sub.add_option("-p,--n-prompt", a->prompts, "Prompt lengths, comma separated (default 512)");
+                       sub.add_option("-p,--n-prompt", a->prompts,
+                                      "Prompt lengths, comma separated (default 512; 0 = no prefill test)")
+                           ->type_name("N[,N...]")
+                           ->check(comma_list(whole_in(0, kMaxPrompt)));
                        sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
                        auto threads_text = std::make_shared<std::string>("0");

@@ -67,12 +67,21 @@ void add_var(nlohmann::ordered_json& vars, const std::string& spec) {
   }
 }
 
+// --template FILE with no template text is refused (as serve's --chat-template-file is):
+// read as "no template" it would be reported as the tokenizer having none, or render "".
+std::string read_template(const std::string& path) {
+  std::string text = read_text(path, "--template");
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw UsageError("--template " + path + ": empty file (expected a Jinja chat template)");
+  return text;
+}
+
 int run_chat_template(const ChatTemplateArgs& a) {
   std::string dir = tokenizer_dir(a.model);
   std::unique_ptr<Tokenizer> tok;
   // A template given with --template renders without a tokenizer unless ids are wanted.
   if (a.template_file.empty() || a.ids || Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
-  std::string source = a.template_file.empty() ? tok->chat_template() : read_text(a.template_file, "--template");
+  std::string source = a.template_file.empty() ? tok->chat_template() : read_template(a.template_file);
   if (source.empty())
     throw UsageError(dir + ": the tokenizer has no chat_template (tokenizer_config.json or chat_template.jinja); "
                            "give one with --template FILE");

@@ -73,9 +73,10 @@ const Registrar reg{Command{
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<DetokenizeArgs>();
       add_model_arg(sub, &a->model);
-      // The ids are taken raw from what CLI11 leaves (allow_extras) rather than from an IDS
-      // option: CLI11 splits an option's "[1,,2]" itself, dropping the empty element, and
-      // leaves " 2" of "[1, 2]"; parse_ids reads a JSON array whole and comma lists by one rule.
+      // The ids are taken raw from what CLI11 leaves (allow_extras, extra_args: also those
+      // after `--`) rather than from an IDS option: CLI11 splits an option's "[1,,2]" itself,
+      // dropping the empty element, and leaves " 2" of "[1, 2]"; parse_ids reads a JSON array
+      // whole and comma lists by one rule.
       sub.allow_extras();
       sub.footer("IDS: token ids after MODEL: separate arguments, comma lists (1,2,3) or one JSON array "
                  "(\"[1, 2, 3]\")");
@@ -83,7 +84,7 @@ const Registrar reg{Command{
       sub.add_flag("--json", a->json, "print the text as a JSON string (exact, escaped)");
       CLI::App* app = &sub;
       return [a, app] {
-        a->ids = app->remaining();
+        a->ids = extra_args(*app);
         return run_detokenize(*a);
       };
     }}};

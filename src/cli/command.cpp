@@ -1,8 +1,11 @@
 #include "cli/command.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 
+#include "cli/error_wording.hpp"
 #include "llmport/error.hpp"
 #include "llmport/hub.hpp"
 
@@ -15,7 +18,21 @@ std::vector<Command>& commands() {
 
 void add_model_arg(CLI::App& sub, std::string* out, bool required) {
   auto* pos = sub.add_option("MODEL", *out, "model directory, config.json, or HF id org/name[@rev]");
-  auto* alias = sub.add_option("--model", *out, "alias of the positional MODEL");
+  // Read as soon as it is parsed (trigger_on_parse), so the positional MODEL stops taking
+  // words (expected 0) before the words after it are handed out: otherwise CLI11 gives the
+  // first of them to MODEL and reports "MODEL excludes --model". CLI11 clears a
+  // trigger_on_parse option when it is given again, so the repeat is refused here.
+  auto given = std::make_shared<bool>(false);
+  auto* alias = sub.add_option_function<std::string>(
+                       "--model",
+                       [out, pos, given](const std::string& v) {
+                         if (*given) throw CLI::ArgumentMismatch(duplicate_option_text("--model", "2"));
+                         *given = true;
+                         *out = v;
+                         pos->expected(0, 1);
+                       },
+                       "alias of the positional MODEL")
+                    ->trigger_on_parse();
   pos->excludes(alias);
   alias->excludes(pos);
   (void)required;  // checked after parse so both spellings are accepted
@@ -24,6 +41,24 @@ void add_model_arg(CLI::App& sub, std::string* out, bool required) {
     sub.add_flag_callback("--offline", [] { ::setenv("HF_HUB_OFFLINE", "1", 1); },
                           "never touch the network: use the Hugging Face cache only (as HF_HUB_OFFLINE=1)");
   }
+}
+
+std::vector<std::string> extra_args(const CLI::App& sub) {
+  std::vector<std::string> out = sub.remaining();
+  // CLI11 keeps the `--` it read while a positional was still open (`detokenize -- M 1`).
+  if (auto it = std::find(out.begin(), out.end(), "--"); it != out.end()) out.erase(it);
+  if (const CLI::App* root = sub.get_parent())
+    for (const std::string& w : root->remaining()) out.push_back(w);
+  return out;
+}
+
+std::string unexpected_args_text(const CLI::App& app) {
+  const std::vector<std::string> left = app.remaining();
+  const auto subs = app.get_subcommands();
+  if (left.empty() || subs.empty() || subs.front()->get_allow_extras()) return {};
+  std::string words;
+  for (const std::string& w : left) words += (words.empty() ? "" : " ") + w;
+  return std::string(left.size() == 1 ? "unexpected argument '" : "unexpected arguments '") + words + "'";
 }
 
 std::string resolve_model_dir(const std::string& model, bool config_only) {

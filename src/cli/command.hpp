@@ -24,10 +24,24 @@ struct Registrar {
 };
 
 /// Adds the positional MODEL argument and its `--model` alias to `sub`; after parsing,
-/// the value is in `*out`. MODEL is a model directory, a config.json path where the
+/// the value is in `*out`. Once `--model` is read the positional MODEL takes no word, so
+/// the command's other positionals read the words after it (`tokenize --model M TEXT`,
+/// `detokenize --model M 1 2`); MODEL and --model together, or --model twice, are usage errors. MODEL is a model directory, a config.json path where the
 /// command allows it, or an HF id org/name[@revision]. Also adds `--offline` (sets
 /// HF_HUB_OFFLINE=1: the HF cache only, never the network).
 void add_model_arg(CLI::App& sub, std::string* out, bool required = true);
+
+/// The words CLI11 left unparsed for `sub` (a subcommand that allow_extras()), in
+/// command-line order: its own, then those after `--` that CLI11 2.1 hands back to the root
+/// app once `sub`'s positionals are full (`detokenize MODEL -- 1 2`). The `--` marker
+/// itself is not among them (a second `--` after it is: a word like any other).
+std::vector<std::string> extra_args(const CLI::App& sub);
+
+/// "" when the root `app` kept no words after a successful parse, else the one-line error
+/// ("unexpected argument 'x'", "unexpected arguments 'x y'"): words the root keeps
+/// (arguments after `--`, an unknown option before the subcommand) belong to no command
+/// unless the subcommand takes extra words.
+std::string unexpected_args_text(const CLI::App& app);
 
 /// Resolves MODEL through llmport::resolve_model (local path, HF cache, download) and
 /// returns the model directory (or config.json path when given one).

@@ -3,20 +3,60 @@
 #include <string_view>
 
 namespace llmport::cli {
+namespace {
 
-std::string parse_error_text(const CLI::ParseError& e) {
+// The option called `name` in the subcommand being parsed (the deepest one given), else in
+// `app` itself; nullptr when there is none (a name CLI11 made up).
+const CLI::Option* find_option(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* s : app.get_subcommands())
+    if (const CLI::Option* o = find_option(*s, name)) return o;
+  return app.get_option_no_throw(name);
+}
+
+// CLI11's "Could not convert: NAME = VALUE" (the only place NAME and VALUE are kept). The
+// value of a flag is the flag's on/off; any other option's value was read as a number by
+// option_rules.hpp already, so what is left is a number past the option's own type.
+std::string conversion_text(const std::string& msg, const CLI::App& app) {
+  constexpr std::string_view prefix = "Could not convert: ";
+  const std::size_t eq = msg.find(" = ");
+  if (msg.rfind(prefix, 0) != 0 || eq == std::string::npos) return "a value could not be converted (" + msg + ")";
+  const std::string name = msg.substr(prefix.size(), eq - prefix.size());
+  const std::string value = msg.substr(eq + 3);
+  const std::string shown = name.empty() ? std::string("value") : name;
+  const CLI::Option* o = name.empty() ? nullptr : find_option(app, name);
+  if (o != nullptr && o->get_expected_min() == 0)
+    return shown + ": a flag takes no value (or true/false), got '" + value + "'";
+  return out_of_range_text(shown, value);
+}
+
+// CLI11's "NAME: At Most N required but received M": more values than the option takes,
+// which for a one-value option means it was given M times.
+std::string at_most_text(const std::string& msg) {
+  constexpr std::string_view marker = ": At Most ";
+  const std::size_t at = msg.find(marker);
+  const std::size_t rec = msg.find(" required but received ");
+  if (at == std::string::npos || rec == std::string::npos || rec < at) return msg;
+  const std::string name = msg.substr(0, at);
+  const std::string most = msg.substr(at + marker.size(), rec - at - marker.size());
+  const std::string got = msg.substr(rec + std::string_view(" required but received ").size());
+  if (most == "1") return duplicate_option_text(name, got);
+  return name + ": takes at most " + most + " values, got " + got;
+}
+
+}  // namespace
+
+std::string out_of_range_text(const std::string& name, const std::string& value) {
+  return name + ": " + value + " is out of range";
+}
+
+std::string duplicate_option_text(const std::string& name, const std::string& times) {
+  return name + ": given " + times + " times; it takes one value, give it once";
+}
+
+std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app) {
   std::string msg = e.what();
-  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) {
-    // CLI11's text is "Could not convert: NAME = VALUE": the only place NAME and VALUE are kept.
-    constexpr std::string_view prefix = "Could not convert: ";
-    const std::size_t eq = msg.find(" = ");
-    if (msg.rfind(prefix, 0) == 0 && eq != std::string::npos) {
-      const std::string name = msg.substr(prefix.size(), eq - prefix.size());
-      const std::string value = msg.substr(eq + 3);
-      return (name.empty() ? std::string("value") : name) + ": expects a whole number in range, got '" + value + "'";
-    }
-    return "a value could not be converted (" + msg + ")";
-  }
+  if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) return conversion_text(msg, app);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) msg = at_most_text(msg);
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);
   return msg;
 }

@@ -8,11 +8,21 @@
 
 namespace llmport::cli {
 
-/// The message of a CLI11 parse error, without the "error: " prefix or help hint:
-/// a ConversionError ("Could not convert: --n-tokens = 2147483648", a value past the
-/// option's type) becomes "--n-tokens: expects a whole number in range, got '2147483648'";
-/// the empty name CLI11 gives a hidden option (": msg") is dropped.
-std::string parse_error_text(const CLI::ParseError& e);
+/// The message of a CLI11 parse error, without the "error: " prefix or help hint. `app` is
+/// the root app after the failed parse (it names the option whose value was refused):
+/// - a ConversionError ("Could not convert: --n-tokens = 2147483648", a value past the
+///   option's type) becomes out_of_range_text ("--n-tokens: 2147483648 is out of range"),
+///   the same words option_rules.hpp uses past int64; for a flag ("--json=maybe") it says
+///   "--json: a flag takes no value (or true/false), got 'maybe'";
+/// - "--seed: At Most 1 required but received 2" becomes duplicate_option_text;
+/// - the empty name CLI11 gives a hidden option (": msg") is dropped.
+std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app);
+
+/// "NAME: VALUE is out of range": the one wording of a number too big (or small) for its option.
+std::string out_of_range_text(const std::string& name, const std::string& value);
+
+/// "NAME: given TIMES times; it takes one value, give it once": a one-value option repeated.
+std::string duplicate_option_text(const std::string& name, const std::string& times);
 
 /// "PATH: cannot create directory (REASON)" style text for a filesystem_error: the
 /// operation CLI-worded, path1 and the OS reason, never "filesystem error: ...".

@@ -35,6 +35,11 @@ int main(int argc, char** argv) {
     sub->callback([&run, fn] { run = fn; });
   }
   cli::apply_option_rules(app);
+  // CLI11 2.1 hands the arguments after `--` back to this app once the subcommand's
+  // positionals are full (`detokenize MODEL -- 1 2`): kept here (set after the subcommands,
+  // which would inherit it) for the subcommand that takes extra words (cli::extra_args),
+  // refused below for any other.
+  app.allow_extras();
   // CLI11 reads an unknown first word as a missing subcommand ("A subcommand is required"):
   // name it instead.
   if (argc > 1 && argv[1][0] != '-' &&
@@ -50,7 +55,12 @@ int main(int argc, char** argv) {
     // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << printable(cli::parse_error_text(e)) << " (see " << cmd << " --help)\n";
+    std::cerr << "error: " << printable(cli::parse_error_text(e, app)) << " (see " << cmd << " --help)\n";
+    return kExitBadInput;
+  }
+  if (const std::string left = cli::unexpected_args_text(app); !left.empty()) {
+    std::cerr << "error: " << printable(left) << " (see llmport " << app.get_subcommands().front()->get_name()
+              << " --help)\n";
     return kExitBadInput;
   }
   try {

@@ -41,6 +41,19 @@ CLI::Validator thread_count() {
       fmt::format("0..{}", max));
 }
 
+CLI::Validator whole_in(std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& s) -> std::string {
+        std::int64_t v = 0;
+        const WholeParse r = parse_int64(s, v);
+        if (r == WholeParse::NotWhole) return fmt::format("expects a whole number, got '{}'", s);
+        if (r != WholeParse::Ok || v < lo || v > hi)
+          return fmt::format("must be a whole number from {} to {}, got {}", lo, hi, s);
+        return {};
+      },
+      fmt::format("{}..{}", lo, hi));
+}
+
 CLI::Validator above(double min) {
   return CLI::Validator(
       [min](std::string& s) -> std::string {

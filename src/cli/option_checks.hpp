@@ -2,6 +2,7 @@
 // CLI11 validators with plain messages: CLI11's own PositiveNumber / Range print
 // "Value 0 not in range 0.000000 to 1.797693e+308"; these say "must be >= 1, got 0".
 // CLI11 prefixes the option name, so the user sees "--n-tokens: must be >= 1, got 0".
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ CLI::Validator at_least(double min);
 CLI::Validator above(double min);
 /// Accepts a worker-thread count: 0 (all cores) .. max_backend_threads().
 CLI::Validator thread_count();
+/// Accepts a whole number (number_text.hpp's rule) in lo..hi (help shows "lo..hi"):
+/// "must be a whole number from 0 to 1048576, got 2000000".
+CLI::Validator whole_in(std::int64_t lo, std::int64_t hi);
 /// Accepts a number in [lo, hi], or (lo, hi] when lo_open (help shows the interval).
 CLI::Validator in_range(double lo, double hi, bool lo_open = false);
 /// Accepts "a,b,c" whose every element passes `element`; an empty element ("1,,2", "1,",

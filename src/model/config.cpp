@@ -79,6 +79,7 @@ fs::path find_config_json(const fs::path& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     fs::path f = path / "config.json";
+    if (fs::is_directory(f, ec)) throw ConfigError(f.string() + ": is a directory, expected the config.json file");
     if (!fs::is_regular_file(f, ec)) throw ConfigError(path.string() + ": no config.json in this directory");
     return f;
   }

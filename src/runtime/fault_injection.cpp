@@ -1,6 +1,10 @@
 // FaultInjection::parse: "kind[@layer][=value]" (test-only faults; see engine.hpp).
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
@@ -63,6 +67,14 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
     f.value = std::strtod(value.c_str(), &end);
     if (*end != '\0' || !(f.value > 0.0))
       throw UsageError("fault '" + spec + "': value '" + value + "' is not a positive number");
+    // The value scales fp32 activations: "1e999" (strtod's inf), "inf" or one past float
+    // would plant inf/NaN logits, and one below float's normal range a zero, neither the
+    // scaling fault asked for.
+    if (!std::isfinite(f.value) || f.value > std::numeric_limits<float>::max() ||
+        f.value < std::numeric_limits<float>::min())
+      throw UsageError(fmt::format("fault '{}': value '{}' is out of range (a positive number from {:g} to {:g})",
+                                   spec, value, std::numeric_limits<float>::min(),
+                                   std::numeric_limits<float>::max()));
   }
   if (f.kind == FaultInjection::Kind::None) f.spec.clear();
   return f;

@@ -199,7 +199,10 @@ class HfTokenizer final : public Tokenizer {
 
 }  // namespace
 
-bool Tokenizer::exists(const fs::path& dir) { return fs::is_regular_file(dir / "tokenizer.json"); }
+bool Tokenizer::exists(const fs::path& dir) {
+  std::error_code ec;
+  return fs::exists(dir / "tokenizer.json", ec);
+}
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& dir) {
   fs::path file = dir, base = dir;
@@ -213,6 +216,7 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const fs::path& dir) {
     base = dir.parent_path();
     if (dir.filename() != "tokenizer.json") file = base / "tokenizer.json";
   }
+  if (fs::is_directory(file)) throw ConfigError(file.string() + ": is a directory, expected the tokenizer.json file");
   if (!fs::is_regular_file(file)) throw ConfigError(file.string() + ": no tokenizer.json there");
   return std::make_unique<HfTokenizer>(file, base);
 }

@@ -219,9 +219,10 @@ TEST(KernelProbeCache, DamagedOrTruncatedFileWarnsOnceAndMeasuresAgain) {
   load_or_probe(request(dir.path(), &calls));
   const std::string good = read_file(probe_cache_file(dir.path(), machine(17)));
   expect_remeasured("not json at all", "not valid JSON (syntax error at byte 2 of 15)");
-  expect_remeasured(good.substr(0, good.size() / 2),  // truncated
-                    fmt::format("not valid JSON (syntax error at byte {} of {})", good.size() / 2 + 1,
-                                good.size() / 2));
+  // Truncated: the JSON ends with the file, at its last byte (not "byte 7 of 6").
+  expect_remeasured(good.substr(0, good.size() / 2),
+                    fmt::format("not valid JSON (unexpected end of file at byte {})", good.size() / 2));
+  expect_remeasured("{\"a\": 1", "not valid JSON (unexpected end of file at byte 7)");
   expect_remeasured("", "empty, not JSON");
   expect_remeasured("[1, 2]", "the top level: expected an object");
   auto j = nlohmann::json::parse(good);
@@ -284,6 +285,28 @@ TEST(KernelProbeCache, ADirectoryInPlaceOfTheFileIsReportedAndNotReplaced) {
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// LLMPORT_PROBE_CACHE naming a regular file: one warning in llmport's words naming the
+// file in the directory's place (never "filesystem error: ..."), nothing written, the
+// measurement served, the file untouched.
+TEST(KernelProbeCache, AFileInPlaceOfTheCacheDirectoryIsReportedInLlmportsWords) {
+  TempDir dir;
+  const fs::path file = dir.path() / "not_a_dir";
+  write_file(file, "keep");
+  int calls = 0;
+  const ProbeRequest req = request(file, &calls);
+  testing::internal::CaptureStderr();
+  ProbeSource src;
+  const KernelProbe p = load_or_probe(req, &src);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(src.written);
+  EXPECT_FALSE(src.from_cache);
+  EXPECT_EQ(p.chosen.at("gemv q4_0").value, 0);
+  EXPECT_EQ(err, "warning: kernel probe cache " + probe_cache_file(file, req.machine).string() + ": " +
+                     file.string() + " is not a directory; the measurement serves this process only\n");
+  EXPECT_EQ(read_file(file), "keep");
+}
+
 TEST(KernelProbeCache, UnwritableCacheWarnsAndServesTheMeasurement) {
   TempDir dir;
   write_file(dir.path() / "file", "x");
@@ -294,10 +317,9 @@ TEST(KernelProbeCache, UnwritableCacheWarnsAndServesTheMeasurement) {
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(p.chosen.at("gemv q4_0").value, 0);
-  EXPECT_EQ(err.rfind("warning: kernel probe cache " + probe_cache_file(req.cache_dir.value(), req.machine).string() +
-                          ": cannot write (", 0),
-            0u)
-      << err;
+  // The cache directory cannot be made: a file is where one of its parents would be.
+  EXPECT_EQ(err, "warning: kernel probe cache " + probe_cache_file(req.cache_dir.value(), req.machine).string() +
+                     ": " + (dir.path() / "file").string() + " is not a directory; the measurement serves this process only\n");
 }
 
 TEST(KernelProbeEnv, SwitchAndCacheDirectory) {

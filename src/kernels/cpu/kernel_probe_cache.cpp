@@ -58,6 +58,8 @@ nlohmann::json parse_text(const std::string& text) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
+    // nlohmann counts the end of input as one byte past the text ("byte 7 of 6").
+    if (e.byte > text.size()) throw ConfigError(fmt::format("not valid JSON (unexpected end of file at byte {})", text.size()));
     throw ConfigError(fmt::format("not valid JSON (syntax error at byte {} of {})", e.byte, text.size()));
   }
 }
@@ -197,6 +199,18 @@ fs::path probe_cache_file(const fs::path& dir, const MachineFingerprint& m) {
 }
 
 namespace {
+// "" when the directory `file` goes in is one or can be made, else why not: the nearest
+// existing ancestor is not a directory (LLMPORT_PROBE_CACHE naming a regular file).
+std::string not_in_a_directory(const fs::path& file) {
+  std::error_code ec;
+  for (fs::path d = file.parent_path(); !d.empty(); d = d.parent_path()) {
+    const fs::file_status st = fs::status(d, ec);
+    if (fs::exists(st)) return fs::is_directory(st) ? "" : d.string() + " is not a directory";
+    if (d == d.parent_path()) break;
+  }
+  return "";
+}
+
 // Why `file` is not a file that can be read and replaced ("" when it is one or is missing):
 // a directory in its place is the user's, never replaced.
 std::string not_a_file(const fs::path& file) {
@@ -211,8 +225,12 @@ std::string not_a_file(const fs::path& file) {
 KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   ProbeSource src;
   if (req.cache_dir) src.file = probe_cache_file(*req.cache_dir, req.machine);
-  const std::string blocked = src.file ? not_a_file(*src.file) : "";
-  if (!blocked.empty())
+  const std::string no_dir = src.file ? not_in_a_directory(*src.file) : "";
+  const std::string blocked = !no_dir.empty() ? no_dir : src.file ? not_a_file(*src.file) : "";
+  if (!no_dir.empty())
+    std::cerr << "warning: kernel probe cache " << src.file->string() << ": " << no_dir
+              << "; the measurement serves this process only\n";
+  else if (!blocked.empty())
     std::cerr << "warning: kernel probe cache " << src.file->string() << " " << blocked
               << "; it was not replaced, so the measurement serves this process only\n";
   if (src.file && blocked.empty() && !req.force) {
