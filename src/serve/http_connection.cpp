@@ -169,8 +169,10 @@ class ConnectionStream final : public httplib::Stream {
       ptr[i] = c;
       if (req_ && (!in_request_line_ || req_->raw_head.size() <= kMaxRequestLineBytes)) req_->raw_head += c;
       ++line_len_;
+      const bool after_cr = prev_cr_;
+      prev_cr_ = c == '\r';
       if (c != '\n') continue;
-      if (!in_request_line_ && line_len_ <= 2) {  // "\r\n" (or a bare "\n"): the end
+      if (!in_request_line_ && line_len_ == 2 && after_cr) {  // exactly "\r\n", as httplib's end
         in_head_ = false;
         if (req_) req_->head_complete = true;
       }
@@ -186,7 +188,7 @@ class ConnectionStream final : public httplib::Stream {
   std::size_t pos_ = 0, len_ = 0;
   bool eof_ = false;
   RequestReading* req_ = nullptr;
-  bool in_head_ = false, in_request_line_ = false;
+  bool in_head_ = false, in_request_line_ = false, prev_cr_ = false;
   std::size_t line_len_ = 0, header_bytes_ = 0;
 };
 
@@ -202,6 +204,10 @@ bool HttpServer::wait_for_request(ConnectionStream& strm) const {
     if ((r < 0 && errno != EINTR) || Clock::now() >= deadline) return false;
   }
   return false;
+}
+
+void HttpServer::widen_listen_backlog() {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);  // Linux: updates the backlog
 }
 
 bool HttpServer::process_and_close_socket(socket_t sock) {

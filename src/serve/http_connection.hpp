@@ -61,6 +61,9 @@ class HttpServer : public httplib::Server {
   /// shape and counts it. Without one, such a connection is closed without an answer.
   using OwnErrorBody = std::function<std::string(int status, const std::string& message)>;
   void set_own_error_body(OwnErrorBody body) { own_error_body_ = std::move(body); }
+  /// After bind_to_port: the listen backlog becomes SOMAXCONN. httplib 0.11 listens with a
+  /// backlog of 5, so a burst of connects past it had SYNs dropped and retried 1 s later.
+  void widen_listen_backlog();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -87,6 +87,31 @@ std::string empty_framing_header() {
   return "";
 }
 
+// A header section RFC 9112 says to answer 400 (seen raw, as httplib accepts both); "" if fine:
+//  - whitespace between a field name and its colon (5.1): httplib drops such a line, so
+//    "Content-Length : N" would leave a body unread, to be parsed as the next request;
+//  - an HTTP/1.1 request without exactly one Host header (3.2).
+std::string head_error(const httplib::Request& req) {
+  const RequestReading* r = current_request();
+  if (!r) return "";
+  std::size_t pos = r->raw_head.find('\n');  // the request line is not a header
+  while (pos != std::string::npos && pos + 1 < r->raw_head.size()) {
+    const std::size_t begin = pos + 1;
+    pos = r->raw_head.find('\n', begin);
+    const std::string line = r->raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
+    const std::size_t colon = line.find(':');
+    if (colon != std::string::npos && colon > 0 && (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
+      return "whitespace between the header name '" + printable(line.substr(0, line.find_first_of(" \t"))) +
+             "' and its colon";
+  }
+  if (req.version == "HTTP/1.1") {
+    const std::size_t hosts = raw_header_values(r->raw_head, "Host").size();
+    if (hosts != 1)
+      return "an HTTP/1.1 request needs exactly one Host header (got " + std::to_string(hosts) + ")";
+  }
+  return "";
+}
+
 // A body framing this server does not read (RFC 9112 6.1-6.3); "" if fine:
 //  - a Transfer-Encoding other than exactly "chunked". Transfer codings are case-insensitive,
 //    but cpp-httplib 0.11 reads a body as chunked only for the lowercase value: "Chunked" would
@@ -263,6 +288,7 @@ class Server {
       throw UsageError("cannot bind " + opt_.host + ":" + std::to_string(port) +
                        ": the port is in use or the address is not one of this machine's");
     }
+    http_.widen_listen_backlog();
     std::cout << "listening on http://" << opt_.host << ":" << port << std::endl;
     std::thread http_thread([this] { http_.listen_after_bind(); });
 
@@ -313,11 +339,14 @@ class Server {
     if (opt_.port < 0 || opt_.port > 65535) throw UsageError("--port must be in [0, 65535]");
   }
 
-  // A body this server will not read (a framing it does not support, a Content-Length over
-  // the limit or not a number): `res` holds the error, the connection closes after it; true.
+  // A request this server will not read on (a malformed header section, a body framing it
+  // does not support, a Content-Length over the limit or not a number): `res` holds the
+  // error, the connection closes after it; true.
   bool refuse_unread_body(const httplib::Request& req, httplib::Response& res) {
-    if (const std::string bad = framing_error(req); !bad.empty()) {
+    if (const std::string bad = head_error(req); !bad.empty()) {
       send_error(res, 400, bad);
+    } else if (const std::string bad2 = framing_error(req); !bad2.empty()) {
+      send_error(res, 400, bad2);
     } else if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
       send_error(res, st, st == 413 ? over_limit_message()
                                     : std::string("malformed Content-Length header (not a decimal number)"));
@@ -362,12 +391,14 @@ class Server {
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");
+        close_after_response(req);  // the body is not read
         return httplib::Server::HandlerResponse::Handled;
       }
       const State s = state_.load();
       if (s != State::Ready) {
         send_error(res, 503, s == State::Loading ? "the model is loading" : "the server is shutting down");
         res.set_header("Retry-After", "1");
+        close_after_response(req);  // the body is not read
         return httplib::Server::HandlerResponse::Handled;
       }
       return httplib::Server::HandlerResponse::Unhandled;
