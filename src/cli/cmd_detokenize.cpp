@@ -53,6 +53,10 @@ std::vector<int> parse_ids(const std::vector<std::string>& args) {
 }
 
 int run_detokenize(const DetokenizeArgs& a) {
+  // No IDS at all is a forgotten argument (or ids piped to stdin, which is not read), not
+  // a request to decode nothing; an explicit "[]" still decodes to "".
+  if (a.ids.empty())
+    throw UsageError("detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\")");
   auto tok = Tokenizer::load(tokenizer_dir(a.model));
   std::vector<int> ids = parse_ids(a.ids);
   for (int id : ids)

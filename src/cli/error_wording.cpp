@@ -1,6 +1,9 @@
 #include "cli/error_wording.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string_view>
+#include <vector>
 
 namespace llmport::cli {
 namespace {
@@ -43,6 +46,37 @@ std::string at_most_text(const std::string& msg) {
   return name + ": takes at most " + most + " values, got " + got;
 }
 
+// CLI11's "The following argument(s) were not expected: W ..." in llmport's words: the first
+// word that looks like an option is an unknown option, else the words are unexpected
+// arguments. CLI11 lists them in parse order or reversed, by path, and may keep a "--":
+// they are put back in command-line order (`args`, the words after the program name).
+std::string extras_text(const std::string& msg, const std::vector<std::string>& args) {
+  const std::size_t colon = msg.find(": ");
+  if (colon == std::string::npos) return msg;
+  std::vector<std::string> words;
+  std::string w;
+  for (char c : msg.substr(colon + 2) + " ") {
+    if (c != ' ') {
+      w += c;
+      continue;
+    }
+    if (!w.empty() && w != "--") words.push_back(w);
+    w.clear();
+  }
+  const auto dd = std::find(args.begin(), args.end(), "--");
+  auto at = [&](const std::string& x) { return std::find(args.begin(), args.end(), x) - args.begin(); };
+  std::stable_sort(words.begin(), words.end(), [&](const auto& a, const auto& b) { return at(a) < at(b); });
+  for (const std::string& x : words) {
+    const bool after_dd = dd != args.end() && at(x) > dd - args.begin();  // an argument, whatever it looks like
+    if (!after_dd && x.size() > 1 && x[0] == '-' && !(std::isdigit(static_cast<unsigned char>(x[1])) || x[1] == '.'))
+      return "unknown option '" + x.substr(0, x.find('=')) + "'";
+  }
+  if (words.empty()) return "unexpected argument '--'";
+  std::string joined;
+  for (const std::string& x : words) joined += (joined.empty() ? "" : " ") + x;
+  return std::string(words.size() == 1 ? "unexpected argument '" : "unexpected arguments '") + joined + "'";
+}
+
 }  // namespace
 
 std::string out_of_range_text(const std::string& name, const std::string& value) {
@@ -53,10 +87,11 @@ std::string duplicate_option_text(const std::string& name, const std::string& ti
   return name + ": given " + times + " times; it takes one value, give it once";
 }
 
-std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app) {
+std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app, const std::vector<std::string>& args) {
   std::string msg = e.what();
   if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) return conversion_text(msg, app);
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) msg = at_most_text(msg);
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) return extras_text(msg, args);
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);
   return msg;
 }

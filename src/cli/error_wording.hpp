@@ -3,6 +3,7 @@
 // rather than from llmport's own checks, so no raw library text reaches the user.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -15,8 +16,12 @@ namespace llmport::cli {
 ///   the same words option_rules.hpp uses past int64; for a flag ("--json=maybe") it says
 ///   "--json: a flag takes no value (or true/false), got 'maybe'";
 /// - "--seed: At Most 1 required but received 2" becomes duplicate_option_text;
-/// - the empty name CLI11 gives a hidden option (": msg") is dropped.
-std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app);
+/// - the empty name CLI11 gives a hidden option (": msg") is dropped;
+/// - "The following argument was not expected: W" becomes "unknown option 'W'" for a word
+///   that looks like an option (not after `--`), else "unexpected argument(s) '...'", the
+///   words in the order of `args` (the command line after the program name).
+std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app,
+                             const std::vector<std::string>& args = {});
 
 /// "NAME: VALUE is out of range": the one wording of a number too big (or small) for its option.
 std::string out_of_range_text(const std::string& name, const std::string& value);

@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
     // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    std::cerr << "error: " << printable(cli::parse_error_text(e, app)) << " (see " << cmd << " --help)\n";
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    std::cerr << "error: " << printable(cli::parse_error_text(e, app, args)) << " (see " << cmd << " --help)\n";
     return kExitBadInput;
   }
   if (const std::string left = cli::unexpected_args_text(app); !left.empty()) {

@@ -32,17 +32,43 @@ std::string kind_list() {
   return s;
 }
 
+bool takes_layer(FaultInjection::Kind k) {
+  using K = FaultInjection::Kind;
+  return k == K::RopeInterleaved || k == K::DropQkvBias || k == K::SkipQkNorm || k == K::WrongRopeTheta ||
+         k == K::ProjScale;
+}
+bool takes_value(FaultInjection::Kind k) {
+  using K = FaultInjection::Kind;
+  return k == K::WrongRopeTheta || k == K::LogitScale || k == K::ProjScale;
+}
+
+// A part the spec names but leaves empty, or one its kind does not take, would be recorded
+// as the planted fault while planting something else (or nothing).
+void check_parts(FaultInjection::Kind k, const std::string& spec, const std::string& kind, bool has_layer,
+                 const std::string& layer, bool has_value, const std::string& value) {
+  if (has_layer && layer.empty()) throw UsageError("fault '" + spec + "': '@' without a layer index");
+  if (has_value && value.empty()) throw UsageError("fault '" + spec + "': '=' without a value");
+  if (has_layer && !takes_layer(k))
+    throw UsageError("fault '" + spec + "': " + kind + " takes no layer (it applies to " +
+                     (k == FaultInjection::Kind::None ? "nothing" : "every layer") + ")");
+  if (has_value && !takes_value(k)) throw UsageError("fault '" + spec + "': " + kind + " takes no value");
+}
+
 }  // namespace
 
 FaultInjection FaultInjection::parse(const std::string& spec) {
   FaultInjection f;
   f.spec = spec;
   std::string kind = spec, layer, value;
-  if (auto eq = kind.find('='); eq != std::string::npos) {
+  const bool has_value = kind.find('=') != std::string::npos;
+  if (has_value) {
+    const auto eq = kind.find('=');
     value = kind.substr(eq + 1);
     kind.resize(eq);
   }
-  if (auto at = kind.find('@'); at != std::string::npos) {
+  const bool has_layer = kind.find('@') != std::string::npos;
+  if (has_layer) {
+    const auto at = kind.find('@');
     layer = kind.substr(at + 1);
     kind.resize(at);
   }
@@ -55,6 +81,7 @@ FaultInjection FaultInjection::parse(const std::string& spec) {
   if (!found)
     throw UsageError("fault '" + spec + "': unknown kind '" + kind + "' (expected one of " +
                      kind_list() + ")");
+  check_parts(f.kind, spec, kind, has_layer, layer, has_value, value);
   if (!layer.empty()) {
     char* end = nullptr;
     const long il = std::strtol(layer.c_str(), &end, 10);

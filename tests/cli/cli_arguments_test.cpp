@@ -75,6 +75,16 @@ TEST(CliPositionals, TokenizeTakesTextAfterDashDashAndAfterModelOption) {
   }
 }
 
+// No ids at all is refused (ids on stdin are not read); an explicit empty array decodes to "".
+TEST(CliPositionals, DetokenizeWithoutIdsIsRefused) {
+  const std::string m = stories();
+  expect_usage_error(run_llmport({"detokenize", m}),
+                     "error: detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\")\n");
+  const auto empty = run_llmport({"detokenize", m, "[]"});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "\n");
+}
+
 // Words after `--` that no positional takes are refused naming them, for every command.
 TEST(CliPositionals, WordsNoCommandTakesAreRefusedNamingThem) {
   const std::string m = stories();
@@ -82,6 +92,18 @@ TEST(CliPositionals, WordsNoCommandTakesAreRefusedNamingThem) {
                      "error: unexpected argument 'x' (see llmport run --help)\n");
   expect_usage_error(run_llmport({"tokenize", m, "hi", "--", "x", "y"}),
                      "error: unexpected arguments 'x y' (see llmport tokenize --help)\n");
+}
+
+// CLI11's "The following argument was not expected" in the project's words.
+TEST(CliParseErrors, UnknownOptionsAndExtraWordsAreNamedInTheProjectsWords) {
+  const std::string m = stories();
+  expect_usage_error(run_llmport({"run", m, "--bogus"}), "error: unknown option '--bogus' (see llmport run --help)\n");
+  expect_usage_error(run_llmport({"run", m, "--bogus=3", "--prompt", "hi"}),
+                     "error: unknown option '--bogus' (see llmport run --help)\n");
+  expect_usage_error(run_llmport({"check", m, "extra"}), "error: unexpected argument 'extra' (see llmport check --help)\n");
+  expect_usage_error(run_llmport({"check", m, "a", "b"}), "error: unexpected arguments 'a b' (see llmport check --help)\n");
+  expect_usage_error(run_llmport({"run", "--", m, "--prompt", "hi", "-n", "2"}),
+                     "error: unexpected arguments '--prompt hi -n 2' (see llmport run --help)\n");
 }
 
 TEST(CliParseErrors, ARepeatedOptionIsNamedInTheProjectsWords) {

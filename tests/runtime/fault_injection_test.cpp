@@ -24,6 +24,26 @@ TEST(FaultInjection, Parse) {
   EXPECT_THROW(FaultInjection::parse("rope_interleaved@x"), UsageError);
   EXPECT_THROW(FaultInjection::parse("logit_scale=abc"), UsageError);
   EXPECT_THROW(FaultInjection::parse("logit_scale=-1"), UsageError);
+  // Empty parts and parts the kind does not take: each would be recorded as the planted
+  // fault while planting something else.
+  const std::pair<const char*, const char*> refused[] = {
+      {"rope_interleaved@", "fault 'rope_interleaved@': '@' without a layer index"},
+      {"logit_scale=", "fault 'logit_scale=': '=' without a value"},
+      {"rope_interleaved@1=3", "fault 'rope_interleaved@1=3': rope_interleaved takes no value"},
+      {"kv_off_by_one@2", "fault 'kv_off_by_one@2': kv_off_by_one takes no layer (it applies to every layer)"},
+      {"logit_scale@0=2", "fault 'logit_scale@0=2': logit_scale takes no layer (it applies to every layer)"},
+      {"none@3=1", "fault 'none@3=1': none takes no layer (it applies to nothing)"},
+      {"none=1", "fault 'none=1': none takes no value"},
+  };
+  for (const auto& [spec, msg] : refused) {
+    try {
+      FaultInjection::parse(spec);
+      ADD_FAILURE() << spec << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), msg);
+    }
+  }
+  EXPECT_DOUBLE_EQ(FaultInjection::parse("proj_scale@0=2").value, 2.0);
 }
 
 FaultInjection fault(K k, int layer = 0, double value = 0) {
