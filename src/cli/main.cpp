@@ -47,6 +47,23 @@ int main(int argc, char** argv) {
     std::cerr << "error: unknown command '" << printable(argv[1]) << "' (see llmport --help)\n";
     return kExitBadInput;
   }
+  // The same one level down (`kernels bogus`), for a command that has subcommands.
+  if (argc > 2 && argv[2][0] != '-') {
+    const CLI::App* cmd = nullptr;
+    try {
+      cmd = app.get_subcommand(argv[1]);
+    } catch (const CLI::OptionNotFound&) {  // a top-level option, not a command
+    }
+    std::vector<const CLI::App*> subs;
+    if (cmd) subs = cmd->get_subcommands([](const CLI::App*) { return true; });
+    if (!subs.empty() && std::none_of(subs.begin(), subs.end(), [&](const CLI::App* c) { return c->get_name() == argv[2]; })) {
+      std::string names;
+      for (const CLI::App* c : subs) names += (names.empty() ? "" : ", ") + c->get_name();
+      std::cerr << "error: unknown " << argv[1] << " subcommand '" << printable(argv[2]) << "' (expected " << names
+                << "; see llmport " << argv[1] << " --help)\n";
+      return kExitBadInput;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version

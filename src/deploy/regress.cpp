@@ -25,7 +25,7 @@ fs::path device_lock(const std::string& target) {
 }  // namespace
 
 int run_regress(const fs::path& workspace, std::ostream& out) {
-  if (!fs::is_directory(workspace)) throw UsageError("workspace " + workspace.string() + " does not exist");
+  require_workspace_dir(workspace);
   auto deps = list_deployments(workspace);
   if (deps.empty()) {
     out << "no deployments in " << workspace.string() << "\n";

@@ -45,6 +45,13 @@ std::string state_of(const Manifest& m) {
 
 std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
 
+void require_workspace_dir(const fs::path& workspace) {
+  std::error_code ec;
+  if (fs::is_directory(workspace, ec)) return;
+  if (fs::exists(workspace, ec)) throw UsageError("workspace " + workspace.string() + " is not a directory");
+  throw UsageError("workspace " + workspace.string() + " does not exist");
+}
+
 int print_status(const fs::path& workspace, const std::string& name, std::ostream& out, bool json) {
   if (!name.empty()) {
     Workspace ws(workspace / name);
@@ -65,8 +72,7 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
     return kExitOk;
   }
   auto deps = deployments_in_dir(workspace);
-  if (!fs::is_directory(workspace))
-    throw UsageError("workspace " + workspace.string() + " does not exist");
+  require_workspace_dir(workspace);
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : deps) {

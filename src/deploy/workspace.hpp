@@ -40,6 +40,10 @@ class Workspace {
   std::filesystem::path dir_;
 };
 
+/// Throws UsageError unless `workspace` is a directory: "workspace W does not exist" or
+/// "workspace W is not a directory" (a file stands there).
+void require_workspace_dir(const std::filesystem::path& workspace);
+
 /// Deployment directories (holding deployment.json) directly under `workspace`, sorted.
 std::vector<std::filesystem::path> list_deployments(const std::filesystem::path& workspace);
 

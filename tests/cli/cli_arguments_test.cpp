@@ -106,6 +106,12 @@ TEST(CliParseErrors, UnknownOptionsAndExtraWordsAreNamedInTheProjectsWords) {
                      "error: unexpected arguments '--prompt hi -n 2' (see llmport run --help)\n");
 }
 
+TEST(CliParseErrors, AnUnknownSubcommandOfACommandIsNamed) {
+  expect_usage_error(run_llmport({"kernels", "bogus"}),
+                     "error: unknown kernels subcommand 'bogus' (expected list, validate, sweep, probe; see llmport "
+                     "kernels --help)\n");
+}
+
 TEST(CliParseErrors, ARepeatedOptionIsNamedInTheProjectsWords) {
   const std::string m = stories();
   expect_usage_error(run_llmport({"run", m, "--prompt", "hi", "--seed", "1", "--seed", "2"}),

@@ -72,6 +72,10 @@ TEST(StatusMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
   const auto r = run_llmport({"status", "--workspace", (t.path() / "nope").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  // A file where the workspace should be is named as such (it exists).
+  const auto f = run_llmport({"status", "--workspace", out.string()});
+  EXPECT_EQ(f.exit_code, 2);
+  EXPECT_EQ(f.err, "error: workspace " + out.string() + " is not a directory\n");
 }
 
 }  // namespace
