@@ -496,6 +496,18 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const char* name : {"report.json", "report.md"})
     if (!opt.report_dir.empty() && fs::exists(opt.report_dir / name))
       throw UsageError((opt.report_dir / name).string() + " exists; not overwriting (choose another --report-dir)");
+  // A file where the report directory (or one above it) would be fails the report write
+  // only after the whole run: said now.
+  for (fs::path p = opt.report_dir; !p.empty(); p = p.parent_path()) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      if (p == p.parent_path()) break;
+      continue;
+    }
+    if (!fs::is_directory(p, ec))
+      throw UsageError("--report-dir " + opt.report_dir.string() + ": " + p.string() + " is not a directory");
+    break;
+  }
 
   // ---- inputs: model, reference, prompts
   const ModelConfig cfg =

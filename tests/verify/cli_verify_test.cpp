@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,22 @@ TEST(CliVerify, PlantedFaultExitsOneNamingTheFailure) {
 
 // --quick only shortens a built-in set: with a golden (or a --prompts file) it would be
 // ignored silently, so it is a usage error naming both.
+// A file where the report directory, or one above it, would be: refused before the run
+// (it failed the report write only after the whole verify).
+TEST(CliVerify, AReportDirThatIsAFileIsRefusedBeforeTheRun) {
+  test::TempDir tmp;
+  const fs::path file = tmp.path() / "afile";
+  { std::ofstream(file) << "x"; }
+  for (const fs::path& dir : {file, file / "sub"}) {
+    const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                                "golden:" + test::stories_golden().string(), "--report-dir", dir.string()});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err, "error: --report-dir " + dir.string() + ": " + file.string() + " is not a directory\n");
+    EXPECT_EQ(r.out.find("prompt set"), std::string::npos) << r.out;  // nothing ran
+  }
+  EXPECT_EQ(test::read_file(file), "x");
+}
+
 TEST(CliVerify, QuickWithAGoldenIsAUsageError) {
   const auto r = run_llmport({"verify", test::stories_dir().string(), "--quick", "--reference",
                               "golden:" + test::stories_golden().string()});
