@@ -26,13 +26,22 @@ void close_connection_after_response() {
   if (g_current) g_current->close_after = true;
 }
 
-std::vector<std::string> raw_header_values(const std::string& raw_head, const std::string& name) {
+std::vector<std::string> raw_header_lines(const std::string& raw_head) {
   std::vector<std::string> out;
   std::size_t pos = raw_head.find('\n');  // the request line is not a header
   while (pos != std::string::npos && pos + 1 < raw_head.size()) {
     const std::size_t begin = pos + 1;
     pos = raw_head.find('\n', begin);
-    const std::string line = raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
+    std::string line = raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!line.empty()) out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::vector<std::string> raw_header_values(const std::string& raw_head, const std::string& name) {
+  std::vector<std::string> out;
+  for (const std::string& line : raw_header_lines(raw_head)) {
     const std::size_t colon = line.find(':');
     if (colon != name.size()) continue;
     bool same = true;

@@ -48,6 +48,10 @@ RequestReading* current_request();
 /// Ends the connection of the request handled on this thread once its response is written.
 void close_connection_after_response();
 
+/// The header lines of a raw header section (the request line and the ending blank line
+/// not included), each without its line ending.
+std::vector<std::string> raw_header_lines(const std::string& raw_head);
+
 /// The values of the header lines named `name` (case-insensitive) in a raw header section,
 /// empty values included (httplib drops those), leading and trailing blanks removed.
 std::vector<std::string> raw_header_values(const std::string& raw_head, const std::string& name);

@@ -94,11 +94,7 @@ std::string empty_framing_header() {
 std::string head_error(const httplib::Request& req) {
   const RequestReading* r = current_request();
   if (!r) return "";
-  std::size_t pos = r->raw_head.find('\n');  // the request line is not a header
-  while (pos != std::string::npos && pos + 1 < r->raw_head.size()) {
-    const std::size_t begin = pos + 1;
-    pos = r->raw_head.find('\n', begin);
-    const std::string line = r->raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
+  for (const std::string& line : raw_header_lines(r->raw_head)) {
     const std::size_t colon = line.find(':');
     if (colon != std::string::npos && colon > 0 && (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
       return "whitespace between the header name '" + printable(line.substr(0, line.find_first_of(" \t"))) +
