@@ -270,6 +270,55 @@ inline std::string read_until(int fd, const std::string& needle, int seconds) {
   return s;
 }
 
+/// What a connection carries until the server ends it; `ended` false when it was still
+/// open after the time given.
+struct Received {
+  std::string bytes;
+  bool ended = false;
+};
+
+/// Reads `fd` until the server ends the connection or `seconds` pass; closes `fd`.
+inline Received receive_to_end(int fd, int seconds) {
+  Received r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n <= 0) {
+      r.ended = true;
+      break;
+    }
+    r.bytes.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return r;
+}
+
+/// Sends `request` on a fresh connection (then, with half_close, shutdown(SHUT_WR) as
+/// `nc -N` does) and reads what comes back until the end, `seconds` at most.
+inline Received exchange(int port, const std::string& request, bool half_close = false, int seconds = 8) {
+  const int fd = raw_connect_send(port, request);
+  if (fd < 0) return {};
+  if (half_close) shutdown(fd, SHUT_WR);
+  return receive_to_end(fd, seconds);
+}
+
+/// Occurrences of `part` in `s` (e.g. "HTTP/1.1 ": the responses on a connection).
+inline std::size_t count_of(const std::string& s, const std::string& part) {
+  std::size_t n = 0;
+  for (auto p = s.find(part); p != std::string::npos; p = s.find(part, p + 1)) ++n;
+  return n;
+}
+
+/// The stories260K model directory and its golden cases (shared data).
+inline std::string stories() { return shared_path("models/stories260K").string(); }
+inline nlohmann::json golden_case(std::size_t i) {
+  std::ifstream f(shared_path("models/stories260K/golden/public.json"));
+  return nlohmann::json::parse(f).at("cases").at(i);
+}
+
 inline std::string post_request(const std::string& path, const std::string& body) {
   return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;

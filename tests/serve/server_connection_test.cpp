@@ -17,54 +17,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string stories() { return shared_path("models/stories260K").string(); }
-json golden_case(std::size_t i) {
-  std::ifstream f(shared_path("models/stories260K/golden/public.json"));
-  return json::parse(f).at("cases").at(i);
-}
-
 const std::string kPostHead =
     "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n";
-
-// What a connection carries until the server ends it; `ended` false when it was still open
-// after `seconds` (the read timeout of these servers is 1 s, their keep-alive timeout 2 s).
-struct Received {
-  std::string bytes;
-  bool ended = false;
-};
-
-Received receive_to_end(int fd, int seconds) {
-  Received r;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) {
-      r.ended = true;
-      break;
-    }
-    r.bytes.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  return r;
-}
-
-// Sends `request` on a fresh connection (then, with half_close, shutdown(SHUT_WR) as `nc -N`
-// does) and reads what comes back until the end, `seconds` at most.
-Received exchange(int port, const std::string& request, bool half_close = false, int seconds = 8) {
-  const int fd = raw_connect_send(port, request);
-  if (fd < 0) return {};
-  if (half_close) shutdown(fd, SHUT_WR);
-  return receive_to_end(fd, seconds);
-}
-
-std::size_t count_of(const std::string& s, const std::string& part) {
-  std::size_t n = 0;
-  for (auto p = s.find(part); p != std::string::npos; p = s.find(part, p + 1)) ++n;
-  return n;
-}
 
 // `got` is exactly one response, `status_line`, with "Connection: close" and the OpenAI
 // error {"message": message, "type": "invalid_request_error", "param": null, "code": code},

@@ -13,34 +13,15 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string stories() { return shared_path("models/stories260K").string(); }
-
 const std::string kSmuggled = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
 const std::string kHealthOk = R"({"status":"ok"})";
 
 // Everything the connection carries until the server ends it or `seconds` pass.
-std::string exchange(int port, const std::string& request, int seconds = 4) {
-  const int fd = raw_connect_send(port, request);
-  if (fd < 0) return {};
-  std::string got;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, 50) <= 0) continue;
-    char buf[4096];
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    got.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  return got;
+std::string exchange_bytes(int port, const std::string& request, int seconds = 4) {
+  return exchange(port, request, false, seconds).bytes;
 }
 
-std::size_t responses_in(const std::string& s) {
-  std::size_t n = 0;
-  for (auto p = s.find("HTTP/1.1 "); p != std::string::npos; p = s.find("HTTP/1.1 ", p + 1)) ++n;
-  return n;
-}
+std::size_t responses_in(const std::string& s) { return count_of(s, "HTTP/1.1 "); }
 
 std::string completion_body() { return R"({"prompt":"Once upon","max_tokens":4,"temperature":0})"; }
 
@@ -68,7 +49,7 @@ TEST_F(ServeHostileClient, TheBodyOfA401IsNeverParsedAsANextRequest) {
       "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong\r\n"
       "Content-Length: {}\r\n\r\n{}",
       kSmuggled.size(), kSmuggled);
-  const std::string got = exchange(port(), req);
+  const std::string got = exchange_bytes(port(), req);
   EXPECT_EQ(got.rfind("HTTP/1.1 401 Unauthorized\r\n", 0), 0u) << got;
   EXPECT_EQ(responses_in(got), 1u) << got;
   EXPECT_EQ(got.find(kHealthOk), std::string::npos) << got;
@@ -82,7 +63,7 @@ TEST_F(ServeHostileClient, ABareLfLineDoesNotLiftTheHeaderSectionLimit) {
   for (int i = 0; i < 70; ++i) many += fmt::format("X-{:02}: {}\r\n", i, std::string(1000, 'b'));
   for (const std::string odd : {"\n", "X\n"}) {
     SCOPED_TRACE(json(odd).dump());
-    const std::string got = exchange(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + odd + many + "\r\n");
+    const std::string got = exchange_bytes(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + odd + many + "\r\n");
     EXPECT_EQ(got.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u) << got.substr(0, 200);
   }
 }
@@ -93,22 +74,22 @@ TEST_F(ServeHostileClient, ABareLfLineDoesNotLiftTheHeaderSectionLimit) {
 // honours the chunked coding frames it differently).
 TEST_F(ServeHostileClient, WhitespaceBeforeAHeaderColonIs400) {
   const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\n";
-  const std::string cl = exchange(port(), head + fmt::format("Content-Length : {}\r\n\r\n{}", kSmuggled.size(), kSmuggled));
+  const std::string cl = exchange_bytes(port(), head + fmt::format("Content-Length : {}\r\n\r\n{}", kSmuggled.size(), kSmuggled));
   EXPECT_EQ(cl.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << cl;
   EXPECT_EQ(responses_in(cl), 1u) << cl;
   EXPECT_EQ(cl.find(kHealthOk), std::string::npos) << cl;
 
   const std::string body = completion_body();
   const std::string te =
-      exchange(port(), head + fmt::format("Transfer-Encoding : chunked\r\nContent-Length: {}\r\n\r\n{}", body.size(), body));
+      exchange_bytes(port(), head + fmt::format("Transfer-Encoding : chunked\r\nContent-Length: {}\r\n\r\n{}", body.size(), body));
   EXPECT_EQ(te.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << te;
 }
 
 // RFC 9112 3.2: an HTTP/1.1 request without Host, or with two, MUST be answered 400 (was 200).
 TEST_F(ServeHostileClient, AnHttp11RequestWithoutExactlyOneHostIs400) {
-  const std::string none = exchange(port(), "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const std::string none = exchange_bytes(port(), "GET /health HTTP/1.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(none.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << none;
-  const std::string two = exchange(port(), "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n");
+  const std::string two = exchange_bytes(port(), "GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(two.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << two;
 }
 

@@ -12,7 +12,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string stories() { return shared_path("models/stories260K").string(); }
 json golden() {
   std::ifstream f(shared_path("models/stories260K/golden/public.json"));
   return json::parse(f);

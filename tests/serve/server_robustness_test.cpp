@@ -16,12 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string stories() { return shared_path("models/stories260K").string(); }
-json golden_case(std::size_t i) {
-  std::ifstream f(shared_path("models/stories260K/golden/public.json"));
-  return json::parse(f).at("cases").at(i);
-}
-
 // curl with a body from a file and no Content-Type of ours (curl's default for --data-binary
 // is application/x-www-form-urlencoded), plus extra arguments.
 HttpResult curl_file(const std::string& url, const std::filesystem::path& body, std::vector<std::string> extra = {}) {
