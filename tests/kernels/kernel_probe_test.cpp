@@ -194,6 +194,20 @@ TEST(KernelProbeCache, AnOlderFormatVersionIsMeasuredAgainWithoutAWarning) {
   EXPECT_EQ(nlohmann::json::parse(read_file(file)).at("format_version"), current);
 }
 
+// load_or_probe(req) with stderr captured: the probe, where it came from, the warnings.
+struct CapturedProbe {
+  KernelProbe probe;
+  ProbeSource src;
+  std::string err;
+};
+CapturedProbe probe_capturing_stderr(const ProbeRequest& req) {
+  CapturedProbe c;
+  testing::internal::CaptureStderr();
+  c.probe = load_or_probe(req, &c.src);
+  c.err = testing::internal::GetCapturedStderr();
+  return c;
+}
+
 // A damaged cache file: one warning naming it and why (`reason`, in llmport's words, never
 // a JSON library's), a new measurement, a whole file after.
 void expect_remeasured(const std::string& content, const std::string& reason) {
@@ -202,10 +216,7 @@ void expect_remeasured(const std::string& content, const std::string& reason) {
   const ProbeRequest req = request(dir.path(), &calls);
   const fs::path file = probe_cache_file(dir.path(), req.machine);
   write_file(file, content);
-  testing::internal::CaptureStderr();
-  ProbeSource src;
-  const KernelProbe p = load_or_probe(req, &src);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [p, src, err] = probe_capturing_stderr(req);
   EXPECT_EQ(calls, 1) << content;
   EXPECT_FALSE(src.from_cache);
   EXPECT_EQ(err, "warning: kernel probe cache " + file.string() + " is damaged (" + reason + "); measuring again\n");
@@ -270,10 +281,7 @@ TEST(KernelProbeCache, ADirectoryInPlaceOfTheFileIsReportedAndNotReplaced) {
   const ProbeRequest req = request(dir.path(), &calls);
   const fs::path file = probe_cache_file(dir.path(), req.machine);
   fs::create_directories(file / "keep");
-  testing::internal::CaptureStderr();
-  ProbeSource src;
-  const KernelProbe p = load_or_probe(req, &src);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [p, src, err] = probe_capturing_stderr(req);
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(src.written);
   EXPECT_FALSE(src.from_cache);
@@ -294,10 +302,7 @@ TEST(KernelProbeCache, AFileInPlaceOfTheCacheDirectoryIsReportedInLlmportsWords)
   write_file(file, "keep");
   int calls = 0;
   const ProbeRequest req = request(file, &calls);
-  testing::internal::CaptureStderr();
-  ProbeSource src;
-  const KernelProbe p = load_or_probe(req, &src);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [p, src, err] = probe_capturing_stderr(req);
   EXPECT_EQ(calls, 1);
   EXPECT_FALSE(src.written);
   EXPECT_FALSE(src.from_cache);
@@ -312,9 +317,7 @@ TEST(KernelProbeCache, UnwritableCacheWarnsAndServesTheMeasurement) {
   write_file(dir.path() / "file", "x");
   int calls = 0;
   const ProbeRequest req = request(dir.path() / "file" / "sub", &calls);
-  testing::internal::CaptureStderr();
-  const KernelProbe p = load_or_probe(req);
-  const std::string err = testing::internal::GetCapturedStderr();
+  const auto [p, src, err] = probe_capturing_stderr(req);
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(p.chosen.at("gemv q4_0").value, 0);
   // The cache directory cannot be made: a file is where one of its parents would be.
