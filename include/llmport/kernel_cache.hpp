@@ -48,7 +48,9 @@ class KernelCache {
   /// file ends with the packed bytes' 64-bit hash, checked on every read) gets one stderr
   /// line, "warning: kernel cache FILE was damaged (why); repacked", and is repacked and
   /// overwritten (once per process while the repack cannot be written). A file of an older format is repacked
-  /// without a warning (stale, not damaged).
+  /// without a warning (stale, not damaged). After a write, the weight's packings for the
+  /// same backend and dtype beyond the two most recently used (hits refresh a file's time)
+  /// and its older-format files are removed; nothing else in the directory is.
   std::unique_ptr<LinearWeight> get_or_pack(Backend& backend, const TensorView& w, DType dtype,
                                             const TileConfig& cfg, bool* hit = nullptr,
                                             CacheOutcome* outcome = nullptr);

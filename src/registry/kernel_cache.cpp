@@ -1,13 +1,17 @@
 #include "llmport/kernel_cache.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -241,18 +245,83 @@ void warn_not_written(const fs::path& file, const std::string& why) {
             << "); the freshly packed weight serves this run only\n";
 }
 
+// The other packings of one weight kept beside the one in use: a changed tile config (a new
+// registry entry, a new default) or llmport version gives a new file, and without a bound a
+// deployment's cache grew by the whole model at each such change. Two per (weight, backend,
+// dtype): alternating between two configs (a run with the registry, a bench without) still
+// hits both.
+constexpr std::size_t kPackingsPerWeight = 2;
+
+// The header of a cache file ("" when it is not one of ours: never removed), with the
+// backend and dtype it was packed for.
+struct EntryHeader {
+  std::string backend, dtype;
+  bool format1 = false;  // older format: never read again, only repacked under its name
+};
+std::optional<EntryHeader> entry_header(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[8];
+  uint64_t hlen = 0;
+  if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 6) != 0) return std::nullopt;
+  if (magic[6] < kMagic[6]) return EntryHeader{"", "", true};
+  if (std::memcmp(magic, kMagic, 8) != 0 || !in.read(reinterpret_cast<char*>(&hlen), 8) || hlen > (1u << 20))
+    return std::nullopt;
+  std::string h(hlen, '\0');
+  if (!in.read(h.data(), static_cast<std::streamsize>(hlen))) return std::nullopt;
+  const auto j = nlohmann::json::parse(h, nullptr, false);
+  if (!j.is_object() || !j.contains("backend") || !j.contains("dtype") || !j["backend"].is_string() ||
+      !j["dtype"].is_string())
+    return std::nullopt;
+  return EntryHeader{j["backend"].get<std::string>(), j["dtype"].get<std::string>(), false};
+}
+
+// After `kept` was written: removes the least recently used packings of its weight (files
+// "<chash>-*.bin" of the same backend and dtype, hits refresh a file's time) beyond
+// kPackingsPerWeight, and its weight's files of the older format. Anything that is not
+// one of our regular files, or cannot be read, is left alone.
+void prune_packings(const fs::path& kept, const std::string& chash, const std::string& backend,
+                    const std::string& dtype) {
+  std::error_code ec;
+  std::vector<std::pair<fs::file_time_type, fs::path>> same;
+  const std::string prefix = chash + "-";
+  for (const auto& e : fs::directory_iterator(kept.parent_path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.path() == kept || name.rfind(prefix, 0) != 0 || e.path().extension() != ".bin" ||
+        !e.is_regular_file(ec) || e.is_symlink(ec))
+      continue;
+    const auto h = entry_header(e.path());
+    if (!h) continue;
+    if (h->format1) {
+      fs::remove(e.path(), ec);
+    } else if (h->backend == backend && h->dtype == dtype) {
+      same.emplace_back(fs::last_write_time(e.path(), ec), e.path());
+    }
+  }
+  std::sort(same.begin(), same.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = kPackingsPerWeight - 1; i < same.size(); ++i) fs::remove(same[i].second, ec);
+}
+
+// A hit is a use: the file's time orders the packings prune_packings keeps. A read-only
+// cache just keeps its times.
+void touch(const fs::path& file) {
+  std::error_code ec;
+  fs::last_write_time(file, fs::file_time_type::clock::now(), ec);
+}
+
 // One cache file: the weight read back when the file's header is `hk`, else `make()` and the
 // file written from its packed() bytes.
-std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& chash, const std::string& hk,
+std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& chash, const nlohmann::json& header,
                                      std::size_t nbytes, const Reader& read,
                                      const std::function<std::unique_ptr<LinearWeight>()>& make,
                                      CacheOutcome& out) {
+  const std::string hk = header.dump();
   const auto file = dir / (chash + "-" + content_hash(hk.data(), hk.size()) + ".bin");
   out.not_written = not_replaceable(file);
   if (out.not_written.empty()) {
     Read r = read_entry(file, hk, nbytes, read);
     if (r.lw) {
       out.hit = true;
+      touch(file);
       return std::move(r.lw);
     }
     out.damaged = r.damaged;
@@ -264,6 +333,7 @@ std::unique_ptr<LinearWeight> cached(const fs::path& dir, const std::string& cha
     out.not_written = bytes.size() == nbytes ? write_entry(file, hk, bytes)
                                              : fmt::format("packed {} bytes, the backend's size is {}", bytes.size(), nbytes);
   out.written = out.not_written.empty();
+  if (out.written) prune_packings(file, chash, header["backend"], header["dtype"]);
   if (!out.written) warn_not_written(file, out.not_written);
   if (out.written && !out.damaged.empty()) forget_damage(file);
   return packed;
@@ -286,7 +356,7 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_pack(Backend& backend, const T
   const std::size_t nbytes = backend.packed_size(n, k, dtype);
   if (nbytes == 0) return backend.make_linear(w, dtype, cfg);
   const std::string chash = tensor_hash(w);
-  const std::string hk = header_of(w, dtype, cfg, backend.name(), chash).dump();
+  const nlohmann::json hk = header_of(w, dtype, cfg, backend.name(), chash);
   CacheOutcome out;
   auto lw = cached(
       dir_, chash, hk, nbytes, [&](const auto& read) { return backend.read_packed_linear(n, k, dtype, cfg, read); },
@@ -308,10 +378,9 @@ std::unique_ptr<LinearWeight> KernelCache::get_or_quantize(Backend& backend, con
   nlohmann::json h = header_of(w, DType::F32, cfg, backend.name(), chash);
   h["kernel"] = "linear_quant_panels16";
   h["dtype"] = std::string(quant_name(quant));
-  const std::string hk = h.dump();
   CacheOutcome out;
   auto lw = cached(
-      dir_, chash, hk, nbytes,
+      dir_, chash, h, nbytes,
       [&](const auto& read) { return backend.read_quantized_linear(n, k, quant, cfg, read); },
       [&] { return backend.make_quantized_linear(w, quant, cfg); }, out);
   report(out, hit, outcome);

@@ -2,8 +2,10 @@
 // kernel cache (content-hash keyed packed weights).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
@@ -440,6 +442,60 @@ TEST(KernelCache, ContentHashDependsOnEveryByte) {
     EXPECT_NE(content_hash(b.data(), b.size()), h0) << i;
   }
   EXPECT_NE(content_hash(a.data(), 999), h0);
+}
+
+// The cache keeps two packings per (weight, backend, dtype), the most recently used (a hit
+// refreshes a file's time): a third config's write removes the least recently used one, and
+// its weight's files of the older format. Other weights, other dtypes and files that are not
+// cache entries stay. Without the bound every tile-config change added the whole model.
+TEST(KernelCache, KeepsTheTwoMostRecentlyUsedPackingsOfAWeight) {
+  namespace fs = std::filesystem;
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  std::vector<float> w(40 * 33), w2(40 * 33);
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    w[i] = std::sin(static_cast<float>(i));
+    w2[i] = std::cos(static_cast<float>(i));
+  }
+  const TensorView tv = TensorView::f32(w.data(), 40, 33), tv2 = TensorView::f32(w2.data(), 40, 33);
+  const TileConfig a = {{"mr", 4}}, b = {{"mr", 6}}, c = {{"mr", 2}};
+  const auto file = [&](const TileConfig& cfg) { return dir.path() / KernelCache::key(tv, DType::BF16, cfg, "cpu"); };
+  const std::string chash = file(a).filename().string().substr(0, 16);
+  KernelCache cache(dir.path());
+  const auto age = [](const fs::path& f, int seconds) {
+    fs::last_write_time(f, fs::file_time_type::clock::now() - std::chrono::seconds(seconds));
+  };
+  cache.get_or_pack(*be, tv, DType::BF16, a);
+  age(file(a), 30);
+  cache.get_or_pack(*be, tv, DType::BF16, b);
+  age(file(b), 20);
+  cache.get_or_pack(*be, tv, DType::F32, a);   // another dtype of the weight
+  cache.get_or_pack(*be, tv2, DType::BF16, a);  // another weight
+  const fs::path foreign = dir.path() / (chash + "-notes.bin"), old = dir.path() / (chash + "-old.bin");
+  std::ofstream(foreign) << "not a cache entry";
+  std::ofstream(old, std::ios::binary) << std::string("LLMPKC1\0", 8) << "format 1 body";
+  EXPECT_TRUE(fs::exists(file(a)) && fs::exists(file(b)));  // two are kept
+  bool hit = false;
+  cache.get_or_pack(*be, tv, DType::BF16, a, &hit);  // a is now the most recently used
+  EXPECT_TRUE(hit);
+  CacheOutcome out;
+  cache.get_or_pack(*be, tv, DType::BF16, c, nullptr, &out);
+  EXPECT_TRUE(out.written);
+  EXPECT_TRUE(fs::exists(file(c)));
+  EXPECT_TRUE(fs::exists(file(a)));
+  EXPECT_FALSE(fs::exists(file(b)));  // the least recently used of three
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(foreign));
+  EXPECT_TRUE(fs::exists(dir.path() / KernelCache::key(tv, DType::F32, a, "cpu")));
+  EXPECT_TRUE(fs::exists(dir.path() / KernelCache::key(tv2, DType::BF16, a, "cpu")));
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++n;
+  EXPECT_EQ(n, 5u);  // a, c, the F32 one, the other weight's, the foreign file
+  // The removed config is a plain miss again, never a damaged file.
+  cache.get_or_pack(*be, tv, DType::BF16, b, nullptr, &out);
+  EXPECT_FALSE(out.hit);
+  EXPECT_TRUE(out.damaged.empty());
+  EXPECT_TRUE(out.written);
 }
 
 }  // namespace
