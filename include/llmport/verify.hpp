@@ -83,6 +83,11 @@ struct ReferenceProvenance {
 /// states `"independent": false`, or names no producer is not independent.
 ReferenceProvenance assess_provenance(const RecordFile& rf);
 
+/// Whether a producer statement names llmport, read as letters and digits only with case,
+/// separators, zero-width characters and look-alike letters (0/1, fullwidth forms, Cyrillic
+/// and Greek letters drawn like Latin ones) folded: "LLM-P0rt" and "llmp\u043ert" do.
+bool names_llmport(const std::string& producer);
+
 /// How much of one reference sequence equals one llmport computation bit for bit.
 struct SelfMatch {
   std::string against;     ///< "engine", "oracle", "cpu fp32 engine", ...

@@ -15,6 +15,7 @@
 #include "llmport/error.hpp"
 #include "llmport/records.hpp"
 #include "llmport/tokenizer.hpp"
+#include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 
 namespace llmport {
@@ -68,18 +69,31 @@ LogprobsFile open_logprobs(const fs::path& f) {
   return lf;
 }
 
-// Refuses a base made for another text, ctx or vocab (its positions would not line up).
+// Refuses a base made for another text, ctx, vocab or tokenization (its positions would not
+// line up), or in another format. The scored tokens are compared one by one, as
+// llama-perplexity's --kl-divergence does: one text tokenized two ways has the same sha256,
+// ctx and often the same count, yet its rows predict other tokens.
 void check_base(const fs::path& f, const nlohmann::json& h, const std::string& text_sha, int ctx, int vocab,
-                int64_t n_scored) {
+                int64_t n_scored, const std::vector<int>& targets) {
   auto want = [&](const char* key, const nlohmann::json& v) {
     if (!h.contains(key) || h[key] != v)
       throw UsageError(f.string() + ": made for " + key + " " + (h.contains(key) ? h[key].dump() : "(none)") +
                        ", this run has " + v.dump() + ": not comparable");
   };
+  want("format", "llmport-perplexity-logprobs/1");
   want("text_sha256", text_sha);
   want("ctx", ctx);
   want("vocab", vocab);
   want("n_scored", n_scored);
+  const auto it = h.find("tokens");
+  if (it == h.end() || !it->is_array() || it->size() != targets.size())
+    throw UsageError(f.string() + ": tokens: expected the " + std::to_string(targets.size()) +
+                     " scored tokens of this run");
+  for (std::size_t k = 0; k < targets.size(); ++k)
+    if ((*it)[k] != targets[k])
+      throw UsageError(fmt::format("{}: tokens[{}]: the base scored token {}, this run token {} (another "
+                                   "tokenization of the text): not comparable",
+                                   f.string(), k, (*it)[k].dump(), targets[k]));
 }
 
 // A base row must be a log-probability distribution: no NaN or +inf, no value above 0
@@ -182,22 +196,27 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
 
   const bool need_files = opt.save_logits || opt.kl_base;
   const std::string text_sha = need_files ? hub::sha256_file(text_file) : "";
+  std::vector<int> scored_targets;  // each scored position's next token, in order
+  if (need_files)
+    for (int c = 0; c < res.n_chunks; ++c)
+      for (int i = first; i <= last; ++i) scored_targets.push_back(tokens[static_cast<std::size_t>(c * ctx + i + 1)]);
   std::optional<LogprobsFile> base;
   std::string base_label;
   if (opt.kl_base) {
     base = open_logprobs(*opt.kl_base);
-    check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored);
-    const std::string producer = base->header.value("producer", std::string("unknown"));
-    base_label = producer + " " + base->header.value("dtype", std::string("?"));
-    if (producer.find("llmport") != std::string::npos) base_label += " (not independent)";
+    check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored, scored_targets);
+    const auto pit = base->header.find("producer");
+    const std::string producer = pit != base->header.end() && pit->is_string() ? pit->get<std::string>() : "";
+    base_label = (producer.empty() ? std::string("unnamed producer") : producer) + " " +
+                 base->header.value("dtype", std::string("?"));
+    // The verify rules (assess_provenance): llmport's own output, however spelled, or a
+    // file that names no producer, is not an independent base.
+    if (producer.empty() || names_llmport(producer)) base_label += " (not independent)";
   }
   std::ofstream save;
-  std::vector<int> scored_targets;
   if (opt.save_logits) {
     if (fs::exists(*opt.save_logits))
       throw UsageError(opt.save_logits->string() + " exists; not overwriting (choose another --save-logits file)");
-    for (int c = 0; c < res.n_chunks; ++c)
-      for (int i = first; i <= last; ++i) scored_targets.push_back(tokens[static_cast<std::size_t>(c * ctx + i + 1)]);
     const nlohmann::json h = {{"format", "llmport-perplexity-logprobs/1"},
                               {"producer", std::string("llmport ") + LLMPORT_VERSION},
                               {"model", dir.string()},

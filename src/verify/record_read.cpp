@@ -1,5 +1,6 @@
 // Reads record files: llmport-records/1 (+ safetensors side file), the stories260K golden
 // and the synthetic golden, each as it is, into one RecordFile.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +9,7 @@
 #include "llmport/records.hpp"
 #include "llmport/weights.hpp"
 #include "verify/json_field.hpp"
+#include "verify/record_checks.hpp"
 
 namespace llmport {
 namespace {
@@ -22,13 +24,49 @@ std::string opt_str(const JsonField& f, const std::string& key) {
   return f.has(key) && f.raw().at(key).is_string() ? f.at(key).str() : std::string();
 }
 
-// The file's own statement of independence, in any of the formats (absent = not stated,
-// which leaves the verdict to the producer and content rules of assess_provenance).
-void read_independent(const JsonField& root, RecordFile& rf) {
+// A statement of independence (absent = not stated, which leaves the verdict to the producer
+// and content rules of assess_provenance). Only ever lowers it: one false anywhere wins.
+void read_independent(const JsonField& where, RecordFile& rf) {
+  if (!where.has("independent")) return;
+  if (!where.raw().at("independent").is_boolean()) where.at("independent").fail("expected true or false");
+  if (!where.raw().at("independent").get<bool>()) rf.independent = false;
+}
+
+// Who produced the file, in whichever format's place it says so: root "producer", root
+// "reference" as a string, or the reference object's "tool"/"producer"; the "independent"
+// flag at the root or in the reference object; the precision in root "compute_dtype" or the
+// reference object's. Every format reads every place, so a claim cannot hide in a field
+// another format uses; several statements are joined with "; " (the producer rules and
+// kl_bound_for see them all).
+void read_provenance(const JsonField& root, RecordFile& rf) {
+  std::vector<std::string> producers, dtypes;
+  auto add = [](std::vector<std::string>& to, const JsonField& f, const std::string& key) {
+    if (!f.has(key)) return;
+    const std::string v = f.at(key).str();
+    if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+  };
   rf.independent = true;
-  if (!root.has("independent")) return;
-  if (!root.raw().at("independent").is_boolean()) root.at("independent").fail("expected true or false");
-  rf.independent = root.raw().at("independent").get<bool>();
+  read_independent(root, rf);
+  add(producers, root, "producer");
+  add(dtypes, root, "compute_dtype");
+  if (root.has("reference")) {
+    const JsonField r = root.at("reference");
+    if (r.raw().is_object()) {
+      add(producers, r, "tool");
+      add(producers, r, "producer");
+      add(dtypes, r, "compute_dtype");
+      read_independent(r, rf);
+    } else {
+      add(producers, root, "reference");
+    }
+  }
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;
+    return out;
+  };
+  rf.producer = join(producers);
+  rf.compute_dtype = join(dtypes);
 }
 
 // {"python": "3.11.2", "torch": ..., "transformers": ...} as the producing program reported.
@@ -72,6 +110,12 @@ void check_vector(const JsonField& f, const std::vector<float>& v, int emb_dim) 
     f.fail("has " + std::to_string(v.size()) + " values, expected emb_dim " + std::to_string(emb_dim));
 }
 
+// A step that contradicts itself (record_checks.hpp) is malformed: named by its field.
+void check_step(const JsonField& f, const StepRecord& st) {
+  const std::string why = verify_detail::step_inconsistency(st);
+  if (!why.empty()) f.fail(why);
+}
+
 // ------------------------------------------------------------------ stories260K golden
 RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
   JsonField root(j, file, "");
@@ -79,9 +123,8 @@ RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
   rf.format = "stories-golden";
   rf.path = file;
   rf.model = opt_str(root, "model");
-  rf.producer = opt_str(root, "reference");
-  rf.compute_dtype = "float32";
-  read_independent(root, rf);
+  read_provenance(root, rf);
+  if (rf.compute_dtype.empty()) rf.compute_dtype = "float32";  // the format's numpy forward
   const JsonField cases = root.at("cases");
   if (cases.size() == 0) cases.fail("no cases");
   rf.n_steps = root.has("steps") ? root.at("steps").integer() : -1;
@@ -124,6 +167,7 @@ RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
     }
     if (cf.has("prompt_last_logits") && !seq.steps.empty())
       seq.steps[0].logits = cf.at("prompt_last_logits").floats();
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);
     if (cf.has("hidden_states_last_position")) {
       const JsonField hf = cf.at("hidden_states_last_position");
       const int last = static_cast<int>(seq.prompt_ids.size()) - 1;
@@ -152,16 +196,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const fs::path& file) {
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  if (root.has("reference")) {
-    const JsonField r = root.at("reference");
-    if (r.raw().is_object()) {
-      rf.producer = opt_str(r, "tool");
-      rf.compute_dtype = opt_str(r, "compute_dtype");
-    } else if (r.raw().is_string()) {
-      rf.producer = r.str();
-    }
-  }
-  read_independent(root, rf);
+  read_provenance(root, rf);
   rf.n_steps = root.at("max_new_tokens").integer();
   if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
   const JsonField seqs = root.at("sequences");
@@ -191,6 +226,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const fs::path& file) {
       seq.steps.push_back(std::move(st));
     }
     if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(st5.at(s), seq.steps[s]);
     if (sf.has("layer_hidden_last")) {
       const JsonField lh = sf.at("layer_hidden_last");
       seq.hidden.positions = {static_cast<int>(seq.prompt_ids.size()) - 1};
@@ -233,9 +269,14 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
         throw ConfigError(side.string() + ": " + p + "logits: expected shape [n_steps=" +
                           std::to_string(seq.steps.size()) + ", vocab]");
       const auto vocab = static_cast<std::size_t>(shape[1]);
-      for (std::size_t s = 0; s < seq.steps.size(); ++s)
+      for (std::size_t s = 0; s < seq.steps.size(); ++s) {
         seq.steps[s].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(s * vocab),
                                    logits.begin() + static_cast<std::ptrdiff_t>((s + 1) * vocab));
+        const std::string why = verify_detail::step_inconsistency(seq.steps[s]);
+        if (!why.empty())
+          throw ConfigError(side.string() + ": " + p + "logits[" + std::to_string(s) + "] against sequences[" +
+                            std::to_string(i) + "].steps[" + std::to_string(s) + "]: " + why);
+      }
     }
     const int n_rows = seq.hidden.n_rows();
     auto check_rows = [&](const std::string& name, const std::vector<int64_t>& sh, std::size_t lead) {
@@ -273,9 +314,7 @@ RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  rf.producer = opt_str(root, "producer");
-  rf.compute_dtype = opt_str(root, "compute_dtype");
-  read_independent(root, rf);
+  read_provenance(root, rf);
   read_versions(root, rf);
   rf.n_steps = root.at("n_steps").integer();
   if (rf.n_steps <= 0) root.at("n_steps").fail("must be > 0");
@@ -305,6 +344,7 @@ RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
       if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").number();
       seq.steps.push_back(std::move(st));
     }
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
     rf.sequences.push_back(std::move(seq));
   }
@@ -324,7 +364,12 @@ RecordFile read_record_file(const std::filesystem::path& file) {
         throw ConfigError(file.string() + ": format: unsupported version " + f + " (reader knows llmport-records/1)");
       return read_llmport(j, file);
     }
-    if (f.rfind("llmport-synthetic-golden/", 0) == 0) return read_synthetic(j, file);
+    if (f.rfind("llmport-synthetic-golden/", 0) == 0) {
+      if (f != "llmport-synthetic-golden/1")
+        throw ConfigError(file.string() + ": format: unsupported version " + f +
+                          " (reader knows llmport-synthetic-golden/1)");
+      return read_synthetic(j, file);
+    }
   }
   if (j.contains("cases")) return read_stories(j, file);
   if (j.contains("sequences") && j.contains("max_new_tokens")) return read_synthetic(j, file);

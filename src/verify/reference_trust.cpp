@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdint>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "llmport/error.hpp"
 #include "llmport/verify.hpp"
@@ -20,12 +22,32 @@ std::string lower(std::string s) {
 bool same_bits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
 }  // namespace
 
+namespace {
+// The precisions that check an fp32 engine at fp32 precision. Anything else a reference
+// states (bf16, fp16, tf32, fp8, int8, "mixed", ...) is lower or unknown, and an unknown
+// claim must not earn the tight bound's plain PASS: it gets the bf16 bound and the cap.
+// Several statements ("float32; bfloat16") are judged by the lowest.
+bool full_precision(const std::string& stated) {
+  std::string s = lower(stated);
+  s.erase(std::remove_if(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); }), s.end());
+  if (s.empty()) return true;  // unstated: held to the tighter bound
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    std::size_t end = s.find(';', start);
+    if (end == std::string::npos) end = s.size();
+    std::string part = s.substr(start, end - start);
+    if (part.rfind("torch.", 0) == 0) part = part.substr(6);
+    if (part.rfind("numpy.", 0) == 0) part = part.substr(6);
+    static const std::set<std::string> full = {"float32", "fp32", "f32", "float", "float64", "fp64", "f64", "double"};
+    if (!full.contains(part)) return false;
+    start = end + 1;
+  }
+  return true;
+}
+}  // namespace
+
 double kl_bound_for(DType engine_dtype, const std::string& reference_dtype) {
-  const std::string r = lower(reference_dtype);
-  const bool reference_low = r.find("bf16") != std::string::npos || r.find("bfloat16") != std::string::npos ||
-                             r.find("fp16") != std::string::npos || r.find("float16") != std::string::npos ||
-                             r == "half";
-  return engine_dtype == DType::F32 && !reference_low ? kKlBoundFp32 : kKlBoundBf16;
+  return engine_dtype == DType::F32 && full_precision(reference_dtype) ? kKlBoundFp32 : kKlBoundBf16;
 }
 
 KldGate kld_gate_defaults(QuantType quant) {
@@ -38,25 +60,57 @@ KldGate kld_gate_defaults(QuantType quant) {
 }
 
 namespace {
-// The producer as letters and digits only, look-alike digits read as letters: "LLM-P0rt",
-// "llm\u200bport" and "l l m p o r t" all read "llmport".
+// One UTF-8 code point from s at i (advancing i); malformed bytes read as themselves.
+char32_t next_code_point(const std::string& s, std::size_t& i) {
+  const auto b = static_cast<unsigned char>(s[i++]);
+  const int extra = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+  char32_t cp = extra == 0 ? b : b & (0x3F >> extra);
+  for (int k = 0; k < extra && i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80; ++k)
+    cp = (cp << 6) | (static_cast<unsigned char>(s[i++]) & 0x3F);
+  return cp;
+}
+
+// The ASCII letter a non-ASCII look-alike stands for: fullwidth forms, and the Cyrillic and
+// Greek letters drawn like Latin ones ("llmp\u043ert" is "llmport" on screen); 0 for none.
+char ascii_look_alike(char32_t cp) {
+  if (cp >= 0xFF21 && cp <= 0xFF3A) return static_cast<char>('a' + (cp - 0xFF21));
+  if (cp >= 0xFF41 && cp <= 0xFF5A) return static_cast<char>('a' + (cp - 0xFF41));
+  static const std::pair<char32_t, char> table[] = {
+      {0x0430, 'a'}, {0x0410, 'a'}, {0x0435, 'e'}, {0x0415, 'e'}, {0x043E, 'o'}, {0x041E, 'o'}, {0x0440, 'p'},
+      {0x0420, 'p'}, {0x0441, 'c'}, {0x0421, 'c'}, {0x0445, 'x'}, {0x0425, 'x'}, {0x0443, 'y'}, {0x0456, 'i'},
+      {0x0406, 'l'}, {0x0458, 'j'}, {0x04CF, 'l'}, {0x04C0, 'l'}, {0x0422, 't'}, {0x0442, 't'}, {0x041C, 'm'},
+      {0x043C, 'm'}, {0x041A, 'k'}, {0x043A, 'k'}, {0x041D, 'h'}, {0x0432, 'b'}, {0x0412, 'b'}, {0x0455, 's'},
+      {0x03BF, 'o'}, {0x039F, 'o'}, {0x03C1, 'p'}, {0x03A1, 'p'}, {0x03B9, 'i'}, {0x0399, 'l'}, {0x03C4, 't'},
+      {0x03A4, 't'}, {0x039C, 'm'}, {0x03BA, 'k'}, {0x039A, 'k'}, {0x03BD, 'v'}, {0x03B1, 'a'}, {0x0391, 'a'},
+      {0x2113, 'l'}, {0x217C, 'l'}, {0x2160, 'l'}, {0x217F, 'm'}};
+  for (const auto& [from, to] : table)
+    if (from == cp) return to;
+  return 0;
+}
+
+// The producer as letters and digits only, look-alikes read as the letters they mimic:
+// "LLM-P0rt", "llm\u200bport", "l l m p o r t" and "llmp\u043ert" all read "llmport".
 std::string letters_of(const std::string& s) {
   std::string out;
-  for (unsigned char c : lower(s)) {
-    if (c == '0') out += 'o';
-    else if (c == '1') out += 'l';
-    else if (std::isalnum(c)) out += static_cast<char>(c);
+  for (std::size_t i = 0; i < s.size();) {
+    const char32_t cp = next_code_point(s, i);
+    char c = cp < 0x80 ? static_cast<char>(std::tolower(static_cast<int>(cp))) : ascii_look_alike(cp);
+    if (c == '0') c = 'o';
+    else if (c == '1') c = 'l';
+    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
   }
   return out;
 }
 }  // namespace
+
+bool names_llmport(const std::string& producer) { return letters_of(producer).find("llmport") != std::string::npos; }
 
 ReferenceProvenance assess_provenance(const RecordFile& rf) {
   ReferenceProvenance p;
   p.producer = rf.producer;
   if (letters_of(rf.producer).empty())
     p.finding = "no provenance: " + rf.path.filename().string() + " names no producer";
-  else if (letters_of(rf.producer).find("llmport") != std::string::npos)
+  else if (names_llmport(rf.producer))
     p.finding = "provenance: produced by llmport (" + rf.producer + ")";
   else if (!rf.independent)
     p.finding = "provenance: " + rf.path.filename().string() + " says \"independent\": false";

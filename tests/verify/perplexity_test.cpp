@@ -132,6 +132,64 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
   }
 }
 
+// A base whose header was edited: the rows stay, the header says another tokenization
+// (the same text, ctx and count, other scored tokens), another format version, or another
+// producer. The first two are refused; a producer that is llmport however spelled, or none,
+// is labelled not independent.
+TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
+  TempDir t;
+  save_fp32_base(t.path() / "fp32.bin", 64);
+  const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, good.data() + 8, 8);
+  const nlohmann::json header = nlohmann::json::parse(good.substr(16, header_len));
+  auto with_header = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json h = header;
+    edit(h);
+    const std::string hs = h.dump();
+    const uint64_t len = hs.size();
+    std::string b = good.substr(0, 8);
+    b.append(reinterpret_cast<const char*>(&len), 8);
+    b += hs + good.substr(16 + header_len);
+    const fs::path f = t.path() / (name + ".bin");
+    std::ofstream(f, std::ios::binary) << b;
+    auto opt = fp32_options(64);
+    opt.kl_base = f;
+    return opt;
+  };
+  struct Refused {
+    std::string name;
+    std::function<void(nlohmann::json&)> edit;
+    std::string says;
+  };
+  for (const Refused& c : {Refused{"retokenized", [](nlohmann::json& h) { h["tokens"][5] = h["tokens"][5].get<int>() + 1; },
+                                   "tokens[5]: the base scored token"},
+                           Refused{"no_tokens", [](nlohmann::json& h) { h.erase("tokens"); }, "tokens: expected the 372"},
+                           Refused{"format_v2", [](nlohmann::json& h) { h["format"] = "llmport-perplexity-logprobs/2"; },
+                                   "made for format"}}) {
+    SCOPED_TRACE(c.name);
+    try {
+      run_perplexity(stories_dir(), ppl_text(), with_header(c.name, c.edit));
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  for (const char* producer : {"LLM-P0rt 0.1.0", "llmp\xD0\xBErt", ""}) {
+    const auto r = run_perplexity(stories_dir(), ppl_text(), with_header("producer", [&](nlohmann::json& h) {
+                                    if (*producer) h["producer"] = producer;
+                                    else h.erase("producer");
+                                  }));
+    ASSERT_TRUE(r.kl.has_value());
+    EXPECT_NE(r.kl->base_label.find("(not independent)"), std::string::npos) << r.kl->base_label;
+    fs::remove(t.path() / "producer.bin");
+  }
+  const auto honest = run_perplexity(stories_dir(), ppl_text(), with_header("numpy", [](nlohmann::json& h) {
+                                       h["producer"] = "numpy reference";
+                                     }));
+  EXPECT_EQ(honest.kl->base_label, "numpy reference fp32");
+}
+
 // Weight-only q8_0 / q4_0 (the seven projections; down_proj's input 172 is not a multiple of
 // 32 and stays fp32, as does the tied lm_head) against the fp32 run: the reference's mean
 // KLD within 5% and same-top-1 within 1.5 points, at every context of the golden. The

@@ -1,0 +1,69 @@
+// Consistency of a reference step with itself (record_checks.hpp).
+#include "verify/record_checks.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "verify/format.hpp"
+
+namespace llmport::verify_detail {
+
+namespace {
+
+std::string token_check(const StepRecord& st) {
+  if (st.top.empty()) return "";
+  for (const TopEntry& e : st.top)
+    if (e.id == st.token && e.logit == st.top[0].logit) return "";
+  return "token " + std::to_string(st.token) + " is not the top-1 of its own top list " + format_top(st.top) +
+         " (a greedy reference picks its largest logit)";
+}
+
+std::string mass_check(const StepRecord& st) {
+  if (!st.logsumexp) return "";
+  if (!std::isfinite(*st.logsumexp)) return "logsumexp " + fmt_g(*st.logsumexp) + " is not finite";
+  double mass = 0.0;
+  for (const TopEntry& e : st.top) mass += std::exp(static_cast<double>(e.logit) - *st.logsumexp);
+  if (mass > 1.0 + kMassSlack)
+    return "the top entries' probabilities exp(logit - logsumexp) sum to " + fmt_g(mass, 8) +
+           " > 1: logsumexp " + fmt_g(*st.logsumexp) + " is below the logits it sums";
+  return "";
+}
+
+std::string logits_check(const StepRecord& st) {
+  if (st.logits.empty()) return "";
+  for (std::size_t v = 0; v < st.logits.size(); ++v)
+    if (!std::isfinite(st.logits[v])) return "full logit " + std::to_string(v) + " is not finite";
+  for (const TopEntry& e : st.top) {
+    if (e.id < 0 || static_cast<std::size_t>(e.id) >= st.logits.size())
+      return "top id " + std::to_string(e.id) + " is outside the " + std::to_string(st.logits.size()) + " full logits";
+    const float full = st.logits[static_cast<std::size_t>(e.id)];
+    if (std::bit_cast<uint32_t>(full) != std::bit_cast<uint32_t>(e.logit))
+      return "top entry " + std::to_string(e.id) + " (" + fmt_g(e.logit, 9) + ") differs from the full logit " +
+             fmt_g(full, 9) + " at that id";
+  }
+  // The list must hold the largest values: compare it rank by rank with the logits' own
+  // top (ties may order ids either way, so values are compared, not ids).
+  const auto own = top_k(st.logits, static_cast<int>(st.top.size()));
+  for (std::size_t i = 0; i < own.size(); ++i)
+    if (own[i].logit != st.top[i].logit)
+      return "the top list is not the largest logits: rank " + std::to_string(i) + " holds " +
+             fmt_g(st.top[i].logit, 9) + ", the full logits have " + fmt_g(own[i].logit, 9) + " (id " +
+             std::to_string(own[i].id) + ")";
+  if (st.logsumexp) {
+    const double lse = log_sum_exp(st.logits);
+    if (!(std::abs(lse - *st.logsumexp) <= 1e-4 + 1e-6 * std::abs(lse)))
+      return "logsumexp " + fmt_g(*st.logsumexp, 9) + " is not the full logits' own " + fmt_g(lse, 9);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string step_inconsistency(const StepRecord& st) {
+  for (const std::string& why : {token_check(st), mass_check(st), logits_check(st)})
+    if (!why.empty()) return why;
+  return "";
+}
+
+}  // namespace llmport::verify_detail

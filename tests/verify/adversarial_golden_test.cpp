@@ -1,0 +1,164 @@
+// Adversarial variants of the shared goldens, written at run time into a temp dir: claims
+// placed where another format keeps them, look-alike producer names, precisions the bound
+// table did not know, and steps that contradict themselves. Each variant was accepted (a
+// plain PASS, or a FAIL blaming the engine) before the reader and the provenance rules
+// covered it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+#include "llmport/verify.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using test::stories_dir;
+using test::stories_golden;
+using test::TempDir;
+using test::verify_golden;
+
+json load(const fs::path& f) {
+  std::ifstream in(f);
+  return json::parse(in);
+}
+
+fs::path write(const TempDir& t, const std::string& name, const json& j) {
+  const fs::path p = t.path() / (name + ".json");
+  std::ofstream(p) << j.dump();
+  return p;
+}
+
+bool has_cap(const VerifyResult& r, const std::string& text) {
+  for (const auto& c : r.caps)
+    if (c.find(text) != std::string::npos) return true;
+  return false;
+}
+
+std::string read_error(const fs::path& f) {
+  try {
+    read_record_file(f);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(AdversarialGolden, ProvenanceIsReadWhereverAFormatKeepsIt) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  const fs::path syn_model = test::synthetic_models().at(0);
+  const json syn = load(syn_model / "golden.json");
+  struct Case {
+    std::string name;
+    fs::path model;
+    json golden;
+    std::string finding;
+  };
+  json st_producer = stories, syn_producer = syn, syn_ref_false = syn, cyrillic = stories, fullwidth = stories;
+  st_producer["producer"] = "llmport 0.1.0 engine";              // the records format's field
+  syn_producer["producer"] = "llmport 0.1.0 oracle";
+  syn_ref_false["reference"]["independent"] = false;            // inside the reference object
+  cyrillic["reference"] = "llmp\xD0\xBErt oracle";              // U+043E CYRILLIC SMALL LETTER O
+  fullwidth["reference"] = "\xEF\xBD\x8C\xEF\xBD\x8C\xEF\xBD\x8D\xEF\xBD\x90\xEF\xBD\x8F\xEF\xBD\x92\xEF\xBD\x94";
+  for (const Case& c : {Case{"stories_producer", stories_dir(), st_producer, "produced by llmport"},
+                        Case{"synthetic_producer", syn_model, syn_producer, "produced by llmport"},
+                        Case{"synthetic_reference_independent_false", syn_model, syn_ref_false,
+                             "says \"independent\": false"},
+                        Case{"cyrillic_o", stories_dir(), cyrillic, "produced by llmport"},
+                        Case{"fullwidth", stories_dir(), fullwidth, "produced by llmport"}}) {
+    SCOPED_TRACE(c.name);
+    auto r = verify_golden(c.model, write(t, c.name, c.golden));
+    EXPECT_TRUE(r.pass);  // honest numbers: only the claim differs
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_FALSE(r.reference_independent);
+    EXPECT_TRUE(has_cap(r, c.finding)) << r.verdict_line();
+  }
+}
+
+TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
+  EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
+  for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})
+    EXPECT_EQ(kl_bound_for(DType::F32, full), kKlBoundFp32) << full;
+  for (const char* low : {"bfloat16", "float8_e4m3", "int8", "tf32", "mixed", "float32; bfloat16"})
+    EXPECT_EQ(kl_bound_for(DType::F32, low), kKlBoundBf16) << low;
+  // The stories format read no precision at all: a file saying bfloat16 got the fp32 verdict.
+  TempDir t;
+  json g = load(stories_golden());
+  g["compute_dtype"] = "bfloat16";
+  auto r = verify_golden(stories_dir(), write(t, "bf16_claim", g));
+  EXPECT_EQ(r.kl_bound, kKlBoundBf16);
+  EXPECT_TRUE(has_cap(r, "the reference computed in bfloat16")) << r.verdict_line();
+}
+
+TEST(AdversarialGolden, AStepThatContradictsItselfIsMalformedNotAnEngineFailure) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  // A trajectory that is not its own greedy choice (it made the free-running check vacuous:
+  // the first step "diverged" inside both top-5 lists and nothing more was compared).
+  json sampled = stories;
+  auto& c0 = sampled["cases"][0];
+  const int second = c0["steps"][0]["top5"][1]["id"];
+  c0["generated_ids"][0] = second;
+  c0["steps"][0]["token_id"] = second;
+  EXPECT_NE(read_error(write(t, "sampled", sampled)).find("cases[0].steps[0]: token " + std::to_string(second) +
+                                                           " is not the top-1"),
+            std::string::npos);
+  // Probabilities above 1: a logsumexp below the logits it sums.
+  json lse_low = stories;
+  auto& s = lse_low["cases"][1]["steps"][2];
+  s["logsumexp"] = s["top5"][0]["logit"].get<double>() - 0.5;
+  EXPECT_NE(read_error(write(t, "lse_low", lse_low)).find("cases[1].steps[2]: the top entries' probabilities"),
+            std::string::npos);
+  // A top-5 list that disagrees with the full logits beside it (here by one float ulp).
+  json nudged = stories;
+  auto& e = nudged["cases"][2]["steps"][0]["top5"][1];
+  e["logit"] = std::nextafter(e["logit"].get<float>(), 0.0f);
+  EXPECT_NE(read_error(write(t, "nudged", nudged)).find("differs from the full logit"), std::string::npos);
+  // The honest goldens satisfy every rule.
+  EXPECT_EQ(read_error(stories_golden()), "");
+  for (const auto& m : test::synthetic_models()) EXPECT_EQ(read_error(m / "golden.json"), "") << m;
+}
+
+// Full logits copied from llmport beside top-k lists nudged by an ulp: the content check
+// compares the top lists, the KL gate reads the full logits, so the copy went unseen. The
+// two halves must agree bit for bit, which hands the copy back to the content check.
+TEST(AdversarialGolden, FullLogitsAndTopListsMustAgreeInASideFile) {
+  TempDir t;
+  RecordFile rf = read_record_file(stories_golden());
+  for (auto& seq : rf.sequences) {
+    seq.hidden = {};
+    for (auto& st : seq.steps) {
+      st.logits.assign(512, -20.0f);
+      for (const auto& e : st.top) st.logits[static_cast<std::size_t>(e.id)] = e.logit;
+      st.logsumexp = log_sum_exp(st.logits);
+    }
+  }
+  write_record_file(t.path() / "consistent.json", rf);
+  EXPECT_EQ(read_error(t.path() / "consistent.json"), "");
+  rf.sequences[3].steps[7].top[2].logit = std::nextafter(rf.sequences[3].steps[7].top[2].logit, 100.0f);
+  write_record_file(t.path() / "nudged.json", rf);
+  const std::string err = read_error(t.path() / "nudged.json");
+  EXPECT_NE(err.find("seq3.logits[7] against sequences[3].steps[7]: top entry"), std::string::npos) << err;
+}
+
+TEST(AdversarialGolden, AnUnknownSyntheticGoldenVersionIsRefused) {
+  TempDir t;
+  json g = load(test::synthetic_models().at(0) / "golden.json");
+  g["format"] = "llmport-synthetic-golden/2";
+  const auto r = test::run_llmport({"verify", test::synthetic_models().at(0).string(), "--reference",
+                                    "golden:" + write(t, "v2", g).string(), "--report-dir",
+                                    (t.path() / "rep").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: " + (t.path() / "v2.json").string() + ": format: unsupported version"),
+            std::string::npos)
+      << r.err;
+}
+
+}  // namespace
+}  // namespace llmport
