@@ -152,6 +152,7 @@ class ConnectionStream final : public httplib::Stream {
     in_request_line_ = true;
     line_len_ = 0;
     header_bytes_ = 0;
+    leading_blank_ = 0;
     head_deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
     framing_ = ChunkedFraming();
   }
@@ -242,11 +243,17 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   // Up to n header-section bytes into ptr, stopping after the blank line that ends it, or
-  // at a header line / section over its limit (flagged; the read then fails).
+  // at a header line / section over its limit (flagged; the read then fails). Empty lines
+  // before the request line (a few bytes of CR and LF) are dropped: RFC 9112 2.2 says to
+  // ignore at least one (some clients send a CRLF after a POST body; httplib answered 400).
   std::size_t take_head(char* ptr, std::size_t n) {
     std::size_t i = 0, o = 0;
     for (; i < n && in_head_; ++i) {
       const char c = buf_[pos_ + i];
+      if (in_request_line_ && line_len_ == 0 && (c == '\r' || c == '\n') && leading_blank_ < kMaxLeadingBlankBytes) {
+        ++leading_blank_;
+        continue;
+      }
       if (!in_request_line_ && (++header_bytes_ > kMaxHeaderBytes || line_len_ + 1 > kMaxHeaderLineBytes)) {
         if (req_) req_->headers_too_large = true;
         break;
@@ -309,7 +316,8 @@ class ConnectionStream final : public httplib::Stream {
   bool eof_ = false;
   RequestReading* req_ = nullptr;
   bool in_head_ = false, in_request_line_ = false, prev_cr_ = false;
-  std::size_t line_len_ = 0, header_bytes_ = 0;
+  std::size_t line_len_ = 0, header_bytes_ = 0, leading_blank_ = 0;
+  static constexpr std::size_t kMaxLeadingBlankBytes = 16;
   Clock::time_point head_deadline_;
   ChunkedFraming framing_;
 };

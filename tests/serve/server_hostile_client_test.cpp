@@ -191,6 +191,24 @@ TEST_F(ServeHostileClient, ObsFoldAndNulCrOrBareLfInAHeaderAre400) {
   }
 }
 
+// RFC 9112 2.2: a server SHOULD ignore at least one empty line before a request line (some
+// clients send a CRLF after a POST body). Was 400 "malformed HTTP request", on a fresh
+// connection and after a body alike.
+TEST_F(ServeHostileClient, EmptyLinesBeforeARequestLineAreIgnored) {
+  const std::string fresh = exchange_bytes(port(), "\r\n\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(fresh.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << fresh;
+  EXPECT_EQ(fresh.substr(fresh.find("\r\n\r\n") + 4), kHealthOk);
+
+  const std::string body = completion_body();
+  const std::string got = exchange_bytes(
+      port(), fmt::format("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\n"
+                          "Content-Length: {}\r\n\r\n{}\r\nGET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                          body.size(), body));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  EXPECT_EQ(responses_in(got), 2u) << got;
+  EXPECT_EQ(got.substr(got.rfind("\r\n\r\n") + 4), kHealthOk) << got;
+}
+
 // Slowloris: --read-timeout bounded the wait for each next byte, not for the whole request
 // head, so a client trickling a header line every half read timeout held its pool thread for
 // as long as it liked. Pool threads are parallel + queue + 4 (here 1 + 0 + 4 = 5): 6 such
