@@ -127,6 +127,15 @@ std::string framing_error(const httplib::Request& req) {
   return "";
 }
 
+// A request with a body (a chunked one, or a Content-Length other than 0) that httplib 0.11
+// does not read: its method is none of POST, PUT, PATCH, DELETE (httplib's expect_content).
+bool body_left_unread(const httplib::Request& req) {
+  for (const char* m : {"POST", "PUT", "PATCH", "DELETE"})
+    if (req.method == m) return false;
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
 // The text of --chat-template-file. A directory, an unreadable file or one with no template
 // text is refused at startup (UsageError, exit 2): read as "no template", the server would
 // start and answer every chat request "this model has no chat template".
@@ -378,6 +387,9 @@ class Server {
       // Before any body byte is read: a client that declares more than the limit gets its
       // 413 at once, not after uploading it (or after the read timeout if it waits first).
       if (refuse_unread_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+      // httplib reads a body only for POST, PUT, PATCH and DELETE: another method's body would
+      // be left on the connection and parsed as the next request. Answered, then closed.
+      if (body_left_unread(req)) close_after_response(req);
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");

@@ -209,6 +209,27 @@ TEST_F(ServeHostileClient, EmptyLinesBeforeARequestLineAreIgnored) {
   EXPECT_EQ(got.substr(got.rfind("\r\n\r\n") + 4), kHealthOk) << got;
 }
 
+// httplib 0.11 reads a body only for POST, PUT, PATCH and DELETE: a GET's (or OPTIONS')
+// Content-Length or chunked body was left on the connection and parsed as a next request
+// (the smuggled GET /health answered 200 a second time). Now the request is answered with
+// "Connection: close" and the connection ends.
+TEST_F(ServeHostileClient, TheBodyOfAGetIsNeverParsedAsANextRequest) {
+  const std::string chunked = fmt::format("Transfer-Encoding: chunked\r\n\r\n{:x}\r\n{}\r\n0\r\n\r\n", kSmuggled.size(), kSmuggled);
+  const std::string sized = fmt::format("Content-Length: {}\r\n\r\n{}", kSmuggled.size(), kSmuggled);
+  for (const std::string method : {"GET /health", "OPTIONS /health"}) {
+    for (const std::string& framing : {sized, chunked}) {
+      SCOPED_TRACE(method + " " + json(framing).dump());
+      const Received got = exchange(port(), method + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + framing);
+      EXPECT_EQ(responses_in(got.bytes), 1u) << got.bytes;
+      EXPECT_NE(got.bytes.find("\r\nConnection: close\r\n"), std::string::npos) << got.bytes;
+      EXPECT_TRUE(got.ended) << got.bytes;
+    }
+  }
+  const std::string health = exchange_bytes(port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n" + sized);
+  EXPECT_EQ(health.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << health;
+  EXPECT_EQ(health.substr(health.find("\r\n\r\n") + 4), kHealthOk);
+}
+
 // Slowloris: --read-timeout bounded the wait for each next byte, not for the whole request
 // head, so a client trickling a header line every half read timeout held its pool thread for
 // as long as it liked. Pool threads are parallel + queue + 4 (here 1 + 0 + 4 = 5): 6 such
