@@ -367,8 +367,9 @@ class Server {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     http_.set_payload_max_length(opt_.max_body_bytes);
-    // A request (line, headers, body) must arrive within read_timeout_s of its last byte:
-    // else 408 and the connection ends, so a stalled client holds a pool thread that long.
+    // A request head (line, headers) must arrive whole within read_timeout_s of its first
+    // byte, each body byte within read_timeout_s of the last (the connection loop): else
+    // 408 and the connection ends.
     http_.set_read_timeout(opt_.read_timeout_s, 0);
     http_.set_write_timeout(30, 0);
     http_.set_keep_alive_max_count(100);
