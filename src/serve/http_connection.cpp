@@ -73,7 +73,7 @@ std::string header_syntax_error(const std::string& raw_head) {
     pos = raw_head.find('\n', begin);
     const std::string line = raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
     if (line == "\r") break;  // the blank line ending the section
-    const std::string name = printable(line.substr(0, line.find_first_of(":\r\0")));
+    const std::string name = printable(line.substr(0, line.find_first_of(":\r")));
     if (line[0] == ' ' || line[0] == '\t') return "obs-fold (a header line starting with a space or tab) is not accepted";
     if (line.find('\0') != std::string::npos) return "a NUL byte in the header '" + name + "'";
     const std::size_t cr = line.find('\r');
