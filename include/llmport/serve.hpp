@@ -9,7 +9,8 @@
 // Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}:
 //   400 malformed JSON, a field of the wrong type or out of range, n != 1, echo true,
 //       n_prompt + max_tokens - 1 beyond the slot's context (message names the numbers);
-//   408 a request not complete within read_timeout_s of its last byte; 414 a request line
+//   408 a request head (request line and headers) not complete within read_timeout_s of
+//       its first byte, or a body byte not within read_timeout_s of the last; 414 a request line
 //       over 8192 bytes; 431 a header line over 8192 bytes or header lines over 64 KiB;
 //   401 missing or wrong `Authorization: Bearer KEY` when api_key is set (/v1/* only);
 //   404 unknown route; 405 known route, wrong method; 413 body over max_body_bytes (any
@@ -55,8 +56,8 @@ struct ServeOptions {
   std::string model_name;          ///< the `model` of responses; default the directory name
   int prefill_chunk = 128;         ///< prompt tokens prefilled per step, all slots together
   std::size_t max_body_bytes = std::size_t{8} << 20;  ///< request bodies beyond: 413
-  /// Seconds a request's next byte may take (request line, headers, body): beyond, 408 and
-  /// the connection ends.
+  /// Seconds the whole request head (request line, headers) may take from its first byte,
+  /// and each next body byte: beyond, 408 and the connection ends.
   int read_timeout_s = 30;
   double shutdown_grace_s = 10;    ///< SIGINT/SIGTERM: seconds in-flight requests may finish
   int test_step_delay_ms = 0;      ///< test-only: pause after every batched step (ms)

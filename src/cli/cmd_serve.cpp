@@ -140,7 +140,7 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                       "SIGINT/SIGTERM: seconds in-flight requests may still finish")
                            ->check(in_range(0, 3600));
                        sub.add_option("--read-timeout", a->read_timeout,
-                                      "seconds a request's next byte may take; beyond: 408")
+                                      "seconds the request head may take in all, and each next body byte; beyond: 408")
                            ->check(in_range(1, 3600));
                        sub.add_option("--test-step-delay-ms", a->test_step_delay_ms,
                                       "test-only: pause after every batched step")

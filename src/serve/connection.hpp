@@ -6,8 +6,9 @@
 // (shutdown(SHUT_WR), `nc -N`) and still reads: both are a FIN. A write tells them apart: a
 // closed socket answers it with a reset. So at the first FIN an HTTP/1.1 request's handler
 // writes an interim "100 Continue" (RFC 9110 15.2: a client must parse 1xx responses it did
-// not ask for) and cancels only on the reset; an HTTP/1.0 client (no 1xx allowed) that
-// sends FIN is taken as gone.
+// not ask for) and cancels only on the reset. An HTTP/1.0 client may get no 1xx: its probe
+// is the first bytes of its own response, "HTTP/1.1 " (send_response_prefix,
+// serve/http_connection.hpp), the rest following when the answer is ready.
 
 namespace llmport::serve {
 

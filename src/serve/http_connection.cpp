@@ -1,5 +1,7 @@
 #include "serve/http_connection.hpp"
 
+#include "serve/chunked_framing.hpp"
+
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -11,6 +13,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+
+#include "llmport/file_io.hpp"
 
 namespace llmport::serve {
 
@@ -55,9 +59,52 @@ std::vector<std::string> raw_header_values(const std::string& raw_head, const st
   return out;
 }
 
+bool send_response_prefix(RequestReading& r) {
+  const std::size_t len = sizeof kResponsePrefix - 1;
+  if (r.socket < 0 || send(r.socket, kResponsePrefix, len, MSG_NOSIGNAL) != static_cast<ssize_t>(len)) return false;
+  r.response_prefix_sent = len;
+  return true;
+}
+
+std::string header_syntax_error(const std::string& raw_head) {
+  std::size_t pos = raw_head.find('\n');  // the request line is httplib's to check
+  while (pos != std::string::npos && pos + 1 < raw_head.size()) {
+    const std::size_t begin = pos + 1;
+    pos = raw_head.find('\n', begin);
+    const std::string line = raw_head.substr(begin, pos == std::string::npos ? std::string::npos : pos - begin);
+    if (line == "\r") break;  // the blank line ending the section
+    const std::string name = printable(line.substr(0, line.find_first_of(":\r")));
+    if (line[0] == ' ' || line[0] == '\t') return "obs-fold (a header line starting with a space or tab) is not accepted";
+    if (line.find('\0') != std::string::npos) return "a NUL byte in the header '" + name + "'";
+    const std::size_t cr = line.find('\r');
+    if (pos != std::string::npos && cr == std::string::npos)
+      return "a header line ending in a bare LF (not CRLF): '" + printable(line.substr(0, line.find(':'))) + "'";
+    if (cr != std::string::npos && cr + 1 != line.size()) return "a CR not followed by LF in the header '" + name + "'";
+    const std::size_t colon = line.find(':');
+    if (colon != std::string::npos && colon > 0 && (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
+      return "whitespace between the header name '" + printable(line.substr(0, line.find_first_of(" \t"))) +
+             "' and its colon";
+  }
+  return "";
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Before routing (httplib's setup_request hook): an absolute-form target is routed by its
+// path (httplib takes all of "http://host:port/health" as the path), "" being "/"; an
+// HTTP/1.0 request's Expect is dropped, as httplib would answer it "100 Continue".
+void prepare_request(httplib::Request& req) {
+  if (req.version == "HTTP/1.0") req.headers.erase("Expect");
+  const std::size_t sep = req.path.find("://");
+  if (sep == std::string::npos || req.path[0] == '/') return;
+  std::string scheme = req.path.substr(0, sep);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "http" && scheme != "https") return;
+  const std::size_t slash = req.path.find('/', sep + 3);
+  req.path = slash == std::string::npos ? "/" : req.path.substr(slash);
+}
 
 int poll_ms(time_t sec, time_t usec) { return static_cast<int>(sec * 1000 + usec / 1000); }
 
@@ -97,13 +144,17 @@ class ConnectionStream final : public httplib::Stream {
   ConnectionStream(socket_t sock, int read_timeout_ms, int write_timeout_ms)
       : sock_(sock), read_ms_(read_timeout_ms), write_ms_(write_timeout_ms) {}
 
-  /// The next request's bytes go to `r` until its header section ends.
+  /// The next request's bytes go to `r` until its header section ends, which must be within
+  /// the read timeout from now (its first byte is there, or about to be).
   void begin_request(RequestReading& r) {
     req_ = &r;
     in_head_ = true;
     in_request_line_ = true;
     line_len_ = 0;
     header_bytes_ = 0;
+    leading_blank_ = 0;
+    head_deadline_ = Clock::now() + std::chrono::milliseconds(read_ms_);
+    framing_ = ChunkedFraming();
   }
   void end_request() { req_ = nullptr; }
   bool has_buffered() const { return pos_ < len_; }
@@ -112,19 +163,34 @@ class ConnectionStream final : public httplib::Stream {
   bool is_writable() const override { return wait(POLLOUT, write_ms_); }
 
   ssize_t read(char* ptr, std::size_t size) override {
-    if (!has_buffered() && !fill()) return eof_ ? 0 : -1;
-    std::size_t n = std::min(size, len_ - pos_);
-    if (in_head_) n = take_head(ptr, n);
-    else std::memcpy(ptr, buf_ + pos_, n);
-    if (n == 0 && req_ && req_->headers_too_large) return -1;
-    pos_ += n;
-    return static_cast<ssize_t>(n);
+    if (size == 0) return 0;
+    for (;;) {  // until a byte is handed on: a trailer field's bytes are dropped
+      if (!has_buffered() && !fill()) return eof_ ? 0 : -1;
+      const std::size_t n = std::min(size, len_ - pos_);
+      const std::size_t got = in_head_ ? take_head(ptr, n) : chunked() ? take_chunked(ptr, n) : take_plain(ptr, n);
+      if (got > 0) return static_cast<ssize_t>(got);
+      if (req_ && (req_->headers_too_large || req_->body_malformed)) return -1;
+    }
   }
 
+  // All of it (httplib writes a response head with one call and does not look at the
+  // count); the first bytes of the status line left out when a half-close probe sent them.
   ssize_t write(const char* ptr, std::size_t size) override {
-    if (!is_writable()) return -1;
-    const ssize_t n = send(sock_, ptr, size, MSG_NOSIGNAL);
-    return n < 0 && errno == EINTR ? 0 : n;
+    std::size_t skip = 0;
+    if (req_ && req_->response_prefix_sent > 0) {
+      skip = std::min(req_->response_prefix_sent, size);
+      req_->response_prefix_sent = 0;
+      if (std::memcmp(ptr, kResponsePrefix, skip) != 0) skip = 0;  // not a status line: cannot be
+    }
+    std::size_t off = skip;
+    while (off < size) {
+      if (!is_writable()) return -1;
+      const ssize_t n = send(sock_, ptr + off, size - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return -1;
+      off += static_cast<std::size_t>(n);
+    }
+    return static_cast<ssize_t>(size);
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -153,9 +219,20 @@ class ConnectionStream final : public httplib::Stream {
     return (p.revents & (POLLERR | POLLNVAL)) == 0 && (p.revents & POLLOUT);
   }
 
+  // The read timeout bounds each wait; in the header section also the whole section (else
+  // a client trickling a byte per read timeout holds its pool thread for ever: Slowloris).
   bool fill() {
     pos_ = len_ = 0;
-    if (!wait(POLLIN, read_ms_)) return false;
+    int ms = read_ms_;
+    if (in_head_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(head_deadline_ - Clock::now()).count();
+      if (left <= 0) {
+        if (req_) req_->read_timed_out = true;
+        return false;
+      }
+      ms = static_cast<int>(std::min<long long>(left, read_ms_));
+    }
+    if (!wait(POLLIN, ms)) return false;
     ssize_t n;
     while ((n = recv(sock_, buf_, sizeof buf_, 0)) < 0 && errno == EINTR) {
     }
@@ -166,16 +243,22 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   // Up to n header-section bytes into ptr, stopping after the blank line that ends it, or
-  // at a header line / section over its limit (flagged; the read then fails).
+  // at a header line / section over its limit (flagged; the read then fails). Empty lines
+  // before the request line (a few bytes of CR and LF) are dropped: RFC 9112 2.2 says to
+  // ignore at least one (some clients send a CRLF after a POST body; httplib answered 400).
   std::size_t take_head(char* ptr, std::size_t n) {
-    std::size_t i = 0;
+    std::size_t i = 0, o = 0;
     for (; i < n && in_head_; ++i) {
       const char c = buf_[pos_ + i];
+      if (in_request_line_ && line_len_ == 0 && (c == '\r' || c == '\n') && leading_blank_ < kMaxLeadingBlankBytes) {
+        ++leading_blank_;
+        continue;
+      }
       if (!in_request_line_ && (++header_bytes_ > kMaxHeaderBytes || line_len_ + 1 > kMaxHeaderLineBytes)) {
         if (req_) req_->headers_too_large = true;
         break;
       }
-      ptr[i] = c;
+      ptr[o++] = c;
       if (req_ && (!in_request_line_ || req_->raw_head.size() <= kMaxRequestLineBytes)) req_->raw_head += c;
       ++line_len_;
       const bool after_cr = prev_cr_;
@@ -188,7 +271,42 @@ class ConnectionStream final : public httplib::Stream {
       in_request_line_ = false;
       line_len_ = 0;
     }
-    return i;
+    pos_ += i;
+    return o;
+  }
+
+  std::size_t take_plain(char* ptr, std::size_t n) {
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return n;
+  }
+
+  // A chunked body being read (set by the handler that reads it): checked and its trailer
+  // fields dropped (serve/chunked_framing.hpp) until its end; the bytes after it are the
+  // next request's.
+  bool chunked() const { return req_ && req_->chunked_body && !framing_.done(); }
+
+  std::size_t take_chunked(char* ptr, std::size_t n) {
+    std::size_t out = 0;
+    while (out < n && pos_ < len_ && !framing_.done()) {
+      if (const std::size_t data = framing_.data_left()) {
+        const std::size_t k = std::min({data, n - out, len_ - pos_});
+        std::memcpy(ptr + out, buf_ + pos_, k);
+        framing_.took_data(k);
+        pos_ += k;
+        out += k;
+        continue;
+      }
+      const char c = buf_[pos_];
+      const ChunkedFraming::Byte b = framing_.next(c);
+      if (b == ChunkedFraming::Byte::Bad) {
+        req_->body_malformed = true;
+        break;
+      }
+      ++pos_;
+      if (b == ChunkedFraming::Byte::Pass) ptr[out++] = c;
+    }
+    return out;
   }
 
   socket_t sock_;
@@ -198,7 +316,10 @@ class ConnectionStream final : public httplib::Stream {
   bool eof_ = false;
   RequestReading* req_ = nullptr;
   bool in_head_ = false, in_request_line_ = false, prev_cr_ = false;
-  std::size_t line_len_ = 0, header_bytes_ = 0;
+  std::size_t line_len_ = 0, header_bytes_ = 0, leading_blank_ = 0;
+  static constexpr std::size_t kMaxLeadingBlankBytes = 16;
+  Clock::time_point head_deadline_;
+  ChunkedFraming framing_;
 };
 
 // httplib's keep-alive wait (the next request's first byte within the keep-alive timeout),
@@ -229,7 +350,7 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     strm.begin_request(r);
     g_current = &r;
     bool closed = false;
-    ret = process_request(strm, left == 1, closed, nullptr);
+    ret = process_request(strm, left == 1, closed, prepare_request);
     g_current = nullptr;
     strm.end_request();
     // httplib answers nothing when the request line itself did not arrive in time.

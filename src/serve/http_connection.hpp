@@ -11,7 +11,14 @@
 //  - writes fail only on a socket error, not on the peer's FIN;
 //  - the header section is bounded (a line over kMaxHeaderLineBytes, or more than
 //    kMaxHeaderBytes in all, fails the read and is flagged: answered 431) and kept raw;
-//  - a read that times out is flagged (answered 408);
+//  - the header section must arrive whole within the read timeout of its first byte (not
+//    only each next byte within it: a client trickling its headers held a pool thread for
+//    ever); a read that times out is flagged (answered 408);
+//  - a chunked body is checked strictly and its trailer fields dropped on the way to
+//    httplib's chunked reader (serve/chunked_framing.hpp; flagged when malformed: 400);
+//  - before routing, an absolute-form target ("GET http://host/health", RFC 9112 3.2.2)
+//    is routed by its path, and an HTTP/1.0 request's "Expect" is dropped (RFC 9110 10.1.1:
+//    no "100 Continue" for it; httplib wrote one);
 //  - a response marked with close_connection_after_response() ends the connection at once,
 //    with a lingering close (FIN, then the unread rest of the request drained for a bounded
 //    time) so the client reads the response rather than a reset.
@@ -37,9 +44,28 @@ struct RequestReading {
   std::string raw_head;            ///< request line and header lines as received (bounded)
   bool head_complete = false;      ///< the blank line ending the header section was read
   bool headers_too_large = false;  ///< a header line or the header section over its limit
-  bool read_timed_out = false;     ///< a read waited the whole read timeout
+  bool read_timed_out = false;     ///< a read waited the whole read timeout (or the head's)
+  bool chunked_body = false;       ///< set by the handler about to read a chunked body
+  bool body_malformed = false;     ///< the chunked body broke the chunked coding
+  std::size_t response_prefix_sent = 0;  ///< bytes of kResponsePrefix sent (send_response_prefix)
   bool close_after = false;        ///< the connection ends after this response
 };
+
+/// How every response this server writes begins (httplib writes "HTTP/1.1 %d %s").
+inline constexpr char kResponsePrefix[] = "HTTP/1.1 ";
+
+/// Writes the first bytes of the response to `r` (kResponsePrefix) now, before the response
+/// is ready; the connection then leaves them out of the response's head. A write the client
+/// answers with a reset: an HTTP/1.0 handler's way to tell a client that closed from one that
+/// only half-closed (serve/connection.hpp). False if the write fails.
+bool send_response_prefix(RequestReading& r);
+
+/// What RFC 9112 5.2 / RFC 9110 5.5 say to answer 400 in a raw header section, "" if none:
+/// obs-fold (a line starting with SP or HTAB), a NUL or a CR not before LF, a line ending in
+/// a bare LF (httplib drops such a line; a front end may read it as two), whitespace between
+/// a field name and its colon (5.1: httplib drops such a line, so "Content-Length : N" would
+/// leave a body unread). The message names the header.
+std::string header_syntax_error(const std::string& raw_head);
 
 /// The request being handled on the calling thread: valid inside httplib's handlers, error
 /// handler and logger (they run on the connection's thread); nullptr elsewhere.

@@ -87,19 +87,13 @@ std::string empty_framing_header() {
   return "";
 }
 
-// A header section RFC 9112 says to answer 400 (seen raw, as httplib accepts both); "" if fine:
-//  - whitespace between a field name and its colon (5.1): httplib drops such a line, so
-//    "Content-Length : N" would leave a body unread, to be parsed as the next request;
+// A header section RFC 9112 says to answer 400 (seen raw, as httplib accepts these); "" if fine:
+//  - obs-fold, NUL / CR / bare LF, whitespace before a colon (header_syntax_error);
 //  - an HTTP/1.1 request without exactly one Host header (3.2).
 std::string head_error(const httplib::Request& req) {
   const RequestReading* r = current_request();
   if (!r) return "";
-  for (const std::string& line : raw_header_lines(r->raw_head)) {
-    const std::size_t colon = line.find(':');
-    if (colon != std::string::npos && colon > 0 && (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
-      return "whitespace between the header name '" + printable(line.substr(0, line.find_first_of(" \t"))) +
-             "' and its colon";
-  }
+  if (std::string bad = header_syntax_error(r->raw_head); !bad.empty()) return bad;
   if (req.version == "HTTP/1.1") {
     const std::size_t hosts = raw_header_values(r->raw_head, "Host").size();
     if (hosts != 1)
@@ -131,6 +125,15 @@ std::string framing_error(const httplib::Request& req) {
     return "unsupported Transfer-Encoding '" + printable(te) + "' (only 'chunked', in lowercase, is read)";
   if (n_len > 0) return "both Content-Length and Transfer-Encoding: chunked";
   return "";
+}
+
+// A request with a body (a chunked one, or a Content-Length other than 0) that httplib 0.11
+// does not read: its method is none of POST, PUT, PATCH, DELETE (httplib's expect_content).
+bool body_left_unread(const httplib::Request& req) {
+  for (const char* m : {"POST", "PUT", "PATCH", "DELETE"})
+    if (req.method == m) return false;
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
 
 // The text of --chat-template-file. A directory, an unreadable file or one with no template
@@ -364,8 +367,9 @@ class Server {
       setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     });
     http_.set_payload_max_length(opt_.max_body_bytes);
-    // A request (line, headers, body) must arrive within read_timeout_s of its last byte:
-    // else 408 and the connection ends, so a stalled client holds a pool thread that long.
+    // A request head (line, headers) must arrive whole within read_timeout_s of its first
+    // byte, each body byte within read_timeout_s of the last (the connection loop): else
+    // 408 and the connection ends.
     http_.set_read_timeout(opt_.read_timeout_s, 0);
     http_.set_write_timeout(30, 0);
     http_.set_keep_alive_max_count(100);
@@ -384,6 +388,9 @@ class Server {
       // Before any body byte is read: a client that declares more than the limit gets its
       // 413 at once, not after uploading it (or after the read timeout if it waits first).
       if (refuse_unread_body(req, res)) return httplib::Server::HandlerResponse::Handled;
+      // httplib reads a body only for POST, PUT, PATCH and DELETE: another method's body would
+      // be left on the connection and parsed as the next request. Answered, then closed.
+      if (body_left_unread(req)) close_after_response(req);
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
       if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");
@@ -510,6 +517,8 @@ class Server {
     // no body. Reading one anyway waits for the client's next bytes until the read timeout.
     if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding") != "chunked")
       return true;
+    RequestReading* conn = current_request();
+    if (conn && req.get_header_value("Transfer-Encoding") == "chunked") conn->chunked_body = true;
     bool over = false;
     const bool ok = reader([&](const char* data, std::size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {
@@ -522,7 +531,9 @@ class Server {
     if (ok) return true;
     if (over || res.status == 413) {
       send_error(res, 413, over_limit_message());
-    } else if (const RequestReading* r = current_request(); r && r->read_timed_out) {
+    } else if (conn && conn->body_malformed) {
+      send_error(res, 400, "malformed chunked request body");
+    } else if (conn && conn->read_timed_out) {
       send_error(res, 408, read_timeout_message("request body"));
     } else {
       send_error(res, 400, "could not read the request body");
@@ -604,10 +615,11 @@ class Server {
 
     // A client that hangs up before its whole answer is ready cancels it (its slot is free
     // at once); the socket is looked at every kClientCheck, whether tokens arrive or not.
-    // A FIN alone may be a half-close: probed once with "100 Continue" (serve/connection.hpp).
-    const RequestReading* conn = current_request();
+    // A FIN alone may be a half-close: probed once (serve/connection.hpp), HTTP/1.1 with an
+    // interim "100 Continue", HTTP/1.0 (no 1xx) with the first bytes of its own response.
+    RequestReading* conn = current_request();
     const int client_fd = conn ? conn->socket : -1;
-    const bool may_probe = req.version == "HTTP/1.1";
+    const bool interim = req.version == "HTTP/1.1";
     bool probed = false;
     constexpr auto kClientCheck = std::chrono::milliseconds(100);
     auto next_check = Clock::now() + kClientCheck;
@@ -625,7 +637,7 @@ class Server {
         bool gone = ps == PeerState::Gone;
         if (ps == PeerState::HalfClosed && !probed) {
           probed = true;
-          gone = !may_probe || !send_interim_continue(client_fd);
+          gone = interim ? !send_interim_continue(client_fd) : !send_response_prefix(*conn);
         }
         if (gone) {
           gen->cancel();

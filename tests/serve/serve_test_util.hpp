@@ -235,6 +235,16 @@ inline double metric(const std::string& text, const std::string& name) {
   return -1;
 }
 
+// Polls /metrics (every 20 ms, up to 10 s) until `name` reads `value` (or, `above`, more).
+inline bool wait_metric(const ServerProcess& s, const std::string& name, double value, bool above = false) {
+  for (int i = 0; i < 500; ++i) {
+    const double v = metric(curl("GET", s.url("/metrics")).body, name);
+    if (above ? v > value : v == value) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
 /// Opens a loopback TCP connection and sends `request` raw; returns the fd (-1 on failure).
 inline int raw_connect_send(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -6,6 +6,7 @@
 // lines or sections over the limit (400: 431 now); the 414 message; and a refusal marked
 // "Connection: close" whose connection stayed open, so the unread body's bytes were served
 // as a next request. Every error is checked field for field in OpenAI's shape.
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -93,6 +94,36 @@ TEST_F(ServeConnection, AHalfClosedClientGetsItsAnswer) {
   ASSERT_TRUE(j.is_object()) << got;
   EXPECT_EQ(j["choices"][0]["text"], c.at("completion_text"));
   EXPECT_EQ(j["usage"]["completion_tokens"], c.at("n_steps"));
+}
+
+// HTTP/1.0 has no 1xx responses, so the probe at a FIN is the first bytes of the answer
+// itself ("HTTP/1.1 "): a half-closed HTTP/1.0 client gets exactly its golden answer (it was
+// sent a 499, taken as gone), and one that really closed answers the probe with a reset and
+// is still cancelled (a 499 counted, its slot freed long before its 300 tokens).
+TEST_F(ServeConnection, AHalfClosedHttp10ClientGetsItsAnswerAndAClosedOneIsCancelled) {
+  const auto c = golden_case(0);
+  const auto http10 = [](const std::string& body) {
+    return "POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string body =
+      json({{"prompt", c.at("prompt")}, {"max_tokens", c.at("n_steps")}, {"temperature", 0}}).dump();
+  const auto got = exchange(port(), http10(body), /*half_close=*/true, 20);
+  ASSERT_EQ(got.bytes.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got.bytes;
+  EXPECT_EQ(count_of(got.bytes, "HTTP/1.1 "), 1u) << got.bytes;
+  const auto j = json::parse(got.bytes.substr(got.bytes.find("\r\n\r\n") + 4), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << got.bytes;
+  EXPECT_EQ(j["choices"][0]["text"], c.at("completion_text"));
+  EXPECT_EQ(j["usage"]["completion_tokens"], c.at("n_steps"));
+  EXPECT_TRUE(got.ended);
+
+  const std::string cancelled = R"(llmport_requests_total{endpoint="/v1/completions",status="499"})";
+  const double before = std::max(0.0, metric(curl("GET", server_->url("/metrics")).body, cancelled));
+  const int fd = raw_connect_send(port(), http10(R"({"prompt":"Once upon","max_tokens":300,"temperature":0})"));
+  ASSERT_TRUE(wait_metric(*server_, "llmport_kv_cache_slots_in_use", 1));  // running (300 x 10 ms)
+  close(fd);
+  EXPECT_TRUE(wait_metric(*server_, cancelled, before + 1));
+  EXPECT_TRUE(wait_metric(*server_, "llmport_kv_cache_slots_in_use", 0));
 }
 
 // A request whose bytes stop coming (--read-timeout 1): a 408 in OpenAI's shape, then the

@@ -235,16 +235,6 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_total"), 8);
 }
 
-// Polls /metrics (every 20 ms, up to 10 s) until `name` reads `value` (or, `above`, more).
-bool wait_metric(ServerProcess& s, const std::string& name, double value, bool above = false) {
-  for (int i = 0; i < 500; ++i) {
-    const double v = metric(curl("GET", s.url("/metrics")).body, name);
-    if (above ? v > value : v == value) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
-}
-
 // A slow server (test-only step delay) for cancellation, backpressure and draining.
 TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   ServerProcess s({stories(), "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--threads", "1",
