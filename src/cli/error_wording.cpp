@@ -78,20 +78,15 @@ std::string extras_text(const std::string& msg, const std::vector<std::string>& 
 }
 
 // The option a hidden option's "missing value" error is about: CLI11 names a hidden option
-// (group "") with "", so the option is found on the command line instead: the last word
-// naming a hidden option of the parsed subcommand with no value after it (at the end, or
-// followed by another option).
+// (group "") with "", so the option is found on the command line instead: the last word,
+// when it names a hidden option of the parsed subcommand: CLI11 takes the next word as the
+// value whatever it looks like, so only the last word can lack one.
 std::string hidden_option_missing_value(const CLI::App& app, const std::vector<std::string>& args) {
-  std::string found;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& w = args[i];
-    if (w.size() < 2 || w[0] != '-' || w.find('=') != std::string::npos) continue;
-    const CLI::Option* o = find_option(app, w);
-    if (o == nullptr || !o->get_group().empty()) continue;
-    const bool next_is_option = i + 1 < args.size() && args[i + 1].size() > 1 && args[i + 1][0] == '-';
-    if (i + 1 == args.size() || next_is_option) found = w;
-  }
-  return found;
+  if (args.empty()) return {};
+  const std::string& w = args.back();
+  if (w.size() < 2 || w[0] != '-' || w.find('=') != std::string::npos) return {};
+  const CLI::Option* o = find_option(app, w);
+  return o != nullptr && o->get_group().empty() ? w : std::string();
 }
 
 // CLI11's "NAME: N required TYPE missing" (an option given without its value) in llmport's

@@ -45,8 +45,6 @@ TEST(CliContract, AnOptionWithoutItsValueIsNamedHiddenOrNot) {
   const std::string m = stories();
   expect_usage_error(run_llmport({"run", m, "--inject-fault"}),
                      "error: --inject-fault: expected a value (TEXT) (see llmport run --help)\n");
-  expect_usage_error(run_llmport({"run", m, "--inject-fault", "--n-tokens", "2"}),
-                     "error: --inject-fault: expected a value (TEXT) (see llmport run --help)\n");
   expect_usage_error(run_llmport({"verify", m, "--kernel-configs"}),
                      "error: --kernel-configs: expected a value (TEXT) (see llmport verify --help)\n");
   expect_usage_error(run_llmport({"run", m, "--registry"}),
