@@ -132,7 +132,7 @@ std::string misplaced_option_text(const CLI::App& app, const std::vector<std::st
         return {};
       }
       for (const std::string& o : args) {
-        if (&o == &w) break;
+        if (&o == &w || o == "--") break;  // after `--` every word is an argument
         const std::string name = o.substr(0, o.find('='));
         if (name.size() < 2 || name[0] != '-' || app.get_option_no_throw(name) != nullptr) continue;
         if (cmd->get_option_no_throw(name) != nullptr)
