@@ -65,6 +65,13 @@ enum class Overwrite {
 void check_output_path(const std::filesystem::path& file, Overwrite policy = Overwrite::Refuse,
                        std::string_view marker = {});
 
+/// For an output FILE the user names (diagnosis --svg, perplexity --save-logits): throws
+/// UsageError "--svg /no/such/x.svg: directory /no/such does not exist" (`flag` first) when
+/// the file's directory is missing, or "...: /a/f is not a directory" when it is a file, so
+/// a typo in the path is reported before any work instead of a directory tree being made.
+/// Directory options (-o DIR, --report-dir, --out) create their directory instead.
+void check_output_parent(const std::filesystem::path& file, const std::string& flag);
+
 /// Writes `text` to `file` through a temporary file in the same directory + rename, so an
 /// interrupted run never leaves a half-written file. An existing path that is a directory
 /// or not a regular file is always refused. Throws UsageError naming the file.

@@ -32,7 +32,7 @@ class Tokenizer {
   /// Loads tokenizer.json (+ tokenizer_config.json, special_tokens_map.json,
   /// chat_template.jinja when present) from `dir` (a directory, or a file inside it such as
   /// tokenizer.json or config.json). config.json is not needed. Throws ConfigError (one line) naming the file and
-  /// the component/field at fault: invalid JSON, unknown component type, a merge naming a
+  /// the component/field at fault: malformed JSON, unknown component type, a merge naming a
   /// token missing from the vocab, a non-BPE model, a directory named tokenizer.json
   /// ("is a directory, expected the tokenizer.json file"). Load time: ~0.2 s CPU for a 9 MB file.
   static std::unique_ptr<Tokenizer> load(const std::filesystem::path& dir);

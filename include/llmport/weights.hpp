@@ -38,6 +38,15 @@ class SafetensorsFile {
   std::map<std::string, std::string> metadata_;
 };
 
+/// The header check of `check` (no weight bytes read): opens, through SafetensorsFile,
+/// `dir`/model.safetensors, else each shard named by `dir`/model.safetensors.index.json that
+/// is present (a config-only Hugging Face snapshot holds none), so a truncated file or a bad
+/// header is a WeightsError "<file>: <tensor>: data_offsets [...] run past the end of the
+/// data area (N bytes; file truncated?)". Which tensors the model needs is not checked here
+/// (WeightStore::open / check --weights do that). Returns the files checked (none: no
+/// weights in `dir`). Throws WeightsError for an unreadable index.
+std::vector<std::filesystem::path> check_safetensors_headers(const std::filesystem::path& dir);
+
 /// All weights of one model, strictly checked against expected_tensors(cfg): a missing
 /// tensor, a wrong shape, or a tensor the model does not consume is a WeightsError/
 /// ShapeError naming file and tensor. Known leftovers (`*.rotary_emb.inv_freq`; a tied

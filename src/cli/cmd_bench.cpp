@@ -588,14 +588,14 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                        sub.add_option("-p,--n-prompt", a->prompts,
                                       "Prompt lengths, comma separated (default 512; 0 = no prefill test)")
                            ->type_name("N[,N...]")
-                           ->check(comma_list(whole_in(0, kMaxPrompt)));
+                           ->check(comma_list(whole_in(0, kMaxPrompt), Repeats::Refuse));
                        sub.add_option("-n,--n-gen", a->n_gen, "Generated tokens (default 128; 0 = none)");
                        sub.add_option("-r,--repetitions", a->reps, "Repetitions per test (default 3)");
                        auto threads_text = std::make_shared<std::string>("0");
                        sub.add_option("-t,--threads", *threads_text,
                                       "Threads, comma separated: one run per count (0 = all cores; default 0)")
                            ->type_name("N[,N...]")
-                           ->check(comma_list(thread_count()));
+                           ->check(comma_list(thread_count(), Repeats::Refuse));
                        sub.add_option("--dtype", a->dtype, "bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization "
                                                            "(default: checkpoint dtype)");
                        sub.add_option("--quantize-lm-head", a->quantize_lm_head,

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -54,11 +55,14 @@ nlohmann::ordered_json read_messages(const std::string& path) {
   return m;
 }
 
-/// --var NAME=JSON, e.g. enable_thinking=false, date_string="\"26 Jul 2024\"".
-void add_var(nlohmann::ordered_json& vars, const std::string& spec) {
+/// --var NAME=JSON, e.g. enable_thinking=false, date_string="\"26 Jul 2024\"". A NAME given
+/// twice is refused (`given` holds the names seen): which value renders would be a guess.
+void add_var(nlohmann::ordered_json& vars, const std::string& spec, std::set<std::string>& given) {
   auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) throw UsageError("--var " + spec + ": expected NAME=JSON");
   std::string name = spec.substr(0, eq);
+  if (!given.insert(name).second)
+    throw UsageError("--var " + name + ": given twice; give each variable once");
   try {
     vars[name] = parse_ordered_json_text(spec.substr(eq + 1), "--var " + name);
   } catch (const ConfigError& e) {
@@ -86,7 +90,8 @@ int run_chat_template(const ChatTemplateArgs& a) {
     throw UsageError(dir + ": the tokenizer has no chat_template (tokenizer_config.json or chat_template.jinja); "
                            "give one with --template FILE");
   nlohmann::ordered_json vars = tok ? special_token_vars(*tok) : nlohmann::ordered_json::object();
-  for (const auto& v : a.vars) add_var(vars, v);
+  std::set<std::string> given;
+  for (const auto& v : a.vars) add_var(vars, v, given);
   std::string rendered = ChatTemplate(source).render(read_messages(a.messages), a.add_generation_prompt, vars);
   if (a.ids) {
     EncodeOptions opt;

@@ -18,6 +18,7 @@
 #include "llmport/model_checks.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/quant_plan.hpp"
+#include "llmport/weights.hpp"
 
 namespace llmport::cli {
 namespace {
@@ -73,6 +74,9 @@ int run_check(const CheckArgs& a) {
   const nlohmann::json resolved = r.accepted ? checked.config->to_json() : r.resolved;
   std::optional<Phase0Report> report;
   if (r.accepted && a.weights) report = check_model_dir(file, max_seq, a.scan_values);
+  // Without --weights the safetensors headers are still checked against the file sizes (a
+  // truncated download would otherwise ACCEPT): cheap, no weight bytes are read.
+  if (r.accepted && !a.weights) check_safetensors_headers(file.parent_path());
   const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config, file.parent_path()) : std::nullopt;
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
@@ -106,8 +110,8 @@ int run_check(const CheckArgs& a) {
   return kExitOk;
 }
 
-const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json; --weights also loads "
-                              "and validates the safetensors",
+const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json, with the safetensors "
+                              "headers checked against the file sizes; --weights also loads and validates every tensor",
                      [](CLI::App& sub) -> std::function<int()> {
       sub.footer(
           "exit codes: 0 ACCEPT (with --weights: and the phase-0 checks passed), 3 REJECT (architecture "

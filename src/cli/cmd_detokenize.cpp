@@ -19,6 +19,7 @@ namespace {
 struct DetokenizeArgs {
   std::string model;
   std::vector<std::string> ids;
+  std::vector<std::string> leading_ids;  // ids given before --model (add_model_arg)
   bool skip_special = false;
   bool json = false;
 };
@@ -76,7 +77,7 @@ const Registrar reg{Command{
     "detokenize", "token ids -> text with the model's tokenizer.json",
     [](CLI::App& sub) -> std::function<int()> {
       auto a = std::make_shared<DetokenizeArgs>();
-      add_model_arg(sub, &a->model);
+      add_model_arg(sub, &a->model, true, &a->leading_ids);
       // The ids are taken raw from what CLI11 leaves (allow_extras, extra_args: also those
       // after `--`) rather than from an IDS option: CLI11 splits an option's "[1,,2]" itself,
       // dropping the empty element, and leaves " 2" of "[1, 2]"; parse_ids reads a JSON array
@@ -88,7 +89,8 @@ const Registrar reg{Command{
       sub.add_flag("--json", a->json, "print the text as a JSON string (exact, escaped)");
       CLI::App* app = &sub;
       return [a, app] {
-        a->ids = extra_args(*app);
+        a->ids = a->leading_ids;
+        for (std::string& w : extra_args(*app)) a->ids.push_back(std::move(w));
         return run_detokenize(*a);
       };
     }}};

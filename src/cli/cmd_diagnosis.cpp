@@ -41,7 +41,10 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   namespace fs = std::filesystem;
   // Outputs are checked before any work: an existing file is kept unless --force.
   const Overwrite policy = a.force ? Overwrite::Always : Overwrite::Refuse;
-  if (!a.svg.empty()) check_output_path(a.svg, policy);
+  if (!a.svg.empty()) {
+    check_output_parent(a.svg, "--svg");
+    check_output_path(a.svg, policy);
+  }
   const char* out_names[] = {"diagnosis.md", "diagnosis.json", "diagnosis.svg"};
   if (!a.out_dir.empty()) {
     std::error_code ec;

@@ -11,6 +11,7 @@
 #include "cli/option_checks.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/perplexity.hpp"
 
 namespace llmport::cli {
@@ -29,7 +30,10 @@ int run_perplexity_cmd(const PerplexityArgs& a) {
   opt.engine = engine_options_from_flags(
       {a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", /*fault=*/"", a.quantize_lm_head});
   opt.ctx = a.ctx;
-  if (!a.save_logits.empty()) opt.save_logits = a.save_logits;
+  if (!a.save_logits.empty()) {
+    check_output_parent(a.save_logits, "--save-logits");
+    opt.save_logits = a.save_logits;
+  }
   if (!a.kl_base.empty()) opt.kl_base = a.kl_base;
   const bool tty = ::isatty(STDERR_FILENO) == 1;
   opt.progress = [&](int chunk, int chunks, double ppl) {

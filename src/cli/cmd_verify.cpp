@@ -91,9 +91,11 @@ Registrar reg{Command{
                      "golden:FILE (independent file) | hf (transformers, independent) | oracle (llmport's fp32 "
                      "kernels, not independent)")
           ->capture_default_str();
-      sub.add_flag("--full", a->full, "every prompt of the set (the default; kept for old scripts)");
+      auto* full = sub.add_flag("--full", a->full, "every prompt of the set (the default; kept for old scripts)");
+      // The two depths exclude each other (CLI11 excludes; error_wording.hpp words it).
       sub.add_flag("--quick", a->quick,
-                   "only 2 prompts of a built-in set (a smoke test: the verdict is capped at PASS-with-warnings)");
+                   "only 2 prompts of a built-in set (a smoke test: the verdict is capped at PASS-with-warnings)")
+          ->excludes(full);
       sub.add_option("--dtype", a->dtype,
                      "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization judged by the KLD "
                      "gate (default: checkpoint dtype)");

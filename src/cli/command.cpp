@@ -16,7 +16,25 @@ std::vector<Command>& commands() {
   return c;
 }
 
-void add_model_arg(CLI::App& sub, std::string* out, bool required) {
+namespace {
+
+// `detokenize 1 2 --model M`: CLI11 gave the first id to the positional MODEL before it saw
+// --model. For a command whose other words are free (IDS), that word is one of them: it
+// moves to `leading` and MODEL is cleared, so "MODEL excludes --model" is not raised. A word
+// naming an existing file or directory is a model, not an id: it stays, and MODEL with
+// --model is refused as before.
+void take_leading_word(CLI::Option& pos, std::vector<std::string>& leading) {
+  if (pos.count() == 0) return;
+  const std::string word = pos.results().front();
+  std::error_code ec;
+  if (std::filesystem::exists(word, ec)) return;
+  leading.push_back(word);
+  pos.clear();
+}
+
+}  // namespace
+
+void add_model_arg(CLI::App& sub, std::string* out, bool required, std::vector<std::string>* leading) {
   auto* pos = sub.add_option("MODEL", *out, "model directory, config.json, or HF id org/name[@rev]");
   // Read as soon as it is parsed (trigger_on_parse), so the positional MODEL stops taking
   // words (expected 0) before the words after it are handed out: otherwise CLI11 gives the
@@ -25,11 +43,12 @@ void add_model_arg(CLI::App& sub, std::string* out, bool required) {
   auto given = std::make_shared<bool>(false);
   auto* alias = sub.add_option_function<std::string>(
                        "--model",
-                       [out, pos, given](const std::string& v) {
+                       [out, pos, given, leading](const std::string& v) {
                          if (*given) throw CLI::ArgumentMismatch(duplicate_option_text("--model", "2"));
                          *given = true;
                          *out = v;
                          pos->expected(0, 1);
+                         if (leading != nullptr) take_leading_word(*pos, *leading);
                        },
                        "alias of the positional MODEL")
                     ->trigger_on_parse();

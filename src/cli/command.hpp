@@ -29,7 +29,11 @@ struct Registrar {
 /// `detokenize --model M 1 2`); MODEL and --model together, or --model twice, are usage errors. MODEL is a model directory, a config.json path where the
 /// command allows it, or an HF id org/name[@revision]. Also adds `--offline` (sets
 /// HF_HUB_OFFLINE=1: the HF cache only, never the network).
-void add_model_arg(CLI::App& sub, std::string* out, bool required = true);
+/// `leading` (for a command whose other words are extra_args, detokenize's IDS): a word the
+/// positional MODEL took before `--model` came (`detokenize 1 2 --model M`) is moved there,
+/// the first of those words, unless it names an existing file or directory.
+void add_model_arg(CLI::App& sub, std::string* out, bool required = true,
+                   std::vector<std::string>* leading = nullptr);
 
 /// The words CLI11 left unparsed for `sub` (a subcommand that allow_extras()), in
 /// command-line order: its own, then those after `--` that CLI11 2.1 hands back to the root

@@ -77,7 +77,73 @@ std::string extras_text(const std::string& msg, const std::vector<std::string>& 
   return std::string(words.size() == 1 ? "unexpected argument '" : "unexpected arguments '") + joined + "'";
 }
 
+// The option a hidden option's "missing value" error is about: CLI11 names a hidden option
+// (group "") with "", so the option is found on the command line instead: the last word,
+// when it names a hidden option of the parsed subcommand: CLI11 takes the next word as the
+// value whatever it looks like, so only the last word can lack one.
+std::string hidden_option_missing_value(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.empty()) return {};
+  const std::string& w = args.back();
+  if (w.size() < 2 || w[0] != '-' || w.find('=') != std::string::npos) return {};
+  const CLI::Option* o = find_option(app, w);
+  return o != nullptr && o->get_group().empty() ? w : std::string();
+}
+
+// CLI11's "NAME: N required TYPE missing" (an option given without its value) in llmport's
+// words, for hidden options too: "--inject-fault: expected a value (TEXT)".
+std::string missing_value_text(const std::string& msg, const CLI::App& app, const std::vector<std::string>& args) {
+  constexpr std::string_view mid = " required ";
+  const std::size_t colon = msg.find(": ");
+  const std::size_t req = msg.find(mid);
+  if (colon == std::string::npos || req == std::string::npos || req < colon || !msg.ends_with(" missing")) return msg;
+  std::string name = msg.substr(0, colon);
+  if (name.empty()) name = hidden_option_missing_value(app, args);
+  if (name.empty()) name = "an option";
+  const std::string num = msg.substr(colon + 2, req - colon - 2);
+  const std::string type = msg.substr(req + mid.size(), msg.size() - req - mid.size() - 8);
+  const std::string what = num == "1" ? "a value" : num + " values";
+  return name + ": expected " + what + (type.empty() ? std::string() : " (" + type + ")");
+}
+
+// CLI11's "A excludes B": two options that cannot be given together.
+std::string excludes_text(const std::string& msg) {
+  const std::size_t at = msg.find(" excludes ");
+  if (at == std::string::npos) return msg;
+  return msg.substr(0, at) + " and " + msg.substr(at + 10) + " cannot be given together: give one of them";
+}
+
 }  // namespace
+
+std::string subcommand_names(const CLI::App& cmd) {
+  std::string names;
+  for (const CLI::App* c : cmd.get_subcommands([](const CLI::App*) { return true; }))
+    names += (names.empty() ? "" : ", ") + c->get_name();
+  return names;
+}
+
+std::string misplaced_option_text(const CLI::App& app, const std::vector<std::string>& args) {
+  for (const std::string& w : args) {
+    if (w.empty() || w[0] != '-') {
+      // The first word that is not an option: the subcommand, when it names one.
+      const CLI::App* cmd = nullptr;
+      try {
+        cmd = app.get_subcommand(w);
+      } catch (const CLI::OptionNotFound&) {
+        return {};
+      }
+      for (const std::string& o : args) {
+        if (&o == &w || o == "--") break;  // after `--` every word is an argument
+        const std::string name = o.substr(0, o.find('='));
+        if (name.size() < 2 || name[0] != '-' || app.get_option_no_throw(name) != nullptr) continue;
+        if (cmd->get_option_no_throw(name) != nullptr)
+          return name + " is an option of '" + w + "': put it after the subcommand";
+        return "unknown option '" + name + "' before the subcommand '" + w + "'";
+      }
+      return {};
+    }
+  }
+  return {};
+}
 
 std::string out_of_range_text(const std::string& name, const std::string& value) {
   return name + ": " + value + " is out of range";
@@ -90,7 +156,15 @@ std::string duplicate_option_text(const std::string& name, const std::string& ti
 std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app, const std::vector<std::string>& args) {
   std::string msg = e.what();
   if (dynamic_cast<const CLI::ConversionError*>(&e) != nullptr) return conversion_text(msg, app);
-  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) msg = at_most_text(msg);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr)
+    return missing_value_text(at_most_text(msg), app, args);
+  if (dynamic_cast<const CLI::ExcludesError*>(&e) != nullptr) return excludes_text(msg);
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && msg == "A subcommand is required") {
+    // `llmport kernels` alone: which subcommands there are, as for an unknown one.
+    for (const CLI::App* s : app.get_subcommands())
+      if (const std::string names = subcommand_names(*s); !names.empty())
+        return "missing " + s->get_name() + " subcommand (expected " + names + ")";
+  }
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) return extras_text(msg, args);
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);
   return msg;

@@ -17,11 +17,26 @@ namespace llmport::cli {
 ///   "--json: a flag takes no value (or true/false), got 'maybe'";
 /// - "--seed: At Most 1 required but received 2" becomes duplicate_option_text;
 /// - the empty name CLI11 gives a hidden option (": msg") is dropped;
+/// - "NAME: 1 required TEXT missing" (an option without its value) becomes "NAME: expected a
+///   value (TEXT)"; for a hidden option (CLI11 names it "") NAME is read from `args`;
+/// - "A excludes B" becomes "A and B cannot be given together: give one of them";
+/// - "A subcommand is required" for a command that has subcommands (`llmport kernels`)
+///   becomes "missing kernels subcommand (expected list, validate, ...)";
 /// - "The following argument was not expected: W" becomes "unknown option 'W'" for a word
 ///   that looks like an option (not after `--`), else "unexpected argument(s) '...'", the
 ///   words in the order of `args` (the command line after the program name).
 std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app,
                              const std::vector<std::string>& args = {});
+
+/// The names of `cmd`'s subcommands, ", "-separated ("list, validate, sweep, probe").
+std::string subcommand_names(const CLI::App& cmd);
+
+/// "" unless an option of the subcommand is given before it (`llmport --json run M`, which
+/// CLI11 reports as an unexpected argument of `run`): then "--json is an option of 'run':
+/// put it after the subcommand", or "unknown option '--x' before
+/// the subcommand 'run'" when `run` has no such option. `app` is the root app, `args` the
+/// command line after the program name; root options (--help, --version) are fine there.
+std::string misplaced_option_text(const CLI::App& app, const std::vector<std::string>& args);
 
 /// "NAME: VALUE is out of range": the one wording of a number too big (or small) for its option.
 std::string out_of_range_text(const std::string& name, const std::string& value);

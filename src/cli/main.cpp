@@ -57,12 +57,16 @@ int main(int argc, char** argv) {
     std::vector<const CLI::App*> subs;
     if (cmd) subs = cmd->get_subcommands([](const CLI::App*) { return true; });
     if (!subs.empty() && std::none_of(subs.begin(), subs.end(), [&](const CLI::App* c) { return c->get_name() == argv[2]; })) {
-      std::string names;
-      for (const CLI::App* c : subs) names += (names.empty() ? "" : ", ") + c->get_name();
-      std::cerr << "error: unknown " << argv[1] << " subcommand '" << printable(argv[2]) << "' (expected " << names
-                << "; see llmport " << argv[1] << " --help)\n";
+      std::cerr << "error: unknown " << argv[1] << " subcommand '" << printable(argv[2]) << "' (expected "
+                << cli::subcommand_names(*cmd) << "; see llmport " << argv[1] << " --help)\n";
       return kExitBadInput;
     }
+  }
+  // A subcommand's option before the subcommand (`llmport --json run M`): CLI11 would blame
+  // the subcommand for an unexpected argument.
+  if (const std::string t = cli::misplaced_option_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
+    std::cerr << "error: " << printable(t) << " (see llmport --help)\n";
+    return kExitBadInput;
   }
   try {
     app.parse(argc, argv);

@@ -93,10 +93,25 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-CLI::Validator comma_list(CLI::Validator element) {
+namespace {
+
+// The first element equal to an earlier one (as whole numbers when both read as one), else "".
+std::string first_repeat(const std::vector<std::string>& items) {
+  for (std::size_t i = 0; i < items.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j) {
+      std::int64_t a = 0, b = 0;
+      const bool numbers = parse_int64(items[i], a) == WholeParse::Ok && parse_int64(items[j], b) == WholeParse::Ok;
+      if (numbers ? a == b : items[i] == items[j]) return items[i];
+    }
+  return {};
+}
+
+}  // namespace
+
+CLI::Validator comma_list(CLI::Validator element, Repeats repeats) {
   const std::string desc = element.get_description();
   return CLI::Validator(
-      [element](std::string& s) -> std::string {
+      [element, repeats](std::string& s) -> std::string {
         if (s.find_first_not_of(" \t") == std::string::npos) return std::string("empty value");
         const auto items = split_commas(s);
         for (std::size_t i = 0; i < items.size(); ++i) {
@@ -105,6 +120,9 @@ CLI::Validator comma_list(CLI::Validator element) {
           if (std::string e = element(item); !e.empty())
             return items.size() == 1 ? e : fmt::format("element '{}': {}", items[i], e);
         }
+        if (repeats == Repeats::Refuse)
+          if (const std::string r = first_repeat(items); !r.empty())
+            return fmt::format("{} given twice in '{}'; give each once", r, s);
         return {};
       },
       desc.empty() ? "comma list" : "comma list, each " + desc);

@@ -25,7 +25,11 @@ CLI::Validator in_range(double lo, double hi, bool lo_open = false);
 /// ",1") is refused naming it ("empty element 2 in '1,,2'"), an element that fails says
 /// which ("element '99': must be ..."). CLI11's own delimiter drops empty elements before
 /// any check runs, so comma lists are a string option with this check plus split_commas.
-CLI::Validator comma_list(CLI::Validator element);
+/// With Repeats::Refuse an element given twice is refused too ("1 given twice", compared as
+/// whole numbers when both are: "1,01"): for lists where each element is one run (bench's
+/// -t and -p), so a repeat would only run the same test again. Id lists allow repeats.
+enum class Repeats { Allow, Refuse };
+CLI::Validator comma_list(CLI::Validator element, Repeats repeats = Repeats::Allow);
 /// Splits a list comma_list accepted into its elements.
 std::vector<std::string> split_commas(const std::string& s);
 /// Accepts a token id: a whole number (number_text.hpp's rule) in 0..2^31-1.

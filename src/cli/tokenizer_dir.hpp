@@ -1,6 +1,7 @@
 #pragma once
 // MODEL argument of tokenize/detokenize: a local directory holding tokenizer.json (a model
-// directory or one with only tokenizer files; config.json is not required), else resolved
+// directory or one with only tokenizer files; config.json is not required) or that
+// tokenizer.json file, else resolved
 // like every other MODEL (HF id).
 #include <filesystem>
 #include <string>
@@ -13,6 +14,9 @@ namespace llmport::cli {
 inline std::string tokenizer_dir(const std::string& model) {
   if (model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
   if (std::filesystem::is_directory(model)) return model;
+  // tokenizer.json itself is what these commands read (resolve_model refuses it as a MODEL).
+  if (std::filesystem::path(model).filename() == "tokenizer.json" && std::filesystem::is_regular_file(model))
+    return model;
   return resolve_model_dir(model);
 }
 

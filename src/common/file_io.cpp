@@ -218,6 +218,16 @@ void check_output_path(const fs::path& file, Overwrite policy, std::string_view 
   }
 }
 
+void check_output_parent(const fs::path& file, const std::string& flag) {
+  if (!file.has_parent_path()) return;  // the current directory
+  const fs::path dir = file.parent_path();
+  std::error_code ec;
+  const auto st = fs::status(dir, ec);
+  const std::string where = flag + " " + file.string() + ": ";
+  if (!fs::exists(st)) throw UsageError(where + "directory " + dir.string() + " does not exist");
+  if (!fs::is_directory(st)) throw UsageError(where + dir.string() + " is not a directory");
+}
+
 fs::path unique_temp_path(const fs::path& file) {
   static std::atomic<unsigned long> counter{0};
   const std::size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id());

@@ -10,6 +10,7 @@
 #include "hub/progress_bar.hpp"
 #include "llmport/error.hpp"
 #include "llmport/hub.hpp"
+#include "llmport/model_path.hpp"
 
 namespace llmport {
 namespace fs = std::filesystem;
@@ -98,7 +99,10 @@ bool is_hub_model(const std::string& model) {
 ResolvedModel resolve_model(const std::string& model, const ResolveOptions& opt) {
   if (model.empty()) throw UsageError("MODEL is empty: give a model directory or a Hugging Face id org/name");
   std::error_code ec;
-  if (fs::exists(model, ec)) return ResolvedModel{fs::path(model), "", "", ""};
+  if (fs::exists(model, ec)) {
+    check_model_path(model);
+    return ResolvedModel{fs::path(model), "", "", ""};
+  }
   auto id = parse_model_id(model);
   if (!id)
     throw UsageError("model '" + model +

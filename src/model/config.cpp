@@ -10,6 +10,7 @@
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/model_path.hpp"
 #include "model/json_fields.hpp"
 
 namespace llmport {
@@ -83,7 +84,10 @@ fs::path find_config_json(const fs::path& path) {
     if (!fs::is_regular_file(f, ec)) throw ConfigError(path.string() + ": no config.json in this directory");
     return f;
   }
-  if (fs::is_regular_file(path, ec)) return path;
+  if (fs::is_regular_file(path, ec)) {
+    check_model_path(path);
+    return path;
+  }
   throw ConfigError(path.string() + ": no such model directory or config.json file");
 }
 

@@ -51,6 +51,25 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
 
 }  // namespace
 
+std::vector<fs::path> check_safetensors_headers(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<fs::path> files;
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index = dir / "model.safetensors.index.json";
+  if (fs::is_regular_file(single, ec)) {
+    files.push_back(single);
+  } else if (fs::is_regular_file(index, ec)) {
+    std::set<std::string> shards;
+    for (const auto& [name, shard] : read_weight_map(index)) shards.insert(shard);
+    for (const std::string& shard : shards)
+      if (fs::is_regular_file(dir / shard, ec)) files.push_back(dir / shard);
+  }
+  for (const fs::path& f : files) {
+    const SafetensorsFile validated(f);  // validated on open: mapped, its weight bytes not read
+  }
+  return files;
+}
+
 WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cfg) {
   std::error_code ec;
   const fs::path dir = fs::is_directory(dir_or_file, ec) ? dir_or_file : dir_or_file.parent_path();

@@ -102,7 +102,7 @@ class Handler final : public nlohmann::json_sax<json> {
     return close();
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) override {
-    if (error.empty()) error = "invalid JSON: " + json_error_text(ex);
+    if (error.empty()) error = "malformed JSON: " + json_error_text(ex);
     return false;
   }
 
@@ -169,9 +169,9 @@ TokenizerJson parse_tokenizer_json(const std::string& text, const std::string& w
   try {
     ok = json::sax_parse(text, &h);
   } catch (const json::exception& e) {
-    throw ConfigError(where + ": invalid JSON: " + json_error_text(e));
+    throw ConfigError(where + ": malformed JSON: " + json_error_text(e));
   }
-  if (!ok) throw ConfigError(where + ": " + (h.error.empty() ? std::string("invalid JSON") : h.error));
+  if (!ok) throw ConfigError(where + ": " + (h.error.empty() ? std::string("malformed JSON") : h.error));
   return out;
 }
 

@@ -18,7 +18,7 @@ struct TokenizerJson {
   bool has_vocab = false;
 };
 
-/// Parses the text of tokenizer.json. Throws ConfigError "<where>: invalid JSON: ..." or
+/// Parses the text of tokenizer.json. Throws ConfigError "<where>: malformed JSON: ..." or
 /// "<where>: model.vocab/merges ..." for malformed content.
 TokenizerJson parse_tokenizer_json(const std::string& text, const std::string& where);
 

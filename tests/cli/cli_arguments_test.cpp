@@ -61,7 +61,8 @@ TEST(CliPositionals, DetokenizeTakesIdsAfterDashDashAndAfterModelOption) {
   // MODEL and --model together are still refused.
   const auto both = run_llmport({"detokenize", m, "--model", m, "281"});
   EXPECT_EQ(both.exit_code, 2);
-  EXPECT_EQ(both.err, "error: MODEL excludes --model (see llmport detokenize --help)\n");
+  EXPECT_EQ(both.err,
+            "error: MODEL and --model cannot be given together: give one of them (see llmport detokenize --help)\n");
 }
 
 TEST(CliPositionals, TokenizeTakesTextAfterDashDashAndAfterModelOption) {

@@ -110,7 +110,7 @@ TEST(TokenizeCli, BadInputExitsTwoWithOneLine) {
   write_file(t.path() / "tokenizer.json", "{broken");
   r = run_llmport({"tokenize", t.path().string(), "hi"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("invalid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("malformed JSON"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

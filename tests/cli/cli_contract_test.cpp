@@ -1,0 +1,221 @@
+// The CLI's input contract on cases that used to slip past it: ids before --model, a hidden
+// option without its value, a subcommand's option before the subcommand, an output file in
+// a missing directory, a weights or tokenizer file given as MODEL, a --var given twice,
+// exclusive verify depths, repeated bench list elements, a command's missing subcommand, a
+// truncated model.safetensors under `check`, and one wording for unparsable JSON. Each case
+// runs the real binary and asserts the exit code and the exact one-line message.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "support/test_support.hpp"
+
+namespace llmport::test {
+namespace {
+namespace fs = std::filesystem;
+
+std::string stories() { return shared_path("models/stories260K").string(); }
+
+void expect_usage_error(const RunResult& r, const std::string& want) {
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, want);
+}
+
+// `detokenize 281 306 414 --model M` decodes like `detokenize --model M 281 306 414`
+// (CLI11 gave 281 to the positional MODEL and then refused "MODEL excludes --model").
+TEST(CliContract, DetokenizeIdsMayComeBeforeModelOption) {
+  const std::string m = stories();
+  for (const auto& args : {std::vector<std::string>{"detokenize", "281", "306", "414", "--model", m},
+                           std::vector<std::string>{"detokenize", "281", "--model", m, "306", "414"},
+                           std::vector<std::string>{"detokenize", "281,306", "--model", m, "--", "414"}}) {
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, "hello\n") << args[1];
+  }
+  // A model path before --model is still a second MODEL, in the project's words.
+  expect_usage_error(run_llmport({"detokenize", m, "--model", m, "281"}),
+                     "error: MODEL and --model cannot be given together: give one of them (see llmport "
+                     "detokenize --help)\n");
+}
+
+// A hidden option given without its value is named, in the wording of any other option.
+TEST(CliContract, AnOptionWithoutItsValueIsNamedHiddenOrNot) {
+  const std::string m = stories();
+  expect_usage_error(run_llmport({"run", m, "--inject-fault"}),
+                     "error: --inject-fault: expected a value (TEXT) (see llmport run --help)\n");
+  expect_usage_error(run_llmport({"verify", m, "--kernel-configs"}),
+                     "error: --kernel-configs: expected a value (TEXT) (see llmport verify --help)\n");
+  expect_usage_error(run_llmport({"run", m, "--registry"}),
+                     "error: --registry: expected a value (TEXT) (see llmport run --help)\n");
+  expect_usage_error(run_llmport({"run", m, "--n-tokens"}),
+                     "error: --n-tokens: expected a value (INT:>= 1) (see llmport run --help)\n");
+}
+
+// `llmport --json run M`: --json belongs to `run`; CLI11 called it an unexpected argument of run.
+TEST(CliContract, ASubcommandsOptionBeforeTheSubcommandIsNamedAsSuch) {
+  const std::string m = stories();
+  expect_usage_error(run_llmport({"--json", "check", m}),
+                     "error: --json is an option of 'check': put it after the subcommand (see llmport --help)\n");
+  expect_usage_error(run_llmport({"--dtype=fp32", "run", m}),
+                     "error: --dtype is an option of 'run': put it after the subcommand (see llmport --help)\n");
+  expect_usage_error(run_llmport({"--bogus", "run", m}),
+                     "error: unknown option '--bogus' before the subcommand 'run' (see llmport --help)\n");
+  const auto version = run_llmport({"--version"});
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+}
+
+// An output FILE in a directory that does not exist is refused before any work, and no
+// directory is made (write_output_file used to create the whole tree).
+TEST(CliContract, AnOutputFileInAMissingDirectoryIsRefused) {
+  TempDir t;
+  const fs::path svg = t.path() / "no" / "such" / "x.svg";
+  expect_usage_error(run_llmport({"diagnosis", stories(), "--prompt", "Once", "--svg", svg.string()}),
+                     "error: --svg " + svg.string() + ": directory " + svg.parent_path().string() +
+                         " does not exist\n");
+  EXPECT_FALSE(fs::exists(t.path() / "no"));
+  const fs::path text = t.path() / "text.txt";
+  write_file(text, "Once upon a time there was a little girl. She liked to play in the park with her friends.");
+  const fs::path logits = t.path() / "gone" / "l.bin";
+  expect_usage_error(run_llmport({"perplexity", stories(), "-f", text.string(), "-c", "8", "--save-logits",
+                                  logits.string()}),
+                     "error: --save-logits " + logits.string() + ": directory " + logits.parent_path().string() +
+                         " does not exist\n");
+  EXPECT_FALSE(fs::exists(t.path() / "gone"));
+  // A file in place of the directory is named too.
+  const fs::path under_file = text / "x.svg";
+  expect_usage_error(run_llmport({"diagnosis", stories(), "--prompt", "Once", "--svg", under_file.string()}),
+                     "error: --svg " + under_file.string() + ": " + text.string() + " is not a directory\n");
+}
+
+// A weights or tokenizer file as MODEL is named as what it is, for every command (they all
+// resolve MODEL through resolve_model): check gave a REJECT (exit 3) for tokenizer.json and
+// run a JSON syntax error for model.safetensors.
+TEST(CliContract, AFileThatIsNotAConfigAsModelIsBadInputNamingIt) {
+  const std::string m = stories();
+  const std::string st = m + "/model.safetensors", tok = m + "/tokenizer.json";
+  auto want = [&](const std::string& file, const std::string& what) {
+    return "error: " + file + ": " + what + "; MODEL must be a model directory or its config.json (give its directory: " +
+           m + ")\n";
+  };
+  expect_usage_error(run_llmport({"check", tok}), want(tok, "is tokenizer.json, not the model's config"));
+  expect_usage_error(run_llmport({"run", st, "--prompt", "hi"}), want(st, "is a safetensors weights file"));
+  for (const auto& args : {std::vector<std::string>{"check", st}, std::vector<std::string>{"verify", st},
+                           std::vector<std::string>{"bench", st, "--no-roofline"},
+                           std::vector<std::string>{"diagnosis", st, "--prompt", "hi"},
+                           std::vector<std::string>{"kernels", "validate", st}}) {
+    SCOPED_TRACE(args[0]);
+    expect_usage_error(run_llmport(args), want(st, "is a safetensors weights file"));
+  }
+  expect_usage_error(run_llmport({"check", m + "/README.md"}), want(m + "/README.md", "is not a JSON file"));
+  // What MODEL may be still works: config.json, a config under another name, tokenizer.json
+  // for tokenize.
+  EXPECT_EQ(run_llmport({"check", m + "/config.json"}).exit_code, 0);
+  EXPECT_EQ(run_llmport({"check", shared_path("configs/llama-3.1-8b.json").string()}).exit_code, 0);
+  const auto t = run_llmport({"tokenize", tok, "hello"});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_EQ(t.out, "[1,281,306,414]\n");
+}
+
+// --var NAME twice was last-wins.
+TEST(CliContract, ATemplateVariableGivenTwiceIsRefused) {
+  TempDir t;
+  const fs::path messages = t.path() / "messages.json", tmpl = t.path() / "t.jinja";
+  write_file(messages, R"([{"role": "user", "content": "hi"}])");
+  write_file(tmpl, "{{ x }}");
+  const std::vector<std::string> base = {"chat-template", stories(), "--messages", messages.string(),
+                                         "--template", tmpl.string()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  expect_usage_error(run_llmport(with({"--var", "x=1", "--var", "x=2"})),
+                     "error: --var x: given twice; give each variable once\n");
+  const auto one = run_llmport(with({"--var", "x=1", "--var", "y=2"}));
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out, "1");
+}
+
+TEST(CliContract, VerifyDepthsExcludeEachOther) {
+  for (const auto& args : {std::vector<std::string>{"verify", stories(), "--quick", "--full"},
+                           std::vector<std::string>{"verify", stories(), "--full", "--quick"}}) {
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_TRUE(r.err == "error: --quick and --full cannot be given together: give one of them (see llmport verify "
+                         "--help)\n" ||
+                r.err == "error: --full and --quick cannot be given together: give one of them (see llmport verify "
+                         "--help)\n")
+        << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+// Each element of bench's -t / -p lists is one run: a repeat is refused, not run twice.
+TEST(CliContract, BenchListsRefuseARepeatedElement) {
+  const std::string m = stories();
+  expect_usage_error(run_llmport({"bench", m, "-t", "1,1"}),
+                     "error: --threads: 1 given twice in '1,1'; give each once (see llmport bench --help)\n");
+  expect_usage_error(run_llmport({"bench", m, "-t", "2,1,02"}),
+                     "error: --threads: 02 given twice in '2,1,02'; give each once (see llmport bench --help)\n");
+  expect_usage_error(run_llmport({"bench", m, "-p", "16,8,16"}),
+                     "error: --n-prompt: 16 given twice in '16,8,16'; give each once (see llmport bench --help)\n");
+  // Token ids may repeat (the comma-list rule only refuses repeats where asked).
+  const auto ids = run_llmport({"detokenize", m, "281,281"});
+  EXPECT_EQ(ids.exit_code, 0) << ids.err;
+}
+
+// `llmport kernels` alone lists the subcommands, as `kernels bogus` does.
+TEST(CliContract, AMissingSubcommandListsTheSubcommands) {
+  expect_usage_error(run_llmport({"kernels"}),
+                     "error: missing kernels subcommand (expected list, validate, sweep, probe) (see llmport kernels "
+                     "--help)\n");
+}
+
+// check reads the safetensors headers (not the weights): a truncated file is bad input
+// naming the file and the tensor whose bytes are missing; it used to ACCEPT.
+TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json"})
+    fs::copy_file(fs::path(stories()) / f, dir / f);
+  const std::string full = read_file(fs::path(stories()) / "model.safetensors");
+  write_file(dir / "model.safetensors", full);
+  const auto ok = run_llmport({"check", dir.string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  write_file(dir / "model.safetensors", full.substr(0, full.size() - 100));
+  const auto r = run_llmport({"check", dir.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string file = (dir / "model.safetensors").string();
+  EXPECT_EQ(r.err.rfind("error: " + file + ": ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("run past the end of the data area"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("file truncated?"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(".weight: data_offsets"), std::string::npos) << "names the tensor: " << r.err;
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  // A bare config.json (no weights beside it) is still judged from the config alone.
+  EXPECT_EQ(run_llmport({"check", shared_path("configs/gpt2.json").string()}).exit_code, 3);
+}
+
+// One wording for JSON that does not parse: "malformed JSON", in every source file.
+TEST(CliContract, UnparsableJsonHasOneWording) {
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
+    fs::copy_file(fs::path(stories()) / f, dir / f);
+  write_file(dir / "tokenizer.json", "{\"model\": ");
+  const auto r = run_llmport({"tokenize", dir.string(), "hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("error: " + (dir / "tokenizer.json").string() + ": malformed JSON: ", 0), 0u) << r.err;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(LLMPORT_SOURCE_DIR) / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string text = read_file(e.path());
+    EXPECT_EQ(text.find("invalid JSON"), std::string::npos) << e.path() << " says \"invalid JSON\"";
+  }
+}
+
+}  // namespace
+}  // namespace llmport::test
