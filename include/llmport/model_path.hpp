@@ -10,9 +10,9 @@ namespace llmport {
 
 /// Throws ConfigError (exit 2) when `path` is a regular file that cannot be a model's
 /// config, naming the file, what it is and what was expected:
-///   "<path>: is a safetensors weights file, not a model directory or config.json (give
-///    its directory: <dir>)"
-/// for *.safetensors; the same "is <name>, a model's sidecar file" for tokenizer.json,
+///   "<path>: is a safetensors weights file; MODEL must be a model directory or its
+///    config.json (give its directory: <dir>)"
+/// for *.safetensors; "is <name>, not the model's config" for tokenizer.json,
 /// tokenizer_config.json, generation_config.json, special_tokens_map.json and
 /// *.index.json; "is not a JSON file" for any other name not ending in .json. A directory,
 /// a missing path, config.json and any other *.json (a config saved under another name,
