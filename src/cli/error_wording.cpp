@@ -164,6 +164,8 @@ std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app, cons
     for (const CLI::App* s : app.get_subcommands())
       if (const std::string names = subcommand_names(*s); !names.empty())
         return "missing " + s->get_name() + " subcommand (expected " + names + ")";
+    // `llmport` alone: the same for the top level.
+    if (app.get_subcommands().empty()) return "missing subcommand (expected " + subcommand_names(app) + ")";
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) return extras_text(msg, args);
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);

@@ -6,6 +6,7 @@
 // runs the real binary and asserts the exit code and the exact one-line message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -171,6 +172,17 @@ TEST(CliContract, AMissingSubcommandListsTheSubcommands) {
   expect_usage_error(run_llmport({"kernels"}),
                      "error: missing kernels subcommand (expected list, validate, sweep, probe) (see llmport kernels "
                      "--help)\n");
+}
+
+// `llmport` alone names the missing subcommand and lists them.
+TEST(CliContract, NoSubcommandListsTheSubcommands) {
+  const auto r = run_llmport({});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_TRUE(r.err.starts_with("error: missing subcommand (expected ")) << r.err;
+  for (const char* c : {" deploy,", " run,", " serve,", " kernels,", " verify)"}) EXPECT_NE(r.err.find(c), std::string::npos) << c;
+  EXPECT_TRUE(r.err.ends_with(") (see llmport --help)\n")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
 // check reads the safetensors headers (not the weights): a truncated file is bad input
