@@ -66,6 +66,9 @@ PY
     add data/registry/cpu/*.json ;;
   serve_request)
     add tests/fuzz/regressions/serve_request/* "$shared"/models/*/golden/public_prompts.json ;;
+  http_framing)
+    dict=tests/fuzz/dict/http.dict
+    add tests/fuzz/regressions/http_framing/* ;;
   *) echo "fuzz.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 regress="tests/fuzz/regressions/$target"
