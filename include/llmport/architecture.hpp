@@ -52,6 +52,14 @@ struct Architecture {
   /// sliding_window_size (transformers' config-class default; MistralConfig: 4096). An
   /// effective window is rejected unless --max-seq <= the window (then it equals full attention).
   std::optional<int> default_sliding_window;
+  /// use_sliding_window when config.json omits it (Qwen2Config/Qwen3Config: false, so their
+  /// sliding_window is then ignored); nullopt: the class has no such flag and sliding_window
+  /// alone decides (expected.json's rule for configs without the flag).
+  std::optional<bool> use_sliding_window_default;
+  /// The class's MLP reads config.json's mlp_bias (LlamaMLP: bias on gate/up/down). The
+  /// engine's SwiGLU has no biases, so mlp_bias true is rejected; the other rows' MLPs never
+  /// have a bias and transformers ignores the key there.
+  bool reads_mlp_bias;
   int default_max_position_embeddings;  ///< when config.json omits max_position_embeddings
   double default_rope_theta;             ///< when config.json omits rope_theta
   std::string_view hidden_act;          ///< the only accepted hidden_act (SwiGLU's gate activation)

@@ -22,8 +22,11 @@ struct CompatResult {
   std::optional<int> context_cap;    ///< set when --max-seq made a sliding window harmless
 };
 
-/// Classifies a raw config.json object. Never throws on fields it cannot parse: those only
-/// matter (ConfigError) for accepted architectures, which the caller resolves afterwards.
+/// Classifies a raw config.json object. A foreign architecture's fields are read
+/// leniently (it is REJECTed whatever they hold). For a class of the architecture table,
+/// throws ConfigError ("field 'K': expected ..., got V") when a field the gate decides on
+/// has the wrong type (see src/model/gate_fields.hpp), so a malformed field is never
+/// skipped into an ACCEPT; the fields the engine needs are checked when the caller resolves.
 /// `max_seq`: with N <= the sliding window, sliding-window attention equals full attention.
 CompatResult check_compat(const nlohmann::json& config, std::optional<int> max_seq = std::nullopt);
 

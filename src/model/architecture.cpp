@@ -23,6 +23,8 @@ constexpr std::array<Architecture, 4> kArchitectures = {{
      .tie_word_embeddings_default = false,
      .rope_types = kRopeTypes,
      .default_sliding_window = std::nullopt,
+     .use_sliding_window_default = std::nullopt,
+     .reads_mlp_bias = true,
      .default_max_position_embeddings = 2048,
      .default_rope_theta = 10000.0,
      .hidden_act = "silu"},
@@ -37,6 +39,8 @@ constexpr std::array<Architecture, 4> kArchitectures = {{
      .tie_word_embeddings_default = false,
      .rope_types = kRopeTypes,
      .default_sliding_window = 4096,
+     .use_sliding_window_default = std::nullopt,
+     .reads_mlp_bias = false,
      .default_max_position_embeddings = 4096 * 32,
      .default_rope_theta = 10000.0,
      .hidden_act = "silu"},
@@ -51,6 +55,8 @@ constexpr std::array<Architecture, 4> kArchitectures = {{
      .tie_word_embeddings_default = false,
      .rope_types = kRopeTypes,
      .default_sliding_window = std::nullopt,
+     .use_sliding_window_default = false,
+     .reads_mlp_bias = false,
      .default_max_position_embeddings = 32768,
      .default_rope_theta = 10000.0,
      .hidden_act = "silu"},
@@ -64,6 +70,8 @@ constexpr std::array<Architecture, 4> kArchitectures = {{
      .tie_word_embeddings_default = false,
      .rope_types = kRopeTypes,
      .default_sliding_window = std::nullopt,
+     .use_sliding_window_default = false,
+     .reads_mlp_bias = false,
      .default_max_position_embeddings = 32768,
      .default_rope_theta = 10000.0,
      .hidden_act = "silu"},
@@ -136,15 +144,17 @@ std::string supported_families_sentence() {
 std::string support_table_markdown() {
   std::string t =
       "| architectures[0] | model_type | q/k/v bias | o_proj bias | q/k norm | tied embeddings by default | "
-      "RoPE scaling | sliding window when absent | max_position_embeddings when absent | hidden_act |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n";
+      "RoPE scaling | sliding window when absent | use_sliding_window when absent | mlp_bias | "
+      "max_position_embeddings when absent | hidden_act |\n"
+      "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& a : kArchitectures) {
     t += "| `" + std::string(a.hf_class) + "` | `" + std::string(a.model_type) + "` | " +
          std::string(bias_words(a.qkv_bias)) + " | " + std::string(bias_words(a.o_bias)) + " | " +
          (a.qk_norm ? "yes" : "no") + " | " + (a.tie_word_embeddings_default ? "yes" : "no") + " | " +
          rope_type_list(a) + " | " +
          (a.default_sliding_window ? std::to_string(*a.default_sliding_window) : std::string("none")) + " | " +
-         std::to_string(a.default_max_position_embeddings) + " | " + std::string(a.hidden_act) + " |\n";
+         (a.use_sliding_window_default ? (*a.use_sliding_window_default ? "true" : "false") : "no such flag") +
+         " | " + (a.reads_mlp_bias ? "read (true is rejected)" : "ignored") + " | " + std::to_string(a.default_max_position_embeddings) + " | " + std::string(a.hidden_act) + " |\n";
   }
   return t;
 }

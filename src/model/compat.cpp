@@ -1,5 +1,6 @@
 // Architecture gate: the rules written at the top of shared/configs/expected.json, plus our
-// own lowest-precedence class unsupported_rope_scaling. Never throws on config content.
+// own lowest-precedence class unsupported_rope_scaling. Throws only for a table class whose
+// gate fields are wrongly typed (gate_fields.hpp).
 // What is accepted, and each class's deltas and defaults, come from the architecture table
 // (architecture.hpp); the reason classes below are about everything else.
 #include "llmport/compat.hpp"
@@ -9,6 +10,7 @@
 #include <string_view>
 
 #include "llmport/architecture.hpp"
+#include "model/gate_fields.hpp"
 #include "model/json_fields.hpp"
 
 namespace llmport {
@@ -81,6 +83,34 @@ json informational_resolved(const json& c, const std::string& arch, const Archit
   return r;
 }
 
+/// Why a config of a table class is a variant the engine does not implement (empty: none).
+/// Every key here is one the class's transformers code reads; see gate_fields.hpp for types.
+std::vector<std::string> variant_problems(const json& c, const Architecture& row, const std::string& model_type) {
+  std::vector<std::string> out;
+  // transformers builds the config class (and so the model) from model_type, not from
+  // architectures: a contradicting pair is not the class it claims to be.
+  if (!model_type.empty() && model_type != row.model_type)
+    out.push_back("model_type '" + model_type + "' contradicts architectures[0] " + std::string(row.hf_class) +
+                  " (whose model_type is '" + std::string(row.model_type) + "')");
+  const json* act = field(c, "hidden_act");
+  if (!act) act = field(c, "hidden_activation");
+  if (act && act->get<std::string>() != row.hidden_act)
+    out.push_back("hidden_act " + act->get<std::string>() + " is not " + std::string(row.hidden_act));
+  if (row.reads_mlp_bias && lenient_bool(c, "mlp_bias").value_or(false))
+    out.push_back("mlp_bias true (biases on gate/up/down_proj) is not implemented");
+  // The RoPE init functions of transformers rotate int(head_dim * partial_rotary_factor) dims.
+  if (auto f = lenient_double(c, "partial_rotary_factor"); f && *f != 1.0)
+    out.push_back("partial_rotary_factor " + show(*field(c, "partial_rotary_factor")) +
+                  " (RoPE on part of each head) is not implemented");
+  if (const json* lt = field(c, "layer_types"))
+    for (const json& t : *lt)
+      if (t != "full_attention" && t != "sliding_attention") {
+        out.push_back("layer_types entry '" + t.get<std::string>() + "' is not implemented (full_attention only)");
+        break;
+      }
+  return out;
+}
+
 }  // namespace
 
 CompatResult check_compat(const json& config, std::optional<int> max_seq) {
@@ -95,6 +125,9 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   CompatResult res;
   const std::string arch = architecture_of(c);
   const Architecture* row = find_architecture(arch);
+  // A class of the table could be ACCEPTed: a wrongly typed field it decides on is bad
+  // input (ConfigError), never skipped.
+  if (row) validate_gate_fields(c);
   const std::string model_type = lenient_string(c, "model_type").value_or("");
   std::vector<std::string> details;  // one short phrase per reason, same order
 
@@ -133,7 +166,10 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   auto window = sliding_window_of(c, row);
   const bool default_window = window && !lenient_int_any(c, {"sliding_window", "sliding_window_size"});
   auto mpe = lenient_int(c, "max_position_embeddings");
+  if (!mpe && row) mpe = row->default_max_position_embeddings;
+  // Qwen2Config/Qwen3Config default use_sliding_window to false: their window is then ignored.
   auto use_sw = lenient_bool(c, "use_sliding_window");
+  if (!use_sw && row) use_sw = row->use_sliding_window_default;
   std::string sw_why;
   if (use_sw && *use_sw) {
     sw_why = "use_sliding_window true";
@@ -160,15 +196,15 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   }
 
   // unsupported_architecture
-  const json* act = field(c, "hidden_act");
-  if (!act) act = field(c, "hidden_activation");
   if (!row) {
     res.reasons.push_back("unsupported_architecture");
     details.push_back("architecture " + (arch.empty() ? std::string("(none given)") : arch) + " is not one of " +
                       accepted_architecture_list());
-  } else if (act && act->is_string() && act->get<std::string>() != row->hidden_act) {
+  } else if (auto problems = variant_problems(c, *row, model_type); !problems.empty()) {
     res.reasons.push_back("unsupported_architecture");
-    details.push_back("hidden_act " + act->get<std::string>() + " is not " + std::string(row->hidden_act));
+    std::string d;
+    for (std::size_t i = 0; i < problems.size(); ++i) d += (i ? ", " : "") + problems[i];
+    details.push_back(d);
   }
 
   // unsupported_rope_scaling: only for an otherwise accepted model (so `row` is set).

@@ -35,6 +35,10 @@ RopeScaling resolve_rope_scaling(const json& config, const Architecture& arch) {
   if (!r) return rs;
   const char* key = field(config, "rope_scaling") ? "rope_scaling" : "rope_parameters";
   if (!r->is_object()) throw ConfigError(std::string("field '") + key + "': expected an object, got " + show(*r));
+  // transformers reads rope_scaling["rope_type"] (or legacy "type") and fails without one;
+  // v5's rope_parameters is standardized with rope_type "default" when it has none.
+  if (std::string(key) == "rope_scaling" && !field(*r, "rope_type") && !field(*r, "type"))
+    throw ConfigError("field 'rope_scaling': has no rope_type (or type), got " + show(*r));
   std::string type = rope_type_of(r);
   if (type.empty()) throw ConfigError(std::string("field '") + key + "': rope_type/type must be a string");
   const std::string unsupported =
@@ -247,7 +251,11 @@ ConfigCheck check_model_config(const fs::path& path, std::optional<int> max_seq)
   const json j = read_json_file(out.file);
   if (!j.is_object()) throw ConfigError(out.file.string() + ": not a JSON object");
   if (max_seq && *max_seq <= 0) throw UsageError("--max-seq " + std::to_string(*max_seq) + " must be > 0");
-  out.gate = check_compat(j, max_seq);
+  try {
+    out.gate = check_compat(j, max_seq);
+  } catch (const ConfigError& e) {
+    throw ConfigError(out.file.string() + ": " + e.what());
+  }
   if (out.gate.accepted) out.config = resolve_accepted(j, out.file, out.gate, max_seq);
   return out;
 }

@@ -277,6 +277,7 @@ TEST(Compat, SlidingWindowRulesAndMaxSeqCap) {
   // Qwen2 without use_sliding_window defaults to false; Mixtral's default is no window.
   json q0 = llama_config();
   q0["architectures"] = {"Qwen2ForCausalLM"};
+  q0["model_type"] = "qwen2";
   q0["max_position_embeddings"] = 32768;
   EXPECT_TRUE(check_compat(q0).accepted);
   json mx = llama_config();
@@ -286,6 +287,7 @@ TEST(Compat, SlidingWindowRulesAndMaxSeqCap) {
   // TRAPS #11: Qwen2 use_sliding_window false ignores its window; true rejects.
   json q = llama_config();
   q["architectures"] = {"Qwen2ForCausalLM"};
+  q["model_type"] = "qwen2";
   q["sliding_window"] = 8;
   q["use_sliding_window"] = false;
   EXPECT_TRUE(check_compat(q).accepted);
