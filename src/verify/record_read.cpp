@@ -1,6 +1,7 @@
 // Reads record files: llmport-records/1 (+ safetensors side file), the stories260K golden
 // and the synthetic golden, each as it is, into one RecordFile.
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "llmport/records.hpp"
 #include "llmport/weights.hpp"
 #include "verify/json_field.hpp"
+#include "llmport/verify.hpp"
 #include "verify/record_checks.hpp"
 
 namespace llmport {
@@ -38,6 +40,31 @@ void read_independent(const JsonField& where, RecordFile& rf) {
 // reference object's. Every format reads every place, so a claim cannot hide in a field
 // another format uses; several statements are joined with "; " (the producer rules and
 // kl_bound_for see them all).
+// Any other metadata string that names llmport (however spelled, names_llmport): under a
+// key of its own ("generator", "Producer"), on a case, in a note. Not read: the format tag,
+// what names the model, a case or a file (a user's model path may well contain "llmport"),
+// and the texts a golden records (prompts, decoded tokens, completions): content.
+bool is_content_key(const std::string& key) {
+  std::string k = key;
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k == "format" || k == "model" || k == "name" || k == "title") return true;
+  for (const char* part : {"prompt", "text", "token", "path", "file", "dir"})
+    if (k.find(part) != std::string::npos) return true;
+  return false;
+}
+void collect_llmport_mentions(const nlohmann::json& j, const std::string& where, std::vector<std::string>& out) {
+  if (j.is_string()) {
+    const std::string v = j.get<std::string>();
+    if (names_llmport(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  } else if (j.is_object()) {
+    for (const auto& [k, v] : j.items())
+      if (!is_content_key(k)) collect_llmport_mentions(v, where + "." + k, out);
+  } else if (j.is_array()) {
+    for (const auto& v : j)
+      if (v.is_structured() || v.is_string()) collect_llmport_mentions(v, where, out);
+  }
+}
+
 void read_provenance(const JsonField& root, RecordFile& rf) {
   std::vector<std::string> producers, dtypes;
   auto add = [](std::vector<std::string>& to, const JsonField& f, const std::string& key) {
@@ -48,13 +75,16 @@ void read_provenance(const JsonField& root, RecordFile& rf) {
   rf.independent = true;
   read_independent(root, rf);
   add(producers, root, "producer");
-  add(dtypes, root, "compute_dtype");
+  // The precision a reference states, under any of the names producers use for it (not
+  // "weights_dtype": the synthetic goldens compute in float32 from bf16 weights).
+  static const char* const kDtypeKeys[] = {"compute_dtype", "dtype", "torch_dtype", "precision"};
+  for (const char* key : kDtypeKeys) add(dtypes, root, key);
   if (root.has("reference")) {
     const JsonField r = root.at("reference");
     if (r.raw().is_object()) {
       add(producers, r, "tool");
       add(producers, r, "producer");
-      add(dtypes, r, "compute_dtype");
+      for (const char* key : kDtypeKeys) add(dtypes, r, key);
       read_independent(r, rf);
     } else {
       add(producers, root, "reference");
@@ -65,6 +95,7 @@ void read_provenance(const JsonField& root, RecordFile& rf) {
     for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;
     return out;
   };
+  collect_llmport_mentions(root.raw(), "", producers);
   rf.producer = join(producers);
   rf.compute_dtype = join(dtypes);
 }

@@ -5,9 +5,12 @@
 #include <bit>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <utility>
+
+#include <utf8proc.h>
 
 #include "llmport/error.hpp"
 #include "llmport/verify.hpp"
@@ -88,13 +91,45 @@ char ascii_look_alike(char32_t cp) {
   return 0;
 }
 
+// Small capitals and IPA letters drawn like Latin capitals ("\u029f\u029f\u1d0d\u1d18\u1d0f\u0280\u1d1b"):
+// NFKC leaves them as they are.
+char small_capital(char32_t cp) {
+  static const std::pair<char32_t, char> table[] = {
+      {0x1D00, 'a'}, {0x0299, 'b'}, {0x1D04, 'c'}, {0x1D05, 'd'}, {0x1D07, 'e'}, {0xA730, 'f'}, {0x0262, 'g'},
+      {0x029C, 'h'}, {0x026A, 'i'}, {0x1D0A, 'j'}, {0x1D0B, 'k'}, {0x029F, 'l'}, {0x1D0D, 'm'}, {0x0274, 'n'},
+      {0x1D0F, 'o'}, {0x1D18, 'p'}, {0x01EB, 'q'}, {0x0280, 'r'}, {0xA731, 's'}, {0x1D1B, 't'}, {0x1D1C, 'u'},
+      {0x1D20, 'v'}, {0x1D21, 'w'}, {0x028F, 'y'}, {0x1D22, 'z'}, {0x0131, 'i'}, {0x0269, 'i'}};
+  for (const auto& [from, to] : table)
+    if (from == cp) return to;
+  return 0;
+}
+
+// NFKC with case folding, marks stripped and default-ignorables dropped (utf8proc): the
+// mathematical alphanumerics ("\U0001d5c5"), fullwidth forms, ligatures, letterlike and
+// enclosed forms read as their plain letters, "l\u0301" as "l", a zero-width space or
+// soft hyphen as nothing. Malformed UTF-8 is left as it is (read byte by byte below).
+std::string compatibility_folded(const std::string& s) {
+  utf8proc_uint8_t* out = nullptr;
+  const auto opts = static_cast<utf8proc_option_t>(UTF8PROC_COMPAT | UTF8PROC_COMPOSE | UTF8PROC_CASEFOLD |
+                                                   UTF8PROC_STRIPMARK | UTF8PROC_IGNORE);
+  const utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &out, opts);
+  if (n < 0) return s;
+  std::string r(reinterpret_cast<const char*>(out), static_cast<std::size_t>(n));
+  std::free(out);
+  return r;
+}
+
 // The producer as letters and digits only, look-alikes read as the letters they mimic:
-// "LLM-P0rt", "llm\u200bport", "l l m p o r t" and "llmp\u043ert" all read "llmport".
-std::string letters_of(const std::string& s) {
+// "LLM-P0rt", "llm\u200bport", "l l m p o r t", "llmp\u043ert", "\U0001d5c5\U0001d5c5\U0001d5c6..." and small
+// capitals all read "llmport".
+std::string letters_of(const std::string& raw) {
+  const std::string s = compatibility_folded(raw);
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
     const char32_t cp = next_code_point(s, i);
     char c = cp < 0x80 ? static_cast<char>(std::tolower(static_cast<int>(cp))) : ascii_look_alike(cp);
+    if (c == 0 && cp >= 0x80) c = small_capital(cp);
     if (c == '0') c = 'o';
     else if (c == '1') c = 'l';
     if (std::isalnum(static_cast<unsigned char>(c))) out += c;

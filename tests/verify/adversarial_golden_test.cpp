@@ -81,6 +81,36 @@ TEST(AdversarialGolden, ProvenanceIsReadWhereverAFormatKeepsIt) {
   }
 }
 
+// Spellings NFKC folds (mathematical sans-serif, the script l) or only the small-capital
+// table does, and llmport named under another key, on a case or in a note: each used to
+// give a plain PASS to a file that says it is llmport's output. A model path or case name
+// containing "llmport" is not a producer statement: the honest golden stays a plain PASS.
+TEST(AdversarialGolden, AnyMetadataStringNamingLlmportHoweverSpelledIsProvenance) {
+  EXPECT_TRUE(names_llmport("\U0001D5C5\U0001D5C5\U0001D5C6\U0001D5C9\U0001D5C8\U0001D5CB\U0001D5CD fp32"));
+  EXPECT_TRUE(names_llmport("\u029F\u029F\u1D0D\u1D18\u1D0F\u0280\u1D1B"));
+  EXPECT_TRUE(names_llmport("\u2113\u2113mport"));
+  EXPECT_TRUE(names_llmport("ll\u00ADm\u200Bpo\u0301rt"));  // soft hyphen, zero-width space, a mark
+  EXPECT_FALSE(names_llmport("numpy float32 reference"));
+  TempDir t;
+  const json stories = load(stories_golden());
+  json generator = stories, upper = stories, on_case = stories, note = stories, honest_paths = stories;
+  generator["generator"] = "llmport 0.1.0 engine";
+  upper["Producer"] = "LLMPORT";
+  on_case["cases"][3]["producer"] = "\u029F\u029F\u1D0D\u1D18\u1D0F\u0280\u1D1B";
+  note["conventions"]["source"] = "re-emitted from \U0001D5C5\U0001D5C5\U0001D5C6\U0001D5C9\U0001D5C8\U0001D5CB\U0001D5CD";
+  for (const auto& [name, g] : {std::pair<std::string, json>{"generator", generator}, {"upper", upper},
+                                {"on_case", on_case}, {"note", note}}) {
+    SCOPED_TRACE(name);
+    auto r = verify_golden(stories_dir(), write(t, name, g));
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_TRUE(has_cap(r, "produced by llmport")) << r.verdict_line();
+  }
+  honest_paths["model"] = "/home/me/llmport-models/stories260K";
+  honest_paths["cases"][0]["name"] = "llmport_smoke";
+  auto r = verify_golden(stories_dir(), write(t, "honest_paths", honest_paths));
+  EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+}
+
 TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
   for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})
@@ -94,6 +124,13 @@ TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   auto r = verify_golden(stories_dir(), write(t, "bf16_claim", g));
   EXPECT_EQ(r.kl_bound, kKlBoundBf16);
   EXPECT_TRUE(has_cap(r, "the reference computed in bfloat16")) << r.verdict_line();
+  // Under the other names producers give it, at the root or in the reference object.
+  for (const char* key : {"dtype", "torch_dtype", "precision"}) {
+    json d = load(stories_golden());
+    d[key] = "bfloat16";
+    auto rd = verify_golden(stories_dir(), write(t, std::string("bf16_") + key, d));
+    EXPECT_EQ(rd.kl_bound, kKlBoundBf16) << key;
+  }
 }
 
 TEST(AdversarialGolden, AStepThatContradictsItselfIsMalformedNotAnEngineFailure) {
