@@ -128,7 +128,12 @@ struct KlAccumulator {
   std::vector<double> kld;
   int64_t same_top1 = 0;
   double sum_dp = 0, sum_dp2 = 0, base_nll = 0;
+  // Every row of the base equals this run's bit for bit: llmport's own --save-logits of the
+  // same run, whatever producer its header was given (verify's content rule).
+  bool identical = true;
   void add(const std::vector<float>& base, const std::vector<float>& lp, int target) {
+    identical = identical && base.size() == lp.size() &&
+                std::memcmp(base.data(), lp.data(), base.size() * sizeof(float)) == 0;
     double k = 0;
     for (std::size_t v = 0; v < lp.size(); ++v) {
       const double pb = std::exp(static_cast<double>(base[v]));
@@ -149,6 +154,8 @@ struct KlAccumulator {
     KlStats s;
     const double n = static_cast<double>(kld.size());
     s.base_label = label;
+    if (identical && !kld.empty() && label.find("(not independent") == std::string::npos)
+      s.base_label += " (not independent: every row is this run's, bit for bit)";
     for (double x : kld) s.mean += x / n;
     s.median = percentile(kld, 0.5);
     s.p99 = percentile(kld, 0.99);

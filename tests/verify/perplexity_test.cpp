@@ -184,9 +184,27 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
     EXPECT_NE(r.kl->base_label.find("(not independent)"), std::string::npos) << r.kl->base_label;
     fs::remove(t.path() / "producer.bin");
   }
-  const auto honest = run_perplexity(stories_dir(), ppl_text(), with_header("numpy", [](nlohmann::json& h) {
+  // llmport's own rows under another producer's name: the content gives them away.
+  const auto forged = run_perplexity(stories_dir(), ppl_text(), with_header("numpy", [](nlohmann::json& h) {
                                        h["producer"] = "numpy reference";
                                      }));
+  EXPECT_EQ(forged.kl->base_label, "numpy reference fp32 (not independent: every row is this run's, bit for bit)");
+  // The same file with one log-prob one ulp off is not this run's: the producer's label.
+  auto opt = with_header("numpy", [](nlohmann::json& h) { h["producer"] = "numpy reference"; });
+  {
+    std::fstream f(*opt.kl_base, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(8);
+    uint64_t len = 0;
+    f.read(reinterpret_cast<char*>(&len), 8);
+    const auto at = static_cast<std::streamoff>(16 + len);
+    float v = 0;
+    f.seekg(at);
+    f.read(reinterpret_cast<char*>(&v), 4);
+    v = std::nextafter(v, 0.0f);
+    f.seekp(at);
+    f.write(reinterpret_cast<const char*>(&v), 4);
+  }
+  const auto honest = run_perplexity(stories_dir(), ppl_text(), opt);
   EXPECT_EQ(honest.kl->base_label, "numpy reference fp32");
 }
 
