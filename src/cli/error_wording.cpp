@@ -145,6 +145,39 @@ std::string misplaced_option_text(const CLI::App& app, const std::vector<std::st
   return {};
 }
 
+namespace {
+// The option `word` names in `cmd` or the root app (nullptr for none or a non-option word).
+const CLI::Option* option_named(const CLI::App& app, const CLI::App& cmd, const std::string& word) {
+  if (word.size() < 2 || word[0] != '-' || word == "--") return nullptr;
+  const std::string name = word.substr(0, word.find('='));
+  if (const CLI::Option* o = cmd.get_option_no_throw(name)) return o;
+  return app.get_option_no_throw(name);
+}
+}  // namespace
+
+std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* cmd = &app;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "--") break;
+    if (w.empty() || w[0] != '-') {  // a subcommand descends; any other word is an argument
+      try {
+        cmd = cmd->get_subcommand(w);
+      } catch (const CLI::OptionNotFound&) {
+      }
+      continue;
+    }
+    const CLI::Option* o = option_named(app, *cmd, w);
+    if (!o || w.find('=') != std::string::npos || o->get_type_size_min() <= 0 || o->get_expected_min() <= 0)
+      continue;
+    if (i + 1 < args.size() && args[i + 1] != "--" && option_named(app, *cmd, args[i + 1]))
+      return w + ": expected a value, got the option " + args[i + 1].substr(0, args[i + 1].find('=')) + " (write " +
+             w + "=VALUE for a value that starts with '-')";
+    ++i;  // the value
+  }
+  return {};
+}
+
 std::string out_of_range_text(const std::string& name, const std::string& value) {
   return name + ": " + value + " is out of range";
 }

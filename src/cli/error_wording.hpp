@@ -38,6 +38,14 @@ std::string subcommand_names(const CLI::App& cmd);
 /// command line after the program name; root options (--help, --version) are fine there.
 std::string misplaced_option_text(const CLI::App& app, const std::vector<std::string>& args);
 
+/// "" unless an option that takes a value is followed by another option of the same command
+/// (`--kernel-cache --no-roofline`): CLI11 takes any next word as the value, so the run went
+/// on and wrote a file or directory named after the flag. Then "--kernel-cache: expected a
+/// value, got the option --no-roofline (write --kernel-cache=VALUE for a value that starts
+/// with '-')". `app` is the root app, `args` the command line after the program name; words
+/// after `--` are arguments, and a value given as `--opt=VALUE` is never questioned.
+std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args);
+
 /// "NAME: VALUE is out of range": the one wording of a number too big (or small) for its option.
 std::string out_of_range_text(const std::string& name, const std::string& value);
 

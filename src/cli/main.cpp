@@ -68,6 +68,14 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << printable(t) << " (see llmport --help)\n";
     return kExitBadInput;
   }
+  // An option's missing value followed by another option (`--svg --force`): CLI11 would
+  // take the flag as the value and the command would write a file named "--force".
+  if (const std::string t = cli::option_as_value_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
+    std::string cmd = "llmport";
+    if (argc > 1 && argv[1][0] != '-') cmd += std::string(" ") + argv[1];
+    std::cerr << "error: " << printable(t) << " (see " << cmd << " --help)\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version

@@ -174,6 +174,28 @@ TEST(CliContract, AMissingSubcommandListsTheSubcommands) {
                      "--help)\n");
 }
 
+// An option's missing value followed by another option: CLI11 took the flag as the value,
+// and `--svg --force` wrote a file named "--force" (`--kernel-cache --no-roofline` a cache
+// directory "--no-roofline"). Refused before any work; `--opt=--value` still passes.
+TEST(CliContract, AnOptionIsNeverTakenAsTheValueOfTheOptionBeforeIt) {
+  const std::string m = stories();
+  TempDir t;
+  const auto svg = run_llmport({"diagnosis", m, "--prompt", "Once", "--svg", "--force", "--out", (t.path() / "d").string()});
+  expect_usage_error(svg, "error: --svg: expected a value, got the option --force (write --svg=VALUE for a value that "
+                          "starts with '-') (see llmport diagnosis --help)\n");
+  EXPECT_FALSE(fs::exists("--force"));
+  expect_usage_error(run_llmport({"run", m, "--prompt", "--n-tokens", "3"}),
+                     "error: --prompt: expected a value, got the option --n-tokens (write --prompt=VALUE for a value "
+                     "that starts with '-') (see llmport run --help)\n");
+  expect_usage_error(run_llmport({"kernels", "sweep", m, "--registry", "--decode"}),
+                     "error: --registry: expected a value, got the option --decode (write --registry=VALUE for a "
+                     "value that starts with '-') (see llmport kernels --help)\n");
+  const auto eq = run_llmport({"run", m, "--prompt=--n-tokens", "-n", "1"});
+  EXPECT_EQ(eq.exit_code, 0) << eq.err;
+  const auto negative = run_llmport({"run", m, "--prompt", "Once", "--temperature", "-1"});
+  EXPECT_EQ(negative.err.find("expected a value"), std::string::npos) << negative.err;  // a value, not an option
+}
+
 // `llmport` alone names the missing subcommand and lists them.
 TEST(CliContract, NoSubcommandListsTheSubcommands) {
   const auto r = run_llmport({});
