@@ -250,6 +250,13 @@ ConfigCheck check_model_config(const fs::path& path, std::optional<int> max_seq)
   out.file = find_config_json(path);
   const json j = read_json_file(out.file);
   if (!j.is_object()) throw ConfigError(out.file.string() + ": not a JSON object");
+  // A JSON file that names no architecture and no model shape (a tokenizer.json or a golden
+  // renamed, given as MODEL) is not a config the gate could REJECT (exit 3): bad input.
+  static const char* const kConfigKeys[] = {"architectures", "model_type", "hidden_size", "num_hidden_layers",
+                                            "n_embd", "n_layer", "d_model"};
+  if (std::none_of(std::begin(kConfigKeys), std::end(kConfigKeys), [&](const char* k) { return j.contains(k); }))
+    throw ConfigError(out.file.string() +
+                      ": not a model config (none of architectures, model_type, hidden_size, num_hidden_layers)");
   if (max_seq && *max_seq <= 0) throw UsageError("--max-seq " + std::to_string(*max_seq) + " must be > 0");
   try {
     out.gate = check_compat(j, max_seq);

@@ -207,6 +207,21 @@ TEST(CliContract, NoSubcommandListsTheSubcommands) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
+// A JSON file that is no model config under another name (tokenizer.json copied as tok.json,
+// a golden) is bad input naming it, not a REJECT (exit 3) of "architecture (none given)".
+TEST(CliContract, AJsonFileThatIsNoModelConfigIsBadInput) {
+  TempDir t;
+  const fs::path tok = t.path() / "tok.json";
+  fs::copy_file(shared_path("models/stories260K/tokenizer.json"), tok);
+  for (const std::string cmd : {"check", "run"})
+    expect_usage_error(run_llmport({cmd, tok.string()}),
+                       "error: " + tok.string() +
+                           ": not a model config (none of architectures, model_type, hidden_size, num_hidden_layers)\n");
+  // A real config without an architectures list is still judged by the gate.
+  std::ofstream(t.path() / "cfg.json") << R"({"model_type": "gpt2", "n_layer": 2})";
+  EXPECT_EQ(run_llmport({"check", (t.path() / "cfg.json").string()}).exit_code, 3);
+}
+
 // check reads the safetensors headers (not the weights): a truncated file is bad input
 // naming the file and the tensor whose bytes are missing; it used to ACCEPT.
 TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
