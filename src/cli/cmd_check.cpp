@@ -75,8 +75,12 @@ int run_check(const CheckArgs& a) {
   std::optional<Phase0Report> report;
   if (r.accepted && a.weights) report = check_model_dir(file, max_seq, a.scan_values);
   // Without --weights the safetensors headers are still checked against the file sizes (a
-  // truncated download would otherwise ACCEPT): cheap, no weight bytes are read.
-  if (r.accepted && !a.weights) check_safetensors_headers(file.parent_path());
+  // truncated download would otherwise ACCEPT) and, where there are weights, every tensor
+  // the model needs is looked up with its shape (a missing one is named): the files are
+  // mapped, no weight bytes are read (but a tied model's stored lm_head, compared with the
+  // embedding).
+  if (r.accepted && !a.weights && !check_safetensors_headers(file.parent_path()).empty())
+    (void)WeightStore::open(file.parent_path(), *checked.config);
   const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config, file.parent_path()) : std::nullopt;
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
@@ -111,7 +115,7 @@ int run_check(const CheckArgs& a) {
 }
 
 const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json, with the safetensors "
-                              "headers checked against the file sizes; --weights also loads and validates every tensor",
+                              "headers checked against the file sizes and for every tensor the model needs; --weights also loads and validates every tensor",
                      [](CLI::App& sub) -> std::function<int()> {
       sub.footer(
           "exit codes: 0 ACCEPT (with --weights: and the phase-0 checks passed), 3 REJECT (architecture "

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "support/test_support.hpp"
 
@@ -246,6 +249,29 @@ TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
   EXPECT_EQ(r.out, "");
   // A bare config.json (no weights beside it) is still judged from the config alone.
   EXPECT_EQ(run_llmport({"check", shared_path("configs/gpt2.json").string()}).exit_code, 3);
+}
+
+// A tensor the model needs, missing from the safetensors header (its bytes still there, the
+// header consistent): check named it only with --weights and ACCEPTed without.
+TEST(CliContract, CheckNamesATensorMissingFromTheHeader) {
+  TempDir t;
+  const fs::path dir = t.path() / "m";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json"})
+    fs::copy_file(fs::path(stories()) / f, dir / f);
+  const std::string full = read_file(fs::path(stories()) / "model.safetensors");
+  uint64_t len = 0;
+  std::memcpy(&len, full.data(), 8);
+  nlohmann::json header = nlohmann::json::parse(full.substr(8, len));
+  ASSERT_EQ(header.erase("model.layers.0.input_layernorm.weight"), 1u);
+  std::string h = header.dump();
+  h.resize(len, ' ');  // the same length: every data offset stays valid
+  write_file(dir / "model.safetensors", full.substr(0, 8) + h + full.substr(8 + len));
+  const auto r = run_llmport({"check", dir.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "error: " + (dir / "model.safetensors").string() +
+                       ": model.layers.0.input_layernorm.weight: missing tensor (attn_norm, layer 0)\n");
+  EXPECT_EQ(r.out, "");
 }
 
 // One wording for JSON that does not parse: "malformed JSON", in every source file.
