@@ -14,7 +14,8 @@ namespace llmport {
 ///    config.json (give its directory: <dir>)"
 /// for *.safetensors; "is <name>, not the model's config" for tokenizer.json,
 /// tokenizer_config.json, generation_config.json, special_tokens_map.json and
-/// *.index.json; "is not a JSON file" for any other name not ending in .json. A directory,
+/// *.index.json; "is not a config .json file" for any other name not ending in .json (a
+/// link is judged, and its directory named, by the file it points at). A directory,
 /// a missing path, config.json and any other *.json (a config saved under another name,
 /// shared/configs/gpt2.json) pass.
 void check_model_path(const std::filesystem::path& path);

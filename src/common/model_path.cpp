@@ -25,14 +25,18 @@ bool is_sidecar_json(const std::string& name) {
 void check_model_path(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return;
-  const std::string name = path.filename().string();
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  // A link is judged by the file it points at, whose directory is the model's.
+  fs::path target = fs::is_symlink(path, ec) ? fs::canonical(path, ec) : path;
+  if (ec || target.empty()) target = path;
+  const std::string link = target == path ? "" : " (a link to " + target.string() + ")";
+  const std::string name = target.filename().string();
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::string what;
-  if (path.extension() == ".safetensors") what = "is a safetensors weights file";
+  if (target.extension() == ".safetensors") what = "is a safetensors weights file";
   else if (is_sidecar_json(name)) what = "is " + name + ", not the model's config";
-  else if (path.extension() != ".json") what = "is not a JSON file";
+  else if (target.extension() != ".json") what = "is not a config .json file";
   else return;
-  throw ConfigError(path.string() + ": " + what + "; MODEL must be a model directory or its config.json (give its "
+  throw ConfigError(path.string() + link + ": " + what + "; MODEL must be a model directory or its config.json (give its "
                     "directory: " + dir.string() + ")");
 }
 

@@ -112,7 +112,16 @@ TEST(CliContract, AFileThatIsNotAConfigAsModelIsBadInputNamingIt) {
     SCOPED_TRACE(args[0]);
     expect_usage_error(run_llmport(args), want(st, "is a safetensors weights file"));
   }
-  expect_usage_error(run_llmport({"check", m + "/README.md"}), want(m + "/README.md", "is not a JSON file"));
+  expect_usage_error(run_llmport({"check", m + "/README.md"}), want(m + "/README.md", "is not a config .json file"));
+  // A link is judged by what it points at, and the directory named is the model's.
+  TempDir links;
+  const fs::path link = links.path() / "tok_link";
+  fs::create_symlink(fs::absolute(tok), link);
+  const std::string target = fs::canonical(link).string();
+  expect_usage_error(run_llmport({"check", link.string()}),
+                     "error: " + link.string() + " (a link to " + target +
+                         "): is tokenizer.json, not the model's config; MODEL must be a model directory or its "
+                         "config.json (give its directory: " + fs::path(target).parent_path().string() + ")\n");
   // What MODEL may be still works: config.json, a config under another name, tokenizer.json
   // for tokenize.
   EXPECT_EQ(run_llmport({"check", m + "/config.json"}).exit_code, 0);
@@ -220,6 +229,14 @@ TEST(CliContract, AJsonFileThatIsNoModelConfigIsBadInput) {
     expect_usage_error(run_llmport({cmd, tok.string()}),
                        "error: " + tok.string() +
                            ": not a model config (none of architectures, model_type, hidden_size, num_hidden_layers)\n");
+  // tokenize reads tokenizer.json by that name: a renamed copy is refused, not swapped for
+  // the tokenizer.json beside it.
+  fs::copy_file(shared_path("models/stories260K/tokenizer.json"), t.path() / "tokenizer.json");
+  expect_usage_error(run_llmport({"tokenize", tok.string(), "hi"}),
+                     "error: " + tok.string() +
+                         ": not a model directory, config.json or tokenizer.json (the tokenizer is read from a file "
+                         "named tokenizer.json; give its directory)\n");
+  EXPECT_EQ(run_llmport({"tokenize", (t.path() / "tokenizer.json").string(), "hi"}).exit_code, 0);
   // A real config without an architectures list is still judged by the gate.
   std::ofstream(t.path() / "cfg.json") << R"({"model_type": "gpt2", "n_layer": 2})";
   EXPECT_EQ(run_llmport({"check", (t.path() / "cfg.json").string()}).exit_code, 3);
