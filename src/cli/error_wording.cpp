@@ -123,13 +123,15 @@ std::string subcommand_names(const CLI::App& cmd) {
 
 std::string misplaced_option_text(const CLI::App& app, const std::vector<std::string>& args) {
   for (const std::string& w : args) {
+    if (w == "--") return {};
     if (w.empty() || w[0] != '-') {
-      // The first word that is not an option: the subcommand, when it names one.
+      // The first word that names a subcommand (a word before it may be an option's value:
+      // `--n-tokens 3 run M`).
       const CLI::App* cmd = nullptr;
       try {
         cmd = app.get_subcommand(w);
       } catch (const CLI::OptionNotFound&) {
-        return {};
+        continue;
       }
       for (const std::string& o : args) {
         if (&o == &w || o == "--") break;  // after `--` every word is an argument

@@ -66,6 +66,11 @@ TEST(CliContract, ASubcommandsOptionBeforeTheSubcommandIsNamedAsSuch) {
                      "error: --dtype is an option of 'run': put it after the subcommand (see llmport --help)\n");
   expect_usage_error(run_llmport({"--bogus", "run", m}),
                      "error: unknown option '--bogus' before the subcommand 'run' (see llmport --help)\n");
+  // With its value as a separate word (the value is not taken for the subcommand).
+  expect_usage_error(run_llmport({"--n-tokens", "3", "run", m}),
+                     "error: --n-tokens is an option of 'run': put it after the subcommand (see llmport --help)\n");
+  expect_usage_error(run_llmport({"-t", "2", "bench", m}),
+                     "error: -t is an option of 'bench': put it after the subcommand (see llmport --help)\n");
   const auto version = run_llmport({"--version"});
   EXPECT_EQ(version.exit_code, 0) << version.err;
 }
