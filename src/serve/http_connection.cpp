@@ -67,7 +67,12 @@ bool send_response_prefix(RequestReading& r) {
 }
 
 std::string header_syntax_error(const std::string& raw_head) {
-  std::size_t pos = raw_head.find('\n');  // the request line is httplib's to check
+  std::size_t pos = raw_head.find('\n');  // the request line is httplib's to split
+  // ... but httplib keeps a CR inside it as part of the target ("/health\r"; a NUL there
+  // it refuses itself).
+  const std::string request_line = raw_head.substr(0, pos == std::string::npos ? raw_head.size() : pos);
+  const std::size_t rl_cr = request_line.find('\r');
+  if (rl_cr != std::string::npos && rl_cr + 1 != request_line.size()) return "a CR inside the request line";
   while (pos != std::string::npos && pos + 1 < raw_head.size()) {
     const std::size_t begin = pos + 1;
     pos = raw_head.find('\n', begin);
@@ -81,6 +86,9 @@ std::string header_syntax_error(const std::string& raw_head) {
       return "a header line ending in a bare LF (not CRLF): '" + printable(line.substr(0, line.find(':'))) + "'";
     if (cr != std::string::npos && cr + 1 != line.size()) return "a CR not followed by LF in the header '" + name + "'";
     const std::size_t colon = line.find(':');
+    // RFC 9112 5.1: field-line = field-name ":" ...; httplib dropped a line without one.
+    if (colon == std::string::npos) return "a header line without a colon: '" + name + "'";
+    if (colon == 0) return "a header line with an empty name";
     if (colon != std::string::npos && colon > 0 && (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
       return "whitespace between the header name '" + printable(line.substr(0, line.find_first_of(" \t"))) +
              "' and its colon";

@@ -60,8 +60,9 @@ inline constexpr char kResponsePrefix[] = "HTTP/1.1 ";
 /// only half-closed (serve/connection.hpp). False if the write fails.
 bool send_response_prefix(RequestReading& r);
 
-/// What RFC 9112 5.2 / RFC 9110 5.5 say to answer 400 in a raw header section, "" if none:
-/// obs-fold (a line starting with SP or HTAB), a NUL or a CR not before LF, a line ending in
+/// What RFC 9112 5.1/5.2 / RFC 9110 5.5 say to answer 400 in a raw header section, "" if
+/// none: a CR inside the request line, obs-fold (a line starting with SP or HTAB), a line
+/// without a colon or with an empty name, a NUL or a CR not before LF, a line ending in
 /// a bare LF (httplib drops such a line; a front end may read it as two), whitespace between
 /// a field name and its colon (5.1: httplib drops such a line, so "Content-Length : N" would
 /// leave a body unread). The message names the header.
