@@ -2,6 +2,8 @@
 //  [--var NAME=JSON ...] [--template FILE] [--ids]`: prints exactly what an instruct model
 // is fed: the chat template rendered (no newline added), or with --ids its token ids as
 // one JSON array (encoded with add_special_tokens=false: the template writes the BOS).
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,6 +63,12 @@ void add_var(nlohmann::ordered_json& vars, const std::string& spec, std::set<std
   auto eq = spec.find('=');
   if (eq == std::string::npos || eq == 0) throw UsageError("--var " + spec + ": expected NAME=JSON");
   std::string name = spec.substr(0, eq);
+  // A template reads a variable by its identifier: "x " or " x" would be a variable no
+  // template can name, silently unused.
+  const bool identifier = (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_') &&
+                          std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+  if (!identifier)
+    throw UsageError("--var " + spec + ": '" + name + "' is not a variable name (letters, digits and _, not first a digit)");
   if (!given.insert(name).second)
     throw UsageError("--var " + name + ": given twice; give each variable once");
   try {

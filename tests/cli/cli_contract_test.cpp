@@ -154,6 +154,12 @@ TEST(CliContract, ATemplateVariableGivenTwiceIsRefused) {
   const auto one = run_llmport(with({"--var", "x=1", "--var", "y=2"}));
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_EQ(one.out, "1");
+  // A name no template can read ("x " beside x) was accepted and silently unused.
+  for (const std::string spec : {"x =2", " x=2", "1x=2", "x-y=2"})
+    expect_usage_error(run_llmport(with({"--var", "x=1", "--var", spec})),
+                       "error: --var " + spec + ": '" + spec.substr(0, spec.find('=')) +
+                           "' is not a variable name (letters, digits and _, not first a digit)\n");
+  EXPECT_EQ(run_llmport(with({"--var", "_x1=2", "--var", "x=3"})).out, "3");
 }
 
 TEST(CliContract, VerifyDepthsExcludeEachOther) {
