@@ -322,6 +322,8 @@ TEST(Compat, ActivationAndArchitectureFallbacks) {
   auto r = check_compat(c);
   EXPECT_EQ(r.reason, "unsupported_architecture");
   EXPECT_NE(r.message.find("gelu"), std::string::npos);
+  c["hidden_act"] = "swish";  // ACT2FN["swish"] is SiLU in transformers
+  EXPECT_TRUE(check_compat(c).accepted) << check_compat(c).message;
   c = llama_config();
   c.erase("architectures");  // model_type llama maps to LlamaForCausalLM, as transformers does
   EXPECT_TRUE(check_compat(c).accepted);
