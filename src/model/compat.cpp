@@ -174,6 +174,9 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   // Qwen2Config/Qwen3Config default use_sliding_window to false: their window is then ignored.
   auto use_sw = lenient_bool(c, "use_sliding_window");
   if (!use_sw && row) use_sw = row->use_sliding_window_default;
+  // MistralConfig (and LlamaConfig) have no such flag: a false one does not switch their
+  // window off (a true one still counts, as the rules say for any config).
+  if (row && !row->use_sliding_window_default && use_sw && !*use_sw) use_sw.reset();
   std::string sw_why;
   if (use_sw && *use_sw) {
     sw_why = "use_sliding_window true";

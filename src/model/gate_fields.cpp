@@ -68,7 +68,8 @@ void validate_gate_fields(const json& c) {
   expect_bool(c, "is_encoder_decoder");
   for (const char* k : {"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"})
     expect_int(c, k, 0, true);
-  for (const char* k : {"sliding_window", "sliding_window_size"}) expect_int(c, k, 1, true);
+  // 0 is a number HF keeps (a Qwen2 config with use_sliding_window false ignores it).
+  for (const char* k : {"sliding_window", "sliding_window_size"}) expect_int(c, k, 0, true);
   expect_bool(c, "use_sliding_window");
   expect_string_list(c, "layer_types", "a list of strings");
   if (const json* lt = field(c, "layer_types"); lt && lenient_int(c, "num_hidden_layers") &&

@@ -59,6 +59,19 @@ TEST(CompatHardening, Qwen2WithoutUseSlidingWindowIgnoresItsWindow) {
   json m = shared_config("mistral-7b-instruct-v0.3.json");
   m["sliding_window"] = 8;
   EXPECT_EQ(check_compat(m).reason, "sliding_window");
+  // ... and a use_sliding_window false written into it does not switch the window off
+  // (MistralConfig never reads the key): it was ACCEPTed. So for the 4096 default.
+  m["sliding_window"] = 4096;
+  m["use_sliding_window"] = false;
+  EXPECT_EQ(check_compat(m).reason, "sliding_window");
+  m.erase("sliding_window");
+  EXPECT_EQ(check_compat(m).reason, "sliding_window");
+  // A Qwen2 window of 0 with the flag false is ignored as any other value (it was refused,
+  // exit 2, as "expected an integer >= 1").
+  json q = shared_config("qwen2-0.5b.json");
+  q["sliding_window"] = 0;
+  q["use_sliding_window"] = false;
+  EXPECT_TRUE(check_compat(q).accepted) << check_compat(q).message;
 }
 
 TEST(CompatHardening, AbsentMaxPositionEmbeddingsTakesTheClassDefault) {
