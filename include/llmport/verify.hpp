@@ -88,6 +88,11 @@ ReferenceProvenance assess_provenance(const RecordFile& rf);
 /// and Greek letters drawn like Latin ones) folded: "LLM-P0rt" and "llmp\u043ert" do.
 bool names_llmport(const std::string& producer);
 
+/// Whether a free text (a note, a description, any metadata string) names llmport as a word:
+/// folded as names_llmport, but split into words at every separator, so "an LLM; portable
+/// reference" and "llm-portal" do not, "made by llmport 0.1" and "\u029F\u029F\u1D0D\u1D18\u1D0F\u0280\u1D1B's" do.
+bool mentions_llmport(const std::string& text);
+
 /// How much of one reference sequence equals one llmport computation bit for bit.
 struct SelfMatch {
   std::string against;     ///< "engine", "oracle", "cpu fp32 engine", ...

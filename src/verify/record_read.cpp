@@ -40,28 +40,34 @@ void read_independent(const JsonField& where, RecordFile& rf) {
 // reference object's. Every format reads every place, so a claim cannot hide in a field
 // another format uses; several statements are joined with "; " (the producer rules and
 // kl_bound_for see them all).
-// Any other metadata string that names llmport (however spelled, names_llmport): under a
-// key of its own ("generator", "Producer"), on a case, in a note. Not read: the format tag,
-// what names the model, a case or a file (a user's model path may well contain "llmport"),
-// and the texts a golden records (prompts, decoded tokens, completions): content.
-bool is_content_key(const std::string& key) {
+// Any other metadata string that names llmport as a word (mentions_llmport): under a key of
+// its own ("generator", "Producer", "generator.name"), on a case, in a note. Not read: the
+// format tag, what names the model, a file, a URL or a case (a user's model path may well
+// contain "llmport"), and the texts a golden records (prompts, decoded tokens, completions).
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+bool is_content_key(const std::string& key, bool in_array) {
   std::string k = key;
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (k == "format" || k == "model" || k == "name" || k == "title") return true;
-  for (const char* part : {"prompt", "text", "token", "path", "file", "dir"})
-    if (k.find(part) != std::string::npos) return true;
+  if (k == "format" || k == "model" || k == "text" || k == "completion" || k == "url" || k == "path" ||
+      k == "file" || k == "dir" || (in_array && (k == "name" || k == "title")))
+    return true;
+  if (k.find("prompt") != std::string::npos) return true;
+  for (const char* tail : {"_text", "_path", "_file", "_dir", "_url", "token", "tokens"})
+    if (ends_with(k, tail)) return true;
   return false;
 }
-void collect_llmport_mentions(const nlohmann::json& j, const std::string& where, std::vector<std::string>& out) {
+void collect_llmport_mentions(const nlohmann::json& j, bool in_array, std::vector<std::string>& out) {
   if (j.is_string()) {
     const std::string v = j.get<std::string>();
-    if (names_llmport(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    if (mentions_llmport(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   } else if (j.is_object()) {
     for (const auto& [k, v] : j.items())
-      if (!is_content_key(k)) collect_llmport_mentions(v, where + "." + k, out);
+      if (!is_content_key(k, in_array)) collect_llmport_mentions(v, false, out);
   } else if (j.is_array()) {
     for (const auto& v : j)
-      if (v.is_structured() || v.is_string()) collect_llmport_mentions(v, where, out);
+      if (v.is_structured() || v.is_string()) collect_llmport_mentions(v, true, out);
   }
 }
 
@@ -95,7 +101,7 @@ void read_provenance(const JsonField& root, RecordFile& rf) {
     for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;
     return out;
   };
-  collect_llmport_mentions(root.raw(), "", producers);
+  collect_llmport_mentions(root.raw(), false, producers);
   rf.producer = join(producers);
   rf.compute_dtype = join(dtypes);
 }

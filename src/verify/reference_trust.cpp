@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <utf8proc.h>
 
@@ -85,7 +86,8 @@ char ascii_look_alike(char32_t cp) {
       {0x043C, 'm'}, {0x041A, 'k'}, {0x043A, 'k'}, {0x041D, 'h'}, {0x0432, 'b'}, {0x0412, 'b'}, {0x0455, 's'},
       {0x03BF, 'o'}, {0x039F, 'o'}, {0x03C1, 'p'}, {0x03A1, 'p'}, {0x03B9, 'i'}, {0x0399, 'l'}, {0x03C4, 't'},
       {0x03A4, 't'}, {0x039C, 'm'}, {0x03BA, 'k'}, {0x039A, 'k'}, {0x03BD, 'v'}, {0x03B1, 'a'}, {0x0391, 'a'},
-      {0x2113, 'l'}, {0x217C, 'l'}, {0x2160, 'l'}, {0x217F, 'm'}};
+      {0x2113, 'l'}, {0x217C, 'l'}, {0x2160, 'l'}, {0x217F, 'm'}, {0x01C0, 'l'}, {0x05C0, 'l'}, {0x05D5, 'l'},
+      {0x0585, 'o'}, {0x0555, 'o'}, {0x0433, 'r'}, {0x0413, 'r'}, {0x0501, 'd'}, {0x0261, 'g'}};
   for (const auto& [from, to] : table)
     if (from == cp) return to;
   return 0;
@@ -123,22 +125,69 @@ std::string compatibility_folded(const std::string& s) {
 // The producer as letters and digits only, look-alikes read as the letters they mimic:
 // "LLM-P0rt", "llm\u200bport", "l l m p o r t", "llmp\u043ert", "\U0001d5c5\U0001d5c5\U0001d5c6..." and small
 // capitals all read "llmport".
-std::string letters_of(const std::string& raw) {
-  const std::string s = compatibility_folded(raw);
-  std::string out;
+// One folded code point as the ASCII letter or digit it reads as (0, o and 1, l folded), or
+// 0 for a separator.
+char fold_char(char32_t cp) {
+  char c = cp < 0x80 ? static_cast<char>(std::tolower(static_cast<int>(cp))) : ascii_look_alike(cp);
+  if (c == 0 && cp >= 0x80) c = small_capital(cp);
+  if (c == '0') c = 'o';
+  else if (c == '1') c = 'l';
+  return std::isalnum(static_cast<unsigned char>(c)) ? c : 0;
+}
+
+// The text after compatibility_folded as words of fold_char letters, split at every
+// separator: "LLM; portable" is "llm", "portable". With `capital_i_as_l` an ASCII capital I,
+// drawn as an l in sans-serif type ("IImport"), reads as l (whole words only: run together,
+// "XML Import" would read "xmllmport").
+std::vector<std::string> words_of(const std::string& raw, bool capital_i_as_l = false) {
+  std::string pre = raw;
+  if (capital_i_as_l) std::replace(pre.begin(), pre.end(), 'I', 'l');
+  const std::string s = compatibility_folded(pre);
+  std::vector<std::string> words(1);
   for (std::size_t i = 0; i < s.size();) {
-    const char32_t cp = next_code_point(s, i);
-    char c = cp < 0x80 ? static_cast<char>(std::tolower(static_cast<int>(cp))) : ascii_look_alike(cp);
-    if (c == 0 && cp >= 0x80) c = small_capital(cp);
-    if (c == '0') c = 'o';
-    else if (c == '1') c = 'l';
-    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
+    if (const char c = fold_char(next_code_point(s, i))) words.back() += c;
+    else if (!words.back().empty()) words.emplace_back();
   }
+  return words;
+}
+
+// The text as letters and digits only: "LLM-P0rt", "llm\u200bport", "l l m p o r t",
+// "llmp\u043ert", mathematical letters and small capitals all read "llmport".
+std::string letters_of(const std::string& raw) {
+  std::string out;
+  for (const std::string& w : words_of(raw)) out += w;
   return out;
+}
+
+// A right-to-left override or embedding ("\u202etropmll") shows the letters after it
+// reversed: such a text is also read backwards.
+bool has_rtl_override(const std::string& s) {
+  for (const char* mark : {"\u202E", "\u202B", "\u2067", "\u200F"})
+    if (s.find(mark) != std::string::npos) return true;
+  return false;
 }
 }  // namespace
 
-bool names_llmport(const std::string& producer) { return letters_of(producer).find("llmport") != std::string::npos; }
+bool names_llmport(const std::string& producer) {
+  std::string letters = letters_of(producer);
+  if (letters.find("llmport") != std::string::npos || mentions_llmport(producer)) return true;
+  if (!has_rtl_override(producer)) return false;
+  std::reverse(letters.begin(), letters.end());
+  return letters.find("llmport") != std::string::npos;
+}
+
+bool mentions_llmport(const std::string& text) {
+  const bool rtl = has_rtl_override(text);
+  for (std::string w : words_of(text, /*capital_i_as_l=*/true)) {
+    for (int pass = 0; pass < (rtl ? 2 : 1); ++pass) {
+      if (w.rfind("llmport", 0) == 0 &&
+          std::all_of(w.begin() + 7, w.end(), [](char c) { return c == 'o' || c == 'l' || std::isdigit(static_cast<unsigned char>(c)); }))
+        return true;
+      std::reverse(w.begin(), w.end());
+    }
+  }
+  return false;
+}
 
 ReferenceProvenance assess_provenance(const RecordFile& rf) {
   ReferenceProvenance p;

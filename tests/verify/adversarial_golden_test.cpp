@@ -105,6 +105,24 @@ TEST(AdversarialGolden, AnyMetadataStringNamingLlmportHoweverSpelledIsProvenance
     EXPECT_EQ(r.verdict(), "PASS-with-warnings");
     EXPECT_TRUE(has_cap(r, "produced by llmport")) << r.verdict_line();
   }
+  // The second break-it pass: llmport under generator.name, in a "context" note, under a
+  // "profiled_by" key, as "IImport" (capital I), reversed behind a right-to-left override,
+  // and with Armenian/Cyrillic/click look-alikes.
+  for (const auto& [key, value] :
+       {std::pair<std::string, json>{"generator", {{"name", "llmport"}, {"version", "0.1.0"}}},
+        {"context", "produced by llmport run --dump-logits"}, {"profiled_by", "llmport"}, {"producer", "IImport 0.1"},
+        {"producer", "\u202Etropmll"}, {"producer", "\u01C0\u05C0mp\u0585\u0433t"}}) {
+    json g = stories;
+    g[key] = value;
+    SCOPED_TRACE(g[key].dump());
+    auto r = verify_golden(stories_dir(), write(t, "more_" + key, g));
+    EXPECT_TRUE(has_cap(r, "produced by llmport")) << r.verdict_line();
+  }
+  // Free text that merely runs "LLM" into "port..." is no producer statement (the spaces
+  // and separators that the producer fields ignore split words here): plain PASS.
+  honest_paths["notes"] = {"stories260K llm, ported from llama2.c", "small LLM; Portuguese prompts excluded"};
+  honest_paths["description"] = "Golden for a tiny LLM; portable float32 reference";
+  honest_paths["url"] = "https://example.org/llm-portal/stories";
   honest_paths["model"] = "/home/me/llmport-models/stories260K";
   honest_paths["cases"][0]["name"] = "llmport_smoke";
   auto r = verify_golden(stories_dir(), write(t, "honest_paths", honest_paths));
