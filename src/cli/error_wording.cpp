@@ -172,9 +172,14 @@ std::string option_as_value_text(const CLI::App& app, const std::vector<std::str
     const CLI::Option* o = option_named(app, *cmd, w);
     if (!o || w.find('=') != std::string::npos || o->get_type_size_min() <= 0 || o->get_expected_min() <= 0)
       continue;
+    // CLI11 keeps the '=' of a short option's "-o=V" in the value: the hint names the long
+    // form where there is one, else the attached "-oVALUE".
+    const std::string form = !o->get_lnames().empty() ? "--" + o->get_lnames().front() + "=VALUE"
+                             : w.size() == 2        ? w + "VALUE"
+                                                    : w + "=VALUE";
     if (i + 1 < args.size() && args[i + 1] != "--" && option_named(app, *cmd, args[i + 1]))
       return w + ": expected a value, got the option " + args[i + 1].substr(0, args[i + 1].find('=')) + " (write " +
-             w + "=VALUE for a value that starts with '-')";
+             form + " for a value that starts with '-')";
     ++i;  // the value
   }
   return {};

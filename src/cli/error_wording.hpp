@@ -42,7 +42,8 @@ std::string misplaced_option_text(const CLI::App& app, const std::vector<std::st
 /// (`--kernel-cache --no-roofline`): CLI11 takes any next word as the value, so the run went
 /// on and wrote a file or directory named after the flag. Then "--kernel-cache: expected a
 /// value, got the option --no-roofline (write --kernel-cache=VALUE for a value that starts
-/// with '-')". `app` is the root app, `args` the command line after the program name; words
+/// with '-')"; a short option's hint names its long form (`-o`: `--out=VALUE`), or the
+/// attached `-oVALUE` where it has none (CLI11 keeps the '=' of `-o=V` in the value). `app` is the root app, `args` the command line after the program name; words
 /// after `--` are arguments, and a value given as `--opt=VALUE` is never questioned.
 std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args);
 

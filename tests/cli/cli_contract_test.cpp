@@ -213,6 +213,10 @@ TEST(CliContract, AnOptionIsNeverTakenAsTheValueOfTheOptionBeforeIt) {
   expect_usage_error(run_llmport({"kernels", "sweep", m, "--registry", "--decode"}),
                      "error: --registry: expected a value, got the option --decode (write --registry=VALUE for a "
                      "value that starts with '-') (see llmport kernels --help)\n");
+  // A short option's hint is its long form: "-o=--force" would name a directory "=--force".
+  expect_usage_error(run_llmport({"synth", "--preset", "tiny-llama", "-o", "--force"}),
+                     "error: -o: expected a value, got the option --force (write --out=VALUE for a value that starts "
+                     "with '-') (see llmport synth --help)\n");
   const auto eq = run_llmport({"run", m, "--prompt=--n-tokens", "-n", "1"});
   EXPECT_EQ(eq.exit_code, 0) << eq.err;
   const auto negative = run_llmport({"run", m, "--prompt", "Once", "--temperature", "-1"});
