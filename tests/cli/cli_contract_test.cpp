@@ -22,6 +22,15 @@ namespace fs = std::filesystem;
 
 std::string stories() { return shared_path("models/stories260K").string(); }
 
+// dir/m with stories260K's files except `left_out` (the test writes its own version).
+fs::path stories_copy_without(const TempDir& t, const std::string& left_out) {
+  const fs::path dir = t.path() / "m";
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "model.safetensors"})
+    if (f != left_out) fs::copy_file(fs::path(stories()) / f, dir / f);
+  return dir;
+}
+
 void expect_usage_error(const RunResult& r, const std::string& want) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(r.err, want);
@@ -261,10 +270,7 @@ TEST(CliContract, AJsonFileThatIsNoModelConfigIsBadInput) {
 // naming the file and the tensor whose bytes are missing; it used to ACCEPT.
 TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
   TempDir t;
-  const fs::path dir = t.path() / "m";
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json"})
-    fs::copy_file(fs::path(stories()) / f, dir / f);
+  const fs::path dir = stories_copy_without(t, "model.safetensors");
   const std::string full = read_file(fs::path(stories()) / "model.safetensors");
   write_file(dir / "model.safetensors", full);
   const auto ok = run_llmport({"check", dir.string()});
@@ -287,10 +293,7 @@ TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
 // header consistent): check named it only with --weights and ACCEPTed without.
 TEST(CliContract, CheckNamesATensorMissingFromTheHeader) {
   TempDir t;
-  const fs::path dir = t.path() / "m";
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json"})
-    fs::copy_file(fs::path(stories()) / f, dir / f);
+  const fs::path dir = stories_copy_without(t, "model.safetensors");
   const std::string full = read_file(fs::path(stories()) / "model.safetensors");
   uint64_t len = 0;
   std::memcpy(&len, full.data(), 8);
@@ -309,10 +312,7 @@ TEST(CliContract, CheckNamesATensorMissingFromTheHeader) {
 // One wording for JSON that does not parse: "malformed JSON", in every source file.
 TEST(CliContract, UnparsableJsonHasOneWording) {
   TempDir t;
-  const fs::path dir = t.path() / "m";
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "generation_config.json", "model.safetensors"})
-    fs::copy_file(fs::path(stories()) / f, dir / f);
+  const fs::path dir = stories_copy_without(t, "tokenizer.json");
   write_file(dir / "tokenizer.json", "{\"model\": ");
   const auto r = run_llmport({"tokenize", dir.string(), "hi"});
   EXPECT_EQ(r.exit_code, 2);
