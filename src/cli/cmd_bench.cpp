@@ -16,6 +16,7 @@
 
 #include "cli/bench_compare.hpp"
 #include "cli/command.hpp"
+#include "cli/decode_bound.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/engine.hpp"
@@ -270,15 +271,6 @@ double prefill_repetition(Engine& eng, RandomTokens& toks, int p) {
   return p / (now() - t0);
 }
 
-// One tg repetition: n_gen single-token decode steps from an empty cache; tokens/s.
-double decode_repetition(Engine& eng, RandomTokens& toks, int n_gen) {
-  eng.reset();
-  int next = toks.next();
-  const double t0 = now();
-  for (int i = 0; i < n_gen; ++i) eng.decode_step(next), next = toks.next();
-  return n_gen / (now() - t0);
-}
-
 // What the tests need beside the engine: the start-of-run roofline, whether each
 // repetition re-measures its bound, and the token source.
 struct Bench {
@@ -308,25 +300,51 @@ TestResult measure_prefill(Bench& b, int p) {
   return t;
 }
 
+// tg: n_gen single-token decode steps from an empty cache per repetition, timed in
+// segments (segment_starts) with the read bound re-measured, untimed, between them: each
+// segment is bounded by the larger of the measurements around it at its own mean context,
+// the repetition by segmented_bound_tps. Without an in-place measurement the bound is the
+// start-of-run roofline's.
 TestResult measure_decode(Bench& b) {
   const int n_gen = b.a.n_gen;
   TestResult t;
   t.test = "tg" + std::to_string(n_gen);
   t.n_gen = n_gen;
-  const double bytes = b.p.cost.weight_bytes + b.p.cost.kv_bytes_per_pos * (n_gen / 2);
-  auto bound_now = [&] {
-    const double gbps = b.interleave ? b.eng.weight_read_gbps(2) : 0;
-    return gbps > 0 ? gbps * 1e9 / bytes : decode_bound_tps(b.roof, b.p.cost, n_gen / 2);
-  };
-  run_reps(t, b.a.reps, bound_now, [&] { return decode_repetition(b.eng, b.toks, n_gen); });
   t.start_bound = decode_bound_tps(b.roof, b.p.cost, n_gen / 2);
+  auto gbps_now = [&] { return b.interleave ? b.eng.weight_read_gbps(2) : 0.0; };
+  auto bound_at = [&](double gbps, double ctx) {
+    return gbps > 0 ? gbps * 1e9 / (b.p.cost.weight_bytes + b.p.cost.kv_bytes_per_pos * ctx)
+                    : decode_bound_tps(b.roof, b.p.cost, static_cast<int>(ctx));
+  };
+  const std::vector<int> starts = segment_starts(n_gen);
+  double before = gbps_now();
+  for (int r = 0; r < b.a.reps; ++r) {
+    b.eng.reset();
+    int next = b.toks.next();
+    std::vector<DecodeSegment> segments;
+    double seconds = 0;
+    for (std::size_t s = 0; s + 1 < starts.size(); ++s) {
+      const double t0 = now();
+      for (int i = starts[s]; i < starts[s + 1]; ++i) b.eng.decode_step(next), next = b.toks.next();
+      const double dt = now() - t0;
+      const double after = gbps_now();
+      segments.push_back({starts[s + 1] - starts[s], dt,
+                          bound_at(std::max(before, after), 0.5 * (starts[s] + starts[s + 1]))});
+      seconds += dt;
+      before = after;
+    }
+    t.samples.push_back(n_gen / seconds);
+    t.bounds.push_back(segmented_bound_tps(segments));
+  }
+  finish(t);
   return t;
 }
 
 // This machine is shared: its memory bandwidth and free cores move by 2x within minutes.
 // So each repetition gets its own bound, measured right before and right after it (the
-// better of the two: the stricter bound), and roofline_fraction is the mean of the
-// per-repetition ratios. tg: the backend streams this model's own packed weights in
+// better of the two: the stricter bound; tg: around each segment of the repetition, see
+// measure_decode), and roofline_fraction is the mean of the per-repetition ratios. tg:
+// the backend streams this model's own packed weights in
 // place (Engine::weight_read_gbps); pp: the compute peak for the weight dtype. Without
 // those (reference backend, --no-roofline) the start-of-run roofline is the bound.
 std::vector<TestResult> measure_tests(Bench& b, int need) {
@@ -401,6 +419,8 @@ nlohmann::json json_rows(const BArgs& a, const Plan& p, const Roofline& roof, co
                    {"roofline_fraction", fraction_json(t)},
                    {"roofline_bound_ts", t.bound > 0 ? nlohmann::json(t.bound) : nlohmann::json(nullptr)},
                    {"roofline_bounds_ts", t.bounds},
+                   {"roofline_segment_tokens", t.n_gen > 0 && f.interleave ? nlohmann::json(kBoundSegmentTokens)
+                                                                           : nlohmann::json(nullptr)},
                    {"roofline_fraction_start",
                     t.start_bound > 0 ? t.avg / t.start_bound : 0.0},
                    {"load_s", f.load_s}, {"kernel_cache", cache_json}, {"peak_rss_mib", f.rss},
@@ -460,8 +480,9 @@ void print_markdown(const BArgs& a, const Plan& p, const Roofline& roof, const R
       std::cout << fmt::format("{}: bound {:.2f} tokens/s (mean of {} re-measured next to each "
                                "repetition{}); vs the start-of-run roofline {:.0f}%\n",
                                t.test, t.bound, t.bounds.size(),
-                               t.n_gen > 0 ? ": this model's packed weights streamed in place"
-                                           : ": compute peak",
+                               t.n_gen > 0 ? fmt::format(": this model's packed weights streamed in place, "
+                                                         "every {} tokens", kBoundSegmentTokens)
+                                           : std::string(": compute peak"),
                                t.start_bound > 0 ? 100 * t.avg / t.start_bound : 0.0);
   std::cout << fmt::format("memory: peak RSS {:.0f} MiB of a {:.0f} MiB budget (1.1 x (packed weights "
                            "{:.0f} + embedding table {:.0f} + KV cache {:.0f} + 64 MiB)){}\n",
