@@ -48,8 +48,10 @@ std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cf
   return plan_quantization(cfg, checkpoint_dtype(cfg, dir, DType::BF16), q, head);
 }
 
-void print_text(const CompatResult& r, const nlohmann::json& resolved) {
-  std::cout << r.message << "\n";
+// weights_fail: --weights found the checkpoint unusable; the ACCEPT is the architecture's
+// only, and the first line says so (a script reading it must not take the model as good).
+void print_text(const CompatResult& r, const nlohmann::json& resolved, bool weights_fail) {
+  std::cout << r.message << (weights_fail ? " (architecture only: the phase-0 checks below FAIL)" : "") << "\n";
   if (!r.accepted && r.reasons.size() > 1) {
     std::cout << "  reasons:";
     for (const auto& x : r.reasons) std::cout << " " << x;
@@ -101,7 +103,7 @@ int run_check(const CheckArgs& a) {
     if (plan) out["quantization"] = to_json(*plan);
     std::cout << out.dump(1) << "\n";
   } else {
-    print_text(r, resolved);
+    print_text(r, resolved, report && !report->pass);
     if (plan) std::cout << quant_plan_text(*plan);
     if (report) std::cout << report->to_text();
   }

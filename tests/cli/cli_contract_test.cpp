@@ -307,6 +307,12 @@ TEST(CliContract, CheckNamesATensorMissingFromTheHeader) {
   EXPECT_EQ(r.err, "error: " + (dir / "model.safetensors").string() +
                        ": model.layers.0.input_layernorm.weight: missing tensor (attn_norm, layer 0)\n");
   EXPECT_EQ(r.out, "");
+  // --weights prints the phase-0 report; its first line must not read as a plain ACCEPT.
+  const auto w = run_llmport({"check", dir.string(), "--weights"});
+  EXPECT_EQ(w.exit_code, 2) << w.out << w.err;
+  EXPECT_EQ(w.out.substr(0, w.out.find('\n')),
+            "ACCEPT: LlamaForCausalLM (llama) (architecture only: the phase-0 checks below FAIL)");
+  EXPECT_NE(w.out.find("  FAIL weights: "), std::string::npos) << w.out;
 }
 
 // One wording for JSON that does not parse: "malformed JSON", in every source file.
