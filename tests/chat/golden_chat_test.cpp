@@ -13,55 +13,15 @@
 
 #include "llmport/chat_template.hpp"
 #include "llmport/tokenizer.hpp"
+#include "chat/chat_fixtures.hpp"
 #include "support/test_support.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::ordered_json;
 
+using namespace llmport::test;
+
 namespace {
-
-struct ChatCase {
-  fs::path dir;
-  ordered_json entry;
-  std::string name() const { return dir.filename().string() + "/" + entry.value("id", std::string("?")); }
-};
-
-ordered_json read_json(const fs::path& p) { return ordered_json::parse(llmport::test::read_file(p)); }
-
-std::vector<ChatCase> chat_cases() {
-  std::vector<ChatCase> out;
-  fs::path root = llmport::test::shared_path("tokenizers");
-  for (const auto& d : fs::directory_iterator(root)) {
-    fs::path g = d.path() / "golden.json";
-    if (!fs::exists(g)) continue;
-    ordered_json golden = read_json(g);
-    if (!golden.contains("chat")) continue;
-    for (const auto& e : golden["chat"]) out.push_back({d.path(), e});
-  }
-  std::sort(out.begin(), out.end(), [](const ChatCase& a, const ChatCase& b) { return a.name() < b.name(); });
-  return out;
-}
-
-/// The template source a chat entry names: tokenizer_config.json's chat_template (a string,
-/// or a list of {name, template} where "default" is used) or a .jinja file in the folder.
-std::string template_of(const ChatCase& c) {
-  std::string which = c.entry.at("template").get<std::string>();
-  if (which != "tokenizer_config.json") return llmport::test::read_file(c.dir / which);
-  ordered_json cfg = read_json(c.dir / "tokenizer_config.json");
-  const auto& t = cfg.at("chat_template");
-  if (t.is_string()) return t.get<std::string>();
-  for (const auto& named : t)
-    if (named.value("name", "") == "default") return named.at("template").get<std::string>();
-  throw std::runtime_error("no default chat template in " + (c.dir / "tokenizer_config.json").string());
-}
-
-ordered_json vars_of(const ChatCase& c) {
-  ordered_json vars = ordered_json::object();
-  for (const char* key : {"special_token_vars", "extra_vars"})
-    if (c.entry.contains(key))
-      for (auto it = c.entry[key].begin(); it != c.entry[key].end(); ++it) vars[it.key()] = it.value();
-  return vars;
-}
 
 /// Tokenizers are large (gemma3: 33 MB); load each folder's once for all tests.
 const llmport::Tokenizer& tokenizer_of(const fs::path& dir) {
