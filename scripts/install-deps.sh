@@ -5,7 +5,7 @@ export DEBIAN_FRONTEND=noninteractive
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake pkg-config ccache git make python3 python3-jinja2 dpkg-dev file \
+  build-essential cmake pkg-config ccache git make python3 python3-jinja2 python3-numpy dpkg-dev file \
   nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev \
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev \
   curl nginx \

@@ -1,0 +1,101 @@
+// tools/numpy_reference.py is a second implementation of transformers' forward (numpy,
+// float64, sharing no code with llmport). It first has to reproduce every shared golden's
+// greedy tokens (so it is a reference worth trusting); then it judges llmport on prompts
+// no golden holds: random ids at lengths around the 64-key attention tile and up to the
+// context limit, for every family, at fp32 and bf16. A planted fault must fail against it.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/model_config.hpp"
+#include "llmport/records.hpp"
+#include "support/reference_process.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport::test {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Prompt {
+  std::string name;
+  std::vector<int> ids;
+};
+
+// Writes the prompts, runs the reference for `steps` tokens each; returns the record file.
+fs::path numpy_records(const TempDir& t, const fs::path& model, const std::vector<Prompt>& prompts, int steps) {
+  json spec = {{"prompts", json::array()}};
+  for (const auto& p : prompts) spec["prompts"].push_back({{"name", p.name}, {"prompt_ids", p.ids}});
+  std::ofstream(t.path() / "prompts.json") << spec.dump();
+  const fs::path out = t.path() / "numpy.json";
+  run_reference({python_with("numpy", "python3-numpy"), std::string(LLMPORT_SOURCE_DIR) + "/tools/numpy_reference.py",
+                 "--model", model.string(), "--prompts", (t.path() / "prompts.json").string(), "--steps",
+                 std::to_string(steps), "--out", out.string()});
+  return out;
+}
+
+std::vector<fs::path> shared_models() {
+  std::vector<fs::path> models = {stories_dir()};
+  for (const auto& m : synthetic_models()) models.push_back(m);
+  return models;
+}
+
+fs::path golden_of(const fs::path& model) {
+  return model == stories_dir() ? stories_golden() : model / "golden.json";
+}
+
+TEST(NumpyReference, ReproducesEveryGoldensGreedyTokens) {
+  for (const auto& model : shared_models()) {
+    SCOPED_TRACE(model.filename().string());
+    const RecordFile golden = read_record_file(golden_of(model));
+    ASSERT_FALSE(golden.sequences.empty());
+    std::vector<Prompt> prompts;
+    for (const auto& s : golden.sequences) prompts.push_back({s.name, s.prompt_ids});
+    TempDir t;
+    const RecordFile ours = read_record_file(numpy_records(t, model, prompts, golden.n_steps));
+    ASSERT_EQ(ours.sequences.size(), golden.sequences.size());
+    for (std::size_t i = 0; i < golden.sequences.size(); ++i)
+      EXPECT_EQ(ours.sequences[i].tokens(), golden.sequences[i].tokens()) << golden.sequences[i].name;
+  }
+}
+
+// Random ids (raw mt19937 words: the same on every standard library) at lengths 1, 63, 64,
+// 65 (one key tile, and one key past it), 130, and the longest the context leaves room for.
+std::vector<Prompt> random_prompts(const ModelConfig& cfg, int steps) {
+  std::mt19937 rng(static_cast<unsigned>(cfg.vocab_size + cfg.n_layers));
+  std::vector<Prompt> out;
+  for (int len : {1, 63, 64, 65, 130, cfg.max_seq - steps}) {
+    Prompt p{"random" + std::to_string(len), {}};
+    for (int i = 0; i < len; ++i) p.ids.push_back(static_cast<int>(rng() % static_cast<unsigned>(cfg.vocab_size)));
+    out.push_back(p);
+  }
+  return out;
+}
+
+TEST(NumpyReference, JudgesLlmportOnPromptsNoGoldenHolds) {
+  constexpr int kSteps = 24;  // verify's depth for a plain PASS: 4 prompts x 24 steps
+  for (const auto& model : shared_models()) {
+    SCOPED_TRACE(model.filename().string());
+    const ModelConfig cfg = load_model_config(model);
+    TempDir t;
+    const fs::path records = numpy_records(t, model, random_prompts(cfg, kSteps), kSteps);
+    for (const char* dtype : {"fp32", "bf16"}) {
+      SCOPED_TRACE(dtype);
+      const VerifyResult r = verify_golden(model, records, dtype);
+      EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());
+      EXPECT_TRUE(r.reference_independent);
+      EXPECT_EQ(r.kl_kind, KlKind::Full) << "the side file's full logits";
+      EXPECT_LE(r.mean_kl, r.kl_bound);
+      EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line() << " " << (r.warnings.empty() ? "" : r.warnings.front());
+    }
+    const VerifyResult bad = verify_golden(model, records, "fp32", "logit_scale");
+    EXPECT_FALSE(bad.pass) << "a planted fault passed against the numpy reference";
+  }
+}
+
+}  // namespace
+}  // namespace llmport::test
