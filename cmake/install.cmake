@@ -18,7 +18,7 @@ install(TARGETS llmport_lib EXPORT llmportTargets
 # Only the public headers: src/ stays private (tests/install checks each one compiles alone).
 install(DIRECTORY include/llmport DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(DIRECTORY data/registry data/prompts DESTINATION ${LLMPORT_INSTALL_DATADIR})
-install(PROGRAMS tools/hf_reference.py DESTINATION ${LLMPORT_INSTALL_DATADIR}/tools)
+install(PROGRAMS tools/hf_reference.py tools/numpy_reference.py DESTINATION ${LLMPORT_INSTALL_DATADIR}/tools)
 
 install(EXPORT llmportTargets NAMESPACE llmport:: DESTINATION ${LLMPORT_INSTALL_CMAKEDIR})
 configure_package_config_file(cmake/llmportConfig.cmake.in ${PROJECT_BINARY_DIR}/llmportConfig.cmake

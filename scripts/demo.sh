@@ -18,9 +18,18 @@ else
   MODEL=./build/demo-model/tiny-llama-ascii
   [ -f "$MODEL/tokenizer.json" ] ||
     $LLMPORT synth --preset tiny-llama --out "$MODEL" --seed 1 --ascii-tokenizer --force
-  # A fresh synthetic model has no external golden: the fp32 oracle is the reference,
-  # which caps the verdict at PASS-with-warnings (it is not independent of llmport).
+  # A fresh synthetic model has no external golden: the independent reference is
+  # tools/numpy_reference.py (numpy from python3-numpy, installed above), under the first
+  # python3 that imports numpy. Without one, the fp32 oracle is the reference, which caps
+  # the verdict at PASS-with-warnings (it is not independent of llmport).
   EXTRA=(--reference oracle)
+  for py in python3 /usr/bin/python3; do
+    if "$py" -c 'import numpy' 2>/dev/null; then
+      export LLMPORT_PYTHON="$py"
+      EXTRA=(--reference numpy)
+      break
+    fi
+  done
 fi
 # The deployment's name (llmport's default): a directory's name, or the HF id with / -> _.
 if [ -e "$MODEL" ]; then NAME=$(basename "$MODEL"); else NAME=$(echo "${MODEL%%@*}" | tr / _); fi

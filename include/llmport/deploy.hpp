@@ -55,14 +55,14 @@ struct PhaseResult {
   static PhaseResult from_json(const nlohmann::json& j);
 };
 
-/// `--reference golden:FILE | hf | oracle`.
+/// `--reference golden:FILE | hf | numpy | oracle`.
 struct ReferenceSpec {
-  std::string kind = "oracle";  ///< "golden" | "hf" | "oracle"
+  std::string kind = "oracle";  ///< "golden" | "hf" | "numpy" | "oracle"
   std::filesystem::path file;   ///< golden file (absolute) for kind "golden"
-  /// A reference computed outside llmport (golden, hf). The oracle is llmport's own fp32
+  /// A reference computed outside llmport (golden, hf, numpy). The oracle is llmport's own fp32
   /// reference kernels: allowed, but it caps the evaluation at PASS-with-warnings.
   bool independent() const { return kind != "oracle"; }
-  /// The spelling `llmport verify --reference` takes ("golden:/abs/file", "hf", "oracle").
+  /// The spelling `llmport verify --reference` takes ("golden:/abs/file", "hf", "numpy", "oracle").
   std::string to_arg() const;
   /// Parses the CLI spelling; a golden file must exist (made absolute). Throws UsageError.
   static ReferenceSpec parse(const std::string& s);
@@ -90,7 +90,7 @@ struct DeployOptions {
   std::optional<double> kl_bound;
   std::optional<double> min_top1;
   std::filesystem::path workspace = "deployments";
-  std::string reference = "oracle";  ///< golden:FILE | hf | oracle
+  std::string reference = "oracle";  ///< golden:FILE | hf | numpy | oracle
   /// Prompt file for the deployment's checks and verify (`verify --prompts` format);
   /// empty = the reference's sequences (golden) or verify's built-in set.
   std::filesystem::path prompts;

@@ -193,11 +193,21 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim);
 
 // ---------------------------------------------------------------- the gate
 
+/// The Python interpreter the hf and numpy references run under: $LLMPORT_PYTHON when set,
+/// else "python3" (found on PATH). Every caller (verify, deploy's phases) reads it here.
+std::string reference_python();
+
+/// Checks that `verify --reference kind` ("hf" or "numpy") can run here: its script exists
+/// and `python` imports its modules. Throws UsageError naming what to install (so deploy
+/// refuses before it writes anything, not in phase 3).
+void require_reference_program(const std::string& kind, const std::string& python = reference_python());
+
 /// Options of one verify run.
 struct VerifyOptions {
   EngineOptions engine;  ///< the engine runner's backend, dtype, threads (and test faults)
   /// "oracle" | "golden:FILE" | "hf" (runs tools/hf_reference.py; needs python3 + torch +
-  /// transformers, else UsageError).
+  /// transformers, else UsageError) | "numpy" (runs tools/numpy_reference.py on the prompt
+  /// ids llmport encoded; needs python3 + numpy, else UsageError).
   std::string reference = "oracle";
   /// Only the first kQuickPrompts prompts of a built-in set (a smoke test: the verdict is
   /// capped at PASS-with-warnings, the depth is below the minimum). Ignored with a golden,
@@ -223,8 +233,8 @@ struct VerifyOptions {
   std::optional<double> min_top1;
   /// Progress lines (prompt set chosen, per-prompt verdicts); may be empty.
   std::function<void(const std::string&)> log;
-  /// Python interpreter for the hf reference.
-  std::string python = "python3";
+  /// Python interpreter for the hf and numpy references.
+  std::string python = reference_python();
 };
 
 /// Result of one prompt.
@@ -261,14 +271,15 @@ struct VerifyResult {
   nlohmann::json kernel_selection;
   std::map<std::string, uint64_t> dispatch_counters;  ///< Backend::counters() of the run
   // reference
-  std::string reference_kind;  ///< "golden" | "oracle" | "hf"
+  std::string reference_kind;  ///< "golden" | "oracle" | "hf" | "numpy"
   std::string reference_source;
   /// Independent by kind, provenance and content (assess_provenance, self_matches).
   bool reference_independent = false;
   std::string independence_finding;  ///< why not independent ("" when independent)
   std::string reference_producer;    ///< the producer the reference names
   std::string reference_dtype;
-  /// hf only: {"program", "sha256", "shipped", "versions": {python, torch, transformers}}.
+  /// hf and numpy only: {"program", "sha256", "shipped", "python", "kind", "script",
+  /// "versions": {python, torch, transformers} or {python, numpy}}.
   nlohmann::json reference_program;
   int reference_sequences = 0;  ///< sequences the reference holds (golden/hf)
   int reference_steps = 0;      ///< steps per sequence the reference holds (golden/hf)

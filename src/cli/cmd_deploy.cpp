@@ -49,7 +49,7 @@ Registrar deploy_cmd{Command{
                      "quantized dtypes: the KLD gate's least share (0..1] of steps whose top-1 agrees (default q8_0 "
                      "0.97, q4_0 0.78)");
       sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");
-      sub.add_option("--reference", o->reference, "golden:FILE | hf | oracle")->default_val("oracle");
+      sub.add_option("--reference", o->reference, "golden:FILE | hf | numpy | oracle")->default_val("oracle");
       sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
       sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
           ->check(in_range(0, deploy::kNumPhases - 1));

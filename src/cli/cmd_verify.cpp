@@ -39,7 +39,7 @@ int run_verify_cmd(const VerifyArgs& a) {
   // --quick shortens a built-in prompt set; a golden (or --prompts file) runs every sequence
   // it holds, so the flag would be silently ignored there.
   if (a.quick && (a.reference.rfind("golden:", 0) == 0 || !a.prompts.empty()))
-    throw UsageError("--quick shortens a built-in prompt set (oracle or hf reference without --prompts); " +
+    throw UsageError("--quick shortens a built-in prompt set (oracle, hf or numpy reference without --prompts); " +
                      std::string(a.prompts.empty() ? "a golden reference" : "a --prompts file") +
                      " runs every sequence it holds");
   const std::string dir = resolve_model_dir(a.model);
@@ -57,7 +57,6 @@ int run_verify_cmd(const VerifyArgs& a) {
                                                  : "tuned:" + a.registry;
   opt.report_dir = a.report_dir.empty() ? default_report_dir() : std::filesystem::path(a.report_dir);
   opt.log = [](const std::string& s) { std::cout << s << std::endl; };
-  if (const char* py = std::getenv("LLMPORT_PYTHON"); py && *py) opt.python = py;
   const VerifyResult r = run_verify(dir, opt);
   if (!r.pass) {
     for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";
@@ -71,7 +70,7 @@ int run_verify_cmd(const VerifyArgs& a) {
 
 Registrar reg{Command{
     "verify",
-    "Verify the engine against a reference: PASS needs an independent one (golden:FILE or hf); the default "
+    "Verify the engine against a reference: PASS needs an independent one (golden:FILE, hf or numpy); the default "
     "oracle caps the verdict at PASS-with-warnings",
     [](CLI::App& sub) -> std::function<int()> {
       sub.footer(
@@ -80,15 +79,18 @@ Registrar reg{Command{
           "               independent unless the file names llmport as producer, says \"independent\": false,\n"
           "               names no producer, or its logits equal llmport's own output bit for bit\n"
           "  hf           runs tools/hf_reference.py (python3 + torch + transformers): independent\n"
+          "  numpy        runs tools/numpy_reference.py (python3 + numpy: a numpy float64 forward of the\n"
+          "               Llama/Mistral/Qwen2/Qwen3 families, fed llmport's prompt ids): independent\n"
           "  oracle       llmport's own fp32 reference kernels: NOT independent, verdict at most\n"
           "               PASS-with-warnings (reference not independent: oracle)\n"
-          "A plain PASS also needs >= 4 prompts x 24 steps (oracle/hf: the built-in 8 x 32).\n"
+          "A plain PASS also needs >= 4 prompts x 24 steps (oracle/hf/numpy: the built-in 8 x 32).\n"
           "exit codes: 0 PASS or PASS-with-warnings (the last line says which and why), 1 FAIL (a check "
           "failed), 2 bad input (missing model/reference/prompts, bad flag), 3 architecture rejected");
       auto a = std::make_shared<VerifyArgs>();
       add_model_arg(sub, &a->model);
       sub.add_option("--reference", a->reference,
-                     "golden:FILE (independent file) | hf (transformers, independent) | oracle (llmport's fp32 "
+                     "golden:FILE (independent file) | hf (transformers, independent) | numpy (numpy forward, "
+                     "independent) | oracle (llmport's fp32 "
                      "kernels, not independent)")
           ->capture_default_str();
       auto* full = sub.add_flag("--full", a->full, "every prompt of the set (the default; kept for old scripts)");

@@ -149,6 +149,7 @@ Validated validate_options(DeployOptions& opt) {
                                        cfg_file.string(), compat.reason, compat.message));
   v.cfg = std::move(*checked.config);
   v.ref = ReferenceSpec::parse(opt.reference);
+  if (v.ref.kind == "hf" || v.ref.kind == "numpy") require_reference_program(v.ref.kind);
   check_prompts_file(opt, v.cfg, v.model_dir);
   if (!opt.fault.empty()) v.fault = FaultInjection::parse(opt.fault);
   // The target must be a backend of this binary (named error otherwise); its ISA is what

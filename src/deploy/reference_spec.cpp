@@ -1,4 +1,4 @@
-// `--reference golden:FILE | hf | oracle`.
+// `--reference golden:FILE | hf | numpy | oracle`.
 #include <filesystem>
 
 #include "llmport/deploy.hpp"
@@ -13,7 +13,7 @@ std::string ReferenceSpec::to_arg() const {
 
 ReferenceSpec ReferenceSpec::parse(const std::string& s) {
   ReferenceSpec r;
-  if (s == "hf" || s == "oracle") {
+  if (s == "hf" || s == "numpy" || s == "oracle") {
     r.kind = s;
     return r;
   }
@@ -26,7 +26,7 @@ ReferenceSpec ReferenceSpec::parse(const std::string& s) {
     r.file = fs::weakly_canonical(fs::absolute(f));
     return r;
   }
-  throw UsageError("--reference '" + s + "': expected golden:FILE, hf or oracle");
+  throw UsageError("--reference '" + s + "': expected golden:FILE, hf, numpy or oracle");
 }
 
 }  // namespace llmport::deploy

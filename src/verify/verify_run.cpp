@@ -15,7 +15,7 @@
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
-#include "verify/hf_reference.hpp"
+#include "verify/reference_program.hpp"
 
 namespace llmport {
 namespace fs = std::filesystem;
@@ -111,8 +111,9 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
     caps.push_back("the reference holds only " + std::to_string(res.reference_top_entries) +
                    " top entries per step, fewer than the top-" + std::to_string(res.top_k) + " the gates compare");
   if (res.reference_program.is_object() && !res.reference_program.value("shipped", true))
-    caps.push_back("hf reference program " + res.reference_program.value("program", std::string()) +
-                   " is not the shipped tools/hf_reference.py");
+    caps.push_back(res.reference_program.value("kind", std::string("hf")) + " reference program " +
+                   res.reference_program.value("program", std::string()) + " is not the shipped tools/" +
+                   res.reference_program.value("script", std::string("hf_reference.py")));
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -214,19 +215,28 @@ std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const
   return out;
 }
 
-// Runs tools/hf_reference.py on the prompt set; transformers tokenized the texts itself,
-// so its ids drive both sides.
-void attach_hf_reference(const VerifyOptions& opt, const ModelConfig& cfg, const WeightStore& weights,
-                         const fs::path& tok_dir, const std::vector<PromptSpec>& specs, bool chat, Plan& plan,
-                         VerifyResult& res) {
+// Runs the reference program (tools/hf_reference.py or tools/numpy_reference.py) on the
+// prompt set. transformers tokenizes texts itself, so its ids drive both sides; the numpy
+// program has no tokenizer and gets the ids llmport encoded (the tokenizer has its own
+// independent checks: tests/tokenizer).
+void attach_program_reference(const VerifyOptions& opt, const ModelConfig& cfg, const WeightStore& weights,
+                              const fs::path& dir, std::vector<PromptSpec> specs, bool chat, Plan& plan,
+                              VerifyResult& res) {
+  const auto& program = verify_detail::reference_program(opt.reference);
   const fs::path out_dir = opt.report_dir.empty()
-                               ? fs::temp_directory_path() / ("llmport-hf-" + std::to_string(::getpid()))
+                               ? fs::temp_directory_path() / ("llmport-" + program.kind + "-" + std::to_string(::getpid()))
                                : opt.report_dir;
   fs::create_directories(out_dir);
-  const fs::path out = out_dir / "hf_reference.json";
-  const DType engine_dtype = opt.engine.dtype.value_or(checkpoint_dtype(cfg, weights));
-  res.reference_program = verify_detail::run_hf_reference(opt.python, tok_dir, specs, chat, plan.n_steps, out,
-                                                          engine_dtype == DType::F32 ? "float32" : "");
+  const fs::path out = out_dir / (program.kind + "_reference.json");
+  std::vector<std::string> extra;
+  if (program.tokenizes) {
+    const DType engine_dtype = opt.engine.dtype.value_or(checkpoint_dtype(cfg, weights));
+    if (engine_dtype == DType::F32) extra = {"--dtype", "float32"};
+  } else {
+    for (std::size_t i = 0; i < specs.size(); ++i) specs[i].ids = plan.prompts[i].ids;
+  }
+  res.reference_program =
+      verify_detail::run_reference_program(program, opt.python, dir, specs, chat, plan.n_steps, out, extra);
   plan.golden = std::make_shared<RecordFile>(read_record_file(out));
   res.reference_program["versions"] = plan.golden->versions;
   res.reference_source = out.string() + " (" + res.reference_program.value("program", std::string()) + ")";
@@ -245,16 +255,16 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
                     const WeightStore& weights, const Tokenizer* tok, const fs::path& tok_dir, VerifyResult& res) {
   const std::string& ref = opt.reference;
   if (ref.rfind("golden:", 0) == 0) return plan_golden(ref.substr(7), res);
-  if (ref != "oracle" && ref != "hf")
-    throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle or hf)");
+  if (ref != "oracle" && ref != "hf" && ref != "numpy")
+    throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle, hf or numpy)");
   res.reference_kind = ref;
   Plan plan;
   plan.n_steps = opt.n_steps;
   bool chat = false;
   const auto specs = choose_prompt_set(opt, cfg, tok, plan.n_steps, plan, chat, res);
   plan.prompts = encode_prompts(specs, tok, chat, model_dir, res);
-  if (ref == "hf") {
-    attach_hf_reference(opt, cfg, weights, tok_dir, specs, chat, plan, res);
+  if (ref != "oracle") {
+    attach_program_reference(opt, cfg, weights, tok_dir, specs, chat, plan, res);
   } else {
     res.reference_source = "llmport reference kernels (fp32)";
     res.reference_dtype = "fp32";

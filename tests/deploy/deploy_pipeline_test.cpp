@@ -184,7 +184,13 @@ TEST(DeployCli, BadInputIsExit2) {
   TempDir t;
   const std::string model = shared_path("models/stories260K").string(), ws = (t.path() / "ws").string();
   EXPECT_EQ(deploy({model, "--workspace", ws, "--reference", "golden:" + (t.path() / "nope.json").string()}).exit_code, 2);
-  EXPECT_EQ(deploy({model, "--workspace", ws, "--reference", "numpy"}).exit_code, 2);
+  EXPECT_EQ(deploy({model, "--workspace", ws, "--reference", "torch"}).exit_code, 2);
+  {  // a reference program that cannot run here is refused before anything is written
+    const llmport::test::ScopedEnv py("LLMPORT_PYTHON", (t.path() / "no-python").string());
+    const auto np = deploy({model, "--workspace", ws, "--reference", "numpy"});
+    EXPECT_EQ(np.exit_code, 2) << np.err;
+    EXPECT_NE(np.err.find("--reference numpy needs "), std::string::npos) << np.err;
+  }
   EXPECT_EQ(deploy({model, "--workspace", ws, "--dtype", "int3"}).exit_code, 2);
   EXPECT_EQ(deploy({model, "--workspace", ws, "--from-phase", "2"}).exit_code, 2);  // nothing passed yet
   EXPECT_EQ(deploy({(t.path() / "missing").string(), "--workspace", ws}).exit_code, 2);

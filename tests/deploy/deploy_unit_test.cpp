@@ -96,10 +96,12 @@ TEST(DeployTiming, TunedConfigsAreAdoptedOnlyWhenMeasurablyFaster) {
   EXPECT_NEAR(slow.interval.ratio, 13.1 / 10.5, 1e-12);
 }
 
-TEST(DeployReference, ParsesTheThreeKinds) {
+TEST(DeployReference, ParsesTheFourKinds) {
   EXPECT_EQ(ReferenceSpec::parse("oracle").kind, "oracle");
   EXPECT_FALSE(ReferenceSpec::parse("oracle").independent());
   EXPECT_TRUE(ReferenceSpec::parse("hf").independent());
+  EXPECT_EQ(ReferenceSpec::parse("numpy").to_arg(), "numpy");
+  EXPECT_TRUE(ReferenceSpec::parse("numpy").independent());
   TempDir t;
   llmport::test::write_file(t.path() / "g.json", "{}");
   auto g = ReferenceSpec::parse("golden:" + (t.path() / "g.json").string());
@@ -107,7 +109,7 @@ TEST(DeployReference, ParsesTheThreeKinds) {
   EXPECT_TRUE(g.file.is_absolute());
   EXPECT_EQ(g.to_arg(), "golden:" + g.file.string());
   EXPECT_THROW(ReferenceSpec::parse("golden:" + (t.path() / "missing.json").string()), UsageError);
-  EXPECT_THROW(ReferenceSpec::parse("numpy"), UsageError);
+  EXPECT_THROW(ReferenceSpec::parse("torch"), UsageError);
 }
 
 TEST(DeployManifest, RoundTripsThroughJson) {

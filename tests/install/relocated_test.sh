@@ -18,7 +18,7 @@ unset LLMPORT_DATA_DIR
 [ -z "$(cd "$p/include" && find . -type f ! -path './llmport/*.hpp')" ] || fail "non-public files under include/"
 libs="$(cd "$p" && find . -name 'libllmport*' -type f | sort)"
 case "$libs" in ./lib/libllmport.a | ./lib/libllmport.so.*) ;; *) fail "expected one libllmport, got: $libs" ;; esac
-for f in share/llmport/registry/cpu share/llmport/prompts/base.json share/llmport/tools/hf_reference.py \
+for f in share/llmport/registry/cpu share/llmport/prompts/base.json share/llmport/tools/hf_reference.py share/llmport/tools/numpy_reference.py \
          lib/cmake/llmport/llmportConfig.cmake lib/pkgconfig/llmport.pc; do
   [ -e "$p/$f" ] || fail "$f not installed"
 done

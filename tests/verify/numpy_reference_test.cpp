@@ -97,5 +97,44 @@ TEST(NumpyReference, JudgesLlmportOnPromptsNoGoldenHolds) {
   }
 }
 
+// `verify --reference numpy` runs the shipped program itself on the built-in prompt set: a
+// plain PASS whose report names the program; a copy of the program under another path
+// (LLMPORT_NUMPY_REFERENCE) is named with its hash and caps the verdict.
+TEST(NumpyReference, VerifyRunsTheShippedProgramAndCapsAnother) {
+  TempDir t;
+  const ScopedEnv py("LLMPORT_PYTHON", python_with("numpy", "python3-numpy"));
+  const auto r = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32",
+                              "--report-dir", (t.path() / "a").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1), "PASS\n") << r.out;
+  const json report = json::parse(read_file(t.path() / "a" / "report.json"));
+  EXPECT_EQ(report["reference"]["program"]["shipped"], true);
+  EXPECT_EQ(report["reference"]["program"]["script"], "numpy_reference.py");
+
+  const fs::path copy = t.path() / "my_reference.py";
+  fs::copy_file(fs::path(LLMPORT_SOURCE_DIR) / "tools/numpy_reference.py", copy);
+  {
+    std::ofstream(copy, std::ios::app) << "# edited\n";
+  }
+  const ScopedEnv other("LLMPORT_NUMPY_REFERENCE", copy.string());
+  const auto c = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32",
+                              "--report-dir", (t.path() / "b").string()});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("PASS-with-warnings (numpy reference program " + copy.string() +
+                       " is not the shipped tools/numpy_reference.py)"),
+            std::string::npos)
+      << c.out;
+}
+
+// Without numpy the reference is a one-line usage error (exit 2), never a crash or a PASS.
+TEST(NumpyReference, WithoutNumpyIsAUsageError) {
+  TempDir t;
+  const ScopedEnv py("LLMPORT_PYTHON", (t.path() / "no-python").string());
+  const auto r = run_llmport({"verify", stories_dir().string(), "--reference", "numpy"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("error: --reference numpy needs "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("python3-numpy"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace llmport::test
