@@ -29,6 +29,7 @@
 #include "llmport/weights.hpp"
 #include "serve/api_error.hpp"
 #include "serve/connection.hpp"
+#include "serve/connection_pool.hpp"
 #include "serve/http_connection.hpp"
 #include "serve/metrics.hpp"
 #include "serve/openai_request.hpp"
@@ -336,7 +337,16 @@ class Server {
     if (opt_.queue < 0 || opt_.queue > 4096) throw UsageError("--queue must be in [0, 4096]");
     if (opt_.ctx_size < 1) throw UsageError("--ctx-size must be at least 1");
     if (opt_.port < 0 || opt_.port > 65535) throw UsageError("--port must be in [0, 65535]");
+    if (opt_.max_connections != 0 && opt_.max_connections < opt_.parallel + opt_.queue)
+      throw UsageError("--max-connections " + std::to_string(opt_.max_connections) + " is below --parallel + --queue (" +
+                       std::to_string(opt_.parallel + opt_.queue) + "): admitted requests need their connections");
   }
+
+  int max_connections() const {
+    return opt_.max_connections != 0 ? opt_.max_connections : opt_.parallel + opt_.queue + kIdleConnections;
+  }
+  /// Connections beyond the admitted requests by default, for idle and slow clients.
+  static constexpr int kIdleConnections = 64;
 
   // A request this server will not read on (a malformed header section, a body framing it
   // does not support, a Content-Length over the limit or not a number): `res` holds the
@@ -357,8 +367,11 @@ class Server {
   }
 
   void setup_routes() {
-    const std::size_t pool = static_cast<std::size_t>(opt_.parallel + opt_.queue + 4);
-    http_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
+    // One thread per connection (httplib's model); idle threads cost little, so beyond the
+    // parallel + queue requests admission lets in there is room for many idle and slow
+    // clients, and past the limit the pool ends the one waiting longest or answers 503
+    // (serve/connection_pool.hpp), so a request sent at once never waits behind them.
+    http_.set_max_connections(static_cast<std::size_t>(max_connections()));
     // SO_REUSEADDR only: a restarted server binds while its old connections sit in
     // TIME_WAIT. httplib's default adds SO_REUSEPORT, which lets a second server bind the
     // same port and silently take half of its connections.
@@ -520,6 +533,9 @@ class Server {
     RequestReading* conn = current_request();
     if (conn && req.get_header_value("Transfer-Encoding") == "chunked") conn->chunked_body = true;
     bool over = false;
+    // While the body arrives the connection waits on its client: the pool may end it for a
+    // new connection when every thread is taken (serve/connection_pool.hpp).
+    if (conn) connection_phase(ConnPhase::Waiting, conn->socket);
     const bool ok = reader([&](const char* data, std::size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {
         over = true;
@@ -528,6 +544,7 @@ class Server {
       body.append(data, n);
       return true;
     });
+    if (conn) connection_phase(ConnPhase::Handling, conn->socket);
     if (ok) return true;
     if (over || res.status == 413) {
       send_error(res, 413, over_limit_message());

@@ -322,6 +322,10 @@ TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   r = run_llmport({"serve", stories(), "--ctx-size", "4", "--parallel", "4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--ctx-size 4 over --parallel 4 leaves 1 tokens per slot"), std::string::npos) << r.err;
+  r = run_llmport({"serve", stories(), "--parallel", "2", "--queue", "3", "--max-connections", "4", "--port", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --max-connections 4 is below --parallel + --queue (5): admitted requests need their "
+                   "connections\n") << r.err;
   // Weights + KV beyond the available memory: stories260K's config with a 100M-token
   // context, all of it asked for (5 layers x 4 kv heads x 8 dims x 2 x 4 bytes = 1280 bytes
   // per token: 128 GB).
