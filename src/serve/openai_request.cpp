@@ -80,6 +80,13 @@ std::string content_text(const json& c, const std::string& where) {
   bad(where, "expected a string or a list of text parts, got " + std::string(c.type_name()));
 }
 
+// OpenAI's message roles.
+bool known_role(const std::string& role) {
+  for (const char* r : {"system", "developer", "user", "assistant", "tool", "function"})
+    if (role == r) return true;
+  return false;
+}
+
 }  // namespace
 
 GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
@@ -106,6 +113,12 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
       const std::string where = "messages[" + std::to_string(i) + "]";
       if (!msg.is_object()) bad(where, "expected an object");
       if (!msg.contains("role") || !msg.at("role").is_string()) bad(where + ".role", "expected a string");
+      // A chat template renders the roles it knows and may drop any other without a word
+      // (Qwen3's does): the message would be left out of the prompt silently.
+      const std::string role = msg.at("role").get<std::string>();
+      if (!known_role(role))
+        bad(where + ".role", "unknown role '" + printable(role) +
+                                 "' (expected system, developer, user, assistant, tool or function)");
       std::string content;
       if (const json* c = field(msg, "content")) content = content_text(*c, where + ".content");
       r.messages.push_back({{"role", msg.at("role").get<std::string>()}, {"content", content}});

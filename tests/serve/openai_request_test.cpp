@@ -117,6 +117,15 @@ TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":5}]})", Endpoint::Chat), "messages[0].content");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::Chat), "logprobs");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::Chat), "top_logprobs");
+  // A role the chat template does not know was dropped from the prompt without a word
+  // (Qwen3's template: "hacker" left 3 of 15 prompt tokens).
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"hacker","content":"x"}]})", Endpoint::Chat), "messages[0].role");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"},{"role":"","content":"y"}]})", Endpoint::Chat),
+            "messages[1].role");
+  for (const char* role : {"system", "developer", "user", "assistant", "tool", "function"})
+    EXPECT_EQ(param_of(std::string(R"({"messages":[{"role":")") + role + R"(","content":"x"}]})", Endpoint::Chat),
+              "<accepted>")
+        << role;
   // null means "not given".
   EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":null,"stop":null,"seed":null})"), "<accepted>");
 }
