@@ -130,6 +130,36 @@ TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
   EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":null,"stop":null,"seed":null})"), "<accepted>");
 }
 
+// Fields whose effect is not implemented: their defaults are accepted (clients send them),
+// anything else is a 400 naming the field (it was answered without the effect, 200).
+TEST(OpenAiRequest, UnimplementedFieldsAreAcceptedAtTheirDefaultsOnly) {
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}],)";
+  const std::string defaults_c = R"({"prompt":"a","presence_penalty":0,"frequency_penalty":0.0,"logit_bias":{},)"
+                                 R"("best_of":1,"suffix":""})";
+  EXPECT_EQ(param_of(defaults_c), "<accepted>");
+  EXPECT_EQ(param_of(chat + R"("tools":[],"tool_choice":"none","response_format":{"type":"text"},)"
+                            R"("presence_penalty":0,"logit_bias":{}})",
+                     Endpoint::Chat),
+            "<accepted>");
+  EXPECT_EQ(param_of(R"({"prompt":"a","presence_penalty":0.5})"), "presence_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","frequency_penalty":-1})"), "frequency_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","frequency_penalty":"0"})"), "frequency_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logit_bias":{"50":100}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"a","best_of":2})"), "best_of");
+  EXPECT_EQ(param_of(R"({"prompt":"a","suffix":"end"})"), "suffix");
+  EXPECT_EQ(param_of(chat + R"("tools":[{"type":"function","function":{"name":"f"}}]})", Endpoint::Chat), "tools");
+  EXPECT_EQ(param_of(chat + R"("tool_choice":"required"})", Endpoint::Chat), "tool_choice");
+  EXPECT_EQ(param_of(chat + R"("functions":[{"name":"f"}]})", Endpoint::Chat), "functions");
+  EXPECT_EQ(param_of(chat + R"("response_format":{"type":"json_object"}})", Endpoint::Chat), "response_format");
+  try {
+    parse_request(R"({"prompt":"a","logit_bias":{"50":100}})", Endpoint::Completions);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_STREQ(e.what(), "'logit_bias': not supported (only {})");
+  }
+}
+
 TEST(OpenAiRequest, ContextRuleNamesTheNumbers) {
   auto r = parse_request(R"({"prompt":"a","max_tokens":10})", Endpoint::Completions);
   EXPECT_EQ(token_budget(r, 91, 100), 10);  // 91 + 10 - 1 = 100: fits
