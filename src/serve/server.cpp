@@ -201,7 +201,13 @@ class TextPipe {
     dec_.emplace(*tok, /*skip_special_tokens=*/true);
     for (int id : prompt) dec_->push(id);
   }
-  std::string push(int id) { return stop_.push(utf8_.push(dec_ ? dec_->push(id) : std::string())); }
+  std::string push(int id) {
+    raw_ = dec_ ? dec_->push(id) : std::string();
+    return stop_.push(utf8_.push(raw_));
+  }
+  /// The text the last push decoded, before UTF-8 holdback and stop strings: that token's
+  /// own text (a token that is part of a character adds nothing, the next one all of it).
+  const std::string& last_text() const { return raw_; }
   /// The rest at the end of a generation that did not stop on a string.
   std::string finish() {
     std::string out = stop_.push(utf8_.push(dec_ ? dec_->flush() : std::string()));
@@ -212,6 +218,7 @@ class TextPipe {
 
  private:
   std::optional<IncrementalDecoder> dec_;
+  std::string raw_;
   Utf8Holdback utf8_;
   StopMatcher stop_;
 };
@@ -585,11 +592,24 @@ class Server {
     return ids;
   }
 
-  std::string token_text(int id) const { return tok_ ? tok_->decode({id}, false) : std::to_string(id); }
+  // The text an alternative token `id` would add after token `prev`: decoded alone, a token
+  // loses what the decoder strips at the start of a text (the leading space of a
+  // SentencePiece "▁there"). After a special token (BOS: nothing decoded yet) it is
+  // the start of the text.
+  std::string token_text(int prev, int id) const {
+    if (!tok_) return std::to_string(id);
+    if (tok_->is_special(prev)) return tok_->decode({id}, false);
+    const std::string before = tok_->decode({prev}, false);
+    const std::string both = tok_->decode({prev, id}, false);
+    if (both.size() >= before.size() && both.compare(0, before.size(), before) == 0) return both.substr(before.size());
+    return tok_->decode({id}, false);
+  }
 
-  TokenLogprob token_logprob(const TokenEvent& ev) const {
-    TokenLogprob t{token_text(ev.id), ev.logprob, {}};
-    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(id), lp);
+  /// `text`: what the chosen token added to the text (TextPipe::last_text; so the `tokens`
+  /// join to the text, each at its `text_offset`); `prev`: the token before it.
+  TokenLogprob token_logprob(int prev, const std::string& text, const TokenEvent& ev) const {
+    TokenLogprob t{tok_ ? text : std::to_string(ev.id), ev.logprob, {}};
+    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(prev, id), lp);
     return t;
   }
 
@@ -645,6 +665,8 @@ class Server {
     std::vector<TokenLogprob> lps;
     std::vector<int> offsets;
     int n_gen = 0;
+    int prev = prompt.back();
+    int decoded = 0;  // bytes of text the tokens so far added (text_offset)
     TokenEvent ev;
     for (;;) {
       const auto w = gen->next(ev, kClientCheck);
@@ -664,11 +686,13 @@ class Server {
       if (w == Generation::Wait::Timeout) continue;
       if (w == Generation::Wait::Done) break;
       ++n_gen;
-      if (r.logprobs) {
-        offsets.push_back(static_cast<int>(text.size()));
-        lps.push_back(token_logprob(ev));
-      }
       text += pipe.push(ev.id);
+      if (r.logprobs) {
+        offsets.push_back(decoded);
+        lps.push_back(token_logprob(prev, pipe.last_text(), ev));
+        decoded += static_cast<int>(pipe.last_text().size());
+      }
+      prev = ev.id;
       if (pipe.stopped()) {
         gen->cancel();
         break;
@@ -691,8 +715,10 @@ class Server {
       bool started = false, finished = false;
       int n_gen = 0;
       int offset = 0;
+      int prev = 0;  // the token before the next one
     };
     auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop)});
+    st->prev = prompt.back();
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -716,8 +742,9 @@ class Server {
             ++st->n_gen;
             const std::string piece = st->pipe.push(ev.id);
             json lp = nullptr;
-            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(ev)}, {st->offset});
-            st->offset += static_cast<int>(piece.size());
+            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(st->prev, st->pipe.last_text(), ev)}, {st->offset});
+            st->prev = ev.id;
+            st->offset += static_cast<int>(st->pipe.last_text().size());
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
               if (!send(chunk_body(head, piece, lp, ""))) {
                 gen->cancel();  // the client went away: free its slot

@@ -154,6 +154,42 @@ TEST_F(ServeStories, LogprobsListTopKPerToken) {
     for (const auto& [k, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
     EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
   }
+  // Each token is the text it adds (the golden's SentencePiece piece, its leading space
+  // kept: decoded alone, "\u2581with" lost it), so the tokens join to the text at their
+  // offsets, and the chosen token is among its alternatives by that text.
+  const std::string text = json::parse(r.body)["choices"][0]["text"];
+  std::string joined;
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::string want = c.at("generated_tokens")[i];
+    if (want.rfind("\u2581", 0) == 0) want = " " + want.substr(3);
+    EXPECT_EQ(lp["tokens"][i], want) << i;
+    EXPECT_EQ(lp["text_offset"][i], joined.size()) << i;
+    EXPECT_TRUE(lp["top_logprobs"][i].contains(want)) << lp["top_logprobs"][i].dump();
+    joined += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(joined, text);
+  // Streamed: the same tokens, one per event.
+  req["stream"] = true;
+  const auto st = post("/v1/completions", req);
+  ASSERT_EQ(st.status, 200) << st.body;
+  std::vector<json> streamed;
+  for (const auto& ev : sse_payloads(st.body)) {
+    const auto j = json::parse(ev, nullptr, false);
+    if (j.is_object() && j["choices"][0]["logprobs"].is_object()) streamed.push_back(j["choices"][0]["logprobs"]);
+  }
+  ASSERT_EQ(streamed.size(), 5u) << st.body;
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(streamed[i]["tokens"][0], lp["tokens"][i]) << i;
+    EXPECT_EQ(streamed[i]["text_offset"][0], lp["text_offset"][i]) << i;
+  }
+  // After BOS alone the first token starts the text: its space is stripped there, as in it.
+  const auto e = post("/v1/completions", {{"prompt", ""}, {"max_tokens", 3}, {"temperature", 0}, {"logprobs", 1}});
+  ASSERT_EQ(e.status, 200) << e.body;
+  const auto ec = json::parse(e.body)["choices"][0];
+  EXPECT_EQ(ec["text"], "Once upon a");
+  EXPECT_EQ(ec["logprobs"]["tokens"], json::array({"Once", " upon", " a"})) << e.body;
+  EXPECT_EQ(ec["logprobs"]["text_offset"], json::array({0, 4, 9})) << e.body;
+  EXPECT_TRUE(ec["logprobs"]["top_logprobs"][0].contains("Once")) << e.body;
 }
 
 TEST_F(ServeStories, ErrorStatusesInOpenAisShape) {
