@@ -252,7 +252,7 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
     ASSERT_EQ(r.status, 200) << r.body;
     solo.push_back(json::parse(r.body)["choices"][0]);
   }
-  // All 8 at once (twice: streams and whole responses interleave differently each time).
+  // All 8 at once (twice: they interleave differently each time; streams: ServeBatching).
   for (int round = 0; round < 2; ++round) {
     std::vector<std::future<HttpResult>> fs;
     for (std::size_t i = 0; i < 8; ++i)
@@ -269,6 +269,69 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
   const auto metrics = curl("GET", server_->url("/metrics")).body;
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_in_use"), 0) << metrics;
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_total"), 8);
+}
+
+// Continuous batching with streams: 8 streamed greedy clients started 15 ms apart (a step
+// takes >= 5 ms here, so each joins the batch while the others decode, its prompt prefilled
+// beside their next tokens: at least 4 slots were seen in use at once) get, event by event,
+// their solo whole answer: the golden text, and every token with its bit-identical top-5
+// logprobs at its offset; usage counts the prompt and the 32 generated tokens.
+TEST(ServeBatching, EightConcurrentStreamsEachEqualTheirSoloAnswer) {
+  ServerProcess server({stories(), "--parallel", "8", "--threads", "2", "--test-step-delay-ms", "5"});
+  ASSERT_TRUE(server.wait_ready()) << server.stderr_text();
+  auto post = [&](const json& body) { return curl("POST", server.url("/v1/completions"), body.dump()); };
+  const auto cases = golden().at("cases");
+  std::vector<json> solo;
+  for (std::size_t i = 0; i < 8; ++i) {
+    json req = completion_request(cases[i]);
+    req["logprobs"] = 5;
+    const auto r = post(req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    solo.push_back(json::parse(r.body)["choices"][0]["logprobs"]);
+  }
+  std::vector<std::future<HttpResult>> fs;
+  for (std::size_t i = 0; i < 8; ++i) {
+    json req = completion_request(cases[i], /*stream=*/true);
+    req["logprobs"] = 5;
+    fs.push_back(std::async(std::launch::async, [req, &post] { return post(req); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  double most_in_use = 0;
+  while (fs.back().wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+    most_in_use = std::max(most_in_use, metric(curl("GET", server.url("/metrics")).body, "llmport_kv_cache_slots_in_use"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(most_in_use, 4);
+  for (std::size_t i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    const auto r = fs[i].get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string text;
+    json tokens = json::array(), offsets = json::array(), lps = json::array(), tops = json::array();
+    json usage;
+    for (const auto& ev : sse_payloads(r.body)) {
+      if (ev == "[DONE]") continue;
+      const auto j = json::parse(ev);
+      if (j.contains("usage")) usage = j["usage"];
+      if (j["choices"].empty()) continue;
+      const auto& ch = j["choices"][0];
+      text += ch["text"].get<std::string>();
+      if (!ch["logprobs"].is_object()) continue;
+      tokens.push_back(ch["logprobs"]["tokens"][0]);
+      offsets.push_back(ch["logprobs"]["text_offset"][0]);
+      lps.push_back(ch["logprobs"]["token_logprobs"][0]);
+      tops.push_back(ch["logprobs"]["top_logprobs"][0]);
+    }
+    EXPECT_EQ(text, cases[i].at("completion_text"));
+    EXPECT_EQ(tokens, solo[i]["tokens"]);
+    EXPECT_EQ(offsets, solo[i]["text_offset"]);
+    EXPECT_EQ(lps.dump(), solo[i]["token_logprobs"].dump());
+    EXPECT_EQ(tops.dump(), solo[i]["top_logprobs"].dump());
+    EXPECT_EQ(usage["prompt_tokens"], cases[i].at("prompt_ids").size());
+    EXPECT_EQ(usage["completion_tokens"], cases[i].at("n_steps"));
+    EXPECT_EQ(usage["total_tokens"], cases[i].at("prompt_ids").size() + cases[i].at("n_steps").get<std::size_t>());
+  }
+  EXPECT_TRUE(wait_metric(server, "llmport_kv_cache_slots_in_use", 0));
 }
 
 // A slow server (test-only step delay) for cancellation, backpressure and draining.
