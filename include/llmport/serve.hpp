@@ -4,7 +4,7 @@
 // backpressure (a bounded queue; 429 beyond it). See docs/serving.md.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (both with `stream`),
-// GET /v1/models, GET /health (503 {"status":"loading"} until the model is loaded, then
+// GET /v1/models, GET /v1/models/{model} (404 model_not_found for another name), GET /health (503 {"status":"loading"} until the model is loaded, then
 // 200 {"status":"ok"}), GET /metrics (Prometheus text, names prefixed llmport_).
 // Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}:
 //   400 malformed JSON, a field of the wrong type or out of range, n != 1, echo true,

@@ -52,9 +52,13 @@ const char* kRoutes[][2] = {{"GET", "/health"},
                             {"POST", "/v1/completions"},
                             {"POST", "/v1/chat/completions"}};
 
+/// GET /v1/models/{model} (OpenAI's "retrieve model"; the SDKs' models.retrieve).
+constexpr char kModelPrefix[] = "/v1/models/";
+
 std::string route_label(const std::string& path) {
   for (const auto& r : kRoutes)
     if (path == r[1]) return r[1];
+  if (path.size() > sizeof kModelPrefix - 1 && path.rfind(kModelPrefix, 0) == 0) return "/v1/models/{model}";
   return "other";
 }
 
@@ -469,8 +473,18 @@ class Server {
       res.set_content(metrics_.render(), "text/plain; version=0.0.4");
     });
     http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      const json m = {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
-      res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+      res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+    });
+    http_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string id = req.path.substr(sizeof kModelPrefix - 1);
+      if (id != model_name_) {
+        res.status = 404;
+        json e = error_body(404, "the model '" + printable(id) + "' does not exist (this server serves '" +
+                                     printable(model_name_) + "')", "model");
+        e["error"]["code"] = "model_not_found";  // OpenAI's code for it
+        return res.set_content(dump(e), "application/json");
+      }
+      res.set_content(dump(model_json()), "application/json");
     });
     // Bodies are read by our handlers (ContentReader), not by httplib: its own reading caps
     // application/x-www-form-urlencoded bodies (curl -d's default type) at 8 KiB in the
@@ -486,7 +500,7 @@ class Server {
     // Anything else: 405 for a known route with another method, else 404.
     auto fallback = [](const httplib::Request& req, httplib::Response& res) {
       for (const auto& r : kRoutes)
-        if (req.path == r[1]) {
+        if (req.path == r[1] || (r[1] == std::string("/v1/models") && route_label(req.path) == "/v1/models/{model}")) {
           res.set_header("Allow", r[0]);
           return send_error(res, 405, "method " + req.method + " is not allowed on " + req.path + " (use " + r[0] + ")");
         }
@@ -502,6 +516,10 @@ class Server {
     http_.Patch(".*", fallback_with_body);
     http_.Delete(".*", fallback_with_body);
     http_.Options(".*", fallback);
+  }
+
+  json model_json() const {
+    return {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
   }
 
   // Why httplib could not parse a request (its 400): a header line or section over the

@@ -56,6 +56,21 @@ TEST_F(ServeStories, ListeningLineHealthAndModels) {
   ASSERT_EQ(m["data"].size(), 1u);
   EXPECT_EQ(m["data"][0]["id"], "stories");
   EXPECT_EQ(m["data"][0]["object"], "model");
+  // Retrieve (the SDKs' models.retrieve): the served model, else 404 model_not_found.
+  const auto one = curl("GET", server_->url("/v1/models/stories"));
+  EXPECT_EQ(one.status, 200);
+  EXPECT_EQ(json::parse(one.body), m["data"][0]);
+  const auto other = curl("GET", server_->url("/v1/models/gpt-4o"));
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(json::parse(other.body),
+            json({{"error",
+                   {{"message", "the model 'gpt-4o' does not exist (this server serves 'stories')"},
+                    {"type", "invalid_request_error"},
+                    {"param", "model"},
+                    {"code", "model_not_found"}}}}));
+  const auto post_one = curl("POST", server_->url("/v1/models/stories"), "{}");
+  EXPECT_EQ(post_one.status, 405);
+  EXPECT_NE(post_one.headers.find("Allow: GET"), std::string::npos) << post_one.headers;
 }
 
 TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
