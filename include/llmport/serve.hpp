@@ -4,7 +4,7 @@
 // backpressure (a bounded queue; 429 beyond it). See docs/serving.md.
 //
 // Routes: POST /v1/completions, POST /v1/chat/completions (both with `stream`),
-// GET /v1/models, GET /health (503 {"status":"loading"} until the model is loaded, then
+// GET /v1/models, GET /v1/models/{model} (404 model_not_found for another name), GET /health (503 {"status":"loading"} until the model is loaded, then
 // 200 {"status":"ok"}), GET /metrics (Prometheus text, names prefixed llmport_).
 // Errors use OpenAI's shape {"error": {"message", "type", "param", "code"}}:
 //   400 malformed JSON, a field of the wrong type or out of range, n != 1, echo true,
@@ -16,7 +16,8 @@
 //   404 unknown route; 405 known route, wrong method; 413 body over max_body_bytes (any
 //       Content-Type, Content-Length or chunked);
 //   429 (with Retry-After) when `parallel` requests run and `queue` more wait;
-//   503 while loading or shutting down.
+//   503 while loading or shutting down, or for a connection that found no thread within
+//       1 s (max_connections, every one answering a request).
 // Unknown request fields are ignored. A client that disconnects before its answer is
 // complete (streamed or not) cancels its generation and frees its slot (counted as status
 // 499 in llmport_requests_total).
@@ -59,6 +60,11 @@ struct ServeOptions {
   /// Seconds the whole request head (request line, headers) may take from its first byte,
   /// and each next body byte: beyond, 408 and the connection ends.
   int read_timeout_s = 30;
+  /// Connections served at once, each on its own thread; 0 = parallel + queue + 64. One
+  /// more ends the connection waiting longest (>= 250 ms) on its client (idle, or its
+  /// request still arriving), else waits for a thread up to 1 s, then is answered 503
+  /// (Retry-After: 1). At least parallel + queue.
+  int max_connections = 0;
   double shutdown_grace_s = 10;    ///< SIGINT/SIGTERM: seconds in-flight requests may finish
   int test_step_delay_ms = 0;      ///< test-only: pause after every batched step (ms)
 };

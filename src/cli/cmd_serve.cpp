@@ -37,6 +37,7 @@ struct ServeArgs {
   int prefill_chunk = 128;
   double shutdown_grace = 10;
   int read_timeout = 30;
+  int max_connections = 0;
   int test_step_delay_ms = 0;
 };
 
@@ -55,6 +56,7 @@ int run_serve(const ServeArgs& a) {
   o.prefill_chunk = a.prefill_chunk;
   o.shutdown_grace_s = a.shutdown_grace;
   o.read_timeout_s = a.read_timeout;
+  o.max_connections = a.max_connections;
   o.test_step_delay_ms = a.test_step_delay_ms;
   std::filesystem::path dir;
   std::string registry = a.registry;
@@ -142,6 +144,10 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        sub.add_option("--read-timeout", a->read_timeout,
                                       "seconds the request head may take in all, and each next body byte; beyond: 408")
                            ->check(in_range(1, 3600));
+                       sub.add_option("--max-connections", a->max_connections,
+                                      "connections served at once (default: parallel + queue + 64); beyond, the "
+                                      "one idle longest is closed, else 503")
+                           ->check(in_range(1, 65536));
                        sub.add_option("--test-step-delay-ms", a->test_step_delay_ms,
                                       "test-only: pause after every batched step")
                            ->check(in_range(0, 10000))

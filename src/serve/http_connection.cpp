@@ -1,6 +1,7 @@
 #include "serve/http_connection.hpp"
 
 #include "serve/chunked_framing.hpp"
+#include "serve/connection_pool.hpp"
 
 #include <netdb.h>
 #include <poll.h>
@@ -127,11 +128,14 @@ bool numeric_endpoint(const sockaddr_storage& a, socklen_t len, std::string& ip,
 }
 
 // FIN to the client, then the unread rest of its request read and dropped until it closes
-// or `seconds` pass: closing a socket with unread bytes makes the kernel send a reset, which
+// or `ms` pass: closing a socket with unread bytes makes the kernel send a reset, which
 // can destroy the response in the client's receive buffer before the client reads it.
-void lingering_close(socket_t sock, time_t seconds) {
+// The pool may end the drain early (connection_phase: Waiting) for a connection that needs
+// the thread.
+void lingering_close(socket_t sock, long long ms) {
+  connection_phase(ConnPhase::Waiting, sock);
   shutdown(sock, SHUT_WR);
-  const auto deadline = Clock::now() + std::chrono::seconds(seconds);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(ms);
   char buf[16384];
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
@@ -140,6 +144,7 @@ void lingering_close(socket_t sock, time_t seconds) {
     if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
     if (recv(sock, buf, sizeof buf, 0) <= 0) break;
   }
+  connection_phase(ConnPhase::Waiting, -1);
   close(sock);
 }
 
@@ -275,6 +280,7 @@ class ConnectionStream final : public httplib::Stream {
       if (!in_request_line_ && line_len_ == 2 && after_cr) {  // exactly "\r\n", as httplib's end
         in_head_ = false;
         if (req_) req_->head_complete = true;
+        connection_phase(ConnPhase::Handling, sock_);  // the pool no longer ends it
       }
       in_request_line_ = false;
       line_len_ = 0;
@@ -348,10 +354,34 @@ void HttpServer::widen_listen_backlog() {
   if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);  // Linux: updates the backlog
 }
 
+void HttpServer::set_max_connections(std::size_t n) {
+  max_connections_ = n;
+  new_task_queue = [n] { return new ConnectionPool(n); };
+}
+
+// A connection for which the pool had no thread (every one answering a request): 503 at
+// once, with a short drain of what the client sent so far.
+void HttpServer::refuse_connection(socket_t sock) const {
+  const std::string body =
+      own_error_body_ ? own_error_body_(503, "the server is at its limit of " + std::to_string(max_connections_) +
+                                                 " connections answering requests; retry later")
+                      : std::string();
+  const std::string msg = "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n"
+                          "Content-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  send(sock, msg.data(), msg.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  lingering_close(sock, 200);
+}
+
 bool HttpServer::process_and_close_socket(socket_t sock) {
+  if (connection_refused()) {
+    refuse_connection(sock);
+    return false;
+  }
   ConnectionStream strm(sock, poll_ms(read_timeout_sec_, read_timeout_usec_),
                         poll_ms(write_timeout_sec_, write_timeout_usec_));
   bool ret = false, linger = false;
+  connection_phase(ConnPhase::Waiting, sock);
   for (std::size_t left = keep_alive_max_count_; left > 0 && wait_for_request(strm); --left) {
     RequestReading r;
     r.socket = sock;
@@ -372,10 +402,12 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
     }
     linger = r.close_after;
     if (!ret || closed || r.close_after) break;
+    connection_phase(ConnPhase::Waiting, sock);  // idle until the next request
   }
   if (linger) {
-    lingering_close(sock, keep_alive_timeout_sec_);
+    lingering_close(sock, keep_alive_timeout_sec_ * 1000);
   } else {
+    connection_phase(ConnPhase::Waiting, -1);
     shutdown(sock, SHUT_RDWR);
     close(sock);
   }

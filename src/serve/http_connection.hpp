@@ -95,11 +95,17 @@ class HttpServer : public httplib::Server {
   /// After bind_to_port: the listen backlog becomes SOMAXCONN. httplib 0.11 listens with a
   /// backlog of 5, so a burst of connects past it had SYNs dropped and retried 1 s later.
   void widen_listen_backlog();
+  /// At most `n` connections served at once, each on its thread (serve/connection_pool.hpp:
+  /// one more ends the connection that has waited longest on its client, or is answered 503
+  /// when all `n` are answering requests). Before listening.
+  void set_max_connections(std::size_t n);
 
  private:
+  void refuse_connection(socket_t sock) const;
   bool process_and_close_socket(socket_t sock) override;
   bool wait_for_request(ConnectionStream& strm) const;
   OwnErrorBody own_error_body_;
+  std::size_t max_connections_ = 0;
 };
 
 }  // namespace llmport::serve

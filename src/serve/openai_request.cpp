@@ -80,6 +80,42 @@ std::string content_text(const json& c, const std::string& where) {
   bad(where, "expected a string or a list of text parts, got " + std::string(c.type_name()));
 }
 
+// OpenAI fields whose effect llmport does not implement: their default values are accepted
+// (clients send them: LangChain sends the penalties as 0, some SDKs logit_bias {}), any other
+// is refused, as answering without the effect asked for would be wrong without a word.
+void refuse_unimplemented(const json& j, bool chat) {
+  for (const char* name : {"presence_penalty", "frequency_penalty"})
+    if (const json* v = field(j, name); v && number(*v, name) != 0) bad(name, "not supported (only 0)");
+  if (const json* v = field(j, "logit_bias")) {
+    if (!v->is_object()) bad("logit_bias", "expected an object, got " + std::string(v->type_name()));
+    if (!v->empty()) bad("logit_bias", "not supported (only {})");
+  }
+  if (chat) {
+    for (const char* name : {"tools", "functions"})
+      if (const json* v = field(j, name); v && !(v->is_array() && v->empty()))
+        bad(name, "tool and function calling are not supported");
+    for (const char* name : {"tool_choice", "function_call"})
+      if (const json* v = field(j, name); v && !(v->is_string() && (*v == "none" || *v == "auto")))
+        bad(name, "tool and function calling are not supported (only \"none\" or \"auto\")");
+    if (const json* v = field(j, "response_format");
+        v && !(v->is_object() && v->contains("type") && v->at("type") == "text"))
+      bad("response_format", "only {\"type\": \"text\"} is supported (no JSON mode or schemas)");
+  } else {
+    if (const json* v = field(j, "best_of"); v && int_in(*v, "best_of", 1, 128) != 1) bad("best_of", "only 1 is supported");
+    if (const json* v = field(j, "suffix")) {
+      if (!v->is_string()) bad("suffix", "expected a string, got " + std::string(v->type_name()));
+      if (!v->get<std::string>().empty()) bad("suffix", "not supported (insertion)");
+    }
+  }
+}
+
+// OpenAI's message roles.
+bool known_role(const std::string& role) {
+  for (const char* r : {"system", "developer", "user", "assistant", "tool", "function"})
+    if (role == r) return true;
+  return false;
+}
+
 }  // namespace
 
 GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
@@ -106,6 +142,12 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
       const std::string where = "messages[" + std::to_string(i) + "]";
       if (!msg.is_object()) bad(where, "expected an object");
       if (!msg.contains("role") || !msg.at("role").is_string()) bad(where + ".role", "expected a string");
+      // A chat template renders the roles it knows and may drop any other without a word
+      // (Qwen3's does): the message would be left out of the prompt silently.
+      const std::string role = msg.at("role").get<std::string>();
+      if (!known_role(role))
+        bad(where + ".role", "unknown role '" + printable(role) +
+                                 "' (expected system, developer, user, assistant, tool or function)");
       std::string content;
       if (const json* c = field(msg, "content")) content = content_text(*c, where + ".content");
       r.messages.push_back({{"role", msg.at("role").get<std::string>()}, {"content", content}});
@@ -128,6 +170,7 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
   }
 
   if (const json* n = field(j, "n"); n && int_in(*n, "n", 1, 128) != 1) bad("n", "only n = 1 is supported");
+  refuse_unimplemented(j, chat);
   const char* mt_name = "max_tokens";
   const json* mt = field(j, "max_tokens");
   if (chat && !mt) {

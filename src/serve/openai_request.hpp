@@ -1,6 +1,7 @@
 #pragma once
 // Parsing and validation of the OpenAI request bodies of /v1/completions and
-// /v1/chat/completions (the fields llmport implements; unknown fields are ignored).
+// /v1/chat/completions (the fields llmport implements; unknown fields are ignored; OpenAI
+// fields whose effect is not implemented are accepted at their defaults only).
 // Every problem is an ApiError 400 naming the field (`param`).
 #include <optional>
 #include <string>

@@ -29,6 +29,7 @@
 #include "llmport/weights.hpp"
 #include "serve/api_error.hpp"
 #include "serve/connection.hpp"
+#include "serve/connection_pool.hpp"
 #include "serve/http_connection.hpp"
 #include "serve/metrics.hpp"
 #include "serve/openai_request.hpp"
@@ -51,9 +52,13 @@ const char* kRoutes[][2] = {{"GET", "/health"},
                             {"POST", "/v1/completions"},
                             {"POST", "/v1/chat/completions"}};
 
+/// GET /v1/models/{model} (OpenAI's "retrieve model"; the SDKs' models.retrieve).
+constexpr char kModelPrefix[] = "/v1/models/";
+
 std::string route_label(const std::string& path) {
   for (const auto& r : kRoutes)
     if (path == r[1]) return r[1];
+  if (path.size() > sizeof kModelPrefix - 1 && path.rfind(kModelPrefix, 0) == 0) return "/v1/models/{model}";
   return "other";
 }
 
@@ -200,7 +205,13 @@ class TextPipe {
     dec_.emplace(*tok, /*skip_special_tokens=*/true);
     for (int id : prompt) dec_->push(id);
   }
-  std::string push(int id) { return stop_.push(utf8_.push(dec_ ? dec_->push(id) : std::string())); }
+  std::string push(int id) {
+    raw_ = dec_ ? dec_->push(id) : std::string();
+    return stop_.push(utf8_.push(raw_));
+  }
+  /// The text the last push decoded, before UTF-8 holdback and stop strings: that token's
+  /// own text (a token that is part of a character adds nothing, the next one all of it).
+  const std::string& last_text() const { return raw_; }
   /// The rest at the end of a generation that did not stop on a string.
   std::string finish() {
     std::string out = stop_.push(utf8_.push(dec_ ? dec_->flush() : std::string()));
@@ -211,6 +222,7 @@ class TextPipe {
 
  private:
   std::optional<IncrementalDecoder> dec_;
+  std::string raw_;
   Utf8Holdback utf8_;
   StopMatcher stop_;
 };
@@ -336,7 +348,16 @@ class Server {
     if (opt_.queue < 0 || opt_.queue > 4096) throw UsageError("--queue must be in [0, 4096]");
     if (opt_.ctx_size < 1) throw UsageError("--ctx-size must be at least 1");
     if (opt_.port < 0 || opt_.port > 65535) throw UsageError("--port must be in [0, 65535]");
+    if (opt_.max_connections != 0 && opt_.max_connections < opt_.parallel + opt_.queue)
+      throw UsageError("--max-connections " + std::to_string(opt_.max_connections) + " is below --parallel + --queue (" +
+                       std::to_string(opt_.parallel + opt_.queue) + "): admitted requests need their connections");
   }
+
+  int max_connections() const {
+    return opt_.max_connections != 0 ? opt_.max_connections : opt_.parallel + opt_.queue + kIdleConnections;
+  }
+  /// Connections beyond the admitted requests by default, for idle and slow clients.
+  static constexpr int kIdleConnections = 64;
 
   // A request this server will not read on (a malformed header section, a body framing it
   // does not support, a Content-Length over the limit or not a number): `res` holds the
@@ -357,8 +378,11 @@ class Server {
   }
 
   void setup_routes() {
-    const std::size_t pool = static_cast<std::size_t>(opt_.parallel + opt_.queue + 4);
-    http_.new_task_queue = [pool] { return new httplib::ThreadPool(pool); };
+    // One thread per connection (httplib's model); idle threads cost little, so beyond the
+    // parallel + queue requests admission lets in there is room for many idle and slow
+    // clients, and past the limit the pool ends the one waiting longest or answers 503
+    // (serve/connection_pool.hpp), so a request sent at once never waits behind them.
+    http_.set_max_connections(static_cast<std::size_t>(max_connections()));
     // SO_REUSEADDR only: a restarted server binds while its old connections sit in
     // TIME_WAIT. httplib's default adds SO_REUSEPORT, which lets a second server bind the
     // same port and silently take half of its connections.
@@ -449,8 +473,18 @@ class Server {
       res.set_content(metrics_.render(), "text/plain; version=0.0.4");
     });
     http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      const json m = {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
-      res.set_content(dump({{"object", "list"}, {"data", json::array({m})}}), "application/json");
+      res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+    });
+    http_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const std::string id = req.path.substr(sizeof kModelPrefix - 1);
+      if (id != model_name_) {
+        res.status = 404;
+        json e = error_body(404, "the model '" + printable(id) + "' does not exist (this server serves '" +
+                                     printable(model_name_) + "')", "model");
+        e["error"]["code"] = "model_not_found";  // OpenAI's code for it
+        return res.set_content(dump(e), "application/json");
+      }
+      res.set_content(dump(model_json()), "application/json");
     });
     // Bodies are read by our handlers (ContentReader), not by httplib: its own reading caps
     // application/x-www-form-urlencoded bodies (curl -d's default type) at 8 KiB in the
@@ -466,7 +500,7 @@ class Server {
     // Anything else: 405 for a known route with another method, else 404.
     auto fallback = [](const httplib::Request& req, httplib::Response& res) {
       for (const auto& r : kRoutes)
-        if (req.path == r[1]) {
+        if (req.path == r[1] || (r[1] == std::string("/v1/models") && route_label(req.path) == "/v1/models/{model}")) {
           res.set_header("Allow", r[0]);
           return send_error(res, 405, "method " + req.method + " is not allowed on " + req.path + " (use " + r[0] + ")");
         }
@@ -482,6 +516,10 @@ class Server {
     http_.Patch(".*", fallback_with_body);
     http_.Delete(".*", fallback_with_body);
     http_.Options(".*", fallback);
+  }
+
+  json model_json() const {
+    return {{"id", model_name_}, {"object", "model"}, {"created", created_}, {"owned_by", "llmport"}};
   }
 
   // Why httplib could not parse a request (its 400): a header line or section over the
@@ -520,6 +558,9 @@ class Server {
     RequestReading* conn = current_request();
     if (conn && req.get_header_value("Transfer-Encoding") == "chunked") conn->chunked_body = true;
     bool over = false;
+    // While the body arrives the connection waits on its client: the pool may end it for a
+    // new connection when every thread is taken (serve/connection_pool.hpp).
+    if (conn) connection_phase(ConnPhase::Waiting, conn->socket);
     const bool ok = reader([&](const char* data, std::size_t n) {
       if (body.size() + n > opt_.max_body_bytes) {
         over = true;
@@ -528,6 +569,7 @@ class Server {
       body.append(data, n);
       return true;
     });
+    if (conn) connection_phase(ConnPhase::Handling, conn->socket);
     if (ok) return true;
     if (over || res.status == 413) {
       send_error(res, 413, over_limit_message());
@@ -568,11 +610,24 @@ class Server {
     return ids;
   }
 
-  std::string token_text(int id) const { return tok_ ? tok_->decode({id}, false) : std::to_string(id); }
+  // The text an alternative token `id` would add after token `prev`: decoded alone, a token
+  // loses what the decoder strips at the start of a text (the leading space of a
+  // SentencePiece "▁there"). After a special token (BOS: nothing decoded yet) it is
+  // the start of the text.
+  std::string token_text(int prev, int id) const {
+    if (!tok_) return std::to_string(id);
+    if (tok_->is_special(prev)) return tok_->decode({id}, false);
+    const std::string before = tok_->decode({prev}, false);
+    const std::string both = tok_->decode({prev, id}, false);
+    if (both.size() >= before.size() && both.compare(0, before.size(), before) == 0) return both.substr(before.size());
+    return tok_->decode({id}, false);
+  }
 
-  TokenLogprob token_logprob(const TokenEvent& ev) const {
-    TokenLogprob t{token_text(ev.id), ev.logprob, {}};
-    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(id), lp);
+  /// `text`: what the chosen token added to the text (TextPipe::last_text; so the `tokens`
+  /// join to the text, each at its `text_offset`); `prev`: the token before it.
+  TokenLogprob token_logprob(int prev, const std::string& text, const TokenEvent& ev) const {
+    TokenLogprob t{tok_ ? text : std::to_string(ev.id), ev.logprob, {}};
+    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(prev, id), lp);
     return t;
   }
 
@@ -628,6 +683,8 @@ class Server {
     std::vector<TokenLogprob> lps;
     std::vector<int> offsets;
     int n_gen = 0;
+    int prev = prompt.back();
+    int decoded = 0;  // bytes of text the tokens so far added (text_offset)
     TokenEvent ev;
     for (;;) {
       const auto w = gen->next(ev, kClientCheck);
@@ -647,11 +704,13 @@ class Server {
       if (w == Generation::Wait::Timeout) continue;
       if (w == Generation::Wait::Done) break;
       ++n_gen;
-      if (r.logprobs) {
-        offsets.push_back(static_cast<int>(text.size()));
-        lps.push_back(token_logprob(ev));
-      }
       text += pipe.push(ev.id);
+      if (r.logprobs) {
+        offsets.push_back(decoded);
+        lps.push_back(token_logprob(prev, pipe.last_text(), ev));
+        decoded += static_cast<int>(pipe.last_text().size());
+      }
+      prev = ev.id;
       if (pipe.stopped()) {
         gen->cancel();
         break;
@@ -674,8 +733,10 @@ class Server {
       bool started = false, finished = false;
       int n_gen = 0;
       int offset = 0;
+      int prev = 0;  // the token before the next one
     };
     auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop)});
+    st->prev = prompt.back();
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -699,8 +760,9 @@ class Server {
             ++st->n_gen;
             const std::string piece = st->pipe.push(ev.id);
             json lp = nullptr;
-            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(ev)}, {st->offset});
-            st->offset += static_cast<int>(piece.size());
+            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(st->prev, st->pipe.last_text(), ev)}, {st->offset});
+            st->prev = ev.id;
+            st->offset += static_cast<int>(st->pipe.last_text().size());
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
               if (!send(chunk_body(head, piece, lp, ""))) {
                 gen->cancel();  // the client went away: free its slot

@@ -117,8 +117,47 @@ TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":5}]})", Endpoint::Chat), "messages[0].content");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::Chat), "logprobs");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::Chat), "top_logprobs");
+  // A role the chat template does not know was dropped from the prompt without a word
+  // (Qwen3's template: "hacker" left 3 of 15 prompt tokens).
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"hacker","content":"x"}]})", Endpoint::Chat), "messages[0].role");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"},{"role":"","content":"y"}]})", Endpoint::Chat),
+            "messages[1].role");
+  for (const char* role : {"system", "developer", "user", "assistant", "tool", "function"})
+    EXPECT_EQ(param_of(std::string(R"({"messages":[{"role":")") + role + R"(","content":"x"}]})", Endpoint::Chat),
+              "<accepted>")
+        << role;
   // null means "not given".
   EXPECT_EQ(param_of(R"({"prompt":"a","max_tokens":null,"stop":null,"seed":null})"), "<accepted>");
+}
+
+// Fields whose effect is not implemented: their defaults are accepted (clients send them),
+// anything else is a 400 naming the field (it was answered without the effect, 200).
+TEST(OpenAiRequest, UnimplementedFieldsAreAcceptedAtTheirDefaultsOnly) {
+  const std::string chat = R"({"messages":[{"role":"user","content":"x"}],)";
+  const std::string defaults_c = R"({"prompt":"a","presence_penalty":0,"frequency_penalty":0.0,"logit_bias":{},)"
+                                 R"("best_of":1,"suffix":""})";
+  EXPECT_EQ(param_of(defaults_c), "<accepted>");
+  EXPECT_EQ(param_of(chat + R"("tools":[],"tool_choice":"none","response_format":{"type":"text"},)"
+                            R"("presence_penalty":0,"logit_bias":{}})",
+                     Endpoint::Chat),
+            "<accepted>");
+  EXPECT_EQ(param_of(R"({"prompt":"a","presence_penalty":0.5})"), "presence_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","frequency_penalty":-1})"), "frequency_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","frequency_penalty":"0"})"), "frequency_penalty");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logit_bias":{"50":100}})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"a","logit_bias":[1]})"), "logit_bias");
+  EXPECT_EQ(param_of(R"({"prompt":"a","best_of":2})"), "best_of");
+  EXPECT_EQ(param_of(R"({"prompt":"a","suffix":"end"})"), "suffix");
+  EXPECT_EQ(param_of(chat + R"("tools":[{"type":"function","function":{"name":"f"}}]})", Endpoint::Chat), "tools");
+  EXPECT_EQ(param_of(chat + R"("tool_choice":"required"})", Endpoint::Chat), "tool_choice");
+  EXPECT_EQ(param_of(chat + R"("functions":[{"name":"f"}]})", Endpoint::Chat), "functions");
+  EXPECT_EQ(param_of(chat + R"("response_format":{"type":"json_object"}})", Endpoint::Chat), "response_format");
+  try {
+    parse_request(R"({"prompt":"a","logit_bias":{"50":100}})", Endpoint::Completions);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_STREQ(e.what(), "'logit_bias': not supported (only {})");
+  }
 }
 
 TEST(OpenAiRequest, ContextRuleNamesTheNumbers) {

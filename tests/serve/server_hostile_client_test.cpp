@@ -252,7 +252,9 @@ TEST_F(ServeHostileClient, TheBodyOfAGetIsNeverParsedAsANextRequest) {
 // clients stopped the server answering anything, /health included (measured by hand: 60 of
 // them against the default pool of 22 kept /health unanswered for 40 s and more). Now the
 // head must arrive whole within --read-timeout: each trickler gets its 408 and its thread is
-// free after that and the lingering close (2 s at most), so /health is answered.
+// free after that and the lingering close (2 s at most), so /health is answered. (The
+// default pool is now parallel + queue + 64 threads and ends waiting connections for new
+// ones: ServeConnectionPool; here the 6 tricklers fit in it, and each still gets its 408.)
 TEST(ServeSlowloris, HeadersTrickledBelowTheReadTimeoutDoNotStarveHealth) {
   ServerProcess server({stories(), "--parallel", "1", "--queue", "0", "--threads", "1", "--read-timeout", "1"});
   ASSERT_TRUE(server.wait_ready()) << server.stderr_text();

@@ -56,6 +56,21 @@ TEST_F(ServeStories, ListeningLineHealthAndModels) {
   ASSERT_EQ(m["data"].size(), 1u);
   EXPECT_EQ(m["data"][0]["id"], "stories");
   EXPECT_EQ(m["data"][0]["object"], "model");
+  // Retrieve (the SDKs' models.retrieve): the served model, else 404 model_not_found.
+  const auto one = curl("GET", server_->url("/v1/models/stories"));
+  EXPECT_EQ(one.status, 200);
+  EXPECT_EQ(json::parse(one.body), m["data"][0]);
+  const auto other = curl("GET", server_->url("/v1/models/gpt-4o"));
+  EXPECT_EQ(other.status, 404);
+  EXPECT_EQ(json::parse(other.body),
+            json({{"error",
+                   {{"message", "the model 'gpt-4o' does not exist (this server serves 'stories')"},
+                    {"type", "invalid_request_error"},
+                    {"param", "model"},
+                    {"code", "model_not_found"}}}}));
+  const auto post_one = curl("POST", server_->url("/v1/models/stories"), "{}");
+  EXPECT_EQ(post_one.status, 405);
+  EXPECT_NE(post_one.headers.find("Allow: GET"), std::string::npos) << post_one.headers;
 }
 
 TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
@@ -154,6 +169,42 @@ TEST_F(ServeStories, LogprobsListTopKPerToken) {
     for (const auto& [k, v] : lp["top_logprobs"][i].items()) best = std::max(best, v.get<double>());
     EXPECT_EQ(best, lp["token_logprobs"][i].get<double>());
   }
+  // Each token is the text it adds (the golden's SentencePiece piece, its leading space
+  // kept: decoded alone, "\u2581with" lost it), so the tokens join to the text at their
+  // offsets, and the chosen token is among its alternatives by that text.
+  const std::string text = json::parse(r.body)["choices"][0]["text"];
+  std::string joined;
+  for (std::size_t i = 0; i < 5; ++i) {
+    std::string want = c.at("generated_tokens")[i];
+    if (want.rfind("\u2581", 0) == 0) want = " " + want.substr(3);
+    EXPECT_EQ(lp["tokens"][i], want) << i;
+    EXPECT_EQ(lp["text_offset"][i], joined.size()) << i;
+    EXPECT_TRUE(lp["top_logprobs"][i].contains(want)) << lp["top_logprobs"][i].dump();
+    joined += lp["tokens"][i].get<std::string>();
+  }
+  EXPECT_EQ(joined, text);
+  // Streamed: the same tokens, one per event.
+  req["stream"] = true;
+  const auto st = post("/v1/completions", req);
+  ASSERT_EQ(st.status, 200) << st.body;
+  std::vector<json> streamed;
+  for (const auto& ev : sse_payloads(st.body)) {
+    const auto j = json::parse(ev, nullptr, false);
+    if (j.is_object() && j["choices"][0]["logprobs"].is_object()) streamed.push_back(j["choices"][0]["logprobs"]);
+  }
+  ASSERT_EQ(streamed.size(), 5u) << st.body;
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(streamed[i]["tokens"][0], lp["tokens"][i]) << i;
+    EXPECT_EQ(streamed[i]["text_offset"][0], lp["text_offset"][i]) << i;
+  }
+  // After BOS alone the first token starts the text: its space is stripped there, as in it.
+  const auto e = post("/v1/completions", {{"prompt", ""}, {"max_tokens", 3}, {"temperature", 0}, {"logprobs", 1}});
+  ASSERT_EQ(e.status, 200) << e.body;
+  const auto ec = json::parse(e.body)["choices"][0];
+  EXPECT_EQ(ec["text"], "Once upon a");
+  EXPECT_EQ(ec["logprobs"]["tokens"], json::array({"Once", " upon", " a"})) << e.body;
+  EXPECT_EQ(ec["logprobs"]["text_offset"], json::array({0, 4, 9})) << e.body;
+  EXPECT_TRUE(ec["logprobs"]["top_logprobs"][0].contains("Once")) << e.body;
 }
 
 TEST_F(ServeStories, ErrorStatusesInOpenAisShape) {
@@ -216,7 +267,7 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
     ASSERT_EQ(r.status, 200) << r.body;
     solo.push_back(json::parse(r.body)["choices"][0]);
   }
-  // All 8 at once (twice: streams and whole responses interleave differently each time).
+  // All 8 at once (twice: they interleave differently each time; streams: ServeBatching).
   for (int round = 0; round < 2; ++round) {
     std::vector<std::future<HttpResult>> fs;
     for (std::size_t i = 0; i < 8; ++i)
@@ -233,6 +284,69 @@ TEST_F(ServeStories, EightConcurrentGreedyClientsGetTheirSoloOutputsAndLogprobs)
   const auto metrics = curl("GET", server_->url("/metrics")).body;
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_in_use"), 0) << metrics;
   EXPECT_EQ(metric(metrics, "llmport_kv_cache_slots_total"), 8);
+}
+
+// Continuous batching with streams: 8 streamed greedy clients started 15 ms apart (a step
+// takes >= 5 ms here, so each joins the batch while the others decode, its prompt prefilled
+// beside their next tokens: at least 4 slots were seen in use at once) get, event by event,
+// their solo whole answer: the golden text, and every token with its bit-identical top-5
+// logprobs at its offset; usage counts the prompt and the 32 generated tokens.
+TEST(ServeBatching, EightConcurrentStreamsEachEqualTheirSoloAnswer) {
+  ServerProcess server({stories(), "--parallel", "8", "--threads", "2", "--test-step-delay-ms", "5"});
+  ASSERT_TRUE(server.wait_ready()) << server.stderr_text();
+  auto post = [&](const json& body) { return curl("POST", server.url("/v1/completions"), body.dump()); };
+  const auto cases = golden().at("cases");
+  std::vector<json> solo;
+  for (std::size_t i = 0; i < 8; ++i) {
+    json req = completion_request(cases[i]);
+    req["logprobs"] = 5;
+    const auto r = post(req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    solo.push_back(json::parse(r.body)["choices"][0]["logprobs"]);
+  }
+  std::vector<std::future<HttpResult>> fs;
+  for (std::size_t i = 0; i < 8; ++i) {
+    json req = completion_request(cases[i], /*stream=*/true);
+    req["logprobs"] = 5;
+    fs.push_back(std::async(std::launch::async, [req, &post] { return post(req); }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  double most_in_use = 0;
+  while (fs.back().wait_for(std::chrono::milliseconds(0)) != std::future_status::ready) {
+    most_in_use = std::max(most_in_use, metric(curl("GET", server.url("/metrics")).body, "llmport_kv_cache_slots_in_use"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(most_in_use, 4);
+  for (std::size_t i = 0; i < 8; ++i) {
+    SCOPED_TRACE(i);
+    const auto r = fs[i].get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::string text;
+    json tokens = json::array(), offsets = json::array(), lps = json::array(), tops = json::array();
+    json usage;
+    for (const auto& ev : sse_payloads(r.body)) {
+      if (ev == "[DONE]") continue;
+      const auto j = json::parse(ev);
+      if (j.contains("usage")) usage = j["usage"];
+      if (j["choices"].empty()) continue;
+      const auto& ch = j["choices"][0];
+      text += ch["text"].get<std::string>();
+      if (!ch["logprobs"].is_object()) continue;
+      tokens.push_back(ch["logprobs"]["tokens"][0]);
+      offsets.push_back(ch["logprobs"]["text_offset"][0]);
+      lps.push_back(ch["logprobs"]["token_logprobs"][0]);
+      tops.push_back(ch["logprobs"]["top_logprobs"][0]);
+    }
+    EXPECT_EQ(text, cases[i].at("completion_text"));
+    EXPECT_EQ(tokens, solo[i]["tokens"]);
+    EXPECT_EQ(offsets, solo[i]["text_offset"]);
+    EXPECT_EQ(lps.dump(), solo[i]["token_logprobs"].dump());
+    EXPECT_EQ(tops.dump(), solo[i]["top_logprobs"].dump());
+    EXPECT_EQ(usage["prompt_tokens"], cases[i].at("prompt_ids").size());
+    EXPECT_EQ(usage["completion_tokens"], cases[i].at("n_steps"));
+    EXPECT_EQ(usage["total_tokens"], cases[i].at("prompt_ids").size() + cases[i].at("n_steps").get<std::size_t>());
+  }
+  EXPECT_TRUE(wait_metric(server, "llmport_kv_cache_slots_in_use", 0));
 }
 
 // A slow server (test-only step delay) for cancellation, backpressure and draining.
@@ -322,6 +436,10 @@ TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   r = run_llmport({"serve", stories(), "--ctx-size", "4", "--parallel", "4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--ctx-size 4 over --parallel 4 leaves 1 tokens per slot"), std::string::npos) << r.err;
+  r = run_llmport({"serve", stories(), "--parallel", "2", "--queue", "3", "--max-connections", "4", "--port", "0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: --max-connections 4 is below --parallel + --queue (5): admitted requests need their "
+                   "connections\n") << r.err;
   // Weights + KV beyond the available memory: stories260K's config with a 100M-token
   // context, all of it asked for (5 layers x 4 kv heads x 8 dims x 2 x 4 bytes = 1280 bytes
   // per token: 128 GB).
