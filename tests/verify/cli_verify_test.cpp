@@ -138,6 +138,29 @@ TEST(CliVerify, BadInputExitsTwo) {
   EXPECT_EQ(flag.exit_code, 2);
 }
 
+// A golden whose ids do not fit the model (another model's, or a damaged one) is bad input
+// named with its file, sequence and step, before any comparison reads engine logits at it.
+TEST(CliVerify, GoldenIdsOutsideTheVocabularyAreNamed) {
+  test::TempDir tmp;
+  nlohmann::json g = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  g["cases"][1]["steps"][3]["top5"][4]["id"] = 700;
+  const fs::path bad = tmp.path() / "bad.json";
+  test::write_file(bad, g.dump());
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference", "golden:" + bad.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  const std::string seq = g["cases"][1]["name"].get<std::string>();
+  EXPECT_NE(r.err.find("error: " + bad.string() + ": sequence " + seq + " step 3: top id 700 outside the vocabulary "
+                       "[0, 512) (the reference states model '"),
+            std::string::npos)
+      << r.err;
+  // Another model's golden: its prompt ids already do not fit.
+  const fs::path other = test::synthetic_models().front() / "golden.json";
+  const auto o = run_llmport({"verify", test::stories_dir().string(), "--reference", "golden:" + other.string()});
+  EXPECT_EQ(o.exit_code, 2) << o.out << o.err;
+  EXPECT_NE(o.err.find("error: " + other.string() + ": prompt "), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("a reference of another model?"), std::string::npos) << o.err;
+}
+
 TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
   // A python that cannot import transformers (here: none at all) -> exit 2, never a crash.
   test::TempDir tmp;
