@@ -1,6 +1,7 @@
 // Workspace documents generated from the manifest. Regenerated files say so in their first
 // lines; progress.md / LESSONS.md / debug_log.md are append-only logs.
 #include "deploy/docs_writer.hpp"
+#include "deploy/generated_file.hpp"
 
 #include <fmt/format.h>
 
@@ -57,6 +58,18 @@ std::string shell_quote(const std::string& s) {
   return o + "'";
 }
 
+// Text as a make variable's value: '$' and '#' would expand or start a comment. Recipes
+// use such values inside double quotes, so paths with spaces stay one argument.
+std::string make_text(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '$') o += "$$";
+    else if (c == '#') o += "\\#";
+    else o += c;
+  }
+  return o;
+}
+
 // Phase 0's prompt ids, for a no-tokenizer model's default PROMPT_IDS; before phase 0 has
 // run, the first prompt of verify's built-in id set (what phase 0 will use).
 std::string default_prompt_ids(const Manifest& m) {
@@ -94,8 +107,8 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "# Every target calls llmport with the deployment's backend, dtype, reference and tuned\n"
        "# kernel registry. Variables: PROMPT (text), PROMPT_IDS (comma-separated ids; models\n"
        "# without a tokenizer), N_TOKENS, MODEL, LLMPORT.\n";
-  o << "LLMPORT ?= " << self_executable().string() << "\n";
-  o << "MODEL ?= " << m.model_dir.string() << "\n";
+  o << "LLMPORT ?= " << make_text(self_executable().string()) << "\n";
+  o << "MODEL ?= " << make_text(m.model_dir.string()) << "\n";
   std::string ids = default_prompt_ids(m);
   if (m.has_tokenizer) o << "PROMPT ?= Once upon a time\nPROMPT_IDS ?=\n";
   else o << "PROMPT ?=\nPROMPT_IDS ?= " << ids << "\n";
@@ -106,21 +119,27 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "override PROMPT := $(value PROMPT)\n"
        "override PROMPT_IDS := $(value PROMPT_IDS)\n"
        "export PROMPT PROMPT_IDS\n"
-       "DEPLOY_DIR := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))\n";
+       // Written out, not derived from MAKEFILE_LIST: make's path functions split at spaces.
+       "# The deployment directory (make DEPLOY_DIR=... after moving it).\n"
+       "DEPLOY_DIR ?= "
+    << make_text(fs::absolute(ws.dir()).lexically_normal().string()) << "\n";
   o << "FLAGS := " << engine_flags(m) << "\n";
-  o << "REFERENCE := " << m.reference.to_arg() << "\n";
+  o << "REFERENCE := " << make_text(m.reference.to_arg()) << "\n";
   // run and verify look up the deployment's registry first: its tuned tile configs (shapes
   // it has not measured yet fall back to the heuristic default, and reports say so).
   o << "REGISTRY := $(DEPLOY_DIR)/registry\n";
   o << "CONTEXT := " << (m.max_seq > 0 ? fmt::format("--max-seq {}", m.max_seq) : "") << "\n";
   o << "RUN_REGISTRY := --registry \"$(REGISTRY)\" $(CONTEXT)\n";
-  o << "VERIFY_FLAGS := --reference $(REFERENCE) --registry \"$(REGISTRY)\" $(CONTEXT)";
+  o << "VERIFY_FLAGS := --reference \"$(REFERENCE)\" --registry \"$(REGISTRY)\" $(CONTEXT)";
   // A quantized deployment's own KLD-gate bounds (deploy --kl-bound / --min-top1).
   if (m.verify_kl_bound > 0) o << " --kl-bound " << fmt::format("{}", m.verify_kl_bound);
   if (m.verify_min_top1 > 0) o << " --min-top1 " << fmt::format("{}", m.verify_min_top1);
-  if (!m.prompts_file.empty()) o << " --prompts " << shell_quote(m.prompts_file.string());
+  if (!m.prompts_file.empty()) o << " --prompts " << make_text(shell_quote(m.prompts_file.string()));
   o << "\n";
-  o << "REPORTS = $(DEPLOY_DIR)/verify/reports/$$(date -u +%Y%m%d-%H%M%S)\n";
+  // One directory per call, to the nanosecond: two `make verify` within a second (phase 6
+  // of a --from-phase run right after the first deployment) must not share one, since
+  // verify never overwrites a report.
+  o << "REPORTS = $(DEPLOY_DIR)/verify/reports/$$(date -u +%Y%m%d-%H%M%S-%N)\n";
   o << "\n";
   {
     const int ctx = m.resolved_config.value("max_seq", 0) > 0 ? m.resolved_config.value("max_seq", 0) : 4096;
@@ -161,7 +180,7 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
   o << "## clean: remove the kernel cache and verify reports (never the manifest or registry)\n"
        "clean:\n"
        "\trm -rf \"$(DEPLOY_DIR)/kernel_cache\" \"$(DEPLOY_DIR)/verify/reports\"\n";
-  atomic_write(ws.makefile(), o.str());
+  write_generated(ws, ws.makefile(), o.str());
 }
 
 void write_readme(const Workspace& ws, const Manifest& m) {
@@ -203,7 +222,7 @@ void write_readme(const Workspace& ws, const Manifest& m) {
       << p.reason << " |\n";
   o << "\nSee TODO.md (checklist, blockers), ARCHITECTURE.md (config, kernels), "
        "docs/development_progress/ (logs, timing) and docs/evaluation_report.md.\n";
-  atomic_write(ws.readme(), o.str());
+  write_generated(ws, ws.readme(), o.str());
 }
 
 void write_architecture(const Workspace& ws, const Manifest& m, const ModelConfig& cfg) {
@@ -259,7 +278,7 @@ void write_architecture(const Workspace& ws, const Manifest& m, const ModelConfi
   if (m.kernel_configs.contains("tuned")) {
     o << "\n## Tuned kernel configs (phases 4-5)\n\n```json\n" << m.kernel_configs["tuned"].dump(1) << "\n```\n";
   }
-  atomic_write(ws.architecture(), o.str());
+  write_generated(ws, ws.architecture(), o.str());
 }
 
 void write_todo(const Workspace& ws, const Manifest& m) {
@@ -305,7 +324,7 @@ void write_todo(const Workspace& ws, const Manifest& m) {
   }
   if (!any) o << "None.\n";
   o << "\n## Resolved config\n\n```json\n" << m.resolved_config.dump(2) << "\n```\n";
-  atomic_write(ws.todo(), o.str());
+  write_generated(ws, ws.todo(), o.str());
 }
 
 void write_phase_timing(const Workspace& ws, const Manifest& m) {
@@ -340,7 +359,7 @@ void write_phase_timing(const Workspace& ws, const Manifest& m) {
   }
   o << fmt::format("| total | | | | | {:.3f} | {:.3f} | {:.2f} | {:.3f} |\n", tw, tc, tr,
                    tw - tc - tr / 60.0);
-  atomic_write(ws.phase_timing(), o.str());
+  write_generated(ws, ws.phase_timing(), o.str());
 }
 
 void init_progress_files(const Workspace& ws, const Manifest& m) {

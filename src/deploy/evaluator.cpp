@@ -10,6 +10,7 @@
 
 #include "deploy/audit.hpp"
 #include "deploy/evaluation_report.hpp"
+#include "deploy/generated_file.hpp"
 #include "deploy/kernel_tuning.hpp"
 #include "deploy/manifest.hpp"
 #include "deploy/util.hpp"
@@ -153,7 +154,7 @@ int evaluate_deployment(const fs::path& deployment_dir, std::ostream& out) {
   rep.verdict = EvaluationReport::verdict_of(rep.audit);
   rep.reproduce = {fmt::format("cd {}", ws.dir().string()), "make verify-full",
                    fmt::format("llmport evaluate {}", ws.dir().string())};
-  atomic_write(ws.evaluation_report(), rep.to_markdown());
+  write_generated(ws, ws.evaluation_report(), rep.to_markdown());
   out << "evaluation " << m.name << ": Verdict: " << rep.verdict << " (" << ws.evaluation_report().string() << ")\n";
   return rep.verdict == "FAIL" ? kExitCheckFailed : kExitOk;
 }

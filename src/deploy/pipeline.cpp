@@ -19,6 +19,7 @@
 #include "llmport/error.hpp"
 #include "llmport/kernels.hpp"
 #include "llmport/verify.hpp"
+#include "llmport/weights.hpp"
 
 namespace llmport::deploy {
 namespace fs = std::filesystem;
@@ -145,9 +146,12 @@ Validated validate_options(DeployOptions& opt) {
   ConfigCheck checked = check_model_config(cfg_file, opt.max_seq);
   const CompatResult& compat = checked.gate;
   if (!compat.accepted)
-    throw UnsupportedError(fmt::format("{}: architecture rejected ({}): {}; nothing was written",
-                                       cfg_file.string(), compat.reason, compat.message));
+    throw UnsupportedError(fmt::format("{}: {}; nothing was written", cfg_file.string(), compat.message));
   v.cfg = std::move(*checked.config);
+  // Damaged weights (a truncated download, a header that lost a tensor) are bad input, as
+  // `llmport check` says: refused here, before a workspace exists (phase 0 still loads
+  // every tensor). Only the headers are read.
+  if (!check_safetensors_headers(v.model_dir).empty()) (void)WeightStore::open(v.model_dir, v.cfg);
   v.ref = ReferenceSpec::parse(opt.reference);
   if (v.ref.kind == "hf" || v.ref.kind == "numpy") require_reference_program(v.ref.kind);
   check_prompts_file(opt, v.cfg, v.model_dir);
@@ -353,7 +357,14 @@ int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws
       }
     }
   }
-  out << fmt::format("deploy {}: phases {}-{} passed; workspace {}\n", opt.name, start, opt.last_phase,
+  // The last line is the verdict a user acts on: a PASS-with-warnings says so and why
+  // (phase 7's reason names the caps), not only that the gates let it through.
+  const PhaseResult& last = m.phases[static_cast<std::size_t>(opt.last_phase)];
+  out << fmt::format("deploy {}: phases {}-{} passed; {}{}{}; workspace {}\n", opt.name, start, opt.last_phase,
+                     opt.last_phase == 7 ? "verdict " : "last phase ", status_name(last.status),
+                     last.status == PhaseStatus::PassWithWarnings && !last.warnings.empty()
+                         ? " (" + last.warnings.front() + ")"
+                         : "",
                      ws.dir().string());
   return kExitOk;
 }

@@ -21,8 +21,12 @@ fs::path self_executable() {
   // the library must not spawn itself).
   if (const char* e = std::getenv("LLMPORT_EXE"); e && *e) return fs::path(e);
   std::error_code ec;
-  fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  std::string p = fs::read_symlink("/proc/self/exe", ec).string();
   if (ec) throw UsageError("cannot locate the llmport executable (/proc/self/exe); set LLMPORT_EXE");
+  // A binary replaced while it runs (a rebuild during a deploy) reads "PATH (deleted)": the
+  // file now at PATH is the one a later `make run` should call.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (p.size() > kDeleted.size() && p.ends_with(kDeleted)) p.resize(p.size() - kDeleted.size());
   return p;
 }
 

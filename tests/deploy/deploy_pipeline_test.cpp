@@ -194,6 +194,18 @@ TEST(DeployCli, BadInputIsExit2) {
   EXPECT_EQ(deploy({model, "--workspace", ws, "--dtype", "int3"}).exit_code, 2);
   EXPECT_EQ(deploy({model, "--workspace", ws, "--from-phase", "2"}).exit_code, 2);  // nothing passed yet
   EXPECT_EQ(deploy({(t.path() / "missing").string(), "--workspace", ws}).exit_code, 2);
+  {  // a truncated download: exit 2 naming the file, as `check` says, and no workspace
+    const fs::path trunc = t.path() / "trunc";
+    fs::create_directories(trunc);
+    for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+      fs::copy_file(fs::path(model) / f, trunc / f);
+    const std::string bytes = read_file(fs::path(model) / "model.safetensors");
+    llmport::test::write_file(trunc / "model.safetensors", bytes.substr(0, bytes.size() / 2));
+    const auto tr = deploy({trunc.string(), "--workspace", ws});
+    EXPECT_EQ(tr.exit_code, 2) << tr.out << tr.err;
+    EXPECT_NE(tr.err.find((trunc / "model.safetensors").string() + ": "), std::string::npos) << tr.err;
+    EXPECT_NE(tr.err.find("file truncated?"), std::string::npos) << tr.err;
+  }
   EXPECT_FALSE(fs::exists(ws));
   // A directory that is not a deployment is never touched.
   fs::create_directories(t.path() / "ws" / "stories260k");
@@ -267,7 +279,8 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
                    "--workspace", ws});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "deployments" / "stories260k";  // default name: lower-cased dir
-  expect_deployed(dir, "PASS");  // exactly: tuning that kept the previous configs is no warning
+  expect_deployed(dir, "PASS");
+  EXPECT_NE(r.out.find("deploy stories260k: phases 0-7 passed; verdict PASS; workspace "), std::string::npos) << r.out;  // exactly: tuning that kept the previous configs is no warning
   EXPECT_EQ(load(dir / "deployment.json")["dtype"], "fp32");  // the checkpoint's torch_dtype
   EXPECT_NE(read_file(dir / "docs/evaluation_report.md").find("\nVerdict: PASS\n"), std::string::npos);
 
@@ -311,6 +324,54 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
   auto rg = run_llmport({"regress", "--workspace", ws});
   EXPECT_EQ(rg.exit_code, 0) << rg.out << rg.err;
   EXPECT_NE(rg.out.find("0 of 1 deployments FAIL"), std::string::npos) << rg.out;
+}
+
+// A model directory and a workspace whose paths hold spaces (and '#', which starts a make
+// comment): phase 6's `make verify` and `make run` must see each path as one argument. A
+// user's edit of a regenerated file (README.md, TODO.md) survives --from-phase as
+// <file>.user-<time>, with a warning, instead of vanishing.
+TEST(DeployPipeline, PathsWithSpacesAndUserEditsOfGeneratedFiles) {
+  TempDir t;
+  const fs::path model = t.path() / "my models #1" / "stories 260K";
+  fs::create_directories(model);
+  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
+    if (e.is_regular_file()) fs::copy_file(e.path(), model / e.path().filename());
+  const fs::path golden = t.path() / "my golden.json";
+  fs::copy_file(shared_path("models/stories260K/golden/public.json"), golden);
+  const fs::path ws = t.path() / "work space";
+  auto r = deploy({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path dir = ws / "stories 260k";
+  expect_deployed(dir, "PASS");
+  auto mr = run_make({"-C", dir.string(), "run", "PROMPT=Once upon a time", "N_TOKENS=4"});
+  EXPECT_EQ(mr.exit_code, 0) << mr.out << mr.err;
+  EXPECT_EQ(mr.out.rfind("Once upon a time", 0), 0u) << mr.out;
+
+  const std::string readme = read_file(dir / "README.md"), todo = read_file(dir / "TODO.md");
+  llmport::test::write_file(dir / "README.md", readme + "\nmy notes\n");
+  llmport::test::write_file(dir / "TODO.md", todo + "\n- [ ] my todo\n");
+  auto again = deploy({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string(),
+                       "--from-phase", "6"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  int kept = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("README.md.user-", 0) == 0) {
+      EXPECT_EQ(read_file(e.path()), readme + "\nmy notes\n");
+      ++kept;
+    }
+    if (name.rfind("TODO.md.user-", 0) == 0) {
+      EXPECT_EQ(read_file(e.path()), todo + "\n- [ ] my todo\n");
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept, 2);
+  EXPECT_NE(again.err.find("README.md was edited since llmport wrote it; your version is kept as README.md.user-"),
+            std::string::npos)
+      << again.err;
+  EXPECT_EQ(read_file(dir / "README.md").find("my notes"), std::string::npos);
+  // Files llmport wrote and nobody touched are regenerated without a copy.
+  EXPECT_EQ(again.err.find("ARCHITECTURE.md was edited"), std::string::npos) << again.err;
 }
 
 TEST(DeployPipeline, EverySyntheticModelWithItsGolden) {
@@ -377,6 +438,10 @@ TEST(DeployPipeline, SyntheticModelAgainstTheOracleIsPassWithWarnings) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "ws" / "oracle-run";
   expect_deployed(dir, "PASS-with-warnings");
+  // The last line states the verdict and its cap, not only that the gates passed.
+  EXPECT_NE(r.out.find("deploy oracle-run: phases 0-7 passed; verdict PASS-with-warnings ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.substr(r.out.rfind("deploy oracle-run:")).find("reference not independent: oracle"), std::string::npos)
+      << r.out;
   EXPECT_NE(read_file(dir / "docs/evaluation_report.md").find("not independent (oracle)"), std::string::npos);
 }
 

@@ -1,0 +1,19 @@
+#pragma once
+// The workspace files llmport regenerates (README.md, TODO.md, ARCHITECTURE.md, Makefile,
+// the timing table, the evaluation report) are llmport's, but a user may edit one anyway:
+// such an edit is kept, never silently overwritten.
+#include <filesystem>
+#include <string>
+
+#include "deploy/workspace.hpp"
+
+namespace llmport::deploy {
+
+/// Writes `text` to `file` (atomically) and records its sha256 in the workspace's
+/// `.llmport-generated.json`. When `file` exists and differs from what llmport last wrote
+/// there (the recorded hash), the user's version is first renamed to
+/// `<file>.user-<UTC time>` and one `warning:` line on stderr says so. A file llmport has no
+/// record of (an older workspace) is taken as its own. Throws UsageError when a write fails.
+void write_generated(const Workspace& ws, const std::filesystem::path& file, const std::string& text);
+
+}  // namespace llmport::deploy
