@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "deploy/docs_writer.hpp"
+#include "deploy/interrupt_note.hpp"
 #include "deploy/manifest.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/util.hpp"
@@ -331,9 +332,11 @@ int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws
   ctx.ref = v.ref;
   ctx.fault = v.fault;
   auto phases = make_phases();
+  InterruptNote interrupted(ws.progress());
   for (int i = start; i <= opt.last_phase; ++i) {
     out << fmt::format("phase {} ({}) ...\n", i, phase_name(i)) << std::flush;
     log_progress(ws, fmt::format("phase {} ({}) started", i, phase_name(i)));
+    interrupted.set_phase(i, std::string(phase_name(i)));
     const PhaseResult r = run_phase(*phases[static_cast<std::size_t>(i)], ctx, i);
     m.phases[static_cast<std::size_t>(i)] = r;
     if (i == 7 && r.status == PhaseStatus::Fail) m.needs_human_review = true;
