@@ -85,7 +85,13 @@ fs::path find_config_json(const fs::path& path) {
   if (fs::is_directory(path, ec)) {
     fs::path f = path / "config.json";
     if (fs::is_directory(f, ec)) throw ConfigError(f.string() + ": is a directory, expected the config.json file");
-    if (!fs::is_regular_file(f, ec)) throw ConfigError(path.string() + ": no config.json in this directory");
+    if (!fs::is_regular_file(f, ec)) {
+      // A deployment workspace is the natural thing to point at after a deploy: say what it is.
+      if (fs::is_regular_file(path / "deployment.json", ec))
+        throw ConfigError(path.string() + ": an llmport deployment, not a model (no config.json): use `make -C " +
+                          path.string() + " run|verify|bench`, or give its model (\"model_dir\" in deployment.json)");
+      throw ConfigError(path.string() + ": no config.json in this directory");
+    }
     return f;
   }
   if (fs::is_regular_file(path, ec)) {

@@ -221,6 +221,16 @@ TEST(CliRunArgs, ABadModelIsReportedBeforeABadPrompt) {
   EXPECT_EQ(hub.err, "error: give either --prompt or --prompt-ids, not both\n");
 }
 
+// `verify DEPLOYMENT_DIR` (a workspace, not a model) says what the directory is and what to run.
+TEST(CliErrors, ADeploymentDirectoryIsNamedAsOne) {
+  test::TempDir t;
+  test::write_file(t.path() / "deployment.json", "{}");
+  const auto r = run_llmport({"verify", t.path().string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "error: " + t.path().string() + ": an llmport deployment, not a model (no config.json): use `make -C " +
+                       t.path().string() + " run|verify|bench`, or give its model (\"model_dir\" in deployment.json)\n");
+}
+
 TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
   const auto c = run_llmport({"check", "--help"});
   EXPECT_EQ(c.exit_code, 0);
