@@ -84,8 +84,9 @@ struct ReferenceProvenance {
 ReferenceProvenance assess_provenance(const RecordFile& rf);
 
 /// Whether a producer statement names llmport, read as letters and digits only with case,
-/// separators, zero-width characters and look-alike letters (0/1, fullwidth forms, Cyrillic
-/// and Greek letters drawn like Latin ones) folded: "LLM-P0rt" and "llmp\u043ert" do.
+/// separators, zero-width characters and look-alike letters folded (0/1, NFKC forms, and
+/// every character Unicode's confusables data, UTS #39 via ICU, draws like a Latin letter):
+/// "LLM-P0rt", "llrnport" and "llmp\u043ert" do.
 bool names_llmport(const std::string& producer);
 
 /// Whether a free text (a note, a description, any metadata string) names llmport as a word:

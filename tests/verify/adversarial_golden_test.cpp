@@ -129,6 +129,35 @@ TEST(AdversarialGolden, AnyMetadataStringNamingLlmportHoweverSpelledIsProvenance
   EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
 }
 
+// The look-alikes come from Unicode's confusables data (ICU's UTS #39 skeletons), not a
+// hand table: every letter of "llmport" swapped for one character the data draws like it
+// (Cyrillic, Greek, Armenian, Hebrew, letterlike, Roman numerals, small capitals, clicks)
+// still names llmport, and so do the multi-letter prototypes ("rn" is m, U+01C1 is ll) and
+// letters with a stroke. ASCII text the data leaves alone keeps its meaning.
+TEST(AdversarialGolden, LookAlikesAreUnicodeConfusablesOfEachLetter) {
+  const std::vector<std::pair<char, std::vector<std::string>>> look_alikes = {
+      {'l', {"\u2113", "\u217C", "\u2160", "\u01C0", "\u05C0", "\u05D5", "\u0406", "\u04C0", "\u0399", "\u029F", "\u0142"}},
+      {'m', {"\u217F", "\u041C", "\u043C", "\u039C", "\u1D0D"}},
+      {'p', {"\u0440", "\u0420", "\u03C1", "\u03A1", "\u1D18"}},
+      {'o', {"\u043E", "\u041E", "\u03BF", "\u039F", "\u0585", "\u0555", "\u1D0F", "\u00F8"}},
+      {'r', {"\u0433", "\u0280"}},
+      {'t', {"\u0442", "\u0422", "\u03C4", "\u03A4", "\u1D1B"}}};
+  const std::string plain = "llmport";
+  for (const auto& [letter, forms] : look_alikes)
+    for (const std::string& form : forms) {
+      std::string spoof = plain;
+      spoof.replace(plain.find(letter), 1, form);
+      EXPECT_TRUE(names_llmport(spoof + " 0.3")) << spoof;
+      EXPECT_TRUE(mentions_llmport("written by " + spoof)) << spoof;
+    }
+  EXPECT_TRUE(names_llmport("llrnport"));
+  EXPECT_TRUE(mentions_llmport("emitted by llrnport 0.3"));
+  EXPECT_TRUE(names_llmport("\u01C1mport"));
+  EXPECT_FALSE(names_llmport("XML Import tool"));  // I reads as l in whole words only
+  EXPECT_FALSE(names_llmport("transformers 4.46 (torch float32)"));
+  EXPECT_FALSE(mentions_llmport("an internal modern LLM; portable reference"));
+}
+
 TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
   for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})
