@@ -158,6 +158,51 @@ TEST(AdversarialGolden, LookAlikesAreUnicodeConfusablesOfEachLetter) {
   EXPECT_FALSE(mentions_llmport("an internal modern LLM; portable reference"));
 }
 
+// The third break-it pass: llmport named by a KEY ({"versions": {"llmport": "0.3"}}), or
+// split across strings that show side by side (array elements, an object's values in file
+// order): each gave a plain PASS. Keys that are paths, and sentences that merely end in
+// "LLM" before one that starts with "port", are not producer statements.
+TEST(AdversarialGolden, LlmportAsAKeyOrSplitAcrossStringsIsProvenance) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  for (const auto& [key, value] :
+       {std::pair<std::string, json>{"versions", {{"llmport", "0.3"}, {"numpy", "1.26"}}},
+        {"software", {{"LLMPort", {{"commit", "abc123"}}}}},
+        {"environment", {{"tools", {{"llmport_version", "0.3"}}}}},
+        {"tools", {"llm", "port", "0.3"}},
+        {"generator", {{"family", "llm"}, {"kind", "port"}}},
+        {"credits", {"l", "l", "m", "p", "o", "r", "t"}}}) {
+    json g = stories;
+    g[key] = value;
+    SCOPED_TRACE(g[key].dump());
+    auto r = verify_golden(stories_dir(), write(t, "split_" + key, g));
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_TRUE(has_cap(r, "produced by llmport")) << r.verdict_line();
+  }
+  json honest = stories;
+  honest["notes"] = {"converted from an LLM", "port of llama2.c", "small LLM", "Portuguese excluded"};
+  honest["tags"] = {"llm", "portable", "stories"};
+  honest["model_files"] = {{"/home/me/llmport-models/stories260K/model.safetensors", "ab12"}};
+  honest["cases"][0]["completion_text"] = "llm port";
+  honest["cases"][0]["name"] = "llm_port";
+  auto r = verify_golden(stories_dir(), write(t, "honest_fragments", honest));
+  EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+}
+
+// Two values under one key: the reader keeps one, a person may read the other.
+TEST(AdversarialGolden, ADuplicateKeyIsRefused) {
+  TempDir t;
+  std::string text = json(load(stories_golden())).dump();
+  text.insert(1, "\"producer\": \"llmport 0.3\", \"producer\": \"numpy float32\", ");
+  const fs::path f = t.path() / "dup.json";
+  std::ofstream(f) << text;
+  EXPECT_NE(read_error(f).find("dup.json: key \"producer\" appears twice in one object"), std::string::npos)
+      << read_error(f);
+  const auto r = test::run_llmport({"verify", stories_dir().string(), "--reference", "golden:" + f.string(),
+                                    "--report-dir", (t.path() / "rep").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
   for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})
