@@ -60,19 +60,22 @@ void read_independent(const JsonField& where, RecordFile& rf) {
 // another format uses; several statements are joined with "; " (the producer rules and
 // kl_bound_for see them all).
 // Any other metadata string that names llmport as a word (mentions_llmport): under a key of
-// its own ("generator", "Producer", "generator.name"), on a case, in a note. Not read: the
-// format tag, what names the model, a file, a URL or a case (a user's model path may well
-// contain "llmport"), and the texts a golden records (prompts, decoded tokens, completions).
+// its own ("generator", "Producer", "generator.name"), on a case, in a note, in "model"
+// unless it is a path. Not read: the format tag, a model path, a file, a URL or a case (a
+// user's model path may well contain "llmport"), and the texts a golden records (prompts,
+// decoded tokens, completions).
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 bool is_content_key(const std::string& key, bool in_array) {
   std::string k = key;
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (k == "format" || k == "model" || k == "text" || k == "completion" || k == "url" || k == "path" ||
+  if (k == "format" || k == "text" || k == "completion" || k == "url" || k == "path" ||
       k == "file" || k == "dir" || (in_array && (k == "name" || k == "title")))
     return true;
-  if (k.find("prompt") != std::string::npos) return true;
+  // Prompt texts ("prompt", "prompts", "system_prompt"), not every key that says prompt:
+  // {"prompt_source": "copied from llmport run"} is a producer statement.
+  if (k == "prompts" || ends_with(k, "prompt") || ends_with(k, "_prompts")) return true;
   for (const char* tail : {"_text", "_path", "_file", "_dir", "_url", "token", "tokens"})
     if (ends_with(k, tail)) return true;
   return false;
@@ -118,6 +121,17 @@ bool key_mentions_llmport(const std::string& key) {
   return key.find('/') == std::string::npos && key.find('\\') == std::string::npos && mentions_llmport(key);
 }
 
+// What names the model is read like any note ("stories260K as run by llmport" says who ran
+// it) unless it is a path or a hub id: a user's model directory may well contain "llmport".
+bool is_model_path(const std::string& key, const OrderedJson& v) {
+  std::string k = key;
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k != "model") return false;
+  if (!v.is_string()) return true;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.find('/') != std::string::npos || s.find('\\') != std::string::npos;
+}
+
 void collect_llmport_mentions(const OrderedJson& j, bool in_array, std::vector<std::string>& out) {
   if (j.is_string()) {
     if (mentions_llmport(j.get_ref<const std::string&>())) note_mention(j.get<std::string>(), out);
@@ -125,6 +139,10 @@ void collect_llmport_mentions(const OrderedJson& j, bool in_array, std::vector<s
     FragmentRun run(out);
     for (const auto& [k, v] : j.items()) {
       if (key_mentions_llmport(k)) note_mention(k, out);
+      if (is_model_path(k, v)) {
+        run.flush();
+        continue;
+      }
       if (is_content_key(k, in_array)) {
         run.flush();
         continue;

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -250,14 +252,37 @@ ReferenceProvenance assess_provenance(const RecordFile& rf) {
   return p;
 }
 
+namespace {
+double ulp_of(float v) {
+  const float a = std::abs(v);
+  return static_cast<double>(std::nextafter(a, std::numeric_limits<float>::infinity()) - a);
+}
+}  // namespace
+
 void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
   const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
+  int64_t compared = 0, identical = 0;
+  // The shifts c each entry allows: reference = float(llmport + c), the sum rounded once to
+  // the nearest float (in float or in double alike), so c lies within half an ulp of the
+  // reference value around d = reference - llmport; all entries' ranges must meet.
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity(), tol_max = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const TopEntry& e = reference.top[i];
     if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
-    m.identical += same_bits(e.logit, logits[static_cast<std::size_t>(e.id)]) ? 1 : 0;
-    ++m.compared;
+    const float x = logits[static_cast<std::size_t>(e.id)];
+    identical += same_bits(e.logit, x) ? 1 : 0;
+    ++compared;
+    const double d = static_cast<double>(e.logit) - static_cast<double>(x), tol = 0.5 * ulp_of(e.logit) * (1 + 1e-9);
+    lo = std::max(lo, d - tol);
+    hi = std::min(hi, d + tol);
+    tol_max = std::max(tol_max, tol);
   }
+  m.compared += compared;
+  m.identical += identical;
+  // A shift within a few ulps is an independent computation's rounding, not a constant.
+  const bool shifted = compared >= 3 && lo <= hi && std::min(std::abs(lo), std::abs(hi)) > 8 * tol_max &&
+                       (lo > 0) == (hi > 0);
+  if (shifted) m.shifted += compared - identical;
 }
 
 int VerifyResult::distinct_prompts() const {

@@ -171,7 +171,9 @@ TEST(AdversarialGolden, LlmportAsAKeyOrSplitAcrossStringsIsProvenance) {
         {"environment", {{"tools", {{"llmport_version", "0.3"}}}}},
         {"tools", {"llm", "port", "0.3"}},
         {"generator", {{"family", "llm"}, {"kind", "port"}}},
-        {"credits", {"l", "l", "m", "p", "o", "r", "t"}}}) {
+        {"credits", {"l", "l", "m", "p", "o", "r", "t"}},
+        {"prompt_source", "copied from llmport run output"},
+        {"model", "stories260K as run by llmport 0.3"}}) {
     json g = stories;
     g[key] = value;
     SCOPED_TRACE(g[key].dump());
