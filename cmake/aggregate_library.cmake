@@ -17,4 +17,4 @@ target_compile_features(llmport_lib INTERFACE cxx_std_20)
 # entry here has its find_dependency in cmake/llmportConfig.cmake.in.
 target_link_libraries(llmport_lib PUBLIC nlohmann_json::nlohmann_json
                       PRIVATE fmt::fmt OpenMP::OpenMP_CXX CURL::libcurl OpenSSL::Crypto Threads::Threads
-                              PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::HTTPLIB)
+                              PkgConfig::PCRE2 PkgConfig::UTF8PROC PkgConfig::HTTPLIB PkgConfig::ICU)

@@ -36,7 +36,7 @@ string(REGEX REPLACE "/$" "" LLMPORT_PC_TO_PREFIX "${LLMPORT_PC_TO_PREFIX}")
 # A static libllmport's dependencies are needed at every consumer's link, so they are
 # Requires (plain `pkg-config --libs`; --static would also pull in their own static-only
 # dependencies, which Debian's -dev packages do not all ship); a shared one links them.
-set(_pc_deps "fmt, libpcre2-8, libutf8proc, libcurl, libcrypto, cpp-httplib")
+set(_pc_deps "fmt, libpcre2-8, libutf8proc, icu-uc, icu-i18n, libcurl, libcrypto, cpp-httplib")
 if(BUILD_SHARED_LIBS)
   set(LLMPORT_PC_REQUIRES "nlohmann_json >= 3.10")
   set(LLMPORT_PC_REQUIRES_PRIVATE "${_pc_deps}")

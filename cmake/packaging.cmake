@@ -13,7 +13,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-    "nlohmann-json3-dev, libfmt-dev, libpcre2-dev, libutf8proc-dev, libcurl4-openssl-dev, libssl-dev, libcpp-httplib-dev, pkg-config")
+    "nlohmann-json3-dev, libfmt-dev, libpcre2-dev, libutf8proc-dev, libicu-dev, libcurl4-openssl-dev, libssl-dev, libcpp-httplib-dev, pkg-config")
 # python3-numpy runs `--reference numpy` (tools/numpy_reference.py); torch/transformers, not
 # packaged in Debian, run `--reference hf`.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3, python3-numpy")

@@ -6,7 +6,7 @@ SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake pkg-config ccache git make python3 python3-jinja2 python3-numpy dpkg-dev file \
-  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev \
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpcre2-dev libutf8proc-dev libicu-dev \
   libcurl4-openssl-dev libcpp-httplib-dev libssl-dev \
   curl nginx \
   libgtest-dev libgmock-dev libbenchmark-dev \

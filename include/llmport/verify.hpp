@@ -84,8 +84,9 @@ struct ReferenceProvenance {
 ReferenceProvenance assess_provenance(const RecordFile& rf);
 
 /// Whether a producer statement names llmport, read as letters and digits only with case,
-/// separators, zero-width characters and look-alike letters (0/1, fullwidth forms, Cyrillic
-/// and Greek letters drawn like Latin ones) folded: "LLM-P0rt" and "llmp\u043ert" do.
+/// separators, zero-width characters and look-alike letters folded (0/1, NFKC forms, and
+/// every character Unicode's confusables data, UTS #39 via ICU, draws like a Latin letter):
+/// "LLM-P0rt", "llrnport" and "llmp\u043ert" do.
 bool names_llmport(const std::string& producer);
 
 /// Whether a free text (a note, a description, any metadata string) names llmport as a word:
@@ -99,11 +100,15 @@ struct SelfMatch {
   std::string sequence;    ///< the reference sequence's name
   int64_t compared = 0;    ///< reference top-k logits compared
   int64_t identical = 0;   ///< of those, equal as fp32 bit patterns
-  double share() const { return compared ? static_cast<double>(identical) / compared : 0.0; }
+  int64_t shifted = 0;     ///< of the others, in steps that are `logits` plus one constant
+  double share() const { return compared ? static_cast<double>(identical + shifted) / compared : 0.0; }
 };
 
 /// Counts the first k top entries of a reference step (the logits the gates read) that
-/// equal `logits` [vocab] exactly; adds to m.
+/// equal `logits` [vocab] exactly; adds to m. A step whose (at least 3) entries all equal
+/// `logits` plus one constant c, rounded once to float (reference == float(logits + c)),
+/// with |c| beyond that rounding, counts its entries as `shifted`: softmax, so every KL
+/// gate, cannot see such a shift, and an independent reference is not off by one constant.
 void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k = kTopK);
 
 // ---------------------------------------------------------------- comparators

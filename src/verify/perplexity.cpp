@@ -69,6 +69,17 @@ LogprobsFile open_logprobs(const fs::path& f) {
   return lf;
 }
 
+// A header key or string naming llmport as a word ({"generator": "llmport 0.3"} beside
+// "producer": "numpy"), as verify's metadata walk reads a golden; not what names the model.
+bool header_mentions_llmport(const nlohmann::json& h) {
+  for (const auto& [k, v] : h.items()) {
+    if (k == "model" || k == "model_files" || k == "tokens" || k == "format") continue;
+    if (k.find('/') == std::string::npos && mentions_llmport(k)) return true;
+    if (v.is_string() && mentions_llmport(v.get<std::string>())) return true;
+  }
+  return false;
+}
+
 // Refuses a base made for another text, ctx, vocab or tokenization (its positions would not
 // line up), or in another format. The scored tokens are compared one by one, as
 // llama-perplexity's --kl-divergence does: one text tokenized two ways has the same sha256,
@@ -218,7 +229,8 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
                  base->header.value("dtype", std::string("?"));
     // The verify rules (assess_provenance): llmport's own output, however spelled, or a
     // file that names no producer, is not an independent base.
-    if (producer.empty() || names_llmport(producer)) base_label += " (not independent)";
+    if (producer.empty() || names_llmport(producer) || header_mentions_llmport(base->header))
+      base_label += " (not independent)";
   }
   std::ofstream save;
   if (opt.save_logits) {

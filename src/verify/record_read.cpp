@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "llmport/error.hpp"
@@ -18,8 +19,26 @@ namespace {
 namespace fs = std::filesystem;
 using verify_detail::JsonField;
 
-nlohmann::json parse_file(const fs::path& file) {
-  return parse_json_text(read_text_file(file), file.string());
+// The file in file order, each object's keys distinct: with {"producer": "llmport",
+// "producer": "torch"} the reader keeps the last and a person reading the file may well
+// see the first, so such a file is refused (the ordered copy is what the metadata walk reads:
+// fragments side by side are joined in the order they show).
+nlohmann::ordered_json parse_ordered_distinct(const std::string& text, const fs::path& file) {
+  std::vector<std::set<std::string>> open;
+  auto cb = [&](int, nlohmann::ordered_json::parse_event_t ev, nlohmann::ordered_json& parsed) {
+    using E = nlohmann::ordered_json::parse_event_t;
+    if (ev == E::object_start) open.emplace_back();
+    else if (ev == E::object_end) open.pop_back();
+    else if (ev == E::key && !open.back().insert(parsed.get<std::string>()).second)
+      throw ConfigError(file.string() + ": key \"" + printable(parsed.get<std::string>()) +
+                        "\" appears twice in one object (which one counts is ambiguous)");
+    return true;
+  };
+  try {
+    return nlohmann::ordered_json::parse(text, cb);
+  } catch (const nlohmann::json::exception& e) {
+    throw ConfigError(file.string() + ": malformed JSON: " + json_error_text(e));
+  }
 }
 
 std::string opt_str(const JsonField& f, const std::string& key) {
@@ -41,37 +60,106 @@ void read_independent(const JsonField& where, RecordFile& rf) {
 // another format uses; several statements are joined with "; " (the producer rules and
 // kl_bound_for see them all).
 // Any other metadata string that names llmport as a word (mentions_llmport): under a key of
-// its own ("generator", "Producer", "generator.name"), on a case, in a note. Not read: the
-// format tag, what names the model, a file, a URL or a case (a user's model path may well
-// contain "llmport"), and the texts a golden records (prompts, decoded tokens, completions).
+// its own ("generator", "Producer", "generator.name"), on a case, in a note, in "model"
+// unless it is a path. Not read: the format tag, a model path, a file, a URL or a case (a
+// user's model path may well contain "llmport"), and the texts a golden records (prompts,
+// decoded tokens, completions).
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 bool is_content_key(const std::string& key, bool in_array) {
   std::string k = key;
   for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (k == "format" || k == "model" || k == "text" || k == "completion" || k == "url" || k == "path" ||
+  if (k == "format" || k == "text" || k == "completion" || k == "url" || k == "path" ||
       k == "file" || k == "dir" || (in_array && (k == "name" || k == "title")))
     return true;
-  if (k.find("prompt") != std::string::npos) return true;
+  // Prompt texts ("prompt", "prompts", "system_prompt"), not every key that says prompt:
+  // {"prompt_source": "copied from llmport run"} is a producer statement.
+  if (k == "prompts" || ends_with(k, "prompt") || ends_with(k, "_prompts")) return true;
   for (const char* tail : {"_text", "_path", "_file", "_dir", "_url", "token", "tokens"})
     if (ends_with(k, tail)) return true;
   return false;
 }
-void collect_llmport_mentions(const nlohmann::json& j, bool in_array, std::vector<std::string>& out) {
+using OrderedJson = nlohmann::ordered_json;
+
+void note_mention(const std::string& v, std::vector<std::string>& out) {
+  if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+}
+
+// Strings without spaces side by side (array elements, or an object's values in file order)
+// read as one word, as they show: ["llm", "port"] is "llmport". A run is broken by anything
+// else (a sentence, a number, a content key), so notes like ["an LLM", "port of ..."] stay two.
+class FragmentRun {
+ public:
+  explicit FragmentRun(std::vector<std::string>& out) : out_(out) {}
+  ~FragmentRun() { flush(); }
+  FragmentRun(const FragmentRun&) = delete;
+  FragmentRun& operator=(const FragmentRun&) = delete;
+  void add(const OrderedJson& v) {
+    const bool fragment = v.is_string() && !v.get_ref<const std::string&>().empty() &&
+                          std::none_of(v.get_ref<const std::string&>().begin(), v.get_ref<const std::string&>().end(),
+                                       [](unsigned char c) { return std::isspace(c); });
+    if (!fragment) return flush();
+    joined_ += v.get<std::string>();
+    ++n_;
+  }
+  void flush() {
+    if (n_ > 1 && mentions_llmport(joined_)) note_mention(joined_, out_);
+    joined_.clear();
+    n_ = 0;
+  }
+
+ private:
+  std::vector<std::string>& out_;
+  std::string joined_;
+  int n_ = 0;
+};
+
+// A key names its value's owner: {"versions": {"llmport": "0.3"}} says llmport made the file.
+// A key that is a path (a file's sha keyed by its name) is not read, like a path value.
+bool key_mentions_llmport(const std::string& key) {
+  return key.find('/') == std::string::npos && key.find('\\') == std::string::npos && mentions_llmport(key);
+}
+
+// What names the model is read like any note ("stories260K as run by llmport" says who ran
+// it) unless it is a path or a hub id: a user's model directory may well contain "llmport".
+bool is_model_path(const std::string& key, const OrderedJson& v) {
+  std::string k = key;
+  for (char& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (k != "model") return false;
+  if (!v.is_string()) return true;
+  const std::string& s = v.get_ref<const std::string&>();
+  return s.find('/') != std::string::npos || s.find('\\') != std::string::npos;
+}
+
+void collect_llmport_mentions(const OrderedJson& j, bool in_array, std::vector<std::string>& out) {
   if (j.is_string()) {
-    const std::string v = j.get<std::string>();
-    if (mentions_llmport(v) && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+    if (mentions_llmport(j.get_ref<const std::string&>())) note_mention(j.get<std::string>(), out);
   } else if (j.is_object()) {
-    for (const auto& [k, v] : j.items())
-      if (!is_content_key(k, in_array)) collect_llmport_mentions(v, false, out);
+    FragmentRun run(out);
+    for (const auto& [k, v] : j.items()) {
+      if (key_mentions_llmport(k)) note_mention(k, out);
+      if (is_model_path(k, v)) {
+        run.flush();
+        continue;
+      }
+      if (is_content_key(k, in_array)) {
+        run.flush();
+        continue;
+      }
+      run.add(v);
+      collect_llmport_mentions(v, false, out);
+    }
   } else if (j.is_array()) {
-    for (const auto& v : j)
+    FragmentRun run(out);
+    for (const auto& v : j) {
+      run.add(v);
       if (v.is_structured() || v.is_string()) collect_llmport_mentions(v, true, out);
+    }
   }
 }
 
-void read_provenance(const JsonField& root, RecordFile& rf) {
+void read_provenance(const JsonField& root, const OrderedJson& ordered, RecordFile& rf) {
   std::vector<std::string> producers, dtypes;
   auto add = [](std::vector<std::string>& to, const JsonField& f, const std::string& key) {
     if (!f.has(key)) return;
@@ -101,7 +189,7 @@ void read_provenance(const JsonField& root, RecordFile& rf) {
     for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;
     return out;
   };
-  collect_llmport_mentions(root.raw(), false, producers);
+  collect_llmport_mentions(ordered, false, producers);
   rf.producer = join(producers);
   rf.compute_dtype = join(dtypes);
 }
@@ -154,13 +242,13 @@ void check_step(const JsonField& f, const StepRecord& st) {
 }
 
 // ------------------------------------------------------------------ stories260K golden
-RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
+RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = "stories-golden";
   rf.path = file;
   rf.model = opt_str(root, "model");
-  read_provenance(root, rf);
+  read_provenance(root, ordered, rf);
   if (rf.compute_dtype.empty()) rf.compute_dtype = "float32";  // the format's numpy forward
   const JsonField cases = root.at("cases");
   if (cases.size() == 0) cases.fail("no cases");
@@ -227,13 +315,13 @@ RecordFile read_stories(const nlohmann::json& j, const fs::path& file) {
 }
 
 // ------------------------------------------------------------------ synthetic golden
-RecordFile read_synthetic(const nlohmann::json& j, const fs::path& file) {
+RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  read_provenance(root, rf);
+  read_provenance(root, ordered, rf);
   rf.n_steps = root.at("max_new_tokens").integer();
   if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
   const JsonField seqs = root.at("sequences");
@@ -345,13 +433,13 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
   }
 }
 
-RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
+RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  read_provenance(root, rf);
+  read_provenance(root, ordered, rf);
   read_versions(root, rf);
   rf.n_steps = root.at("n_steps").integer();
   if (rf.n_steps <= 0) root.at("n_steps").fail("must be > 0");
@@ -392,24 +480,26 @@ RecordFile read_llmport(const nlohmann::json& j, const fs::path& file) {
 }  // namespace
 
 RecordFile read_record_file(const std::filesystem::path& file) {
-  const nlohmann::json j = parse_file(file);
+  const std::string text = read_text_file(file);
+  const nlohmann::json j = parse_json_text(text, file.string());  // malformed or too deep: refused here
   if (!j.is_object()) throw ConfigError(file.string() + ": expected a JSON object");
+  const nlohmann::ordered_json ordered = parse_ordered_distinct(text, file);
   if (j.contains("format") && j["format"].is_string()) {
     const std::string f = j["format"].get<std::string>();
     if (f.rfind("llmport-records/", 0) == 0) {
       if (f != "llmport-records/1")
         throw ConfigError(file.string() + ": format: unsupported version " + f + " (reader knows llmport-records/1)");
-      return read_llmport(j, file);
+      return read_llmport(j, ordered, file);
     }
     if (f.rfind("llmport-synthetic-golden/", 0) == 0) {
       if (f != "llmport-synthetic-golden/1")
         throw ConfigError(file.string() + ": format: unsupported version " + f +
                           " (reader knows llmport-synthetic-golden/1)");
-      return read_synthetic(j, file);
+      return read_synthetic(j, ordered, file);
     }
   }
-  if (j.contains("cases")) return read_stories(j, file);
-  if (j.contains("sequences") && j.contains("max_new_tokens")) return read_synthetic(j, file);
+  if (j.contains("cases")) return read_stories(j, ordered, file);
+  if (j.contains("sequences") && j.contains("max_new_tokens")) return read_synthetic(j, ordered, file);
   throw ConfigError(file.string() +
                     ": not a record file (expected format llmport-records/1, a synthetic golden "
                     "with sequences[] or a golden with cases[])");

@@ -6,11 +6,16 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
+#include <cmath>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <unicode/uchar.h>
+#include <unicode/uspoof.h>
 #include <utf8proc.h>
 
 #include "llmport/error.hpp"
@@ -74,89 +79,140 @@ char32_t next_code_point(const std::string& s, std::size_t& i) {
   return cp;
 }
 
-// The ASCII letter a non-ASCII look-alike stands for: fullwidth forms, and the Cyrillic and
-// Greek letters drawn like Latin ones ("llmp\u043ert" is "llmport" on screen); 0 for none.
-char ascii_look_alike(char32_t cp) {
-  if (cp >= 0xFF21 && cp <= 0xFF3A) return static_cast<char>('a' + (cp - 0xFF21));
-  if (cp >= 0xFF41 && cp <= 0xFF5A) return static_cast<char>('a' + (cp - 0xFF41));
-  static const std::pair<char32_t, char> table[] = {
-      {0x0430, 'a'}, {0x0410, 'a'}, {0x0435, 'e'}, {0x0415, 'e'}, {0x043E, 'o'}, {0x041E, 'o'}, {0x0440, 'p'},
-      {0x0420, 'p'}, {0x0441, 'c'}, {0x0421, 'c'}, {0x0445, 'x'}, {0x0425, 'x'}, {0x0443, 'y'}, {0x0456, 'i'},
-      {0x0406, 'l'}, {0x0458, 'j'}, {0x04CF, 'l'}, {0x04C0, 'l'}, {0x0422, 't'}, {0x0442, 't'}, {0x041C, 'm'},
-      {0x043C, 'm'}, {0x041A, 'k'}, {0x043A, 'k'}, {0x041D, 'h'}, {0x0432, 'b'}, {0x0412, 'b'}, {0x0455, 's'},
-      {0x03BF, 'o'}, {0x039F, 'o'}, {0x03C1, 'p'}, {0x03A1, 'p'}, {0x03B9, 'i'}, {0x0399, 'l'}, {0x03C4, 't'},
-      {0x03A4, 't'}, {0x039C, 'm'}, {0x03BA, 'k'}, {0x039A, 'k'}, {0x03BD, 'v'}, {0x03B1, 'a'}, {0x0391, 'a'},
-      {0x2113, 'l'}, {0x217C, 'l'}, {0x2160, 'l'}, {0x217F, 'm'}, {0x01C0, 'l'}, {0x05C0, 'l'}, {0x05D5, 'l'},
-      {0x0585, 'o'}, {0x0555, 'o'}, {0x0433, 'r'}, {0x0413, 'r'}, {0x0501, 'd'}, {0x0261, 'g'}};
-  for (const auto& [from, to] : table)
-    if (from == cp) return to;
-  return 0;
+std::string utf8_of(char32_t cp) {
+  utf8proc_uint8_t b[4];
+  const utf8proc_ssize_t n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(cp), b);
+  return std::string(reinterpret_cast<const char*>(b), static_cast<std::size_t>(n));
 }
 
-// Small capitals and IPA letters drawn like Latin capitals ("\u029f\u029f\u1d0d\u1d18\u1d0f\u0280\u1d1b"):
-// NFKC leaves them as they are.
-char small_capital(char32_t cp) {
-  static const std::pair<char32_t, char> table[] = {
-      {0x1D00, 'a'}, {0x0299, 'b'}, {0x1D04, 'c'}, {0x1D05, 'd'}, {0x1D07, 'e'}, {0xA730, 'f'}, {0x0262, 'g'},
-      {0x029C, 'h'}, {0x026A, 'i'}, {0x1D0A, 'j'}, {0x1D0B, 'k'}, {0x029F, 'l'}, {0x1D0D, 'm'}, {0x0274, 'n'},
-      {0x1D0F, 'o'}, {0x1D18, 'p'}, {0x01EB, 'q'}, {0x0280, 'r'}, {0xA731, 's'}, {0x1D1B, 't'}, {0x1D1C, 'u'},
-      {0x1D20, 'v'}, {0x1D21, 'w'}, {0x028F, 'y'}, {0x1D22, 'z'}, {0x0131, 'i'}, {0x0269, 'i'}};
-  for (const auto& [from, to] : table)
-    if (from == cp) return to;
-  return 0;
-}
-
-// NFKC with case folding, marks stripped and default-ignorables dropped (utf8proc): the
-// mathematical alphanumerics ("\U0001d5c5"), fullwidth forms, ligatures, letterlike and
-// enclosed forms read as their plain letters, "l\u0301" as "l", a zero-width space or
-// soft hyphen as nothing. Malformed UTF-8 is left as it is (read byte by byte below).
-std::string compatibility_folded(const std::string& s) {
+// utf8proc_map with `opts`; a text utf8proc refuses (malformed UTF-8) is left as it is.
+std::string utf8proc_mapped(const std::string& s, int opts) {
   utf8proc_uint8_t* out = nullptr;
-  const auto opts = static_cast<utf8proc_option_t>(UTF8PROC_COMPAT | UTF8PROC_COMPOSE | UTF8PROC_CASEFOLD |
-                                                   UTF8PROC_STRIPMARK | UTF8PROC_IGNORE);
-  const utf8proc_ssize_t n =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()), &out, opts);
+  const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                          static_cast<utf8proc_ssize_t>(s.size()), &out,
+                                          static_cast<utf8proc_option_t>(opts));
   if (n < 0) return s;
   std::string r(reinterpret_cast<const char*>(out), static_cast<std::size_t>(n));
   std::free(out);
   return r;
 }
 
-// The producer as letters and digits only, look-alikes read as the letters they mimic:
-// "LLM-P0rt", "llm\u200bport", "l l m p o r t", "llmp\u043ert", "\U0001d5c5\U0001d5c5\U0001d5c6..." and small
-// capitals all read "llmport".
-// One folded code point as the ASCII letter or digit it reads as (0, o and 1, l folded), or
-// 0 for a separator.
-char fold_char(char32_t cp) {
-  char c = cp < 0x80 ? static_cast<char>(std::tolower(static_cast<int>(cp))) : ascii_look_alike(cp);
-  if (c == 0 && cp >= 0x80) c = small_capital(cp);
+// The letters a non-ASCII code point is drawn like, from Unicode's confusables data (UTS #39
+// skeletons, ICU's uspoof): a code point reads as the ASCII letter x when its skeleton is
+// the skeleton of x, of the small capital X ("\u029f" is LATIN LETTER SMALL CAPITAL L) or of X,
+// tried in that order (so "\u0399", whose skeleton is that of both l and I, reads as l). The
+// prototypes the data keeps for Cyrillic and Greek small letters are small capitals
+// ("\u0442" is drawn like "\u1d1b"), which is why those count as the letter too.
+class LookAlikes {
+ public:
+  static const LookAlikes& get() {
+    static const LookAlikes instance;
+    return instance;
+  }
+
+  // The ASCII letters and digits `cp` (non-ASCII) reads as, or "" for none: its case
+  // variants count too (the reader sees either). A skeleton made of ASCII letters and
+  // digits only ("\u01c1" is "ll") reads as those.
+  std::string letters(char32_t cp) const {
+    for (const UChar32 v : {static_cast<UChar32>(cp), u_foldCase(static_cast<UChar32>(cp), U_FOLD_CASE_DEFAULT),
+                            u_toupper(static_cast<UChar32>(cp))}) {
+      const std::string key = skeleton(utf8_of(static_cast<char32_t>(v)));
+      if (const auto it = by_skeleton_.find(key); it != by_skeleton_.end()) return std::string(1, it->second);
+      if (!key.empty() && std::all_of(key.begin(), key.end(), [](char c) { return c > 0 && std::isalnum(static_cast<unsigned char>(c)); }))
+        return lower(key);
+    }
+    return "";
+  }
+
+  LookAlikes(const LookAlikes&) = delete;
+  LookAlikes& operator=(const LookAlikes&) = delete;
+  ~LookAlikes() { uspoof_close(checker_); }
+
+ private:
+  LookAlikes() {
+    UErrorCode err = U_ZERO_ERROR;
+    checker_ = uspoof_open(&err);
+    if (U_FAILURE(err)) throw Error(std::string("ICU uspoof_open failed: ") + u_errorName(err));
+    for (char x = 'a'; x <= 'z'; ++x) by_skeleton_.emplace(skeleton(std::string(1, x)), x);
+    for (char x = 'a'; x <= 'z'; ++x) {
+      const std::string name = std::string("LATIN LETTER SMALL CAPITAL ") + static_cast<char>(std::toupper(x));
+      err = U_ZERO_ERROR;
+      const UChar32 small = u_charFromName(U_UNICODE_CHAR_NAME, name.c_str(), &err);
+      if (U_SUCCESS(err)) by_skeleton_.emplace(skeleton(utf8_of(static_cast<char32_t>(small))), x);
+    }
+    for (char x = 'a'; x <= 'z'; ++x)
+      by_skeleton_.emplace(skeleton(std::string(1, static_cast<char>(std::toupper(x)))), x);
+  }
+
+  // The UTS #39 skeleton of `s`, marks stripped ("\u0142" is l with a stroke: l).
+  std::string skeleton(const std::string& s) const {
+    std::string out(4 * s.size() + 16, '\0');
+    UErrorCode err = U_ZERO_ERROR;
+    int32_t n = uspoof_getSkeletonUTF8(checker_, 0, s.c_str(), static_cast<int32_t>(s.size()), out.data(),
+                                       static_cast<int32_t>(out.size()), &err);
+    if (err == U_BUFFER_OVERFLOW_ERROR) {
+      out.assign(static_cast<std::size_t>(n), '\0');
+      err = U_ZERO_ERROR;
+      n = uspoof_getSkeletonUTF8(checker_, 0, s.c_str(), static_cast<int32_t>(s.size()), out.data(), n, &err);
+    }
+    if (U_FAILURE(err)) return s;  // malformed UTF-8: left as it is
+    out.resize(static_cast<std::size_t>(n));
+    return utf8proc_mapped(out, UTF8PROC_COMPOSE | UTF8PROC_STRIPMARK);
+  }
+
+  USpoofChecker* checker_ = nullptr;
+  std::map<std::string, char> by_skeleton_;  // skeleton -> the ASCII letter it is drawn like
+};
+
+// NFKC with marks stripped and default-ignorables dropped (utf8proc): the mathematical
+// alphanumerics ("\U0001d5c5"), fullwidth forms, ligatures, letterlike and enclosed forms
+// read as their plain letters, "l\u0301" as "l", a zero-width space or soft hyphen as nothing.
+// Case is kept: the confusables data tells "\u0399" (drawn like I and l) from "\u03b9" (like i).
+std::string compatibility_folded(const std::string& s) {
+  return utf8proc_mapped(s, UTF8PROC_COMPAT | UTF8PROC_COMPOSE | UTF8PROC_STRIPMARK | UTF8PROC_IGNORE);
+}
+
+// One folded code point as the ASCII letters or digits it reads as (0 and o, 1 and l the
+// same; LookAlikes for non-ASCII), or "" for a separator. An ASCII capital I, drawn as an l
+// in sans-serif type ("IImport"), reads as l only with `capital_i_as_l`.
+std::string fold_char(char32_t cp, bool capital_i_as_l) {
+  if (cp >= 0x80) return LookAlikes::get().letters(cp);
+  char c = cp == 'I' && capital_i_as_l ? 'l' : static_cast<char>(std::tolower(static_cast<int>(cp)));
   if (c == '0') c = 'o';
   else if (c == '1') c = 'l';
-  return std::isalnum(static_cast<unsigned char>(c)) ? c : 0;
+  return std::isalnum(static_cast<unsigned char>(c)) ? std::string(1, c) : std::string();
+}
+
+// "rn" is drawn like "m" (the confusables data's own example): read as m.
+std::string rn_as_m(std::string w) {
+  for (std::size_t at = w.find("rn"); at != std::string::npos; at = w.find("rn", at)) w.replace(at, 2, "m");
+  return w;
 }
 
 // The text after compatibility_folded as words of fold_char letters, split at every
-// separator: "LLM; portable" is "llm", "portable". With `capital_i_as_l` an ASCII capital I,
-// drawn as an l in sans-serif type ("IImport"), reads as l (whole words only: run together,
-// "XML Import" would read "xmllmport").
-std::vector<std::string> words_of(const std::string& raw, bool capital_i_as_l = false) {
-  std::string pre = raw;
-  if (capital_i_as_l) std::replace(pre.begin(), pre.end(), 'I', 'l');
-  const std::string s = compatibility_folded(pre);
+// separator: "LLM; portable" is "llm", "portable". `capital_i_as_l` applies to whole words
+// only: run together, "XML Import" would read "xmllmport". With `backwards` the code points
+// are read in reverse order (a right-to-left override shows them so).
+std::vector<std::string> words_of(const std::string& raw, bool capital_i_as_l, bool backwards = false) {
+  const std::string s = compatibility_folded(raw);
+  std::vector<char32_t> cps;
+  for (std::size_t i = 0; i < s.size();) cps.push_back(next_code_point(s, i));
+  if (backwards) std::reverse(cps.begin(), cps.end());
   std::vector<std::string> words(1);
-  for (std::size_t i = 0; i < s.size();) {
-    if (const char c = fold_char(next_code_point(s, i))) words.back() += c;
+  for (const char32_t cp : cps) {
+    if (const std::string l = fold_char(cp, capital_i_as_l); !l.empty()) words.back() += l;
     else if (!words.back().empty()) words.emplace_back();
   }
+  for (std::string& w : words) w = rn_as_m(w);
   return words;
 }
 
 // The text as letters and digits only: "LLM-P0rt", "llm\u200bport", "l l m p o r t",
 // "llmp\u043ert", mathematical letters and small capitals all read "llmport".
-std::string letters_of(const std::string& raw) {
+std::string letters_of(const std::string& raw, bool backwards = false) {
   std::string out;
-  for (const std::string& w : words_of(raw)) out += w;
-  return out;
+  for (const std::string& w : words_of(raw, /*capital_i_as_l=*/false, backwards)) out += w;
+  return rn_as_m(out);
 }
 
 // A right-to-left override or embedding ("\u202etropmll") shows the letters after it
@@ -169,23 +225,17 @@ bool has_rtl_override(const std::string& s) {
 }  // namespace
 
 bool names_llmport(const std::string& producer) {
-  std::string letters = letters_of(producer);
-  if (letters.find("llmport") != std::string::npos || mentions_llmport(producer)) return true;
-  if (!has_rtl_override(producer)) return false;
-  std::reverse(letters.begin(), letters.end());
-  return letters.find("llmport") != std::string::npos;
+  if (letters_of(producer).find("llmport") != std::string::npos || mentions_llmport(producer)) return true;
+  return has_rtl_override(producer) && letters_of(producer, /*backwards=*/true).find("llmport") != std::string::npos;
 }
 
 bool mentions_llmport(const std::string& text) {
   const bool rtl = has_rtl_override(text);
-  for (std::string w : words_of(text, /*capital_i_as_l=*/true)) {
-    for (int pass = 0; pass < (rtl ? 2 : 1); ++pass) {
+  for (int pass = 0; pass < (rtl ? 2 : 1); ++pass)
+    for (const std::string& w : words_of(text, /*capital_i_as_l=*/true, /*backwards=*/pass == 1))
       if (w.rfind("llmport", 0) == 0 &&
           std::all_of(w.begin() + 7, w.end(), [](char c) { return c == 'o' || c == 'l' || std::isdigit(static_cast<unsigned char>(c)); }))
         return true;
-      std::reverse(w.begin(), w.end());
-    }
-  }
   return false;
 }
 
@@ -202,14 +252,37 @@ ReferenceProvenance assess_provenance(const RecordFile& rf) {
   return p;
 }
 
+namespace {
+double ulp_of(float v) {
+  const float a = std::abs(v);
+  return static_cast<double>(std::nextafter(a, std::numeric_limits<float>::infinity()) - a);
+}
+}  // namespace
+
 void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
   const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
+  int64_t compared = 0, identical = 0;
+  // The shifts c each entry allows: reference = float(llmport + c), the sum rounded once to
+  // the nearest float (in float or in double alike), so c lies within half an ulp of the
+  // reference value around d = reference - llmport; all entries' ranges must meet.
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity(), tol_max = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const TopEntry& e = reference.top[i];
     if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
-    m.identical += same_bits(e.logit, logits[static_cast<std::size_t>(e.id)]) ? 1 : 0;
-    ++m.compared;
+    const float x = logits[static_cast<std::size_t>(e.id)];
+    identical += same_bits(e.logit, x) ? 1 : 0;
+    ++compared;
+    const double d = static_cast<double>(e.logit) - static_cast<double>(x), tol = 0.5 * ulp_of(e.logit) * (1 + 1e-9);
+    lo = std::max(lo, d - tol);
+    hi = std::min(hi, d + tol);
+    tol_max = std::max(tol_max, tol);
   }
+  m.compared += compared;
+  m.identical += identical;
+  // A shift within a few ulps is an independent computation's rounding, not a constant.
+  const bool shifted = compared >= 3 && lo <= hi && std::min(std::abs(lo), std::abs(hi)) > 8 * tol_max &&
+                       (lo > 0) == (hi > 0);
+  if (shifted) m.shifted += compared - identical;
 }
 
 int VerifyResult::distinct_prompts() const {

@@ -58,6 +58,7 @@ nlohmann::json VerifyResult::to_json() const {
                        {"sequence", m.sequence},
                        {"compared", m.compared},
                        {"identical", m.identical},
+                       {"shifted", m.shifted},
                        {"share", m.share()}});
   j["reference"] = {{"kind", reference_kind},
                     {"source", reference_source},

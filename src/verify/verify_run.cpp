@@ -116,7 +116,7 @@ void decide_independence(VerifyResult& res) {
     if (m.compared > 0 && m.share() >= kSelfMatchShare && res.independence_finding.empty())
       res.independence_finding = "content: sequence " + m.sequence + ": " + fmt_g(100.0 * m.share(), 4) + "% of " +
                                  std::to_string(m.compared) + " compared logits equal llmport's " + m.against +
-                                 " output bit for bit";
+                                 " output bit for bit" + (m.shifted ? " or shifted by a constant" : "");
   res.reference_independent = res.independence_finding.empty();
 }
 

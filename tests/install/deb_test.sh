@@ -14,7 +14,7 @@ rm -rf "$build/packages"
 deb="$(ls "$build"/packages/llmport_*.deb)"
 depends="$(dpkg-deb -f "$deb" Depends)"
 # dpkg-shlibdeps derives these from what bin/llmport links.
-for pkg in libc6 libstdc++6 libgomp1 libfmt9 libcurl4 libssl3 libpcre2-8-0 libutf8proc2 libcpp-httplib0.11; do
+for pkg in libc6 libstdc++6 libgomp1 libfmt9 libcurl4 libssl3 libpcre2-8-0 libutf8proc2 libicu72 libcpp-httplib0.11; do
   grep -q "\b$pkg\b" <<<"$depends" || fail "Depends lacks $pkg: $depends"
 done
 

@@ -129,6 +129,82 @@ TEST(AdversarialGolden, AnyMetadataStringNamingLlmportHoweverSpelledIsProvenance
   EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
 }
 
+// The look-alikes come from Unicode's confusables data (ICU's UTS #39 skeletons), not a
+// hand table: every letter of "llmport" swapped for one character the data draws like it
+// (Cyrillic, Greek, Armenian, Hebrew, letterlike, Roman numerals, small capitals, clicks)
+// still names llmport, and so do the multi-letter prototypes ("rn" is m, U+01C1 is ll) and
+// letters with a stroke. ASCII text the data leaves alone keeps its meaning.
+TEST(AdversarialGolden, LookAlikesAreUnicodeConfusablesOfEachLetter) {
+  const std::vector<std::pair<char, std::vector<std::string>>> look_alikes = {
+      {'l', {"\u2113", "\u217C", "\u2160", "\u01C0", "\u05C0", "\u05D5", "\u0406", "\u04C0", "\u0399", "\u029F", "\u0142"}},
+      {'m', {"\u217F", "\u041C", "\u043C", "\u039C", "\u1D0D"}},
+      {'p', {"\u0440", "\u0420", "\u03C1", "\u03A1", "\u1D18"}},
+      {'o', {"\u043E", "\u041E", "\u03BF", "\u039F", "\u0585", "\u0555", "\u1D0F", "\u00F8"}},
+      {'r', {"\u0433", "\u0280"}},
+      {'t', {"\u0442", "\u0422", "\u03C4", "\u03A4", "\u1D1B"}}};
+  const std::string plain = "llmport";
+  for (const auto& [letter, forms] : look_alikes)
+    for (const std::string& form : forms) {
+      std::string spoof = plain;
+      spoof.replace(plain.find(letter), 1, form);
+      EXPECT_TRUE(names_llmport(spoof + " 0.3")) << spoof;
+      EXPECT_TRUE(mentions_llmport("written by " + spoof)) << spoof;
+    }
+  EXPECT_TRUE(names_llmport("llrnport"));
+  EXPECT_TRUE(mentions_llmport("emitted by llrnport 0.3"));
+  EXPECT_TRUE(names_llmport("\u01C1mport"));
+  EXPECT_FALSE(names_llmport("XML Import tool"));  // I reads as l in whole words only
+  EXPECT_FALSE(names_llmport("transformers 4.46 (torch float32)"));
+  EXPECT_FALSE(mentions_llmport("an internal modern LLM; portable reference"));
+}
+
+// The third break-it pass: llmport named by a KEY ({"versions": {"llmport": "0.3"}}), or
+// split across strings that show side by side (array elements, an object's values in file
+// order): each gave a plain PASS. Keys that are paths, and sentences that merely end in
+// "LLM" before one that starts with "port", are not producer statements.
+TEST(AdversarialGolden, LlmportAsAKeyOrSplitAcrossStringsIsProvenance) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  for (const auto& [key, value] :
+       {std::pair<std::string, json>{"versions", {{"llmport", "0.3"}, {"numpy", "1.26"}}},
+        {"software", {{"LLMPort", {{"commit", "abc123"}}}}},
+        {"environment", {{"tools", {{"llmport_version", "0.3"}}}}},
+        {"tools", {"llm", "port", "0.3"}},
+        {"generator", {{"family", "llm"}, {"kind", "port"}}},
+        {"credits", {"l", "l", "m", "p", "o", "r", "t"}},
+        {"prompt_source", "copied from llmport run output"},
+        {"model", "stories260K as run by llmport 0.3"}}) {
+    json g = stories;
+    g[key] = value;
+    SCOPED_TRACE(g[key].dump());
+    auto r = verify_golden(stories_dir(), write(t, "split_" + key, g));
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_TRUE(has_cap(r, "produced by llmport")) << r.verdict_line();
+  }
+  json honest = stories;
+  honest["notes"] = {"converted from an LLM", "port of llama2.c", "small LLM", "Portuguese excluded"};
+  honest["tags"] = {"llm", "portable", "stories"};
+  honest["model_files"] = {{"/home/me/llmport-models/stories260K/model.safetensors", "ab12"}};
+  honest["cases"][0]["completion_text"] = "llm port";
+  honest["cases"][0]["name"] = "llm_port";
+  auto r = verify_golden(stories_dir(), write(t, "honest_fragments", honest));
+  EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+}
+
+// Two values under one key: the reader keeps one, a person may read the other.
+TEST(AdversarialGolden, ADuplicateKeyIsRefused) {
+  TempDir t;
+  std::string text = json(load(stories_golden())).dump();
+  text.insert(1, "\"producer\": \"llmport 0.3\", \"producer\": \"numpy float32\", ");
+  const fs::path f = t.path() / "dup.json";
+  std::ofstream(f) << text;
+  EXPECT_NE(read_error(f).find("dup.json: key \"producer\" appears twice in one object"), std::string::npos)
+      << read_error(f);
+  const auto r = test::run_llmport({"verify", stories_dir().string(), "--reference", "golden:" + f.string(),
+                                    "--report-dir", (t.path() / "rep").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+}
+
 TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
   for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})

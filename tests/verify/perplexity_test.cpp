@@ -184,6 +184,12 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
     EXPECT_NE(r.kl->base_label.find("(not independent)"), std::string::npos) << r.kl->base_label;
     fs::remove(t.path() / "producer.bin");
   }
+  // llmport named under another header key: the provenance rule, before the content's.
+  const auto generator = run_perplexity(stories_dir(), ppl_text(), with_header("generator", [](nlohmann::json& h) {
+                                          h["producer"] = "numpy reference";
+                                          h["generator"] = "llmport 0.3";
+                                        }));
+  EXPECT_EQ(generator.kl->base_label, "numpy reference fp32 (not independent)");
   // llmport's own rows under another producer's name: the content gives them away.
   const auto forged = run_perplexity(stories_dir(), ppl_text(), with_header("numpy", [](nlohmann::json& h) {
                                        h["producer"] = "numpy reference";

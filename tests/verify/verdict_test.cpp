@@ -167,6 +167,49 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
   EXPECT_TRUE(has_cap(verify_golden(stories_dir(), t.path() / "diluted.json"), "content:"));
 }
 
+// Softmax, so every KL gate, is blind to one constant added to a step's logits: llmport's
+// own output shifted (or turned into log-probs) gave a plain PASS, as no logit was equal bit
+// for bit any more. The honest golden shifted the same ways stays a plain PASS: an
+// independent computation's own rounding does not survive as one constant.
+TEST(VerifyVerdict, LlmportsOutputShiftedByAConstantIsStillACopy) {
+  TempDir t;
+  const ModelConfig cfg = load_model_config(stories_dir());
+  const WeightStore w = WeightStore::open(stories_dir(), cfg);
+  EngineOptions eo;
+  eo.backend = "cpu";
+  eo.threads = 1;
+  EngineRunner engine(cfg, w, eo);
+  const RecordFile forged = read_record_file(forged_golden(t, "forged", engine));
+  const RecordFile honest = read_record_file(stories_golden());
+  auto shifted = [&](const RecordFile& from, const std::string& name, const std::function<double(const StepRecord&)>& by) {
+    RecordFile rf = from;
+    for (auto& seq : rf.sequences) {
+      seq.hidden = {};
+      for (auto& st : seq.steps) {
+        const double c = by(st);
+        for (auto& e : st.top) e.logit = static_cast<float>(e.logit + c);
+        for (auto& x : st.logits) x = static_cast<float>(x + c);
+        if (st.logsumexp) *st.logsumexp += c;
+      }
+    }
+    write_record_file(t.path() / (name + ".json"), rf);
+    return verify_golden(stories_dir(), t.path() / (name + ".json"));
+  };
+  const std::function<double(const StepRecord&)> plus_one = [](const StepRecord&) { return 1.0; };
+  const std::function<double(const StepRecord&)> minus = [](const StepRecord&) { return -3.7; };
+  const std::function<double(const StepRecord&)> log_probs = [](const StepRecord& st) {
+    return st.logsumexp ? -*st.logsumexp : -static_cast<double>(st.top[0].logit);
+  };
+  for (const auto& [name, by] : {std::pair{"plus_one", plus_one}, {"minus", minus}, {"log_probs", log_probs}}) {
+    SCOPED_TRACE(name);
+    const auto r = shifted(forged, std::string("forged_") + name, by);
+    EXPECT_TRUE(r.pass);
+    EXPECT_TRUE(has_cap(r, "llmport's engine output bit for bit or shifted by a constant")) << r.verdict_line();
+    const auto h = shifted(honest, std::string("honest_") + name, by);
+    EXPECT_EQ(h.verdict(), "PASS") << h.verdict_line();
+  }
+}
+
 TEST(VerifyVerdict, TopListsThatNoTopKMadeAreRejectedAndShortOnesCap) {
   TempDir t;
   // A padded list that repeats an id, and one out of order: malformed (exit 2 material).
