@@ -526,6 +526,23 @@ std::vector<Case> cases() {
        return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string()};
      },
      "tokenizer_config.json: field 'chat_template'");
+  ct("template_file_syntax_error",
+     [](const fs::path& d, const fs::path& m) {
+       write_file(d / "t.jinja", "{% for m in messages %}{{ m.content }");
+       write_file(d / "msgs.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+       return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string(),
+                                       "--template", (d / "t.jinja").string()};
+     },
+     "t.jinja: chat template line 1: unexpected '}'");
+  ct("tokenizer_config_template_raises",
+     [](const fs::path& d, const fs::path& m) {
+       json tc = read_json_file(m / "tokenizer_config.json");
+       tc["chat_template"] = "{{ raise_exception('roles must alternate') }}";
+       write_json_file(m / "tokenizer_config.json", tc);
+       write_file(d / "msgs.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+       return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string()};
+     },
+     "tokenizer_config.json: chat template line 1: raise_exception: roles must alternate");
   ct("tokenizer_config_template_not_json",
      [](const fs::path& d, const fs::path& m) {
        write_file(m / "tokenizer_config.json", "{\"chat_template\": \"{{ x }}");
