@@ -100,7 +100,21 @@ int run_chat_template(const ChatTemplateArgs& a) {
   nlohmann::ordered_json vars = tok ? special_token_vars(*tok) : nlohmann::ordered_json::object();
   std::set<std::string> given;
   for (const auto& v : a.vars) add_var(vars, v, given);
-  std::string rendered = ChatTemplate(source).render(read_messages(a.messages), a.add_generation_prompt, vars);
+  const auto messages = read_messages(a.messages);
+  // The template's own errors ("chat template line N: ...") name the file it came from.
+  const std::filesystem::path jinja = std::filesystem::path(dir) / "chat_template.jinja";
+  std::error_code ec;
+  const std::string origin = !a.template_file.empty()          ? a.template_file
+                             : std::filesystem::exists(jinja, ec) ? jinja.string()
+                                                                 : (std::filesystem::path(dir) / "tokenizer_config.json").string();
+  std::string rendered;
+  try {
+    rendered = ChatTemplate(source).render(messages, a.add_generation_prompt, vars);
+  } catch (const UsageError& e) {
+    throw UsageError(origin + ": " + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
   if (a.ids) {
     EncodeOptions opt;
     opt.add_special_tokens = false;

@@ -374,7 +374,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                      [](CLI::App& sub) -> std::function<int()> {
                        auto a = std::make_shared<RunArgs>();
                        add_model_arg(sub, &a->model);
-                       sub.add_option("--prompt", a->prompt, "prompt text ('-' reads stdin)");
+                       sub.add_option("-p,--prompt", a->prompt, "prompt text ('-' reads stdin)");
                        sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
                        sub.add_option("--n-tokens,-n", a->n_tokens, "maximum new tokens")
                            ->check(at_least(1));

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "llmport/architecture.hpp"
+#include "model/activation.hpp"
 #include "model/gate_fields.hpp"
 #include "model/json_fields.hpp"
 
@@ -94,11 +95,7 @@ std::vector<std::string> variant_problems(const json& c, const Architecture& row
                   " (whose model_type is '" + std::string(row.model_type) + "')");
   const json* act = field(c, "hidden_act");
   if (!act) act = field(c, "hidden_activation");
-  // transformers' ACT2FN maps "swish" to the same SiLU module as "silu".
-  const auto same_act = [](const std::string& a, std::string_view b) {
-    return a == b || (b == "silu" && a == "swish");
-  };
-  if (act && !same_act(act->get<std::string>(), row.hidden_act))
+  if (act && !activation_matches(act->get<std::string>(), row.hidden_act))
     out.push_back("hidden_act " + act->get<std::string>() + " is not " + std::string(row.hidden_act));
   if (row.reads_mlp_bias && lenient_bool(c, "mlp_bias").value_or(false))
     out.push_back("mlp_bias true (biases on gate/up/down_proj) is not implemented");

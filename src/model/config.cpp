@@ -11,6 +11,7 @@
 #include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/model_path.hpp"
+#include "model/activation.hpp"
 #include "model/json_fields.hpp"
 
 namespace llmport {
@@ -175,7 +176,7 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
 
   if (const json* act = field(config, "hidden_act")) {
     if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + show(*act));
-    if (act->get<std::string>() != arch.hidden_act)
+    if (!activation_matches(act->get<std::string>(), arch.hidden_act))
       throw UnsupportedError("hidden_act '" + act->get<std::string>() + "' is not supported (" +
                              std::string(arch.hidden_act) + " only)");
   }

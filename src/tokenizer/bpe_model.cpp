@@ -27,7 +27,9 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m, std::vector<std::pa
   };
   auto flag = [&](const char* k) {
     auto it = m.find(k);
-    return it != m.end() && it->is_boolean() && it->get<bool>();
+    if (it == m.end() || it->is_null()) return false;
+    if (!it->is_boolean()) throw ConfigError(where + ": model." + k + " must be true or false, got " + std::string(it->type_name()));
+    return it->get<bool>();
   };
   b.unk_token_ = opt_str("unk_token");
   b.prefix_ = opt_str("continuing_subword_prefix");
@@ -38,6 +40,10 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const json& m, std::vector<std::pa
   if (m.contains("dropout") && m["dropout"].is_number() && m["dropout"].get<double>() > 0.0)
     throw ConfigError(where + ": model.dropout > 0 is not supported (non-deterministic)");
 
+  // The streaming parser hands over merges only from an array; any other value would leave
+  // the tokenizer without its merges (every word split into characters).
+  if (auto mit = m.find("merges"); mit != m.end() && !mit->is_null() && !mit->is_array())
+    throw ConfigError(where + ": model.merges must be an array");
   if (vocab.empty() && merges.empty()) {
     // DOM form (tests, small files).
     auto vit = m.find("vocab");

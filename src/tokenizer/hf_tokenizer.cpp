@@ -167,9 +167,15 @@ class HfTokenizer final : public Tokenizer {
     json cfg;
     if (fs::path p = dir / "tokenizer_config.json"; fs::exists(p)) {
       cfg = parse_json(p);
+      // A damaged file is named, not read as "no settings" (which would drop the chat
+      // template and the special tokens without a word).
+      if (!cfg.is_object()) throw ConfigError(p.string() + ": not a JSON object");
       bos_ = token_field(cfg, "bos_token");
       eos_ = token_field(cfg, "eos_token");
-      if (auto it = cfg.find("chat_template"); it != cfg.end()) {
+      if (auto it = cfg.find("chat_template"); it != cfg.end() && !it->is_null()) {
+        if (!it->is_string() && !it->is_array())
+          throw ConfigError(p.string() + ": field 'chat_template': expected a string or a list of {name, template}, got " +
+                            std::string(it->type_name()));
         if (it->is_string()) {
           chat_template_ = it->get<std::string>();
         } else if (it->is_array()) {

@@ -13,19 +13,25 @@ class Handler final : public nlohmann::json_sax<json> {
   Handler(TokenizerJson& out, std::string where) : out_(out), where_(std::move(where)) {}
   std::string error;
 
-  bool null() override { return value(json()); }
-  bool boolean(bool v) override { return value(json(v)); }
+  bool null() override {
+    if (mode_ == Mode::Vocab) return fail("model.vocab['" + key_ + "'] is not an integer id");
+    return in_merges() ? bad_merge() : value(json());
+  }
+  bool boolean(bool v) override {
+    if (mode_ == Mode::Vocab) return fail("model.vocab['" + key_ + "'] is not an integer id");
+    return in_merges() ? bad_merge() : value(json(v));
+  }
   bool number_integer(number_integer_t v) override {
     if (mode_ == Mode::Vocab) return vocab_id(v);
-    return value(json(v));
+    return in_merges() ? bad_merge() : value(json(v));
   }
   bool number_unsigned(number_unsigned_t v) override {
     if (mode_ == Mode::Vocab) return vocab_id(static_cast<long long>(v));
-    return value(json(v));
+    return in_merges() ? bad_merge() : value(json(v));
   }
   bool number_float(number_float_t v, const string_t&) override {
     if (mode_ == Mode::Vocab) return fail("model.vocab['" + key_ + "'] is not an integer id");
-    return value(json(v));
+    return in_merges() ? bad_merge() : value(json(v));
   }
   bool string(string_t& s) override {
     switch (mode_) {
@@ -113,6 +119,10 @@ class Handler final : public nlohmann::json_sax<json> {
     if (error.empty()) error = msg;
     return false;
   }
+  // A number, bool or null inside model.merges (or one of its pairs) is no merge: without
+  // this it would land in the DOM's placeholder array and the merge silently vanish.
+  bool in_merges() const { return mode_ == Mode::Merges || mode_ == Mode::MergePair; }
+  bool bad_merge() { return fail("merge #" + std::to_string(out_.merges.size()) + " is neither \"a b\" nor [a, b]"); }
   bool vocab_id(long long v) {
     if (v < 0 || v > (1LL << 30)) return fail("model.vocab['" + key_ + "'] is not a valid id");
     out_.vocab.emplace_back(std::move(key_), static_cast<int>(v));

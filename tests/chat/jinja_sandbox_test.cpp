@@ -205,10 +205,11 @@ TEST(JinjaSandbox, CliExitsTwoWithOneErrorLine) {
   auto r = llmport::test::run_llmport({"chat-template", llmport::test::shared_path("tokenizers/llama2").string(),
                                        "--messages", msgs.string(), "--template", tmpl.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "error: chat template line 2: integer result of '//' is outside int64\n");
+  // The message names the template file it came from.
+  EXPECT_EQ(r.err, "error: " + tmpl.string() + ": chat template line 2: integer result of '//' is outside int64\n");
   llmport::test::write_file(tmpl, "{% for i in range(100001) %}{% endfor %}");
   r = llmport::test::run_llmport({"chat-template", llmport::test::shared_path("tokenizers/llama2").string(),
                                   "--messages", msgs.string(), "--template", tmpl.string()});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "error: chat template line 1: range() of 100001 items exceeds the limit of 100000\n");
+  EXPECT_EQ(r.err, "error: " + tmpl.string() + ": chat template line 1: range() of 100001 items exceeds the limit of 100000\n");
 }

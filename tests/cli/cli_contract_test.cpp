@@ -330,5 +330,21 @@ TEST(CliContract, UnparsableJsonHasOneWording) {
   }
 }
 
+// `run M -p TEXT` is `run M --prompt TEXT` (llama.cpp's spelling, which users type): the
+// same greedy continuation of the golden's story; diagnosis takes -p too.
+TEST(CliContract, RunTakesDashPForThePrompt) {
+  const auto longform = run_llmport({"run", stories(), "--prompt", "Once upon a time", "-n", "8"});
+  const auto shortform = run_llmport({"run", stories(), "-p", "Once upon a time", "-n", "8"});
+  ASSERT_EQ(longform.exit_code, 0) << longform.err;
+  EXPECT_EQ(shortform.exit_code, 0) << shortform.err;
+  EXPECT_EQ(shortform.out, longform.out);
+  EXPECT_EQ(shortform.out.rfind("Once upon a time, there was a little girl", 0), 0u) << shortform.out;
+  // An empty -p is the empty prompt, as --prompt "" is (its own message, not "unknown option").
+  const auto empty = run_llmport({"run", stories(), "-p", "", "-n", "2"});
+  const auto empty_long = run_llmport({"run", stories(), "--prompt", "", "-n", "2"});
+  EXPECT_EQ(empty.exit_code, empty_long.exit_code) << empty.err;
+  EXPECT_EQ(empty.err, empty_long.err);
+}
+
 }  // namespace
 }  // namespace llmport::test

@@ -417,6 +417,21 @@ std::vector<Case> cases() {
        edit_tokenizer(m, [](json& t) { t["added_tokens"].push_back({{"id", 1 << 26}, {"content", "<x>"}}); });
      },
      "added_tokens");
+  tk("merge_number", [](const fs::path& m) { edit_tokenizer(m, [](json& t) { t["model"]["merges"].insert(t["model"]["merges"].begin(), 5); }); },
+     "merge #0");
+  tk("merge_pair_with_number",
+     [](const fs::path& m) {
+       edit_tokenizer(m, [](json& t) { t["model"]["merges"].insert(t["model"]["merges"].begin(), json::array({"h", "e", 5})); });
+     },
+     "merge #0");
+  tk("vocab_id_null", [](const fs::path& m) { edit_tokenizer(m, [](json& t) { t["model"]["vocab"]["hello"] = nullptr; }); },
+     "model.vocab['hello']");
+  tk("merges_object", [](const fs::path& m) { edit_tokenizer(m, [](json& t) { t["model"]["merges"] = json::object(); }); },
+     "model.merges must be an array");
+  tk("byte_fallback_string", [](const fs::path& m) { edit_tokenizer(m, [](json& t) { t["model"]["byte_fallback"] = "yes"; }); },
+     "model.byte_fallback");
+  tk("tokenizer_config_not_object", [](const fs::path& m) { write_file(m / "tokenizer_config.json", "[]"); },
+     "tokenizer_config.json: not a JSON object");
   tk("truncated", [](const fs::path& m) { write_file(m / "tokenizer.json", "{\"model\": {\"vocab\": {\"a\": 1"); },
      "tokenizer.json");
   tk("number_1e999", [](const fs::path& m) { set_raw(m / "tokenizer.json", "version", "1e999"); }, "tokenizer.json");
@@ -502,6 +517,32 @@ std::vector<Case> cases() {
                                        "--var", "x=" + deep_array(20000)};  // an argument is at most 128 KiB
      },
      "--var");
+  ct("chat_template_number",
+     [](const fs::path& d, const fs::path& m) {
+       json tc = read_json_file(m / "tokenizer_config.json");
+       tc["chat_template"] = 5;
+       write_json_file(m / "tokenizer_config.json", tc);
+       write_file(d / "msgs.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+       return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string()};
+     },
+     "tokenizer_config.json: field 'chat_template'");
+  ct("template_file_syntax_error",
+     [](const fs::path& d, const fs::path& m) {
+       write_file(d / "t.jinja", "{% for m in messages %}{{ m.content }");
+       write_file(d / "msgs.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+       return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string(),
+                                       "--template", (d / "t.jinja").string()};
+     },
+     "t.jinja: chat template line 1: unexpected '}'");
+  ct("tokenizer_config_template_raises",
+     [](const fs::path& d, const fs::path& m) {
+       json tc = read_json_file(m / "tokenizer_config.json");
+       tc["chat_template"] = "{{ raise_exception('roles must alternate') }}";
+       write_json_file(m / "tokenizer_config.json", tc);
+       write_file(d / "msgs.json", "[{\"role\": \"user\", \"content\": \"hi\"}]");
+       return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string()};
+     },
+     "tokenizer_config.json: chat template line 1: raise_exception: roles must alternate");
   ct("tokenizer_config_template_not_json",
      [](const fs::path& d, const fs::path& m) {
        write_file(m / "tokenizer_config.json", "{\"chat_template\": \"{{ x }}");

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "llmport/compat.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "model/model_fixture.hpp"
@@ -68,6 +69,18 @@ TEST(Config, BiasAndNormFlagsPerFamily) {
 }
 
 // TRAPS #7: rms_norm_eps is read, not hard-coded.
+// The gate accepts hidden_act "swish" (ACT2FN maps it to SiLU); resolution must agree, or
+// `llmport check` says nothing but "hidden_act 'swish' is not supported" (exit 3) for a
+// config its own gate accepted.
+TEST(Config, SwishResolvesLikeTheGateAcceptsIt) {
+  json c = base_config("LlamaForCausalLM");
+  c["hidden_act"] = "swish";
+  ASSERT_TRUE(check_compat(c).accepted) << check_compat(c).message;
+  EXPECT_EQ(resolve_model_config(c).hidden_dim, 2048);
+  c["hidden_act"] = "gelu";
+  EXPECT_THROW(resolve_model_config(c), UnsupportedError);
+}
+
 TEST(Config, RmsNormEpsIsRead) {
   json j = base_config("LlamaForCausalLM");
   j["rms_norm_eps"] = 1e-5;
