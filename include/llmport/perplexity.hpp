@@ -66,7 +66,9 @@ struct PerplexityResult {
 /// Runs the method on `model_dir` over the text file `text_file`. Throws UsageError
 /// (exit 2) naming the file or value for: a missing or empty text file, a model without a
 /// tokenizer, ctx < 3 or above the model's context, a text shorter than one chunk, a
-/// kl_base file that is malformed or made for another text, ctx or vocab.
+/// kl_base file that is malformed or made for another text, ctx or vocab, a text that is not
+/// valid UTF-8 (naming the file). Throws GateError (exit 1) when a scored position's logits
+/// hold NaN/Inf (naming chunk and position): no NaN perplexity is ever returned.
 PerplexityResult run_perplexity(const std::filesystem::path& model_dir, const std::filesystem::path& text_file,
                                 const PerplexityOptions& opt);
 

@@ -114,6 +114,28 @@ void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row) {
                                  row, mass));
 }
 
+// The tokenizer's own message (e.g. invalid UTF-8 at a byte offset) does not say which
+// input it was about; the text file's name is the user's handle on it.
+std::vector<int> encode_text(const Tokenizer& tok, const std::string& text, const fs::path& f) {
+  try {
+    return tok.encode(text);
+  } catch (const UsageError& e) {
+    throw UsageError(f.string() + ": " + e.what());
+  }
+}
+
+// A NaN/Inf logit means the forward pass is broken (a NaN weight, an overflow): its NLL
+// would print as a NaN perplexity with exit 0. A check failure (exit 1) names the place.
+void check_finite_row(std::span<const float> row, int chunk, int position) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t v = 0; v < row.size(); ++v)
+    if (!std::isfinite(row[v]) && bad++ == 0) first = v;
+  if (bad == 0) return;
+  throw GateError(fmt::format("non-finite logits in chunk {} at position {}: {} of {} values are NaN/Inf (first at "
+                              "id {}); the weights or the forward pass produce non-finite values, no perplexity",
+                              chunk + 1, position, bad, row.size(), first));
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -181,7 +203,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   const int ctx = opt.ctx > 0 ? opt.ctx : std::min(512, context);
   if (ctx < 3) throw UsageError(fmt::format("-c {}: at least 3 tokens (positions ctx/2 .. ctx-2 are scored)", ctx));
   if (ctx > context) throw UsageError(fmt::format("-c {}: above the model's context of {} tokens", ctx, context));
-  const std::vector<int> tokens = tok->encode(text);
+  const std::vector<int> tokens = encode_text(*tok, text, text_file);
   PerplexityResult res;
   res.model = dir.string();
   res.ctx = ctx;
@@ -255,6 +277,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     const std::vector<float> logits = engine.forward(chunk, /*all_logits=*/true);  // [ctx, vocab]
     for (int i = first; i <= last; ++i) {
       const std::span<const float> row(logits.data() + static_cast<std::size_t>(i) * vocab, static_cast<std::size_t>(vocab));
+      check_finite_row(row, c, i);
       const double lse = log_sum_exp(row);
       const int target = chunk[static_cast<std::size_t>(i + 1)];
       const double nll = lse - row[static_cast<std::size_t>(target)];

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -285,6 +286,8 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   test::write_file(t.path() / "short.txt", "Once upon a time");
   test::write_file(t.path() / "junk.bin", "not a log-probs file at all");
   test::write_file(t.path() / "exists.bin", "user data");
+  test::write_file(t.path() / "latin1.txt", "caf\xe9 au lait, once upon a time there was a dog");
+  fs::create_directory(t.path() / "adir.txt");
   const std::string m = stories_dir().string(), txt = ppl_text().string();
   struct Case {
     std::vector<std::string> args;
@@ -292,6 +295,9 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   };
   for (const Case& c : {Case{{"-f", (t.path() / "missing.txt").string()}, "not found"},
                         Case{{"-f", (t.path() / "empty.txt").string()}, "empty"},
+                        Case{{"-f", (t.path() / "adir.txt").string()}, "adir.txt: text file not found (or not a regular"},
+                        Case{{"-f", (t.path() / "latin1.txt").string(), "-c", "8"},
+                             "latin1.txt: text to tokenize is not valid UTF-8 (byte offset 3)"},
                         Case{{"-f", (t.path() / "short.txt").string(), "-c", "64"}, "shorter than one chunk"},
                         Case{{"-f", txt, "-c", "2"}, "at least 3"},
                         Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
@@ -314,6 +320,40 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0"});
   EXPECT_EQ(q4.exit_code, 0) << q4.err;
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
+}
+
+// Copies stories260K's files into `dst` with element 0 of the fp32 tensor `name` set to NaN.
+void copy_stories_with_nan(const fs::path& dst, const std::string& name) {
+  for (const auto& e : fs::directory_iterator(stories_dir()))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dst / e.path().filename());
+  std::string data = test::read_file(dst / "model.safetensors");
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = nlohmann::json::parse(data.substr(8, n));
+  ASSERT_EQ(header.at(name).at("dtype"), "F32");
+  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(data.data() + off, &nan, sizeof nan);
+  test::write_file(dst / "model.safetensors", data);
+}
+
+// A NaN weight (model.norm.weight, which no dtype quantizes) makes every logit NaN: the
+// run is a check failure naming chunk and position (exit 1), never "PPL = nan" with exit 0,
+// in every dtype and in both output formats.
+TEST(Perplexity, NonFiniteLogitsFailTheRunInsteadOfPrintingNan) {
+  TempDir t;
+  copy_stories_with_nan(t.path(), "model.norm.weight");
+  for (const char* dtype : {"fp32", "q8_0", "q4_0"})
+    for (const char* out : {"md", "json"}) {
+      SCOPED_TRACE(std::string(dtype) + " " + out);
+      auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1",
+                            "--dtype", dtype, "-o", out});
+      EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+      EXPECT_EQ(r.err.rfind("error: non-finite logits in chunk 1 at position 32: 512 of 512 values", 0), 0u) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("null"), std::string::npos) << r.out;
+    }
 }
 
 // A planted quantization fault (every block scale of one quantized projection x2: o_proj of
