@@ -10,6 +10,8 @@
 #include <fstream>
 #include <span>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "hub/file_hash.hpp"
 #include "llmport/error.hpp"
@@ -145,11 +147,20 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+// llama-perplexity's mean_and_uncertainty: the mean of n values from their sum and sum of
+// squares, and the standard error of that mean (0 when n <= 10 or the variance rounds <= 0).
+std::pair<double, double> mean_and_uncertainty(double sum, double sum2, double n) {
+  if (n < 1) return {0.0, 0.0};
+  const double f = sum / n;
+  const double var = sum2 / n - f * f;
+  return {f, var > 0 && n > 10 ? std::sqrt(var / (n - 1)) : 0.0};
+}
+
 // Running sums of one comparison against the base.
 struct KlAccumulator {
   std::vector<double> kld;
   int64_t same_top1 = 0;
-  double sum_dp = 0, sum_dp2 = 0, base_nll = 0;
+  double sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0, base_nll = 0, sum_dnll = 0, sum_dnll2 = 0;
   // Every row of the base equals this run's bit for bit: llmport's own --save-logits of the
   // same run, whatever producer its header was given (verify's content rule).
   bool identical = true;
@@ -162,6 +173,7 @@ struct KlAccumulator {
       if (pb > 0) k += pb * (static_cast<double>(base[v]) - lp[v]);
     }
     kld.push_back(std::max(0.0, k));
+    sum_kld2 += kld.back() * kld.back();
     same_top1 += std::max_element(base.begin(), base.end()) - base.begin() ==
                          std::max_element(lp.begin(), lp.end()) - lp.begin()
                      ? 1
@@ -170,7 +182,11 @@ struct KlAccumulator {
                       std::exp(static_cast<double>(base[static_cast<std::size_t>(target)]));
     sum_dp += dp;
     sum_dp2 += dp * dp;
+    sum_dp4 += dp * dp * dp * dp;
     base_nll -= base[static_cast<std::size_t>(target)];
+    const double dnll = static_cast<double>(base[static_cast<std::size_t>(target)]) - lp[static_cast<std::size_t>(target)];
+    sum_dnll += dnll;
+    sum_dnll2 += dnll * dnll;
   }
   KlStats finish(double ppl, const std::string& label) const {
     KlStats s;
@@ -178,15 +194,21 @@ struct KlAccumulator {
     s.base_label = label;
     if (identical && !kld.empty() && label.find("(not independent") == std::string::npos)
       s.base_label += " (not independent: every row is this run's, bit for bit)";
-    for (double x : kld) s.mean += x / n;
+    double sum_kld = 0;
+    for (double x : kld) sum_kld += x;
+    std::tie(s.mean, s.mean_unc) = mean_and_uncertainty(sum_kld, sum_kld2, n);
     s.median = percentile(kld, 0.5);
     s.p99 = percentile(kld, 0.99);
     s.max = kld.empty() ? 0 : *std::max_element(kld.begin(), kld.end());
     s.same_top1 = static_cast<double>(same_top1) / n;
-    s.mean_dp = sum_dp / n;
-    s.rms_dp = std::sqrt(sum_dp2 / n);
+    s.same_top1_unc = n > 1 ? std::sqrt(s.same_top1 * (1 - s.same_top1) / (n - 1)) : 0.0;
+    std::tie(s.mean_dp, s.mean_dp_unc) = mean_and_uncertainty(sum_dp, sum_dp2, n);
+    const auto [mse, mse_unc] = mean_and_uncertainty(sum_dp2, sum_dp4, n);
+    s.rms_dp = std::sqrt(mse);
+    s.rms_dp_unc = s.rms_dp > 0 ? 0.5 / s.rms_dp * mse_unc : 0.0;
     s.base_ppl = std::exp(base_nll / n);
     s.ppl_ratio = ppl / s.base_ppl;
+    std::tie(s.ln_ppl_ratio, s.ln_ppl_ratio_unc) = mean_and_uncertainty(sum_dnll, sum_dnll2, n);
     return s;
   }
 };
@@ -315,10 +337,22 @@ nlohmann::json PerplexityResult::to_json() const {
                       {"mean_nll", mean_nll}, {"ppl", ppl},             {"ppl_error", ppl_error},
                       {"running_ppl", running_ppl}};
   if (kl)
-    j["kl_divergence"] = {{"base", kl->base_label},   {"mean", kl->mean},       {"median", kl->median},
-                          {"p99", kl->p99},           {"max", kl->max},         {"same_top1", kl->same_top1},
-                          {"mean_delta_p", kl->mean_dp}, {"rms_delta_p", kl->rms_dp}, {"base_ppl", kl->base_ppl},
-                          {"ppl_ratio", kl->ppl_ratio}};
+    j["kl_divergence"] = {{"base", kl->base_label},
+                          {"mean", kl->mean},
+                          {"mean_uncertainty", kl->mean_unc},
+                          {"median", kl->median},
+                          {"p99", kl->p99},
+                          {"max", kl->max},
+                          {"same_top1", kl->same_top1},
+                          {"same_top1_uncertainty", kl->same_top1_unc},
+                          {"mean_delta_p", kl->mean_dp},
+                          {"mean_delta_p_uncertainty", kl->mean_dp_unc},
+                          {"rms_delta_p", kl->rms_dp},
+                          {"rms_delta_p_uncertainty", kl->rms_dp_unc},
+                          {"base_ppl", kl->base_ppl},
+                          {"ppl_ratio", kl->ppl_ratio},
+                          {"ln_ppl_ratio", kl->ln_ppl_ratio},
+                          {"ln_ppl_ratio_uncertainty", kl->ln_ppl_ratio_unc}};
   return j;
 }
 
@@ -329,11 +363,15 @@ std::string PerplexityResult::to_markdown() const {
   s += fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", ppl, ppl_error);
   if (kl) {
     s += fmt::format("\nKL divergence against {} (PPL {:.4f}):\n", kl->base_label, kl->base_ppl);
-    s += fmt::format("  Mean    KLD: {:.6f}\n  Median  KLD: {:.6f}\n  99.0%   KLD: {:.6f}\n  Maximum KLD: {:.6f}\n",
-                     kl->mean, kl->median, kl->p99, kl->max);
-    s += fmt::format("  Same top p: {:.3f} %\n  Mean    Δp: {:.3f} %\n  RMS     Δp: {:.3f} %\n", 100 * kl->same_top1,
-                     100 * kl->mean_dp, 100 * kl->rms_dp);
-    s += fmt::format("  PPL ratio: {:.6f}\n", kl->ppl_ratio);
+    // llama-perplexity's spellings and precisions ("Mean    KLD: %10.6lf ± %10.6lf", ...).
+    s += fmt::format("  Mean    KLD: {:10.6f} ± {:10.6f}\n  Median  KLD: {:10.6f}\n  99.0%   KLD: {:10.6f}\n"
+                     "  Maximum KLD: {:10.6f}\n",
+                     kl->mean, kl->mean_unc, kl->median, kl->p99, kl->max);
+    s += fmt::format("  Same top p: {:6.3f} ± {:5.3f} %\n  Mean    Δp: {:6.3f} ± {:5.3f} %\n  RMS Δp    : {:6.3f} ± {:5.3f} %\n",
+                     100 * kl->same_top1, 100 * kl->same_top1_unc, 100 * kl->mean_dp, 100 * kl->mean_dp_unc,
+                     100 * kl->rms_dp, 100 * kl->rms_dp_unc);
+    s += fmt::format("  Mean ln(PPL(Q)/PPL(base)): {:10.6f} ± {:10.6f}\n  PPL ratio: {:.6f}\n", kl->ln_ppl_ratio,
+                     kl->ln_ppl_ratio_unc, kl->ppl_ratio);
   }
   return s;
 }

@@ -3,6 +3,7 @@
 // the KL-divergence statistics, and every bad input as a one-line exit 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <limits>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "llmport/engine.hpp"
@@ -92,6 +94,105 @@ TEST(Perplexity, KlDivergenceAgainstASavedRun) {
   EXPECT_THROW(run_perplexity(stories_dir(), ppl_text(), other), UsageError);
 }
 
+// The rows of a --save-logits file (header skipped), position-major.
+std::vector<std::vector<float>> read_logprob_rows(const fs::path& f, int vocab) {
+  const std::string data = test::read_file(f);
+  uint64_t len = 0;
+  std::memcpy(&len, data.data() + 8, 8);
+  std::vector<std::vector<float>> rows;
+  for (std::size_t off = 16 + len; off + vocab * sizeof(float) <= data.size(); off += vocab * sizeof(float)) {
+    rows.emplace_back(static_cast<std::size_t>(vocab));
+    std::memcpy(rows.back().data(), data.data() + off, vocab * sizeof(float));
+  }
+  return rows;
+}
+
+// Every KLD statistic and its uncertainty against llama-perplexity's formulas, recomputed
+// here from the two runs' saved rows (q4_0 against fp32, ctx 64): mean KLD
+// +- sqrt((mean(k^2) - mean(k)^2) / (n - 1)), same top p +- sqrt(p (1 - p) / (n - 1)), mean
+// dp and its error, RMS dp +- 0.5 / rms * err(mean dp^2), ln(PPL(Q)/PPL(base)) +- the error
+// of the mean NLL difference, percentiles by linear interpolation at q (n - 1); and the
+// markdown prints them in llama-perplexity's spelling.
+TEST(Perplexity, KlStatisticsAndUncertaintiesFollowLlamaPerplexity) {
+  TempDir t;
+  save_fp32_base(t.path() / "fp32.bin", 64);
+  auto opt = fp32_options(64);
+  opt.engine.dtype.reset();
+  set_dtype_flag(opt.engine, "q4_0");
+  opt.kl_base = t.path() / "fp32.bin";
+  opt.save_logits = t.path() / "q4.bin";
+  const auto r = run_perplexity(stories_dir(), ppl_text(), opt);
+  ASSERT_TRUE(r.kl.has_value());
+  const int vocab = 512;  // stories260K
+  const auto p = read_logprob_rows(t.path() / "fp32.bin", vocab), q = read_logprob_rows(t.path() / "q4.bin", vocab);
+  ASSERT_EQ(p.size(), 372u);
+  ASSERT_EQ(q.size(), p.size());
+  const auto base_header = [&] {
+    const std::string d = test::read_file(t.path() / "fp32.bin");
+    uint64_t len = 0;
+    std::memcpy(&len, d.data() + 8, 8);
+    return nlohmann::json::parse(d.substr(16, len));
+  }();
+  const std::vector<int> tokens = base_header["tokens"];
+  const double n = static_cast<double>(p.size());
+  double sk = 0, sk2 = 0, same = 0, sdp = 0, sdp2 = 0, sdp4 = 0, sd = 0, sd2 = 0;
+  std::vector<double> ks;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    double k = 0;
+    for (int v = 0; v < vocab; ++v) k += std::exp(double(p[i][v])) * (double(p[i][v]) - q[i][v]);
+    k = std::max(0.0, k);
+    ks.push_back(k);
+    sk += k;
+    sk2 += k * k;
+    same += std::max_element(p[i].begin(), p[i].end()) - p[i].begin() ==
+            std::max_element(q[i].begin(), q[i].end()) - q[i].begin();
+    const int tok = tokens[i];
+    const double dp = std::exp(double(q[i][tok])) - std::exp(double(p[i][tok]));
+    sdp += dp;
+    sdp2 += dp * dp;
+    sdp4 += dp * dp * dp * dp;
+    const double d = double(p[i][tok]) - q[i][tok];  // nll_Q - nll_P
+    sd += d;
+    sd2 += d * d;
+  }
+  const auto se = [n](double s1, double s2) { return std::sqrt((s2 / n - (s1 / n) * (s1 / n)) / (n - 1)); };
+  std::sort(ks.begin(), ks.end());
+  const double pos99 = 0.99 * (n - 1);
+  const auto lo = static_cast<std::size_t>(pos99);
+  const double p99 = ks[lo] + (pos99 - double(lo)) * (ks[lo + 1] - ks[lo]);
+  const auto& s = *r.kl;
+  const auto near = [](double got, double want) { EXPECT_NEAR(got, want, 1e-9 + 1e-9 * std::abs(want)); };
+  near(s.mean, sk / n);
+  near(s.mean_unc, se(sk, sk2));
+  near(s.median, 0.5 * (ks[185] + ks[186]));
+  near(s.p99, p99);
+  near(s.max, ks.back());
+  near(s.same_top1, same / n);
+  near(s.same_top1_unc, std::sqrt(same / n * (1 - same / n) / (n - 1)));
+  near(s.mean_dp, sdp / n);
+  near(s.mean_dp_unc, se(sdp, sdp2));
+  near(s.rms_dp, std::sqrt(sdp2 / n));
+  near(s.rms_dp_unc, 0.5 / std::sqrt(sdp2 / n) * se(sdp2, sdp4));
+  near(s.ln_ppl_ratio, sd / n);
+  near(s.ln_ppl_ratio_unc, se(sd, sd2));
+  EXPECT_NEAR(std::exp(s.ln_ppl_ratio), s.ppl_ratio, 1e-6);
+  EXPECT_GT(s.mean_unc, 0);
+  EXPECT_GT(s.same_top1_unc, 0);
+  EXPECT_GT(s.rms_dp_unc, 0);
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find(fmt::format("Mean    KLD: {:10.6f} ± {:10.6f}", s.mean, s.mean_unc)), std::string::npos) << md;
+  EXPECT_NE(md.find(fmt::format("Same top p: {:6.3f} ± {:5.3f} %", 100 * s.same_top1, 100 * s.same_top1_unc)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(fmt::format("RMS Δp    : {:6.3f} ± {:5.3f} %", 100 * s.rms_dp, 100 * s.rms_dp_unc)),
+            std::string::npos)
+      << md;
+  const auto j = r.to_json()["kl_divergence"];
+  EXPECT_EQ(j["mean_uncertainty"].get<double>(), s.mean_unc);
+  EXPECT_EQ(j["rms_delta_p_uncertainty"].get<double>(), s.rms_dp_unc);
+  EXPECT_EQ(j["same_top1_uncertainty"].get<double>(), s.same_top1_unc);
+}
+
 // A base file whose header is intact but whose rows are not log-probabilities (a NaN, a
 // positive value, a row that does not normalise) or that holds an extra row is refused with
 // the file and row named, not turned into KLD figures.
@@ -99,16 +200,16 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
   TempDir t;
   save_fp32_base(t.path() / "fp32.bin", 64);
   const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, good.data() + 8, 8);
-  const std::size_t row0 = 16 + header_len;  // first float of row 0
+  uint64_t base_header = 0;
+  std::memcpy(&base_header, good.data() + 8, 8);
+  const std::size_t row0 = 16 + base_header;  // first float of row 0
   struct Case {
     const char* name;
     std::function<void(std::string&)> damage;
     const char* says;
   };
   auto put = [](std::string& b, std::size_t at, float v) { std::memcpy(b.data() + at, &v, 4); };
-  const auto vocab = nlohmann::json::parse(good.substr(16, header_len)).at("vocab").get<std::size_t>();
+  const auto vocab = nlohmann::json::parse(good.substr(16, base_header)).at("vocab").get<std::size_t>();
   const std::size_t row1 = row0 + vocab * 4;
   for (const Case& c : {Case{"nan", [&](std::string& b) { put(b, row0 + 4 * 7, NAN); }, "row 0 token 7"},
                         Case{"positive", [&](std::string& b) { put(b, row1 + 4 * 3, 0.5f); }, "row 1 token 3"},
@@ -141,9 +242,9 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
   TempDir t;
   save_fp32_base(t.path() / "fp32.bin", 64);
   const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, good.data() + 8, 8);
-  const nlohmann::json header = nlohmann::json::parse(good.substr(16, header_len));
+  uint64_t base_header = 0;
+  std::memcpy(&base_header, good.data() + 8, 8);
+  const nlohmann::json header = nlohmann::json::parse(good.substr(16, base_header));
   auto with_header = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json h = header;
     edit(h);
@@ -151,7 +252,7 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
     const uint64_t len = hs.size();
     std::string b = good.substr(0, 8);
     b.append(reinterpret_cast<const char*>(&len), 8);
-    b += hs + good.substr(16 + header_len);
+    b += hs + good.substr(16 + base_header);
     const fs::path f = t.path() / (name + ".bin");
     std::ofstream(f, std::ios::binary) << b;
     auto opt = fp32_options(64);
