@@ -264,6 +264,17 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     // file that names no producer, is not an independent base.
     if (producer.empty() || names_llmport(producer)) base_label += " (not independent)";
   }
+  // A run that fails part-way (non-finite logits, a damaged base) must not leave a header
+  // and some rows behind: the file would block a rerun (never overwritten) and read later
+  // as a truncated base. Declared before `save`, so the stream is closed first.
+  struct RemoveUnlessKept {
+    std::optional<fs::path> path;
+    bool keep = false;
+    ~RemoveUnlessKept() {
+      std::error_code ec;
+      if (path && !keep) fs::remove(*path, ec);
+    }
+  } partial;
   std::ofstream save;
   if (opt.save_logits) {
     if (fs::exists(*opt.save_logits))
@@ -282,6 +293,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     const uint64_t len = hs.size();
     save.open(*opt.save_logits, std::ios::binary);
     if (!save) throw UsageError(opt.save_logits->string() + ": cannot write the log-probs file");
+    partial.path = *opt.save_logits;
     save.write(kLogprobsMagic, 8);
     save.write(reinterpret_cast<const char*>(&len), 8);
     save.write(hs.data(), static_cast<std::streamsize>(hs.size()));
@@ -328,6 +340,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   const double var = n > 1 ? std::max(0.0, sum2 / static_cast<double>(n) - res.mean_nll * res.mean_nll) : 0.0;
   res.ppl_error = n > 1 ? res.ppl * std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
   if (base) res.kl = kl.finish(res.ppl, base_label);
+  partial.keep = true;
   return res;
 }
 

@@ -449,8 +449,10 @@ TEST(Perplexity, NonFiniteLogitsFailTheRunInsteadOfPrintingNan) {
       SCOPED_TRACE(std::string(tensor) + " " + dtype + " " + out);
       TempDir t;
       copy_stories_with_nan(t.path(), tensor);
+      const fs::path saved = t.path() / "saved.bin";
       auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1",
-                            "--dtype", dtype, "-o", out});
+                            "--dtype", dtype, "-o", out, "--save-logits", saved.string()});
+      EXPECT_FALSE(fs::exists(saved)) << "a failed run leaves no partial log-probs file";
       EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
       EXPECT_EQ(r.err.rfind("error: non-finite logits in chunk 1 at position 32: 512 of 512 values", 0), 0u) << r.err;
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
