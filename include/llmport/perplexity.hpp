@@ -36,14 +36,24 @@ struct PerplexityOptions {
 };
 
 /// KL divergence of this run (Q) against the base run (P), over the scored positions.
+/// Each `*_unc` is llama-perplexity's uncertainty of the figure beside it: for a mean of
+/// per-position values x, sqrt((mean(x^2) - mean(x)^2) / (n - 1)) (0 for n <= 10); for
+/// same_top1, sqrt(p (1 - p) / (n - 1)); for rms_dp, 0.5 / rms_dp times the uncertainty of
+/// mean(dp^2); for ln_ppl_ratio, that of mean(nll_Q - nll_P).
 struct KlStats {
   std::string base_label;      ///< e.g. "llmport fp32 (not independent)"
   double mean = 0, median = 0, p99 = 0, max = 0;  ///< KL(P || Q) per position, nats
+  double mean_unc = 0;
   double same_top1 = 0;        ///< share of positions whose argmax agrees, 0..1
+  double same_top1_unc = 0;
   double mean_dp = 0;          ///< mean of p_Q(correct) - p_P(correct)
+  double mean_dp_unc = 0;
   double rms_dp = 0;           ///< RMS of the same
+  double rms_dp_unc = 0;
   double base_ppl = 0;
   double ppl_ratio = 0;        ///< PPL(this) / PPL(base)
+  double ln_ppl_ratio = 0;     ///< mean(nll_Q - nll_P) = ln(PPL(this) / PPL(base))
+  double ln_ppl_ratio_unc = 0;
 };
 
 /// Result of one run.
@@ -66,7 +76,9 @@ struct PerplexityResult {
 /// Runs the method on `model_dir` over the text file `text_file`. Throws UsageError
 /// (exit 2) naming the file or value for: a missing or empty text file, a model without a
 /// tokenizer, ctx < 3 or above the model's context, a text shorter than one chunk, a
-/// kl_base file that is malformed or made for another text, ctx or vocab.
+/// kl_base file that is malformed or made for another text, ctx or vocab, a text that is not
+/// valid UTF-8 (naming the file). Throws GateError (exit 1) when a scored position's logits
+/// hold NaN/Inf (naming chunk and position): no NaN perplexity is ever returned.
 PerplexityResult run_perplexity(const std::filesystem::path& model_dir, const std::filesystem::path& text_file,
                                 const PerplexityOptions& opt);
 

@@ -8,6 +8,8 @@
 //   q4_0: d = m / -8 with m the block's signed value of largest magnitude; id as above;
 //         q = min(15, (int8)(x * id + 8.5f)); value (q - 8) * fp16(d). Element j in the low
 //         nibble of byte j, element j + 16 in its high nibble. 18 bytes.
+// Where 1/d overflows (fp32 denormal blocks) x * id is inf/NaN and ggml's conversion to an
+// integer is undefined; llmport uses the quotient x / d instead (the fp16 scale is then 0).
 #include <cstddef>
 #include <cstdint>
 #include <span>

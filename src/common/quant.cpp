@@ -12,6 +12,12 @@
 namespace llmport {
 namespace {
 
+// x / d as ggml computes it, x * id. Where 1 / d overflows (a block whose largest magnitude
+// is below ~3.7e-37 (q8_0) / 2.4e-38 (q4_0), e.g. fp32 denormals) x * id is inf or NaN and
+// its conversion to an integer is undefined (ggml's reference too); x / d is the quotient
+// id stands for, finite. Such a block's fp16 scale is 0, so it dequantizes to zeros.
+float quotient(float x, float d, float id, bool tiny) { return tiny ? x / d : x * id; }
+
 void check_k(int64_t k) {
   if (k % kQuantBlock != 0)
     throw UsageError("quantize: row of " + std::to_string(k) + " values is not a multiple of " +
@@ -57,7 +63,8 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
-    for (int j = 0; j < kQuantBlock; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(xb[j] * id));
+    const bool tiny = std::isinf(id);  // see quotient()
+    for (int j = 0; j < kQuantBlock; ++j) y[b].qs[j] = static_cast<int8_t>(std::roundf(quotient(xb[j], d, id, tiny)));
   }
 }
 
@@ -74,10 +81,12 @@ void quantize_row_q4_0(const float* x, BlockQ4_0* y, int64_t k) {
     const float d = max / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = f32_to_f16(d);
+    const bool tiny = std::isinf(id);  // see quotient()
     for (int j = 0; j < kQuantBlock / 2; ++j) {
-      const auto q0 = std::min<uint8_t>(15, static_cast<uint8_t>(static_cast<int8_t>(xb[j] * id + 8.5f)));
+      const auto q0 =
+          std::min<uint8_t>(15, static_cast<uint8_t>(static_cast<int8_t>(quotient(xb[j], d, id, tiny) + 8.5f)));
       const auto q1 = std::min<uint8_t>(
-          15, static_cast<uint8_t>(static_cast<int8_t>(xb[j + kQuantBlock / 2] * id + 8.5f)));
+          15, static_cast<uint8_t>(static_cast<int8_t>(quotient(xb[j + kQuantBlock / 2], d, id, tiny) + 8.5f)));
       y[b].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
   }

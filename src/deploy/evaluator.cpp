@@ -109,8 +109,9 @@ std::string rerun_markdown(const Manifest& m, const VerifyResult& r, const Works
                            r.teacher_forced_pass ? "PASS" : "FAIL")
              : fmt::format("- free-running: {}; teacher-forced: {}\n", r.free_running_pass ? "PASS" : "FAIL",
                            r.teacher_forced_pass ? "PASS" : "FAIL"))
-     << fmt::format("- mean KL per step {:.4g} (bound {:.4g}), max {:.4g}; top-1 agreement {:.2f}%\n", r.mean_kl,
-                    r.kl_bound, r.max_kl, 100.0 * r.top1_agreement)
+     << fmt::format("- mean KL per step {:.4g} (bound {:.4g}), max {:.4g}; top-1 agreement {:.2f}%{}\n", r.mean_kl,
+                    r.kl_bound, r.max_kl, 100.0 * r.top1_agreement,
+                    r.gate == "kld" ? fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1) : std::string())
      << "- report: " << fs::relative(dir, ws.dir(), ec).string() << "/report.md\n";
   for (const auto& f : r.failures) rr << "- failure: " << f << "\n";
   for (const auto& c : r.caps) rr << "- capped: " << c << "\n";

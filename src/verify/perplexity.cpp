@@ -10,6 +10,8 @@
 #include <fstream>
 #include <span>
 #include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "hub/file_hash.hpp"
 #include "llmport/error.hpp"
@@ -125,6 +127,28 @@ void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row) {
                                  row, mass));
 }
 
+// The tokenizer's own message (e.g. invalid UTF-8 at a byte offset) does not say which
+// input it was about; the text file's name is the user's handle on it.
+std::vector<int> encode_text(const Tokenizer& tok, const std::string& text, const fs::path& f) {
+  try {
+    return tok.encode(text);
+  } catch (const UsageError& e) {
+    throw UsageError(f.string() + ": " + e.what());
+  }
+}
+
+// A NaN/Inf logit means the forward pass is broken (a NaN weight, an overflow): its NLL
+// would print as a NaN perplexity with exit 0. A check failure (exit 1) names the place.
+void check_finite_row(std::span<const float> row, int chunk, int position) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t v = 0; v < row.size(); ++v)
+    if (!std::isfinite(row[v]) && bad++ == 0) first = v;
+  if (bad == 0) return;
+  throw GateError(fmt::format("non-finite logits in chunk {} at position {}: {} of {} values are NaN/Inf (first at "
+                              "id {}); the weights or the forward pass produce non-finite values, no perplexity",
+                              chunk + 1, position, bad, row.size(), first));
+}
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -134,11 +158,20 @@ double percentile(std::vector<double> v, double q) {
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
+// llama-perplexity's mean_and_uncertainty: the mean of n values from their sum and sum of
+// squares, and the standard error of that mean (0 when n <= 10 or the variance rounds <= 0).
+std::pair<double, double> mean_and_uncertainty(double sum, double sum2, double n) {
+  if (n < 1) return {0.0, 0.0};
+  const double f = sum / n;
+  const double var = sum2 / n - f * f;
+  return {f, var > 0 && n > 10 ? std::sqrt(var / (n - 1)) : 0.0};
+}
+
 // Running sums of one comparison against the base.
 struct KlAccumulator {
   std::vector<double> kld;
   int64_t same_top1 = 0;
-  double sum_dp = 0, sum_dp2 = 0, base_nll = 0;
+  double sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0, base_nll = 0, sum_dnll = 0, sum_dnll2 = 0;
   // Every row of the base equals this run's bit for bit: llmport's own --save-logits of the
   // same run, whatever producer its header was given (verify's content rule).
   bool identical = true;
@@ -151,6 +184,7 @@ struct KlAccumulator {
       if (pb > 0) k += pb * (static_cast<double>(base[v]) - lp[v]);
     }
     kld.push_back(std::max(0.0, k));
+    sum_kld2 += kld.back() * kld.back();
     same_top1 += std::max_element(base.begin(), base.end()) - base.begin() ==
                          std::max_element(lp.begin(), lp.end()) - lp.begin()
                      ? 1
@@ -159,7 +193,11 @@ struct KlAccumulator {
                       std::exp(static_cast<double>(base[static_cast<std::size_t>(target)]));
     sum_dp += dp;
     sum_dp2 += dp * dp;
+    sum_dp4 += dp * dp * dp * dp;
     base_nll -= base[static_cast<std::size_t>(target)];
+    const double dnll = static_cast<double>(base[static_cast<std::size_t>(target)]) - lp[static_cast<std::size_t>(target)];
+    sum_dnll += dnll;
+    sum_dnll2 += dnll * dnll;
   }
   KlStats finish(double ppl, const std::string& label) const {
     KlStats s;
@@ -167,15 +205,21 @@ struct KlAccumulator {
     s.base_label = label;
     if (identical && !kld.empty() && label.find("(not independent") == std::string::npos)
       s.base_label += " (not independent: every row is this run's, bit for bit)";
-    for (double x : kld) s.mean += x / n;
+    double sum_kld = 0;
+    for (double x : kld) sum_kld += x;
+    std::tie(s.mean, s.mean_unc) = mean_and_uncertainty(sum_kld, sum_kld2, n);
     s.median = percentile(kld, 0.5);
     s.p99 = percentile(kld, 0.99);
     s.max = kld.empty() ? 0 : *std::max_element(kld.begin(), kld.end());
     s.same_top1 = static_cast<double>(same_top1) / n;
-    s.mean_dp = sum_dp / n;
-    s.rms_dp = std::sqrt(sum_dp2 / n);
+    s.same_top1_unc = n > 1 ? std::sqrt(s.same_top1 * (1 - s.same_top1) / (n - 1)) : 0.0;
+    std::tie(s.mean_dp, s.mean_dp_unc) = mean_and_uncertainty(sum_dp, sum_dp2, n);
+    const auto [mse, mse_unc] = mean_and_uncertainty(sum_dp2, sum_dp4, n);
+    s.rms_dp = std::sqrt(mse);
+    s.rms_dp_unc = s.rms_dp > 0 ? 0.5 / s.rms_dp * mse_unc : 0.0;
     s.base_ppl = std::exp(base_nll / n);
     s.ppl_ratio = ppl / s.base_ppl;
+    std::tie(s.ln_ppl_ratio, s.ln_ppl_ratio_unc) = mean_and_uncertainty(sum_dnll, sum_dnll2, n);
     return s;
   }
 };
@@ -192,7 +236,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   const int ctx = opt.ctx > 0 ? opt.ctx : std::min(512, context);
   if (ctx < 3) throw UsageError(fmt::format("-c {}: at least 3 tokens (positions ctx/2 .. ctx-2 are scored)", ctx));
   if (ctx > context) throw UsageError(fmt::format("-c {}: above the model's context of {} tokens", ctx, context));
-  const std::vector<int> tokens = tok->encode(text);
+  const std::vector<int> tokens = encode_text(*tok, text, text_file);
   PerplexityResult res;
   res.model = dir.string();
   res.ctx = ctx;
@@ -232,6 +276,17 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     if (producer.empty() || names_llmport(producer) || header_mentions_llmport(base->header))
       base_label += " (not independent)";
   }
+  // A run that fails part-way (non-finite logits, a damaged base) must not leave a header
+  // and some rows behind: the file would block a rerun (never overwritten) and read later
+  // as a truncated base. Declared before `save`, so the stream is closed first.
+  struct RemoveUnlessKept {
+    std::optional<fs::path> path;
+    bool keep = false;
+    ~RemoveUnlessKept() {
+      std::error_code ec;
+      if (path && !keep) fs::remove(*path, ec);
+    }
+  } partial;
   std::ofstream save;
   if (opt.save_logits) {
     if (fs::exists(*opt.save_logits))
@@ -250,6 +305,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     const uint64_t len = hs.size();
     save.open(*opt.save_logits, std::ios::binary);
     if (!save) throw UsageError(opt.save_logits->string() + ": cannot write the log-probs file");
+    partial.path = *opt.save_logits;
     save.write(kLogprobsMagic, 8);
     save.write(reinterpret_cast<const char*>(&len), 8);
     save.write(hs.data(), static_cast<std::streamsize>(hs.size()));
@@ -267,6 +323,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     const std::vector<float> logits = engine.forward(chunk, /*all_logits=*/true);  // [ctx, vocab]
     for (int i = first; i <= last; ++i) {
       const std::span<const float> row(logits.data() + static_cast<std::size_t>(i) * vocab, static_cast<std::size_t>(vocab));
+      check_finite_row(row, c, i);
       const double lse = log_sum_exp(row);
       const int target = chunk[static_cast<std::size_t>(i + 1)];
       const double nll = lse - row[static_cast<std::size_t>(target)];
@@ -295,6 +352,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   const double var = n > 1 ? std::max(0.0, sum2 / static_cast<double>(n) - res.mean_nll * res.mean_nll) : 0.0;
   res.ppl_error = n > 1 ? res.ppl * std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
   if (base) res.kl = kl.finish(res.ppl, base_label);
+  partial.keep = true;
   return res;
 }
 
@@ -304,10 +362,22 @@ nlohmann::json PerplexityResult::to_json() const {
                       {"mean_nll", mean_nll}, {"ppl", ppl},             {"ppl_error", ppl_error},
                       {"running_ppl", running_ppl}};
   if (kl)
-    j["kl_divergence"] = {{"base", kl->base_label},   {"mean", kl->mean},       {"median", kl->median},
-                          {"p99", kl->p99},           {"max", kl->max},         {"same_top1", kl->same_top1},
-                          {"mean_delta_p", kl->mean_dp}, {"rms_delta_p", kl->rms_dp}, {"base_ppl", kl->base_ppl},
-                          {"ppl_ratio", kl->ppl_ratio}};
+    j["kl_divergence"] = {{"base", kl->base_label},
+                          {"mean", kl->mean},
+                          {"mean_uncertainty", kl->mean_unc},
+                          {"median", kl->median},
+                          {"p99", kl->p99},
+                          {"max", kl->max},
+                          {"same_top1", kl->same_top1},
+                          {"same_top1_uncertainty", kl->same_top1_unc},
+                          {"mean_delta_p", kl->mean_dp},
+                          {"mean_delta_p_uncertainty", kl->mean_dp_unc},
+                          {"rms_delta_p", kl->rms_dp},
+                          {"rms_delta_p_uncertainty", kl->rms_dp_unc},
+                          {"base_ppl", kl->base_ppl},
+                          {"ppl_ratio", kl->ppl_ratio},
+                          {"ln_ppl_ratio", kl->ln_ppl_ratio},
+                          {"ln_ppl_ratio_uncertainty", kl->ln_ppl_ratio_unc}};
   return j;
 }
 
@@ -318,11 +388,15 @@ std::string PerplexityResult::to_markdown() const {
   s += fmt::format("\nFinal estimate: PPL = {:.4f} +/- {:.5f}\n", ppl, ppl_error);
   if (kl) {
     s += fmt::format("\nKL divergence against {} (PPL {:.4f}):\n", kl->base_label, kl->base_ppl);
-    s += fmt::format("  Mean    KLD: {:.6f}\n  Median  KLD: {:.6f}\n  99.0%   KLD: {:.6f}\n  Maximum KLD: {:.6f}\n",
-                     kl->mean, kl->median, kl->p99, kl->max);
-    s += fmt::format("  Same top p: {:.3f} %\n  Mean    Δp: {:.3f} %\n  RMS     Δp: {:.3f} %\n", 100 * kl->same_top1,
-                     100 * kl->mean_dp, 100 * kl->rms_dp);
-    s += fmt::format("  PPL ratio: {:.6f}\n", kl->ppl_ratio);
+    // llama-perplexity's spellings and precisions ("Mean    KLD: %10.6lf ± %10.6lf", ...).
+    s += fmt::format("  Mean    KLD: {:10.6f} ± {:10.6f}\n  Median  KLD: {:10.6f}\n  99.0%   KLD: {:10.6f}\n"
+                     "  Maximum KLD: {:10.6f}\n",
+                     kl->mean, kl->mean_unc, kl->median, kl->p99, kl->max);
+    s += fmt::format("  Same top p: {:6.3f} ± {:5.3f} %\n  Mean    Δp: {:6.3f} ± {:5.3f} %\n  RMS Δp    : {:6.3f} ± {:5.3f} %\n",
+                     100 * kl->same_top1, 100 * kl->same_top1_unc, 100 * kl->mean_dp, 100 * kl->mean_dp_unc,
+                     100 * kl->rms_dp, 100 * kl->rms_dp_unc);
+    s += fmt::format("  Mean ln(PPL(Q)/PPL(base)): {:10.6f} ± {:10.6f}\n  PPL ratio: {:.6f}\n", kl->ln_ppl_ratio,
+                     kl->ln_ppl_ratio_unc, kl->ppl_ratio);
   }
   return s;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -106,6 +107,35 @@ TEST(QuantQ4_0, NegativeLargestMagnitudeTruncationClampAndNibbleOrder) {
   EXPECT_EQ(y[0], -8.0f);
   EXPECT_EQ(y[1], 1.0f);
   EXPECT_EQ(y[16], 7.0f);
+}
+
+// fp32 denormals: d = amax / 127 (or m / -8) is nonzero but 1/d overflows to inf, so ggml's
+// x * id would be inf/NaN, whose conversion to int8 is undefined (x86 gave 0). The quants are
+// the quotients x / d (roundf, or truncation of + 8.5 for q4_0), the fp16 scale is 0, and the
+// block dequantizes to zeros.
+TEST(QuantFormats, ADenormalBlockHasZeroScaleAndTheQuotientQuants) {
+  Row x;
+  x.fill(1e-40f);
+  x[0] = -3e-40f;
+  x[5] = 0.0f;
+  const float d8 = 3e-40f / 127.0f, d4 = -3e-40f / -8.0f;
+  ASSERT_TRUE(std::isinf(1.0f / d8) && std::isinf(1.0f / d4));  // the case under test
+  const BlockQ8_0 b8 = q8(x);
+  EXPECT_EQ(b8.d, 0x0000);
+  EXPECT_EQ(b8.qs[0], -127);
+  EXPECT_EQ(b8.qs[1], static_cast<int8_t>(std::roundf(1e-40f / d8)));
+  EXPECT_EQ(b8.qs[1], 42);  // 1e-40 / 2.36e-42
+  EXPECT_EQ(b8.qs[5], 0);
+  const BlockQ4_0 b4 = q4(x);
+  EXPECT_EQ(b4.d, 0x0000);
+  EXPECT_EQ(nib(b4, 0), 0);   // -8 + 8.5 -> 0
+  EXPECT_EQ(nib(b4, 1), 11);  // 1e-40 / 3.75e-41 = 2.67, + 8.5 = 11.17 -> 11
+  EXPECT_EQ(nib(b4, 5), 8);   // 0 + 8.5 -> 8
+  std::array<float, kQuantBlock> y{};
+  dequantize_row_q8_0(&b8, y.data(), kQuantBlock);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  dequantize_row_q4_0(&b4, y.data(), kQuantBlock);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
 }
 
 TEST(QuantFormats, RowsBlocksAndNames) {

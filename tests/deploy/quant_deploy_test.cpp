@@ -2,10 +2,14 @@
 // independent golden through every phase, judged by the KLD gate, with the gate's figures in
 // the manifest, the phase results and the evaluation report; the gate's options are
 // checked before anything is written.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
+#include "llmport/quant.hpp"
+#include "llmport/verify.hpp"
 #include "support/test_support.hpp"
 
 namespace {
@@ -15,6 +19,9 @@ using llmport::test::run_llmport;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
 using nlohmann::json;
+using llmport::KldGate;
+using llmport::kld_gate_defaults;
+using llmport::parse_quant;
 
 std::string golden() { return "golden:" + shared_path("models/stories260K/golden/public.json").string(); }
 
@@ -42,6 +49,20 @@ TEST(QuantDeploy, StoriesDeploysInQ8AndQ4WithTheKldGate) {
     const std::string eval = read_file(dir / "docs" / "evaluation_report.md");
     EXPECT_NE(eval.find(std::string(dtype) + " KLD gate: mean KL PASS"), std::string::npos) << eval;
     EXPECT_NE(eval.find("KLD gate of the quantized dtype"), std::string::npos) << eval;
+    // Each measured figure of the phase-7 re-run stands beside the threshold it was judged by
+    // (kld_gate_defaults), in the audit row and in the re-run section.
+    const KldGate d = kld_gate_defaults(parse_quant(dtype));
+    const std::string bounds_row = fmt::format(R"(mean KL ([0-9.e+-]+) \(bound {:.3g}\), top-1 agreement ([0-9.]+)% \(bound {:.1f}%\))",
+                                               d.max_mean_kl, 100 * d.min_top1);
+    const std::string bounds_section = fmt::format(
+        R"(mean KL per step ([0-9.e+-]+) \(bound {:.4g}\), max [0-9.e+-]+; top-1 agreement ([0-9.]+)% \(bound {:.1f}%\))",
+        d.max_mean_kl, 100 * d.min_top1);
+    for (const std::string& pattern : {bounds_row, bounds_section}) {
+      std::smatch hit;
+      ASSERT_TRUE(std::regex_search(eval, hit, std::regex(pattern))) << pattern << "\n" << eval;
+      EXPECT_LE(std::stod(hit[1].str()), d.max_mean_kl);
+      EXPECT_GE(std::stod(hit[2].str()), 100 * d.min_top1);
+    }
     const std::string arch = read_file(dir / "ARCHITECTURE.md");
     EXPECT_NE(arch.find("## Quantization (" + std::string(dtype) + ")"), std::string::npos);
     EXPECT_NE(arch.find("down_proj"), std::string::npos);  // kept: input 172 is not a multiple of 32

@@ -5,6 +5,7 @@
 // the case; every row of a batch equals its solo GEMV bit for bit (batch invariance).
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/quant_linear.hpp"
 #include "kernels/cpu_test_util.hpp"
@@ -282,6 +283,58 @@ TEST(CpuQuantOp, ActivationBlocksAreTheFormulas) {
   EXPECT_EQ(sum[0], 64);
   EXPECT_EQ(sum[1], 0);
   EXPECT_EQ(sum[2], 127 + q[65]);
+}
+
+// Blocks no plain x * id quantizes: a NaN or an Inf (the float-to-int conversion of NaN/Inf is
+// undefined; x86 gives 0, so the block silently became zeros) gets d = NaN and zero quants;
+// a block whose max|x| is so small that 1/d overflows (d below 2.9e-39) is quantized by
+// x / d, the same quotient.
+TEST(CpuQuantOp, ActivationBlocksWithNanInfOrTinyValues) {
+  std::vector<float> x(96, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  x[40] = -std::numeric_limits<float>::infinity();
+  for (int t = 64; t < 96; ++t) x[t] = 1e-38f;
+  x[64] = 2e-37f;
+  x[65] = -1.1e-37f;
+  std::vector<int8_t> q(96, 99);
+  std::vector<float> d(3);
+  std::vector<int32_t> sum(3, 99);
+  cpu::quantize_act_rows(x.data(), 0, 1, 96, q.data(), d.data(), sum.data());
+  EXPECT_TRUE(std::isnan(d[0]));
+  EXPECT_TRUE(std::isnan(d[1]));
+  for (int t = 0; t < 64; ++t) EXPECT_EQ(q[t], 0) << t;
+  EXPECT_EQ(sum[0], 0);
+  EXPECT_EQ(sum[1], 0);
+  EXPECT_EQ(d[2], 2e-37f / 127.0f);
+  EXPECT_TRUE(std::isinf(1.0f / d[2]));  // the case: 1/d overflows
+  EXPECT_EQ(q[64], 127);
+  EXPECT_EQ(q[65], -70);  // -1.1e-37 / (2e-37 / 127) = -69.85
+  EXPECT_EQ(q[66], 6);    // 1e-38 / d = 6.35
+  EXPECT_EQ(sum[2], 127 - 70 + 30 * 6);
+}
+
+// A NaN in one input element of a quantized linear makes every output NaN at every level and
+// act, as in fp32: with q8 activation blocks (act 1) it used to vanish (its block became zero
+// quants), so a NaN weight in an RMSNorm gave finite logits and a plausible perplexity.
+TEST(CpuQuantOp, ANanActivationMakesEveryOutputNanAtEveryLevelAndAct) {
+  constexpr int n = 37, k = 96, m = 3;
+  const auto wf = random_vec(static_cast<std::size_t>(n) * k, 0.3f, 31);
+  auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 32);
+  x[static_cast<std::size_t>(k) + 5] = std::numeric_limits<float>::quiet_NaN();  // row 1 only
+  for (const auto isa : cpu::supported_isas())
+    for (QuantType q : kQuants)
+      for (int act : {0, 1}) {
+        SCOPED_TRACE(std::string(cpu::isa_name(isa)) + " " + std::string(quant_name(q)) + " act " + std::to_string(act));
+        auto be = cpu::make_cpu_backend_isa(1, isa);
+        const auto w = be->make_quantized_linear(TensorView::f32(wf.data(), n, k, "w"), q, {{"act", act}});
+        std::vector<float> y(static_cast<std::size_t>(m) * n);
+        be->linear(*w, x.data(), m, y.data(), nullptr);
+        for (int j = 0; j < n; ++j) {
+          EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(n) + j])) << "row 1 col " << j;
+          EXPECT_TRUE(std::isfinite(y[static_cast<std::size_t>(j)])) << "row 0 col " << j;
+          EXPECT_TRUE(std::isfinite(y[static_cast<std::size_t>(2 * n) + j])) << "row 2 col " << j;
+        }
+      }
 }
 
 TEST(CpuQuantOp, TheQ8DotOfEachLevelIsNamed) {

@@ -3,12 +3,15 @@
 // the KL-divergence statistics, and every bad input as a one-line exit 2.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "llmport/engine.hpp"
@@ -91,6 +94,105 @@ TEST(Perplexity, KlDivergenceAgainstASavedRun) {
   EXPECT_THROW(run_perplexity(stories_dir(), ppl_text(), other), UsageError);
 }
 
+// The rows of a --save-logits file (header skipped), position-major.
+std::vector<std::vector<float>> read_logprob_rows(const fs::path& f, int vocab) {
+  const std::string data = test::read_file(f);
+  uint64_t len = 0;
+  std::memcpy(&len, data.data() + 8, 8);
+  std::vector<std::vector<float>> rows;
+  for (std::size_t off = 16 + len; off + vocab * sizeof(float) <= data.size(); off += vocab * sizeof(float)) {
+    rows.emplace_back(static_cast<std::size_t>(vocab));
+    std::memcpy(rows.back().data(), data.data() + off, vocab * sizeof(float));
+  }
+  return rows;
+}
+
+// Every KLD statistic and its uncertainty against llama-perplexity's formulas, recomputed
+// here from the two runs' saved rows (q4_0 against fp32, ctx 64): mean KLD
+// +- sqrt((mean(k^2) - mean(k)^2) / (n - 1)), same top p +- sqrt(p (1 - p) / (n - 1)), mean
+// dp and its error, RMS dp +- 0.5 / rms * err(mean dp^2), ln(PPL(Q)/PPL(base)) +- the error
+// of the mean NLL difference, percentiles by linear interpolation at q (n - 1); and the
+// markdown prints them in llama-perplexity's spelling.
+TEST(Perplexity, KlStatisticsAndUncertaintiesFollowLlamaPerplexity) {
+  TempDir t;
+  save_fp32_base(t.path() / "fp32.bin", 64);
+  auto opt = fp32_options(64);
+  opt.engine.dtype.reset();
+  set_dtype_flag(opt.engine, "q4_0");
+  opt.kl_base = t.path() / "fp32.bin";
+  opt.save_logits = t.path() / "q4.bin";
+  const auto r = run_perplexity(stories_dir(), ppl_text(), opt);
+  ASSERT_TRUE(r.kl.has_value());
+  const int vocab = 512;  // stories260K
+  const auto p = read_logprob_rows(t.path() / "fp32.bin", vocab), q = read_logprob_rows(t.path() / "q4.bin", vocab);
+  ASSERT_EQ(p.size(), 372u);
+  ASSERT_EQ(q.size(), p.size());
+  const auto base_header = [&] {
+    const std::string d = test::read_file(t.path() / "fp32.bin");
+    uint64_t len = 0;
+    std::memcpy(&len, d.data() + 8, 8);
+    return nlohmann::json::parse(d.substr(16, len));
+  }();
+  const std::vector<int> tokens = base_header["tokens"];
+  const double n = static_cast<double>(p.size());
+  double sk = 0, sk2 = 0, same = 0, sdp = 0, sdp2 = 0, sdp4 = 0, sd = 0, sd2 = 0;
+  std::vector<double> ks;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    double k = 0;
+    for (int v = 0; v < vocab; ++v) k += std::exp(double(p[i][v])) * (double(p[i][v]) - q[i][v]);
+    k = std::max(0.0, k);
+    ks.push_back(k);
+    sk += k;
+    sk2 += k * k;
+    same += std::max_element(p[i].begin(), p[i].end()) - p[i].begin() ==
+            std::max_element(q[i].begin(), q[i].end()) - q[i].begin();
+    const int tok = tokens[i];
+    const double dp = std::exp(double(q[i][tok])) - std::exp(double(p[i][tok]));
+    sdp += dp;
+    sdp2 += dp * dp;
+    sdp4 += dp * dp * dp * dp;
+    const double d = double(p[i][tok]) - q[i][tok];  // nll_Q - nll_P
+    sd += d;
+    sd2 += d * d;
+  }
+  const auto se = [n](double s1, double s2) { return std::sqrt((s2 / n - (s1 / n) * (s1 / n)) / (n - 1)); };
+  std::sort(ks.begin(), ks.end());
+  const double pos99 = 0.99 * (n - 1);
+  const auto lo = static_cast<std::size_t>(pos99);
+  const double p99 = ks[lo] + (pos99 - double(lo)) * (ks[lo + 1] - ks[lo]);
+  const auto& s = *r.kl;
+  const auto near = [](double got, double want) { EXPECT_NEAR(got, want, 1e-9 + 1e-9 * std::abs(want)); };
+  near(s.mean, sk / n);
+  near(s.mean_unc, se(sk, sk2));
+  near(s.median, 0.5 * (ks[185] + ks[186]));
+  near(s.p99, p99);
+  near(s.max, ks.back());
+  near(s.same_top1, same / n);
+  near(s.same_top1_unc, std::sqrt(same / n * (1 - same / n) / (n - 1)));
+  near(s.mean_dp, sdp / n);
+  near(s.mean_dp_unc, se(sdp, sdp2));
+  near(s.rms_dp, std::sqrt(sdp2 / n));
+  near(s.rms_dp_unc, 0.5 / std::sqrt(sdp2 / n) * se(sdp2, sdp4));
+  near(s.ln_ppl_ratio, sd / n);
+  near(s.ln_ppl_ratio_unc, se(sd, sd2));
+  EXPECT_NEAR(std::exp(s.ln_ppl_ratio), s.ppl_ratio, 1e-6);
+  EXPECT_GT(s.mean_unc, 0);
+  EXPECT_GT(s.same_top1_unc, 0);
+  EXPECT_GT(s.rms_dp_unc, 0);
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find(fmt::format("Mean    KLD: {:10.6f} ± {:10.6f}", s.mean, s.mean_unc)), std::string::npos) << md;
+  EXPECT_NE(md.find(fmt::format("Same top p: {:6.3f} ± {:5.3f} %", 100 * s.same_top1, 100 * s.same_top1_unc)),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find(fmt::format("RMS Δp    : {:6.3f} ± {:5.3f} %", 100 * s.rms_dp, 100 * s.rms_dp_unc)),
+            std::string::npos)
+      << md;
+  const auto j = r.to_json()["kl_divergence"];
+  EXPECT_EQ(j["mean_uncertainty"].get<double>(), s.mean_unc);
+  EXPECT_EQ(j["rms_delta_p_uncertainty"].get<double>(), s.rms_dp_unc);
+  EXPECT_EQ(j["same_top1_uncertainty"].get<double>(), s.same_top1_unc);
+}
+
 // A base file whose header is intact but whose rows are not log-probabilities (a NaN, a
 // positive value, a row that does not normalise) or that holds an extra row is refused with
 // the file and row named, not turned into KLD figures.
@@ -98,16 +200,16 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
   TempDir t;
   save_fp32_base(t.path() / "fp32.bin", 64);
   const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, good.data() + 8, 8);
-  const std::size_t row0 = 16 + header_len;  // first float of row 0
+  uint64_t base_header = 0;
+  std::memcpy(&base_header, good.data() + 8, 8);
+  const std::size_t row0 = 16 + base_header;  // first float of row 0
   struct Case {
     const char* name;
     std::function<void(std::string&)> damage;
     const char* says;
   };
   auto put = [](std::string& b, std::size_t at, float v) { std::memcpy(b.data() + at, &v, 4); };
-  const auto vocab = nlohmann::json::parse(good.substr(16, header_len)).at("vocab").get<std::size_t>();
+  const auto vocab = nlohmann::json::parse(good.substr(16, base_header)).at("vocab").get<std::size_t>();
   const std::size_t row1 = row0 + vocab * 4;
   for (const Case& c : {Case{"nan", [&](std::string& b) { put(b, row0 + 4 * 7, NAN); }, "row 0 token 7"},
                         Case{"positive", [&](std::string& b) { put(b, row1 + 4 * 3, 0.5f); }, "row 1 token 3"},
@@ -140,9 +242,9 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
   TempDir t;
   save_fp32_base(t.path() / "fp32.bin", 64);
   const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
-  uint64_t header_len = 0;
-  std::memcpy(&header_len, good.data() + 8, 8);
-  const nlohmann::json header = nlohmann::json::parse(good.substr(16, header_len));
+  uint64_t base_header = 0;
+  std::memcpy(&base_header, good.data() + 8, 8);
+  const nlohmann::json header = nlohmann::json::parse(good.substr(16, base_header));
   auto with_header = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
     nlohmann::json h = header;
     edit(h);
@@ -150,7 +252,7 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
     const uint64_t len = hs.size();
     std::string b = good.substr(0, 8);
     b.append(reinterpret_cast<const char*>(&len), 8);
-    b += hs + good.substr(16 + header_len);
+    b += hs + good.substr(16 + base_header);
     const fs::path f = t.path() / (name + ".bin");
     std::ofstream(f, std::ios::binary) << b;
     auto opt = fp32_options(64);
@@ -291,6 +393,8 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   test::write_file(t.path() / "short.txt", "Once upon a time");
   test::write_file(t.path() / "junk.bin", "not a log-probs file at all");
   test::write_file(t.path() / "exists.bin", "user data");
+  test::write_file(t.path() / "latin1.txt", "caf\xe9 au lait, once upon a time there was a dog");
+  fs::create_directory(t.path() / "adir.txt");
   const std::string m = stories_dir().string(), txt = ppl_text().string();
   struct Case {
     std::vector<std::string> args;
@@ -298,6 +402,9 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   };
   for (const Case& c : {Case{{"-f", (t.path() / "missing.txt").string()}, "not found"},
                         Case{{"-f", (t.path() / "empty.txt").string()}, "empty"},
+                        Case{{"-f", (t.path() / "adir.txt").string()}, "adir.txt: text file not found (or not a regular"},
+                        Case{{"-f", (t.path() / "latin1.txt").string(), "-c", "8"},
+                             "latin1.txt: text to tokenize is not valid UTF-8 (byte offset 3)"},
                         Case{{"-f", (t.path() / "short.txt").string(), "-c", "64"}, "shorter than one chunk"},
                         Case{{"-f", txt, "-c", "2"}, "at least 3"},
                         Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
@@ -320,6 +427,44 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0"});
   EXPECT_EQ(q4.exit_code, 0) << q4.err;
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
+}
+
+// Copies stories260K's files into `dst` with element 0 of the fp32 tensor `name` set to NaN.
+void copy_stories_with_nan(const fs::path& dst, const std::string& name) {
+  for (const auto& e : fs::directory_iterator(stories_dir()))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dst / e.path().filename());
+  std::string data = test::read_file(dst / "model.safetensors");
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = nlohmann::json::parse(data.substr(8, n));
+  ASSERT_EQ(header.at(name).at("dtype"), "F32");
+  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(data.data() + off, &nan, sizeof nan);
+  test::write_file(dst / "model.safetensors", data);
+}
+
+// A NaN weight (an RMSNorm weight, which no dtype quantizes) makes every logit NaN: the run
+// is a check failure naming chunk and position (exit 1), never "PPL = nan" with exit 0, in
+// every dtype and in both output formats. Layer 0's input norm feeds quantized projections:
+// with q8 activation blocks its NaN used to vanish (a plausible PPL 3.6996 for q8_0).
+TEST(Perplexity, NonFiniteLogitsFailTheRunInsteadOfPrintingNan) {
+  for (const char* tensor : {"model.norm.weight", "model.layers.0.input_layernorm.weight"})
+  for (const char* dtype : {"fp32", "q8_0", "q4_0"})
+    for (const char* out : {"md", "json"}) {
+      SCOPED_TRACE(std::string(tensor) + " " + dtype + " " + out);
+      TempDir t;
+      copy_stories_with_nan(t.path(), tensor);
+      const fs::path saved = t.path() / "saved.bin";
+      auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1",
+                            "--dtype", dtype, "-o", out, "--save-logits", saved.string()});
+      EXPECT_FALSE(fs::exists(saved)) << "a failed run leaves no partial log-probs file";
+      EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+      EXPECT_EQ(r.err.rfind("error: non-finite logits in chunk 1 at position 32: 512 of 512 values", 0), 0u) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("null"), std::string::npos) << r.out;
+    }
 }
 
 // A planted quantization fault (every block scale of one quantized projection x2: o_proj of

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "llmport/error.hpp"
@@ -96,20 +97,36 @@ void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* 
   for (int i = r0; i < r1; ++i)
     for (int b = 0; b < nb; ++b) {
       const std::size_t off = static_cast<std::size_t>(i) * k + static_cast<std::size_t>(b) * kQuantBlock;
-      float amax = 0;
-      for (int t = 0; t < kQuantBlock; ++t) amax = std::max(amax, std::abs(x[off + t]));
+      float amax = 0, probe = 0;
+      for (int t = 0; t < kQuantBlock; ++t) {
+        amax = std::max(amax, std::abs(x[off + t]));  // drops a NaN: probe catches it
+        probe += x[off + t] * 0.0f;                   // NaN iff the block holds a NaN or Inf
+      }
+      const std::size_t bi = static_cast<std::size_t>(i) * nb + b;
+      if (probe != probe) {
+        // Converting a NaN to an integer is undefined (x86 gives 0): the block would turn
+        // into zeros and a NaN activation would vanish from the output. A NaN scale with
+        // zero quants makes every output that reads the block NaN, as the fp32 path does.
+        std::fill(q + off, q + off + kQuantBlock, int8_t{0});
+        d[bi] = std::numeric_limits<float>::quiet_NaN();
+        s[bi] = 0;
+        continue;
+      }
       const float db = amax / 127.0f;
       const float id = db != 0.0f ? 1.0f / db : 0.0f;
+      // amax below ~3.7e-37: 1 / db overflows to inf and x * id is inf or NaN; x / db is
+      // the same quotient, finite (|x / db| <= 127).
+      const bool tiny = std::isinf(id);
       int32_t sum = 0;
       for (int t = 0; t < kQuantBlock; ++t) {
         // Without -ffast-math the compiler may neither reassociate nor (no FMA in generic
         // x86-64 code) contract this.
-        const float v = x[off + t] * id + kMagic;
+        const float v = (tiny ? x[off + t] / db : x[off + t] * id) + kMagic;
         q[off + t] = static_cast<int8_t>(static_cast<int>(v - kMagic));
         sum += q[off + t];
       }
-      d[static_cast<std::size_t>(i) * nb + b] = db;
-      s[static_cast<std::size_t>(i) * nb + b] = sum;
+      d[bi] = db;
+      s[bi] = sum;
     }
 }
 

@@ -91,8 +91,10 @@ struct ActQ8 {
 };
 
 /// Rows [r0, r1) of x [m][k] (k a multiple of 32) to q8 blocks: per block d = max|x| / 127
-/// (fp32), id = d ? 1/d : 0, q = round-half-even(x * id), s = sum(q). Generic code, the
-/// same on every level, so every level and every m sees the same q, d and s.
+/// (fp32), id = d ? 1/d : 0, q = round-half-even(x * id) (x / d where 1/d overflows, d below
+/// ~2.9e-39), s = sum(q). A block holding a NaN or Inf gets d = NaN and zero quants, so the
+/// outputs that read it are NaN (as in fp32), never a silent zero. Generic code, the same on
+/// every level, so every level and every m sees the same q, d and s.
 void quantize_act_rows(const float* x, int r0, int r1, int k, int8_t* q, float* d, int32_t* s);
 
 /// y[i, j] = x[i, :] . W[j, :] (+ bias[j]) for rows i in [0, m) and outputs j in [j0, j1),
