@@ -76,12 +76,7 @@ TEST_P(GoldenTokenizer, SummaryVocabAndSpecialTokens) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, GoldenTokenizer, ::testing::ValuesIn(golden_tokenizer_names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         tokenizer_test_name);
 
 }  // namespace
 }  // namespace llmport::test

@@ -45,12 +45,7 @@ TEST_P(HfDifferential, RandomStringsMatchHfTokenizers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, HfDifferential, ::testing::ValuesIn(golden_tokenizer_names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         tokenizer_test_name);
 
 }  // namespace
 }  // namespace llmport::test

@@ -49,12 +49,7 @@ TEST_P(StreamingDecode, ConcatenationEqualsDecodeAndChunksAreValidUtf8) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, StreamingDecode, ::testing::ValuesIn(golden_tokenizer_names()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+                         tokenizer_test_name);
 
 // A character split over byte-fallback tokens is held back until complete.
 TEST(StreamingDecode, HoldsBackHalfCharacter) {

@@ -2,6 +2,7 @@
 // Shared helpers of the tokenizer tests: the golden folders of $LLMPORT_SHARED/tokenizers
 // (iterated, never listed by name) and a per-process cache so each tokenizer.json is
 // loaded once however many tests use it.
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -30,6 +31,14 @@ inline std::vector<std::string> golden_tokenizer_names() {
   std::sort(names.begin(), names.end());
   if (names.empty()) names.push_back("<missing>");
   return names;
+}
+
+/// A parameterized test's name for a tokenizer folder: gtest names allow only [A-Za-z0-9_].
+inline std::string tokenizer_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string n = info.param;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
 }
 
 /// The tokenizer of shared tokenizers/<name> (or any directory), loaded once.
