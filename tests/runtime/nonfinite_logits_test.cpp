@@ -9,26 +9,9 @@
 namespace llmport::test {
 namespace {
 
-// Copies stories260K into `dst` and sets element 0 of the F32 tensor `name` to NaN.
-void copy_with_nan(const std::filesystem::path& dst, const std::string& name) {
-  const auto src = shared_path("models/stories260K");
-  for (const auto& e : std::filesystem::directory_iterator(src))
-    if (e.is_regular_file()) std::filesystem::copy_file(e.path(), dst / e.path().filename());
-  const auto file = dst / "model.safetensors";
-  std::string data = read_file(file);
-  uint64_t n = 0;
-  std::memcpy(&n, data.data(), 8);
-  const auto header = nlohmann::json::parse(data.substr(8, n));
-  ASSERT_EQ(header.at(name).at("dtype"), "F32");
-  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::memcpy(data.data() + off, &nan, sizeof nan);
-  write_file(file, data);
-}
-
 TEST(NonFiniteLogits, RunFailsWithExit1AndNamesStepAndPosition) {
   TempDir t;
-  copy_with_nan(t.path(), "model.norm.weight");
+  copy_stories_with_nan(t.path(), "model.norm.weight");
   for (const std::string backend : {"reference", "cpu"}) {
     SCOPED_TRACE(backend);
     for (const bool json : {false, true}) {

@@ -1,10 +1,14 @@
 #include "support/test_support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <limits>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -129,6 +133,22 @@ void ScopedEnv::set(const std::string& name, const std::optional<std::string>& v
     ::setenv(name.c_str(), value->c_str(), 1);
   else
     ::unsetenv(name.c_str());
+}
+
+void copy_stories_with_nan(const std::filesystem::path& dst, const std::string& name) {
+  for (const auto& e : std::filesystem::directory_iterator(shared_path("models/stories260K")))
+    if (e.is_regular_file()) std::filesystem::copy_file(e.path(), dst / e.path().filename());
+  const auto file = dst / "model.safetensors";
+  std::string data = read_file(file);
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const auto header = nlohmann::json::parse(data.substr(8, n));
+  if (!header.contains(name) || header.at(name).at("dtype") != "F32")
+    throw std::runtime_error("copy_stories_with_nan: " + name + " is not an F32 tensor of stories260K");
+  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(data.data() + off, &nan, sizeof nan);
+  write_file(file, data);
 }
 
 }  // namespace llmport::test

@@ -56,4 +56,9 @@ class ScopedEnv {
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& data);
 
+/// Copies the regular files of the stories260K model into `dst` and sets element 0 of its
+/// F32 tensor `name` to NaN (a damaged checkpoint for the non-finite checks). Throws
+/// std::runtime_error when `name` is missing or not F32.
+void copy_stories_with_nan(const std::filesystem::path& dst, const std::string& name);
+
 }  // namespace llmport::test

@@ -429,21 +429,6 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
 }
 
-// Copies stories260K's files into `dst` with element 0 of the fp32 tensor `name` set to NaN.
-void copy_stories_with_nan(const fs::path& dst, const std::string& name) {
-  for (const auto& e : fs::directory_iterator(stories_dir()))
-    if (e.is_regular_file()) fs::copy_file(e.path(), dst / e.path().filename());
-  std::string data = test::read_file(dst / "model.safetensors");
-  uint64_t n = 0;
-  std::memcpy(&n, data.data(), 8);
-  const auto header = nlohmann::json::parse(data.substr(8, n));
-  ASSERT_EQ(header.at(name).at("dtype"), "F32");
-  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::memcpy(data.data() + off, &nan, sizeof nan);
-  test::write_file(dst / "model.safetensors", data);
-}
-
 // A NaN weight (an RMSNorm weight, which no dtype quantizes) makes every logit NaN: the run
 // is a check failure naming chunk and position (exit 1), never "PPL = nan" with exit 0, in
 // every dtype and in both output formats. Layer 0's input norm feeds quantized projections:
@@ -454,7 +439,7 @@ TEST(Perplexity, NonFiniteLogitsFailTheRunInsteadOfPrintingNan) {
     for (const char* out : {"md", "json"}) {
       SCOPED_TRACE(std::string(tensor) + " " + dtype + " " + out);
       TempDir t;
-      copy_stories_with_nan(t.path(), tensor);
+      test::copy_stories_with_nan(t.path(), tensor);
       const fs::path saved = t.path() / "saved.bin";
       auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1",
                             "--dtype", dtype, "-o", out, "--save-logits", saved.string()});
