@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,14 @@ class SafetensorsFile {
   const std::map<std::string, TensorView>& tensors() const { return tensors_; }
   const std::filesystem::path& path() const { return path_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  /// The safetensors format packs the tensors back to back from data offset 0 to the end of
+  /// the file (huggingface/safetensors refuses anything else: InvalidOffset,
+  /// MetadataIncompleteBuffer). When bytes belong to no tensor (a header that lost an entry,
+  /// data appended, two files concatenated), the one-line problem naming the file, the byte
+  /// range and its neighbouring tensors; nullopt when the tensors cover the data area. Not
+  /// thrown on open, so WeightStore::open names a missing tensor first (the likelier cause)
+  /// and throws this only for a file whose tensor set is otherwise complete.
+  const std::optional<std::string>& unclaimed_bytes() const { return unclaimed_; }
 
  private:
   std::filesystem::path path_;
@@ -36,6 +45,7 @@ class SafetensorsFile {
   std::size_t size_ = 0;
   std::map<std::string, TensorView> tensors_;
   std::map<std::string, std::string> metadata_;
+  std::optional<std::string> unclaimed_;
 };
 
 /// The header check of `check` (no weight bytes read): opens, through SafetensorsFile,
@@ -51,6 +61,8 @@ std::vector<std::filesystem::path> check_safetensors_headers(const std::filesyst
 /// tensor, a wrong shape, or a tensor the model does not consume is a WeightsError/
 /// ShapeError naming file and tensor. Known leftovers (`*.rotary_emb.inv_freq`; a tied
 /// model's `lm_head.weight`, which only warns when it differs from the embedding) pass.
+/// With the tensor set complete, a file whose data area holds bytes no tensor claims
+/// (SafetensorsFile::unclaimed_bytes) is a WeightsError naming the file.
 class WeightStore {
  public:
   /// Opens `dir` (model.safetensors or model.safetensors.index.json + the shards it names;

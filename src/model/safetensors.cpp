@@ -41,6 +41,33 @@ uint64_t as_u64(const json& v, bool& ok) {
   return 0;
 }
 
+struct Range {
+  uint64_t begin, end;
+  const std::string* name;
+};
+
+/// The problem when bytes of the data area belong to no tensor (nullopt: none). `ranges` are
+/// the non-empty ranges, sorted by begin and not overlapping.
+std::optional<std::string> unclaimed_bytes_of(const std::string& f, const std::vector<Range>& ranges,
+                                              uint64_t data_size) {
+  uint64_t at = 0;
+  const std::string* before = nullptr;
+  for (const Range& r : ranges) {
+    if (r.begin != at)
+      return f + ": bytes [" + std::to_string(at) + ", " + std::to_string(r.begin) +
+                         ") of the data area belong to no tensor (" +
+                         (before ? "between " + *before + " and " : std::string("before ")) + *r.name +
+                         "; a header entry is missing or the file is damaged)";
+    at = r.end;
+    before = r.name;
+  }
+  if (at != data_size)
+    return f + ": the data area is " + std::to_string(data_size) + " bytes but its tensors end at byte " +
+           std::to_string(at) + " (" + std::to_string(data_size - at) +
+           " bytes belong to no tensor; a header entry is missing or data was appended)";
+  return std::nullopt;
+}
+
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file) {
@@ -82,7 +109,6 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
     const std::size_t data_start = 8 + static_cast<std::size_t>(n);
     const uint64_t data_size = size_ - data_start;
 
-    struct Range { uint64_t begin, end; const std::string* name; };
     std::vector<Range> ranges;
     for (auto it = h.begin(); it != h.end(); ++it) {
       const std::string& name = it.key();
@@ -145,6 +171,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
                            std::to_string(furthest->begin) + ", " + std::to_string(furthest->end) + "]");
       if (!furthest || r.end > furthest->end) furthest = &r;
     }
+    unclaimed_ = unclaimed_bytes_of(f, ranges, data_size);
   } catch (...) {
     ::munmap(map_, size_);
     map_ = nullptr;

@@ -167,6 +167,8 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
                        " with this config.json" +
                        (unexpected.size() > 1 ? " (and " + std::to_string(unexpected.size() - 1) + " more)" : ""));
   }
+  for (const auto& f : ws.files_)
+    if (f->unclaimed_bytes()) throw WeightsError(*f->unclaimed_bytes());
   return ws;
 }
 

@@ -323,6 +323,37 @@ std::vector<Case> cases() {
        fs::create_directories(m / "model.safetensors");
      },
      "model.safetensors");
+  // huggingface/safetensors refuses a data area its tensors do not cover exactly
+  // (InvalidOffset, MetadataIncompleteBuffer); llmport loaded such files silently.
+  st("data_appended",
+     [](const fs::path& m) {
+       auto s = read_st(m / "model.safetensors");
+       write_st(m / "model.safetensors", s.header, s.data + std::string(16, '\0'));
+     },
+     "model.safetensors: the data area is");
+  c.push_back({"safetensors/data_appended_header_check",  // `check` reads headers only
+               [](const fs::path&, const fs::path& m) {
+                 auto s = read_st(m / "model.safetensors");
+                 write_st(m / "model.safetensors", s.header, s.data + std::string(16, '\0'));
+                 return check_args(m);
+               },
+               "model.safetensors: the data area is"});
+  st("data_gap_after_first_tensor",
+     [](const fs::path& m) {
+       // Every tensor after the lowest-placed one moves 64 bytes on: 64 bytes are no one's.
+       auto s = read_st(m / "model.safetensors");
+       ordered_json h = ordered_json::parse(s.header);
+       std::size_t first_end = s.data.size();
+       for (auto it = h.begin(); it != h.end(); ++it)
+         if (it.key() != "__metadata__" && it.value()["data_offsets"][0].get<std::size_t>() == 0)
+           first_end = it.value()["data_offsets"][1].get<std::size_t>();
+       for (auto it = h.begin(); it != h.end(); ++it)
+         if (it.key() != "__metadata__" && it.value()["data_offsets"][0].get<std::size_t>() >= first_end)
+           for (auto& o : it.value()["data_offsets"]) o = o.get<std::size_t>() + 64;
+       write_st(m / "model.safetensors", h.dump(),
+                s.data.substr(0, first_end) + std::string(64, '\0') + s.data.substr(first_end));
+     },
+     "model.safetensors: bytes [");
   auto sharded = [](const fs::path& m, bool dup) {
     // Two shards: every tensor in shard 1 except model.norm.weight (shard 2); with `dup`,
     // shard 2 holds a second copy of model.layers.0.input_layernorm.weight.
@@ -340,7 +371,17 @@ std::vector<Case> cases() {
     };
     move("model.norm.weight", true);
     if (dup) move("model.layers.0.input_layernorm.weight", false);
-    write_st(m / "model-00001-of-00002.safetensors", h.dump(), s.data);
+    // Shard 1 is repacked so its tensors cover its data area (bytes no tensor claims are
+    // an error of their own: data_appended, data_gap_after_embedding).
+    std::string d1;
+    for (auto it = h.begin(); it != h.end(); ++it) {
+      if (it.key() == "__metadata__") continue;
+      auto& e = it.value();
+      const auto b = e["data_offsets"][0].get<std::size_t>(), en = e["data_offsets"][1].get<std::size_t>();
+      e["data_offsets"] = {d1.size(), d1.size() + (en - b)};
+      d1 += s.data.substr(b, en - b);
+    }
+    write_st(m / "model-00001-of-00002.safetensors", h.dump(), d1);
     write_st(m / "model-00002-of-00002.safetensors", h2.dump(), d2);
     fs::remove(m / "model.safetensors");
     json idx;

@@ -101,5 +101,32 @@ TEST(SafetensorsRobustness, HeaderDefectsAreNamed) {
   EXPECT_THROW(SafetensorsFile{t.path() / "absent.safetensors"}, WeightsError);
 }
 
+// Bytes of the data area no tensor claims are reported (huggingface/safetensors refuses such
+// a file), not thrown on open: WeightStore::open names a missing tensor first.
+TEST(SafetensorsRobustness, UnclaimedBytesAreReported) {
+  TempDir t;
+  const fs::path f = t.path() / "x.safetensors";
+  const std::string data(16, '\0');
+  auto unclaimed = [&](const json& header) {
+    test::write_raw_safetensors(f, header.dump(), data);
+    return SafetensorsFile(f).unclaimed_bytes();
+  };
+  auto f32 = [](int n, int b) {
+    return json{{"dtype", "F32"}, {"shape", {n}}, {"data_offsets", {b, b + 4 * n}}};
+  };
+  EXPECT_EQ(unclaimed({{"a", f32(2, 0)}}),
+            f.string() + ": the data area is 16 bytes but its tensors end at byte 8 (8 bytes belong to no tensor; "
+                         "a header entry is missing or data was appended)");
+  EXPECT_EQ(unclaimed({{"a", f32(2, 8)}}),
+            f.string() + ": bytes [0, 8) of the data area belong to no tensor (before a; a header entry is missing "
+                         "or the file is damaged)");
+  EXPECT_EQ(unclaimed({{"a", f32(1, 0)}, {"b", f32(2, 8)}}),
+            f.string() + ": bytes [4, 8) of the data area belong to no tensor (between a and b; a header entry is "
+                         "missing or the file is damaged)");
+  EXPECT_EQ(unclaimed({{"b", f32(2, 8)}, {"a", f32(2, 0)}}), std::nullopt);  // header order is free
+  EXPECT_EQ(unclaimed({{"a", f32(4, 0)}, {"e", f32(0, 16)}}), std::nullopt);  // an empty tensor claims nothing
+  EXPECT_EQ(unclaimed({{"a", f32(4, 0)}}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace llmport
