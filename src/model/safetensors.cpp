@@ -115,8 +115,15 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
       const json& e = it.value();
       if (name == "__metadata__") {
         if (!e.is_object()) throw WeightsError(f + ": __metadata__ is not an object");
-        for (auto m2 = e.begin(); m2 != e.end(); ++m2)
-          metadata_[m2.key()] = m2.value().is_string() ? m2.value().get<std::string>() : m2.value().dump();
+        // The format's metadata is a map of strings only; huggingface/safetensors refuses
+        // anything else (InvalidHeaderDeserialization), so a reader that dumped other values
+        // loaded a file the reference cannot.
+        for (auto m2 = e.begin(); m2 != e.end(); ++m2) {
+          if (!m2.value().is_string())
+            throw WeightsError(f + ": __metadata__." + m2.key() + " is a " + m2.value().type_name() +
+                               ", not a string (safetensors metadata holds strings only)");
+          metadata_[m2.key()] = m2.value().get<std::string>();
+        }
         continue;
       }
       const std::string where = f + ": " + name + ": ";

@@ -93,6 +93,8 @@ TEST(SafetensorsRobustness, HeaderDefectsAreNamed) {
               {"b", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {4, 8}}}}},
              data, "overlap tensor a");
   expect_msg({{"__metadata__", "x"}}, data, "__metadata__");
+  expect_msg({{"__metadata__", {{"format", "pt"}, {"step", 5}}}}, data,
+             "__metadata__.step is a number, not a string (safetensors metadata holds strings only)");
   // A header length of 2^60 is caught before any allocation.
   test::write_raw_safetensors(f, "{}", data, int64_t{1} << 60);
   EXPECT_THROW(SafetensorsFile{f}, WeightsError);
