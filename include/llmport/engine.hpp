@@ -4,6 +4,7 @@
 // many tokens at once and decode from a preallocated KV cache.
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -78,6 +79,9 @@ struct EngineOptions {
   /// the registry's / backend's choice: F32 is weight-only quantization (the independent
   /// reference's KLD figures), Q8 the int8 dot products. Unset: the selected config's.
   std::optional<ActQuant> quant_act;
+  /// The activations of the quantized linear of each named tensor, over quant_act: how an
+  /// oracle mirrors an engine's per-shape choice (Engine::quant_acts(); make_oracle_runner).
+  std::map<std::string, ActQuant> quant_act_of_tensor;
   /// KV-cache capacity used when max_seq is 0 (bounds memory for 128k-context models).
   static constexpr int kDefaultMaxSeq = 4096;
 };
@@ -170,6 +174,11 @@ class Engine {
   QuantType quant() const;
   /// Quantization of lm_head (EngineOptions::quant_lm_head; None: the base dtype).
   QuantType quant_lm_head() const;
+  /// The activations each block-quantized linear runs with, by tensor name (a tied
+  /// lm_head under the embedding's): ActQuant::Q8 multiplies q8_0 activation blocks, F32
+  /// widens the weights. Chosen per shape at load (registry, backend default,
+  /// EngineOptions::quant_act). Empty for an unquantized engine.
+  const std::map<std::string, ActQuant>& quant_acts() const;
   Backend& backend();
   /// Bytes of the weights as held by the backend (bytes).
   std::size_t weight_bytes() const;

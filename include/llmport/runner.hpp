@@ -67,10 +67,14 @@ class EngineRunner : public Runner {
 /// llmport's fp32 reference kernels ("reference" backend, dtype fp32, no fault): allowed
 /// as a reference, but every report marks it as not independent. With `quant` the oracle
 /// holds the same block-quantized projections the engine does, dequantized exactly
-/// (llmport/quant.hpp): it then checks the quantized kernels, not the quantization.
+/// (llmport/quant.hpp): it then checks the quantized kernels, not the quantization. With
+/// `acts` (Engine::quant_acts() of the engine under test) each quantized linear also rounds
+/// its input through the same q8 activation blocks where that engine's does, so the two
+/// differ by fp32 summation order only.
 std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const WeightStore& weights,
                                                  int threads = 0, QuantType quant = QuantType::None,
-                                                 QuantType quant_lm_head = QuantType::None);
+                                                 QuantType quant_lm_head = QuantType::None,
+                                                 const std::map<std::string, ActQuant>& acts = {});
 
 /// Replays one RecordSequence of a record file. prefill must be given the sequence's
 /// prompt ids and decode_step the sequence's own tokens in order (teacher forcing the

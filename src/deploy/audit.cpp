@@ -225,7 +225,9 @@ AuditItem audit_rerun(const VerifyResult& r) {
                               r.verdict_line(), r.n_prompts, r.n_steps, r.mean_kl, r.kl_bound,
                               100.0 * r.top1_agreement);
   // The KLD gate decides on top-1 agreement too: its bound belongs beside the figure.
-  if (r.gate == "kld") d += fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1);
+  if (r.gate == "kld")
+    d += fmt::format(" (bound {:.1f}%), quantized kernels vs the {} oracle mean KL {:.3g} (bound {:.3g})",
+                     100.0 * r.min_top1, r.dtype, r.kernel_mean_kl, r.kernel_kl_bound);
   if (!r.pass && !r.failures.empty()) d += "; " + r.failures.front();
   // A capped re-run caps the evaluation: verify and the evaluator never disagree.
   if (r.pass && !r.caps.empty()) return {"verify re-run passes", "warning", d};

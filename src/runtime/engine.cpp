@@ -43,9 +43,13 @@ void Engine::Impl::load() {
   auto make_projection = [&](const TensorView& w, TensorRole role) {
     const QuantType qt = planned_quant(role, w.shape, opt.quant, opt.quant_lm_head);
     if (qt == QuantType::None) return make_linear(w);
-    if (opt.kernels) return opt.kernels->make_quantized_linear(be, w, qt, opt.quant_act);
-    return be.make_quantized_linear(w, qt, opt.quant_act ? TileConfig{{kActTileKey, static_cast<int>(*opt.quant_act)}}
-                                                         : TileConfig{});
+    std::optional<ActQuant> act = opt.quant_act;
+    if (auto it = opt.quant_act_of_tensor.find(w.name); it != opt.quant_act_of_tensor.end()) act = it->second;
+    auto lw = opt.kernels ? opt.kernels->make_quantized_linear(be, w, qt, act)
+                          : be.make_quantized_linear(w, qt, act ? TileConfig{{kActTileKey, static_cast<int>(*act)}}
+                                                                : TileConfig{});
+    quant_acts[w.name] = act_of(lw->config);
+    return lw;
   };
   embed = &weights.get(R::Embed);
   layers.resize(static_cast<std::size_t>(cfg.n_layers));

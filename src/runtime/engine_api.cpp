@@ -102,6 +102,7 @@ const ModelConfig& Engine::config() const { return impl_->cfg; }
 DType Engine::dtype() const { return impl_->dtype; }
 QuantType Engine::quant() const { return impl_->opt.quant; }
 QuantType Engine::quant_lm_head() const { return impl_->opt.quant_lm_head; }
+const std::map<std::string, ActQuant>& Engine::quant_acts() const { return impl_->quant_acts; }
 
 void set_dtype_flag(EngineOptions& opt, std::string_view value) {
   const QuantType q = parse_quant(value);

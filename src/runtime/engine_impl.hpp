@@ -51,6 +51,7 @@ struct Engine::Impl {
   const TensorView* embed = nullptr;
   std::vector<float> final_norm;          // [emb_dim]
   std::unique_ptr<LinearWeight> lm_head;  // [vocab, emb_dim]
+  std::map<std::string, ActQuant> quant_acts;  // Engine::quant_acts()
   std::vector<float> inv_freq;            // [head_dim / 2]
   int max_seq = 0;
   std::vector<std::unique_ptr<KvCache>> caches;  // [n_slots]

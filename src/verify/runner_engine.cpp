@@ -71,8 +71,11 @@ StepRecord EngineRunner::decode_step(int token, int pos) {
 }
 
 std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const WeightStore& weights, int threads,
-                                                 QuantType quant, QuantType quant_lm_head) {
+                                                 QuantType quant, QuantType quant_lm_head,
+                                                 const std::map<std::string, ActQuant>& acts) {
   EngineOptions opt;
+  opt.quant_act_of_tensor = acts;
+  opt.quant_act = ActQuant::F32;  // a linear `acts` does not name multiplies fp32 x
   opt.backend = "reference";
   opt.dtype = DType::F32;
   opt.threads = threads;

@@ -377,14 +377,30 @@ struct Totals {
   std::vector<SelfMatch> engine_matches;  // one per golden sequence
   double kl_sum = 0.0;
   int64_t n_tf = 0, n_agree = 0;
+  double kernel_kl_sum = 0.0;  // the kernel check of a quantized engine
+  int64_t n_kernel = 0;
   bool first_kind = true;
   std::string worst_kl_where;
 };
 
+// One teacher-forced step of the kernel check (VerifyResult::kernel_mean_kl).
+void kernel_check_step(const std::string& prompt, int k, const std::vector<float>& oracle_logits,
+                       const std::vector<float>& engine_logits, VerifyResult& res, Totals& t) {
+  const double kl = kl_full(oracle_logits, engine_logits);
+  t.kernel_kl_sum += kl;
+  t.n_kernel += 1;
+  if (!(kl < res.kernel_max_kl)) {  // NaN is the worst
+    res.kernel_max_kl = kl;
+    res.kernel_worst_where = "prompt " + prompt + " step " + std::to_string(k) + ": engine top-5 " +
+                             format_top(top_k(engine_logits)) + ", oracle top-5 " +
+                             format_top(top_k(oracle_logits));
+  }
+}
+
 // Both checks of one prompt: free-running token sets, then teacher-forced along the
 // reference's tokens (top-5 both ways and KL per step).
-PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, const Tokenizer* tok,
-                         int n_steps, VerifyResult& res, Totals& t) {
+PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, EngineRunner* quant_oracle,
+                         const Tokenizer* tok, int n_steps, VerifyResult& res, Totals& t) {
   PromptVerdict pv;
   pv.name = p.name;
   pv.prompt = p.text;
@@ -430,6 +446,7 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
 
   engine.prefill(p.ids);
   res.engine_forward_calls += 1;
+  if (quant_oracle) quant_oracle->prefill(p.ids);
   int pos = static_cast<int>(p.ids.size());
   SelfMatch engine_match{"engine", p.name, 0, 0};
   double p_kl = 0.0;
@@ -437,9 +454,12 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
   for (int k = 0; k < static_cast<int>(ref_steps.size()); ++k) {
     const StepRecord& ref = ref_steps[static_cast<std::size_t>(k)];
     if (k > 0) {
-      engine.decode_step(ref_steps[static_cast<std::size_t>(k - 1)].token, pos++);
+      const int token = ref_steps[static_cast<std::size_t>(k - 1)].token;
+      if (quant_oracle) quant_oracle->decode_step(token, pos);
+      engine.decode_step(token, pos++);
       res.engine_forward_calls += 1;
     }
+    if (quant_oracle) kernel_check_step(p.name, k, quant_oracle->last_logits(), engine.last_logits(), res, t);
     auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
     if (p.golden) count_self_match(ref, engine.last_logits(), engine_match, res.top_k);
     p_kl += st.kl;
@@ -511,7 +531,14 @@ void summarize(const Totals& t, VerifyResult& res) {
       res.failures.push_back("top-1 agreement " + fmt_g(100.0 * res.top1_agreement, 4) + "% of " +
                              std::to_string(t.n_tf) + " teacher-forced steps is below the bound " +
                              fmt_g(100.0 * res.min_top1, 4) + "%");
-    res.pass = kl_ok && res.top1_pass && res.failures.empty();
+    res.kernel_mean_kl = t.n_kernel ? t.kernel_kl_sum / static_cast<double>(t.n_kernel) : 0.0;
+    res.kernel_pass = t.n_kernel > 0 && res.kernel_mean_kl <= res.kernel_kl_bound;  // NaN fails
+    if (!res.kernel_pass)
+      res.failures.push_back("quantized kernels: the KL from llmport's fp32 oracle holding the same " + res.dtype +
+                             " weights, " + fmt_g(res.kernel_mean_kl) + " a step on average, exceeds the bound " +
+                             fmt_g(res.kernel_kl_bound) + " (max " + fmt_g(res.kernel_max_kl) + " at " +
+                             res.kernel_worst_where + ")");
+    res.pass = kl_ok && res.top1_pass && res.kernel_pass && res.failures.empty();
     return;
   }
   res.pass = res.free_running_pass && res.teacher_forced_pass && res.failures.empty();
@@ -585,6 +612,12 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   // The oracle reference of a quantized engine stays unquantized: the gate measures what
   // the quantization costs against the model as it was trained.
   if (res.reference_kind == "oracle") oracle = make_oracle_runner(cfg, weights, opt.engine.threads);
+  std::unique_ptr<EngineRunner> quant_oracle;  // the kernel check (VerifyResult::kernel_mean_kl)
+  if (res.gate == "kld") {
+    quant_oracle = make_oracle_runner(cfg, weights, opt.engine.threads, opt.engine.quant, opt.engine.quant_lm_head,
+                                      engine.engine().quant_acts());
+    res.kernel_kl_bound = kKernelKlBound;
+  }
   log("verify " + res.model_name + ": engine " + res.backend + "/" + res.dtype + " (" + res.isa + "), reference " +
       res.reference_kind +
       (res.independence_finding.empty() ? "" : " (not independent: " + res.independence_finding + ")") +
@@ -595,7 +628,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   engine.engine().backend().reset_counters();
   Totals totals;
   for (const Prepared& p : plan.prompts) {
-    res.prompts.push_back(run_prompt(p, engine, oracle.get(), tok.get(), plan.n_steps, res, totals));
+    res.prompts.push_back(run_prompt(p, engine, oracle.get(), quant_oracle.get(), tok.get(), plan.n_steps, res, totals));
     log(prompt_line(res.prompts.back()));
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
@@ -613,7 +646,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   log(std::string("verify: ") + res.verdict() + " (" + (res.gate == "kld" ? res.dtype + " KLD gate: " : "") +
       "mean KL " + fmt_g(res.mean_kl) + ", bound " + fmt_g(res.kl_bound) + ", top-1 agreement " +
       fmt_g(100.0 * res.top1_agreement, 4) + "%" +
-      (res.gate == "kld" ? ", bound " + fmt_g(100.0 * res.min_top1, 4) + "%" : "") + ")");
+      (res.gate == "kld" ? ", bound " + fmt_g(100.0 * res.min_top1, 4) + "%; kernels vs the " + res.dtype +
+                               " oracle: mean KL " + fmt_g(res.kernel_mean_kl) + ", bound " + fmt_g(res.kernel_kl_bound)
+                         : "") +
+      ")");
   if (!opt.report_dir.empty()) {
     res.report_dir = opt.report_dir;
     write_verify_report(opt.report_dir, res);

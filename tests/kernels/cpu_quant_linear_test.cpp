@@ -72,6 +72,50 @@ TEST(CpuQuantLinear, EveryLevelMatchesTheReferenceWithinTheFp32Tolerance) {
   EXPECT_EQ(cases, static_cast<int>(levels.size()) * 2 * 4 * 4 * 2);
 }
 
+// act 1: the reference given the same config rounds x through the q8 activation blocks
+// (reference::q8_activation_round_trip), so the int8 dot products must equal it within the
+// fp32 tolerance too: the kernel check of a quantized verify (VerifyResult::kernel_mean_kl)
+// mirrors the engine's activations this way. Before, the reference multiplied fp32 x and
+// only the looser q8 term (1/254 of the block max, cpu_quant_op_test.cpp) bounded the two.
+TEST(CpuQuantLinear, Q8ActivationsMatchTheReferenceRoundingTheSameBlocks) {
+  auto ref = make_backend("reference");
+  int cases = 0;
+  for (const std::string& level : backend_levels("cpu")) {
+    auto be = make_backend_at("cpu", level, 2);
+    for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0})
+      for (const auto& [n, k] : std::vector<std::pair<int, int>>{{37, 64}, {16, 2048}, {130, 96}}) {
+        const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(static_cast<float>(k)), 7);
+        const TensorView tv = TensorView::f32(w.data(), n, k, "w");
+        auto got_w = be->make_quantized_linear(tv, q, {{"act", 1}});
+        auto ref_w = ref->make_quantized_linear(tv, q, {{"act", 1}});
+        std::vector<float> wd(w.size());
+        for (int r = 0; r < n; ++r)
+          quantize_round_trip(q, w.data() + static_cast<std::size_t>(r) * k, wd.data() + static_cast<std::size_t>(r) * k, k);
+        for (int m : {1, 4, 9}) {
+          SCOPED_TRACE(level + " " + std::string(quant_name(q)) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                       " m=" + std::to_string(m));
+          const auto x = random_vec(static_cast<std::size_t>(m) * k, 1.0f, 11 + static_cast<uint32_t>(m));
+          std::vector<float> got(static_cast<std::size_t>(m) * n, NAN), want(got.size()), scale(got.size());
+          be->linear(*got_w, x.data(), m, got.data(), nullptr);
+          ref->linear(*ref_w, x.data(), m, want.data(), nullptr);
+          for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) {
+              double sum = 0;
+              for (int t = 0; t < k; ++t)
+                sum += std::abs(static_cast<double>(wd[static_cast<std::size_t>(j) * k + t]) * x[static_cast<std::size_t>(i) * k + t]);
+              scale[static_cast<std::size_t>(i) * n + j] = static_cast<float>(sum);
+            }
+          ToleranceCheck c;
+          c.tolerance = tolerance(m == 1 ? OpKind::Gemv : OpKind::Gemm, DType::F32, k);
+          check_tolerance(c, got.data(), want.data(), scale.data(), got.size());
+          EXPECT_TRUE(c.pass) << "max rel err " << c.max_rel_err << " vs tolerance " << c.tolerance;
+          ++cases;
+        }
+      }
+  }
+  EXPECT_GT(cases, 0);
+}
+
 TEST(CpuQuantLinear, APlantedScaleFaultIsCaught) {
   // The check above must be able to fail: one block's scale doubled is far outside it.
   auto ref = make_backend("reference");

@@ -68,6 +68,12 @@ class ReferenceBackend final : public Backend {
               OpTag = {}) override {
     counters_.add(m == 1 ? "reference:gemv" : "reference:gemm");
     const auto& rw = dynamic_cast<const RefLinear&>(w);
+    if (rw.quant != QuantType::None && act_of(rw.config) == ActQuant::Q8) {
+      // The values an int8 dot product multiplies: the oracle of a q8-activation kernel.
+      xq_.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(rw.n_in));
+      reference::q8_activation_round_trip(x, m, rw.n_in, xq_.data());
+      x = xq_.data();
+    }
     reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
   }
   void gather_rows(const LinearWeight& w, const int* rows, int m, float* out, OpTag = {}) override {
@@ -102,6 +108,9 @@ class ReferenceBackend final : public Backend {
     counters_.add("reference:add");
     reference::add(x, y, n);
   }
+
+ private:
+  std::vector<float> xq_;  // [m, n_in] q8 activation values of the current linear
 };
 
 }  // namespace

@@ -9,6 +9,11 @@ namespace llmport::reference {
 /// is not used on purpose: the oracle matches an fp32 engine (HF float32 matmul).
 void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y,
             const float* bias);
+/// x[m, k] as the q8 activation blocks of ActQuant::Q8 (llmport/op.hpp) hold it, widened
+/// back to fp32 into out[m, k]: per 32 values d = max|x| / 127 in fp32, q = round half to
+/// even of x / d, value q * d; a block holding a NaN or Inf is all NaN (as the fp32 path
+/// would make every output that reads it). k a multiple of 32.
+void q8_activation_round_trip(const float* x, int m, int k, float* out);
 /// HF LlamaRMSNorm: y = x / sqrt(mean(x^2) + eps) * w, x/y: [m, dim] (y may alias x).
 void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps);
 /// Rotate-half RoPE (HF apply_rotary_pos_emb), x: [m, n_heads, head_dim] in place.
