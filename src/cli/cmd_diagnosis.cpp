@@ -108,7 +108,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   // (dequantized exactly): the per-layer cosines then locate kernel faults, not the
   // quantization's own error (which a golden of the unquantized model shows).
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
-  else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head);
+  else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head, engine.engine().quant_acts());
   DiagnosisResult d = run_diagnosis(engine, *ref, ids);
   d.planted_fault = eo.fault.spec;
   d.blind_spot = diagnosis_blind_spot(eo.fault);

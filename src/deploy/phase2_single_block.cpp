@@ -32,7 +32,9 @@ class Phase2 : public Phase {
     ctx.compile_s += sw.seconds();  // weight conversion / packing
     sw = Stopwatch();
     PrefillRecord e = engine.prefill(ids, /*want_hidden=*/true);
-    auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head);
+    // The oracle mirrors the engine's q8 activation blocks too (make_oracle_runner).
+    auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
+                                     engine.engine().quant_acts());
     PrefillRecord o = oracle->prefill(ids, true);
     ctx.runtime_s += sw.seconds();
     nlohmann::json num;

@@ -29,7 +29,8 @@ class Phase3 : public Phase {
       const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
       EngineRunner engine(ctx.cfg, ctx.weights(), target);
       // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
-      auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head);
+      auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
+                                       engine.engine().quant_acts());
       Stopwatch sw;
       DiagnosisResult d = run_diagnosis(engine, *oracle, ids);
       ctx.runtime_s += sw.seconds();
