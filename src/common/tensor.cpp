@@ -41,4 +41,19 @@ void release_source_pages(const TensorView& w, std::size_t off, std::size_t len)
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
+std::size_t touch_source_pages(const TensorView& w) {
+  if (w.file.empty() || w.nbytes == 0) return 0;
+  const std::size_t page = 4096;
+  const auto* p = static_cast<const volatile unsigned char*>(w.data);
+  unsigned char sink = 0;
+  std::size_t n = 0;
+  // The first byte of each page the tensor covers (its first and last page may be partial).
+  const std::size_t head = page - reinterpret_cast<std::uintptr_t>(w.data) % page;
+  sink ^= p[0];
+  ++n;
+  for (std::size_t off = head; off < w.nbytes; off += page, ++n) sink ^= p[off];
+  (void)sink;
+  return n;
+}
+
 }  // namespace llmport

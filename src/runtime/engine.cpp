@@ -80,6 +80,9 @@ void Engine::Impl::load() {
   lm_head = make_projection(cfg.tie_word_embeddings ? *embed : weights.get(R::LmHead), R::LmHead);
   // Registry entries skipped as foreign and lookup misses: one stderr line each per run.
   if (opt.kernels) opt.kernels->announce();
+  // The table is looked up in place, a row per new token: read in now, or each lookup on a
+  // cold page cache is a disk read inside a decode step.
+  if (!embeds_from_lm_head()) touch_source_pages(*embed);
   inv_freq = rope_inv_freq(cfg);
 }
 
