@@ -6,7 +6,8 @@
 
 namespace llmport {
 /// Scalar fp32 oracle (src/kernels/reference/).
-std::unique_ptr<Backend> make_reference_backend();
+/// The scalar fp32 oracle; `threads` as Backend::set_threads (0: all cores).
+std::unique_ptr<Backend> make_reference_backend(int threads = 1);
 /// Fast ISA-dispatched CPU backend (src/kernels/cpu/).
 std::unique_ptr<Backend> make_cpu_backend(int threads);
 /// Throws unless every call has a weight and an output and all weights share n_in.

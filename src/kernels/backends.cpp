@@ -94,7 +94,7 @@ std::string missing_target_message(const std::string& name) {
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
-  if (name == "reference") return make_reference_backend();
+  if (name == "reference") return make_reference_backend(threads);
   if (name == "cpu") return make_cpu_backend(threads);
   if (const std::string why = missing_target_message(name); !why.empty())
     throw UsageError("backend '" + name + "': " + why);
@@ -132,7 +132,7 @@ std::vector<std::string> backend_built_levels(const std::string& name) {
 std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
                                          int threads) {
   if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));
-  if (name == "reference" && level == "scalar") return make_reference_backend();
+  if (name == "reference" && level == "scalar") return make_reference_backend(threads);
   if (name == "reference")
     throw UsageError("backend 'reference' has one level, 'scalar' (got '" + level + "')");
   return make_backend(name, threads);  // throws for unknown names

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "llmport/error.hpp"
@@ -64,6 +65,40 @@ TEST(ReferenceLinear, WeightsRoundOnceToTheComputeDtype) {
   EXPECT_FLOAT_EQ(y, 1.0f);
   be->linear(*be->make_linear(w, DType::F32), &x, 1, &y);
   EXPECT_FLOAT_EQ(y, 1.00390625f);
+}
+
+// The oracle's outputs must not depend on its thread count: provenance compares a golden's
+// logits with the oracle's bit for bit (a copy of llmport's own output), and a threaded
+// oracle that summed in another order would let such a copy through. 3 x 300 x 4096 is
+// above the size at which reference::linear splits its output columns over threads.
+TEST(ReferenceLinear, OutputsAreBitIdenticalAtEveryThreadCount) {
+  const int m = 3, n = 300, k = 4096;
+  std::vector<float> w(static_cast<std::size_t>(n) * k), x(static_cast<std::size_t>(m) * k), bias(n);
+  uint32_t s = 12345;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int>(s >> 8) - (1 << 23)) / static_cast<float>(1 << 23);
+  };
+  for (auto& v : w) v = next();
+  for (auto& v : x) v = next();
+  for (auto& v : bias) v = next();
+  std::vector<float> want;
+  for (int threads : {1, 2, 3, 8}) {
+    SCOPED_TRACE(threads);
+    auto be = make_backend("reference", threads);
+    EXPECT_EQ(be->threads(), threads);
+    auto lw = be->make_linear(TensorView::f32(w.data(), n, k), DType::F32);
+    std::vector<float> y(static_cast<std::size_t>(m) * n);
+    be->linear(*lw, x.data(), m, y.data(), bias.data());
+    if (want.empty()) {
+      want = y;
+      // Row 0, column 0 is the sequential fp32 sum (reference::linear's definition).
+      float acc = 0.0f;
+      for (int t = 0; t < k; ++t) acc += x[static_cast<std::size_t>(t)] * w[static_cast<std::size_t>(t)];
+      EXPECT_EQ(y[0], acc + bias[0]);
+    }
+    EXPECT_EQ(y, want);
+  }
 }
 
 TEST(ReferenceOps, SwigluAddSoftmax) {

@@ -9,10 +9,15 @@
 namespace llmport::reference {
 
 void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y,
-            const float* bias) {
+            const float* bias, int threads) {
+  // Below ~1M multiply-adds a parallel region costs more than it saves.
+  const double macs = static_cast<double>(m) * n_out * n_in;
+  const int nt = macs >= (1 << 20) ? std::max(1, threads) : 1;
+#pragma omp parallel num_threads(nt) if (nt > 1)
   for (int i = 0; i < m; ++i) {
     const float* xi = x + static_cast<std::size_t>(i) * n_in;  // [n_in]
     float* yi = y + static_cast<std::size_t>(i) * n_out;       // [n_out]
+#pragma omp for schedule(static)
     for (int o = 0; o < n_out; ++o) {
       const float* wo = w + static_cast<std::size_t>(o) * n_in;  // row o of W
       float acc = 0.0f;

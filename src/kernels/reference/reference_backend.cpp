@@ -1,5 +1,7 @@
 // The reference Backend: scalar fp32 oracle. Weights are rounded once to the compute dtype
 // and then widened to fp32, so the oracle sees exactly the values a bf16/fp16 kernel sees.
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -19,6 +21,15 @@ class RefLinear final : public LinearWeight {
 class ReferenceBackend final : public Backend {
  public:
   std::string name() const override { return "reference"; }
+  // Threads split a linear's output columns only (reference::linear): every value is the
+  // same sequential fp32 sum at any count, so the oracle's outputs do not depend on it.
+  void set_threads(int n) override {
+    if (n > max_backend_threads())
+      throw UsageError("threads: " + std::to_string(n) + " is more than 4 x this machine's " +
+                       "hardware threads (at most " + std::to_string(max_backend_threads()) + ")");
+    threads_ = n > 0 ? n : std::max(1, omp_get_num_procs());
+  }
+  int threads() const override { return threads_; }
   // Every op in every dtype, and q8_0/q4_0 linears (the exactly dequantized weights times
   // fp32 x): the oracle is what other backends are checked against.
   bool supports(const OpDesc& op) const override {
@@ -74,7 +85,7 @@ class ReferenceBackend final : public Backend {
       reference::q8_activation_round_trip(x, m, rw.n_in, xq_.data());
       x = xq_.data();
     }
-    reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias);
+    reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias, threads_);
   }
   void gather_rows(const LinearWeight& w, const int* rows, int m, float* out, OpTag = {}) override {
     counters_.add("reference:gather_rows");
@@ -111,10 +122,15 @@ class ReferenceBackend final : public Backend {
 
  private:
   std::vector<float> xq_;  // [m, n_in] q8 activation values of the current linear
+  int threads_ = 1;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference_backend() { return std::make_unique<ReferenceBackend>(); }
+std::unique_ptr<Backend> make_reference_backend(int threads) {
+  auto be = std::make_unique<ReferenceBackend>();
+  be->set_threads(threads);
+  return be;
+}
 
 }  // namespace llmport

@@ -6,9 +6,11 @@
 namespace llmport::reference {
 
 /// y[m, n_out] = x[m, n_in] . W^T (+ bias[n_out]); W: [n_out, n_in] fp32. fp64 accumulation
-/// is not used on purpose: the oracle matches an fp32 engine (HF float32 matmul).
+/// is not used on purpose: the oracle matches an fp32 engine (HF float32 matmul). Output
+/// columns are split over `threads` OpenMP threads when the product is large; each output
+/// is still one thread's sequential sum, so the result does not depend on `threads`.
 void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y,
-            const float* bias);
+            const float* bias, int threads = 1);
 /// x[m, k] as the q8 activation blocks of ActQuant::Q8 (llmport/op.hpp) hold it, widened
 /// back to fp32 into out[m, k]: per 32 values d = max|x| / 127 in fp32, q = round half to
 /// even of x / d, value q * d; a block holding a NaN or Inf is all NaN (as the fp32 path
