@@ -226,7 +226,7 @@ AuditItem audit_rerun(const VerifyResult& r) {
                               100.0 * r.top1_agreement);
   // The KLD gate decides on top-1 agreement too: its bound belongs beside the figure.
   if (r.gate == "kld")
-    d += fmt::format(" (bound {:.1f}%), quantized kernels vs the {} oracle mean KL {:.3g} (bound {:.3g})",
+    d += fmt::format(" (bound {:.1f}%), quantized kernels (fp32 activations) vs the {} oracle mean KL {:.3g} (bound {:.3g})",
                      100.0 * r.min_top1, r.dtype, r.kernel_mean_kl, r.kernel_kl_bound);
   if (!r.pass && !r.failures.empty()) d += "; " + r.failures.front();
   // A capped re-run caps the evaluation: verify and the evaluator never disagree.

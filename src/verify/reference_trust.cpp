@@ -59,6 +59,8 @@ double kl_bound_for(DType engine_dtype, const std::string& reference_dtype) {
   return engine_dtype == DType::F32 && full_precision(reference_dtype) ? kKlBoundFp32 : kKlBoundBf16;
 }
 
+double kernel_kl_bound_for(DType base) { return kl_bound_for(base, ""); }
+
 KldGate kld_gate_defaults(QuantType quant) {
   switch (quant) {
     case QuantType::Q8_0: return {2e-3, 0.97};

@@ -86,9 +86,11 @@ nlohmann::json VerifyResult::to_json() const {
   if (gate == "kld") {
     j["tolerances"]["min_top1_pct"] = 100.0 * min_top1;
     j["tolerances"]["kernel_kl_bound"] = kernel_kl_bound;
-    j["kernel_check"] = {{"statistic", "mean full-vocabulary KL(oracle || engine) per teacher-forced step, the "
-                                       "oracle holding the engine's own quantized weights (llmport's fp32 kernels: "
-                                       "not independent; it checks the kernels, not the quantization)"},
+    j["kernel_check"] = {{"statistic", "mean full-vocabulary KL(oracle || engine with fp32 activations) per "
+                                       "teacher-forced step, the oracle holding the engine's own quantized weights "
+                                       "(llmport's fp32 kernels: not independent; it checks the kernels, not the "
+                                       "quantization)"},
+                         {"base_dtype", kernel_base_dtype},
                          {"mean_kl", kernel_mean_kl},
                          {"max_kl", kernel_max_kl},
                          {"max_at", kernel_worst_where},
@@ -166,7 +168,8 @@ std::string VerifyResult::to_markdown() const {
          kl_kind_name(kl_kind) + ") and top-1 agreement >= " + fmt_g(100.0 * min_top1, 4) + "% |\n";
     s += "| mean KL gate | " + std::string(mean_kl <= kl_bound ? "PASS" : "FAIL") + " |\n";
     s += "| top-1 agreement gate | " + std::string(top1_pass ? "PASS" : "FAIL") + " |\n";
-    s += "| quantized kernels vs the fp32 oracle holding the same " + dtype + " weights (not independent) | " +
+    s += "| quantized kernels (fp32 activations) vs the fp32 oracle holding the same " + dtype +
+         " weights (not independent) | " +
          std::string(kernel_pass ? "PASS" : "FAIL") + ": mean KL " + fmt_g(kernel_mean_kl) + " (max " +
          fmt_g(kernel_max_kl) + "), bound " + fmt_g(kernel_kl_bound) + " |\n";
     s += "| free-running / teacher-forced top-" + std::to_string(top_k) + " | " +
