@@ -114,6 +114,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
       const std::string& name = it.key();
       const json& e = it.value();
       if (name == "__metadata__") {
+        if (e.is_null()) continue;  // huggingface/safetensors reads it as Option<map>: null is none
         if (!e.is_object()) throw WeightsError(f + ": __metadata__ is not an object");
         // The format's metadata is a map of strings only; huggingface/safetensors refuses
         // anything else (InvalidHeaderDeserialization), so a reader that dumped other values

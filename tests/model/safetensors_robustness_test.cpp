@@ -128,6 +128,11 @@ TEST(SafetensorsRobustness, UnclaimedBytesAreReported) {
   EXPECT_EQ(unclaimed({{"b", f32(2, 8)}, {"a", f32(2, 0)}}), std::nullopt);  // header order is free
   EXPECT_EQ(unclaimed({{"a", f32(4, 0)}, {"e", f32(0, 16)}}), std::nullopt);  // an empty tensor claims nothing
   EXPECT_EQ(unclaimed({{"a", f32(4, 0)}}), std::nullopt);
+  // A null __metadata__ is no metadata (huggingface/safetensors: Option<HashMap>); it was
+  // refused as "not an object".
+  test::write_raw_safetensors(f, json{{"__metadata__", nullptr}, {"a", f32(4, 0)}}.dump(), data);
+  EXPECT_TRUE(SafetensorsFile(f).metadata().empty());
+  EXPECT_EQ(SafetensorsFile(f).tensors().size(), 1u);
 }
 
 }  // namespace
