@@ -1,5 +1,7 @@
 #include "kernels/reference/reference_ops.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -10,9 +12,10 @@ namespace llmport::reference {
 
 void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y,
             const float* bias, int threads) {
-  // Below ~1M multiply-adds a parallel region costs more than it saves.
+  // Below ~1M multiply-adds a parallel region costs more than it saves; more threads than
+  // cores only oversubscribe (and libomp's grown teams read as leaks under LSan).
   const double macs = static_cast<double>(m) * n_out * n_in;
-  const int nt = macs >= (1 << 20) ? std::max(1, threads) : 1;
+  const int nt = macs >= (1 << 20) ? std::clamp(threads, 1, std::max(1, omp_get_num_procs())) : 1;
 #pragma omp parallel num_threads(nt) if (nt > 1)
   for (int i = 0; i < m; ++i) {
     const float* xi = x + static_cast<std::size_t>(i) * n_in;  // [n_in]
