@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -169,8 +170,18 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
     }
     // Empty tensors occupy no bytes; every other range must start at or after the furthest
     // end seen so far (sorted by begin), else it overlaps that tensor.
+    std::vector<Range> empty;
+    std::copy_if(ranges.begin(), ranges.end(), std::back_inserter(empty), [](const Range& r) { return r.begin == r.end; });
     std::erase_if(ranges, [](const Range& r) { return r.begin == r.end; });
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
+    // An empty tensor still sits between tensors: huggingface/safetensors walks the tensors
+    // in offset order and refuses one whose offset lies inside another's bytes (InvalidOffset).
+    for (const Range& e : empty)
+      for (const Range& r : ranges)
+        if (r.begin < e.begin && e.begin < r.end)
+          throw WeightsError(f + ": " + *e.name + ": the empty tensor's data_offsets [" + std::to_string(e.begin) +
+                             ", " + std::to_string(e.end) + "] lie inside tensor " + *r.name + " [" +
+                             std::to_string(r.begin) + ", " + std::to_string(r.end) + "]");
     const Range* furthest = nullptr;
     for (const Range& r : ranges) {
       if (furthest && r.begin < furthest->end)

@@ -93,6 +93,9 @@ TEST(SafetensorsRobustness, HeaderDefectsAreNamed) {
               {"b", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {4, 8}}}}},
              data, "overlap tensor a");
   expect_msg({{"__metadata__", "x"}}, data, "__metadata__");
+  expect_msg({{"a", {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {0, 16}}}},
+              {"e", {{"dtype", "F32"}, {"shape", {0}}, {"data_offsets", {8, 8}}}}},
+             data, "e: the empty tensor's data_offsets [8, 8] lie inside tensor a [0, 16]");
   expect_msg({{"__metadata__", {{"format", "pt"}, {"step", 5}}}}, data,
              "__metadata__.step is a number, not a string (safetensors metadata holds strings only)");
   // A header length of 2^60 is caught before any allocation.
