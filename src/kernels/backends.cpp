@@ -1,5 +1,7 @@
 // The backend factory (dispatch by name and level: the one place outside a backend's folder
 // that knows its headers), the Backend defaults, and the backend-independent ops.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <thread>
@@ -83,6 +85,13 @@ bool any_reference_dispatch(const std::map<std::string, uint64_t>& calls) {
 int max_backend_threads() {
   const unsigned hc = std::thread::hardware_concurrency();
   return std::max(4, 4 * static_cast<int>(hc > 0 ? hc : 1));
+}
+
+int resolve_backend_threads(int n) {
+  if (n > max_backend_threads())
+    throw UsageError("threads: " + std::to_string(n) + " is more than 4 x this machine's " +
+                     "hardware threads (at most " + std::to_string(max_backend_threads()) + ")");
+  return n > 0 ? n : std::max(1, omp_get_num_procs());
 }
 
 std::vector<std::string> available_backends() { return {"reference", "cpu"}; }

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <iterator>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -170,9 +169,9 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
     }
     // Empty tensors occupy no bytes; every other range must start at or after the furthest
     // end seen so far (sorted by begin), else it overlaps that tensor.
-    std::vector<Range> empty;
-    std::copy_if(ranges.begin(), ranges.end(), std::back_inserter(empty), [](const Range& r) { return r.begin == r.end; });
-    std::erase_if(ranges, [](const Range& r) { return r.begin == r.end; });
+    const auto first_empty = std::partition(ranges.begin(), ranges.end(), [](const Range& r) { return r.begin != r.end; });
+    const std::vector<Range> empty(first_empty, ranges.end());
+    ranges.erase(first_empty, ranges.end());
     std::sort(ranges.begin(), ranges.end(), [](const Range& a, const Range& b) { return a.begin < b.begin; });
     // An empty tensor still sits between tensors: huggingface/safetensors walks the tensors
     // in offset order and refuses one whose offset lies inside another's bytes (InvalidOffset).

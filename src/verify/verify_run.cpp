@@ -397,8 +397,6 @@ void kernel_check_step(const std::string& prompt, int k, const std::vector<float
   }
 }
 
-// Both checks of one prompt: free-running token sets, then teacher-forced along the
-// reference's tokens (top-5 both ways and KL per step).
 // The two runners of the kernel check (both null when the engine is not quantized).
 struct KernelCheck {
   EngineRunner* oracle = nullptr;
@@ -414,6 +412,8 @@ struct KernelCheck {
   }
 };
 
+// Both checks of one prompt: free-running token sets, then teacher-forced along the
+// reference's tokens (top-5 both ways and KL per step).
 PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, KernelCheck kc,
                          const Tokenizer* tok, int n_steps, VerifyResult& res, Totals& t) {
   PromptVerdict pv;

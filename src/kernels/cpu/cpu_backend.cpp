@@ -99,10 +99,7 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   std::string isa() const override { return isa_name(isa_); }
   void set_threads(int n) override {
-    if (n > max_backend_threads())
-      throw UsageError("threads: " + std::to_string(n) + " is more than 4 x this machine's " +
-                       "hardware threads (at most " + std::to_string(max_backend_threads()) + ")");
-    threads_ = n > 0 ? n : std::max(1, omp_get_num_procs());
+    threads_ = resolve_backend_threads(n);
     if (!pool_ || pool_->threads() != threads_) pool_ = std::make_unique<WorkPool>(threads_);
   }
   int threads() const override { return threads_; }

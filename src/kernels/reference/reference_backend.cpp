@@ -1,7 +1,5 @@
 // The reference Backend: scalar fp32 oracle. Weights are rounded once to the compute dtype
 // and then widened to fp32, so the oracle sees exactly the values a bf16/fp16 kernel sees.
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -23,12 +21,7 @@ class ReferenceBackend final : public Backend {
   std::string name() const override { return "reference"; }
   // Threads split a linear's output columns only (reference::linear): every value is the
   // same sequential fp32 sum at any count, so the oracle's outputs do not depend on it.
-  void set_threads(int n) override {
-    if (n > max_backend_threads())
-      throw UsageError("threads: " + std::to_string(n) + " is more than 4 x this machine's " +
-                       "hardware threads (at most " + std::to_string(max_backend_threads()) + ")");
-    threads_ = n > 0 ? n : std::max(1, omp_get_num_procs());
-  }
+  void set_threads(int n) override { threads_ = resolve_backend_threads(n); }
   int threads() const override { return threads_; }
   // Every op in every dtype, and q8_0/q4_0 linears (the exactly dequantized weights times
   // fp32 x): the oracle is what other backends are checked against.

@@ -13,7 +13,7 @@ void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y
             const float* bias, int threads = 1);
 /// x[m, k] as the q8 activation blocks of ActQuant::Q8 (llmport/op.hpp) hold it, widened
 /// back to fp32 into out[m, k]: per 32 values d = max|x| / 127 in fp32, q = round half to
-/// even of x / d, value q * d; a block holding a NaN or Inf is all NaN (as the fp32 path
+/// even of x * (1 / d) (x / d where 1 / d overflows), value q * d; a block holding a NaN or Inf is all NaN (as the fp32 path
 /// would make every output that reads it). k a multiple of 32.
 void q8_activation_round_trip(const float* x, int m, int k, float* out);
 /// HF LlamaRMSNorm: y = x / sqrt(mean(x^2) + eps) * w, x/y: [m, dim] (y may alias x).
