@@ -239,11 +239,14 @@ void BM_Attention(benchmark::State& st) {
   const double kv_bytes = 2.0 * nkv * (ctx) * hd * 4.0;
   st.counters["KV_GB/s"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-// {m, ctx, n_heads, n_kv_heads, head_dim}: Llama-like hd 64 group 8, Qwen3-0.6B (16/8/128).
+// {m, ctx, n_heads, n_kv_heads, head_dim}: Llama-like hd 64 group 8 (TinyLlama), Llama-3.2-1B
+// (32/8/64, group 4), Qwen3-0.6B (16/8/128, group 2).
 BENCHMARK(BM_Attention)
     ->Args({512, 512, 32, 4, 64})
     ->Args({1, 512, 32, 4, 64})
     ->Args({1, 2048, 32, 4, 64})
+    ->Args({1, 160, 32, 8, 64})
+    ->Args({1, 512, 32, 8, 64})
     ->Args({512, 512, 16, 8, 128})
     ->Args({1, 160, 16, 8, 128})
     ->Args({1, 512, 16, 8, 128})

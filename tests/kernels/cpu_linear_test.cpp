@@ -294,3 +294,28 @@ TEST(CpuLinear, PackedBytesAreOwnedAndCounted) {
 
 }  // namespace
 }  // namespace llmport::test
+
+namespace llmport::test {
+namespace {
+
+// Decode streams every weight from DRAM once per token; from 2 MiB on (qwen3-0.6b's and
+// llama-3.2-1b's k and v weights are exactly 2 MiB) the packed panels start on a 2 MiB
+// boundary so that transparent huge pages can back them (docs/performance.md), bf16 and
+// q8_0 alike; smaller ones are 64-byte aligned.
+TEST(CpuLinear, WeightsOfTwoMiBStartOnAHugePageBoundary) {
+  auto be = make_cpu_backend(1);
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  std::vector<float> w(1024 * 1024, 0.25f);
+  const auto bf16 = be->make_linear(view_of(w, 1024, 1024), DType::BF16);  // 2 MiB packed
+  ASSERT_EQ(bf16->bytes(), std::size_t{2} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(bf16->packed().data()) % kHuge, 0u);
+  const auto small = be->make_linear(view_of(w, 512, 1024), DType::BF16);  // 1 MiB
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(small->packed().data()) % 64, 0u);
+  std::vector<float> wq(2048 * 1024, 0.25f);  // q8_0: 2048 x 1024 x 34 / 32 bytes > 2 MiB
+  const auto q8 = be->make_quantized_linear(view_of(wq, 2048, 1024), QuantType::Q8_0, {});
+  ASSERT_GE(q8->bytes(), std::size_t{2} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(q8->packed().data()) % kHuge, 0u);
+}
+
+}  // namespace
+}  // namespace llmport::test

@@ -172,6 +172,10 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
       {16, 8, 128, 0, 130}, {8, 2, 48, 37, 17},  {3, 3, 17, 63, 1},   {6, 2, 96, 64, 1},
       {12, 4, 80, 20, 3},   {8, 1, 128, 127, 1}, {2, 2, 256, 10, 17}, {4, 1, 64, 64, 130},
       {8, 2, 128, 10, 70, 40.0f}, {4, 4, 80, 90, 1, 40.0f},
+      // Work items of <= 8 query rows score straight from the K rows (no transposed tile):
+      // decode at group 8 with a masked head_dim, and 3 tokens x group 2 whose causal
+      // limits differ and cross a key tile.
+      {8, 1, 17, 40, 1},    {4, 2, 64, 62, 3},   {16, 2, 128, 200, 1},
   };
   int cases = 0;
   for (cpu::Isa isa : isas_under_test()) {

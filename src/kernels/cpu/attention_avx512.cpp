@@ -7,8 +7,11 @@
 // over kScoreRows rows. Softmax runs on the scores while they are still in registers. P.V
 // keeps up to 6 output rows x 4 zmm of head_dim (24 accumulators) in registers across the
 // keys of the tile, in passes of 64 dims.
-// Decode (m = 1, rows = group) takes the same path: each K and V row is read from the cache
-// once per kv head and tile. head_dim need not be a multiple of 16 (masked tail).
+// Decode (m = 1, rows = group) at a GQA group of up to kDirectRows (8) scores each row straight
+// from the K rows instead (16 dot products per key block, reduced by a transpose-and-add
+// tree): there the transpose cost more than the scores. Either way each K and V row is read
+// from the cache once per kv head and tile, and the tile's rows are prefetched into L2
+// first (they come cold from DRAM in decode). head_dim need not be a multiple of 16.
 // Tiled attention: Dao et al., "FlashAttention" (2022), online softmax: Milakov & Gimelshein
 // (2018). Only internal-linkage helpers here (see cpu_kernels.hpp on std templates).
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_ps (self-init idiom).
@@ -27,6 +30,11 @@ namespace {
 
 constexpr int kTile = 64;      // keys per tile: 4 zmm of scores per row
 constexpr int kScoreRows = 6;  // query rows per score micro-kernel (6 x 4 zmm accumulators)
+// Work items of at most this many query rows score straight from the K rows
+// (score_row_direct) instead of transposing the tile: decode at GQA group <= 8. Measured
+// (BM_Attention decode, Zen 5, 2 threads, ctx 160/512, two interleaved runs): group 2 hd 128
+// 2.3-2.5x faster than the transposed tile, group 4 hd 64 1.45-1.6x, group 8 hd 64 1.1x.
+constexpr int kDirectRows = 8;
 // head_dim zmm per P.V pass (64 floats): 6 rows x 4 zmm accumulators, and a pass reads
 // 256 B of each V row, so the tile's V slice (16 KiB at 64 keys) stays in L1D across the
 // row blocks. At 8 zmm (3 rows, 32 KiB slice re-read from L2 per block) hd 128 ran
@@ -96,6 +104,16 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
+// Asks for rows [0, n) of hd floats at `rows` into L2. In decode every K and V row comes
+// cold from DRAM (a whole step's weights streamed through the caches since this layer last
+// ran); requested up front, the tile's misses overlap instead of arriving one transpose
+// block or V row at a time.
+inline void prefetch_rows_l2(const float* rows, int n, int hd) {
+  const char* p = reinterpret_cast<const char*>(rows);
+  const std::size_t bytes = static_cast<std::size_t>(n) * hd * sizeof(float);
+  for (std::size_t off = 0; off < bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T1);
+}
+
 // kt[i][jj] = k[jj][i] for jj < nk, i < hd; keys [nk, 16 * ceil(nk / 16)) are zero.
 // k: [nk][hd] (rows of the cache), kt: [hd][kTile], 64-byte aligned.
 void transpose_tile(const float* k, int hd, int nk, float* kt) {
@@ -115,29 +133,13 @@ void transpose_tile(const float* k, int hd, int nk, float* kt) {
   }
 }
 
-// Scores of RB query rows against NV * 16 keys of the tile, then the online-softmax update
-// of those rows: p[r][:] = exp(s - new max) (0 past the row's jn[r] valid keys),
+// The online-softmax update of RB rows from their raw scores acc (q . k, unscaled) against
+// NV * 16 keys of the tile: p[r][:] = exp(s - new max) (0 past the row's jn[r] valid keys),
 // corr[r] = exp(old max - new max), l[r] = l[r] * corr[r] + sum p. Every row has jn >= 1.
-// q[r]: [hd]; kt: [hd][kTile]; p: [RB][kTile].
+// p: [RB][kTile].
 template <int RB, int NV>
-void score_rows(const float* const* q, const float* kt, int hd, float scale, const int* jn,
-                float* mx, float* l, float* corr, float* p) {
-  __m512 acc[RB][NV];
-  #pragma GCC unroll 8
-  for (int r = 0; r < RB; ++r)
-    #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  for (int i = 0; i < hd; ++i) {
-    __m512 kv[NV];
-    #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) kv[v] = _mm512_load_ps(kt + i * kTile + 16 * v);
-    #pragma GCC unroll 8
-    for (int r = 0; r < RB; ++r) {
-      const __m512 qb = _mm512_set1_ps(q[r][i]);
-      #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(qb, kv[v], acc[r][v]);
-    }
-  }
+inline void softmax_update(__m512 (&acc)[RB][NV], float scale, const int* jn, float* mx, float* l,
+                           float* corr, float* p) {
   const __m512 vscale = _mm512_set1_ps(scale);
   const __m512 ninf = _mm512_set1_ps(-__builtin_huge_valf());
   #pragma GCC unroll 8
@@ -165,6 +167,77 @@ void score_rows(const float* const* q, const float* kt, int hd, float scale, con
     mx[r] = bmax;
     corr[r] = c;
   }
+}
+
+// Scores of RB query rows against NV * 16 keys of the transposed tile, then the softmax
+// update. q[r]: [hd]; kt: [hd][kTile]; p: [RB][kTile].
+template <int RB, int NV>
+void score_rows(const float* const* q, const float* kt, int hd, float scale, const int* jn,
+                float* mx, float* l, float* corr, float* p) {
+  __m512 acc[RB][NV];
+  #pragma GCC unroll 8
+  for (int r = 0; r < RB; ++r)
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
+  for (int i = 0; i < hd; ++i) {
+    __m512 kv[NV];
+    #pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) kv[v] = _mm512_load_ps(kt + i * kTile + 16 * v);
+    #pragma GCC unroll 8
+    for (int r = 0; r < RB; ++r) {
+      const __m512 qb = _mm512_set1_ps(q[r][i]);
+      #pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(qb, kv[v], acc[r][v]);
+    }
+  }
+  softmax_update<RB, NV>(acc, scale, jn, mx, l, corr, p);
+}
+
+// Lane j of the result = the sum of the 16 lanes of v[j] (a transpose-and-add tree:
+// 45 shuffles and adds instead of 16 horizontal reductions).
+inline __m512 sum16(const __m512 (&v)[16]) {
+  __m512 u[8], w[4];
+  for (int i = 0; i < 8; ++i)  // per 128-bit lane: [a0+a2, b0+b2, a1+a3, b1+b3]
+    u[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                         _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)  // per 128-bit lane: that lane's sums of keys 4i .. 4i+3
+    w[i] = _mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44),
+                         _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xEE));
+  const __m512 q01 = _mm512_add_ps(_mm512_shuffle_f32x4(w[0], w[1], 0x44), _mm512_shuffle_f32x4(w[0], w[1], 0xEE));
+  const __m512 q23 = _mm512_add_ps(_mm512_shuffle_f32x4(w[2], w[3], 0x44), _mm512_shuffle_f32x4(w[2], w[3], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(q01, q23, 0x88), _mm512_shuffle_f32x4(q01, q23, 0xDD));
+}
+
+// Decode with few query rows per kv head (rows <= kDirectRows): the scores of one row
+// against NV * 16 keys straight from the cache rows, k: [nk][hd], as 16 dot products per
+// key block reduced by sum16, then the softmax update. Transposing the tile costs ~100
+// cycles per 16 x 16 block, which only pays off when many rows share it: at group 2 and
+// head_dim 128 (Qwen3-0.6B) the transpose was ~6x the score FMAs.
+template <int NV>
+void score_row_direct(const float* q, const float* k, int hd, int nk, float scale, const int* jn,
+                      float* mx, float* l, float* corr, float* p) {
+  const int hz = (hd + 15) / 16;
+  const __mmask16 last = lanes(hd - (hz - 1) * 16);
+  __m512 acc[1][NV];
+  #pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) {
+    __m512 dot[16];
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) dot[j] = _mm512_setzero_ps();
+    // Keys past nk read the block's last valid row: their lanes are masked to -inf below.
+    const float* rows[16];
+    #pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) rows[j] = k + static_cast<std::size_t>(imin(16 * v + j, nk - 1)) * hd;
+    for (int z = 0; z < hz; ++z) {
+      const __mmask16 dm = z == hz - 1 ? last : static_cast<__mmask16>(0xFFFF);
+      const __m512 qv = _mm512_maskz_loadu_ps(dm, q + 16 * z);
+      #pragma GCC unroll 16
+      for (int j = 0; j < 16; ++j)
+        dot[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(dm, rows[j] + 16 * z), dot[j]);
+    }
+    acc[0][v] = sum16(dot);
+  }
+  softmax_update<1, NV>(acc, scale, jn, mx, l, corr, p);
 }
 
 // o[r][dims] = o[r][dims] * corr[r] + sum_{j < jn[r]} p[r][j] * v[j][dims] for RB rows and
@@ -248,6 +321,17 @@ ScoreFn score_fn(int rb, int nv) {
     default: return score_fn<6>(nv);
   }
 }
+using DirectFn = void (*)(const float*, const float*, int, int, float, const int*, float*, float*,
+                          float*, float*);
+DirectFn direct_fn(int nv) {
+  switch (nv) {
+    case 1: return &score_row_direct<1>;
+    case 2: return &score_row_direct<2>;
+    case 3: return &score_row_direct<3>;
+    default: return &score_row_direct<4>;
+  }
+}
+
 template <int NZ>
 PvFn pv_fn(int rb) {
   switch (rb) {
@@ -311,13 +395,32 @@ void attention_flash(const AttnArgs& a, int kvh, int t0, int t1, float* scratch)
   auto keys_of = [&](int r, int j0) { return imin(kTile, a.start_pos + t0 + r / group + 1 - j0); };
 
   const int kend = a.start_pos + t1;  // keys [0, kend) are needed by some row
+  // The two score paths sum q . k in different orders: batch-invariant mode takes one for all.
+  const bool direct = rows <= kDirectRows || a.direct_scores;
   for (int j0 = 0; j0 < kend; j0 += kTile) {
     const int nk = imin(kTile, kend - j0);
     const int nv = (nk + 15) / 16;
-    transpose_tile(kbase + static_cast<std::size_t>(j0) * hd, hd, nk, kt);
+    if (j0 == 0) {  // this tile now, the next one while this one is computed
+      prefetch_rows_l2(kbase, nk, hd);
+      prefetch_rows_l2(vbase, nk, hd);
+    }
+    if (j0 + kTile < kend) {
+      const int nk2 = imin(kTile, kend - j0 - kTile);
+      prefetch_rows_l2(kbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
+      prefetch_rows_l2(vbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
+    }
     // Rows of tokens before j0 - start_pos see no key of this tile: skip them.
     const int r_first = (imax(t0, j0 - a.start_pos) - t0) * group;
-    for (int r = r_first; r < rows; r += kScoreRows) {
+    if (direct) {
+      const float* krows = kbase + static_cast<std::size_t>(j0) * hd;  // [nk][hd]
+      for (int r = r_first; r < rows; ++r) {
+        const int jn = keys_of(r, j0);
+        direct_fn((jn + 15) / 16)(q_row(r), krows, hd, nk, a.scale, &jn, mx + r, l + r, corr + r,
+                                  p + static_cast<std::size_t>(r) * kTile);
+      }
+    }
+    if (!direct) transpose_tile(kbase + static_cast<std::size_t>(j0) * hd, hd, nk, kt);
+    for (int r = r_first; !direct && r < rows; r += kScoreRows) {
       const int rb = imin(kScoreRows, rows - r);
       const float* qs[kScoreRows];
       int jn[kScoreRows], jmax = 1;

@@ -425,6 +425,7 @@ class CpuBackend final : public Backend {
     a.head_dim = head_dim;
     a.scale = args.scale;
     a.block_kv = 64;
+    a.direct_scores = batch_invariant_;
     const int group = n_heads / n_kv_heads;
     const int tq = m == 1 ? 1 : std::max(1, 64 / group);  // query tokens per work item
     const int q_tiles = (m + tq - 1) / tq;
@@ -658,7 +659,7 @@ class CpuBackend final : public Backend {
   const KernelTable& k_;
   std::array<std::string, kNumOps> op_name_;  // "cpu/<isa>:<kernel>"
   int threads_ = 1;
-  bool batch_invariant_ = false;      // set_batch_invariant: no fp32-FMA bf16 GEMM
+  bool batch_invariant_ = false;      // set_batch_invariant: no fp32-FMA bf16 GEMM, one attention score path
   std::vector<uint16_t> xb_;          // [m][lda] x rounded to bf16 (lda = a_row_stride)
   std::vector<float> xf_;             // [m][lda] x rounded to bf16, widened to fp32 (fma), or x copied at a padded stride (fp32 / fp16 weights)
   std::vector<int8_t> xq8_;           // [m][k] x as q8 blocks (quantized weights, act 1)

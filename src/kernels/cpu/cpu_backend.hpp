@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/page_buffer.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "llmport/kernels.hpp"
 
@@ -54,19 +55,19 @@ std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefil
 TileSchema tile_schema(OpKind kind);
 
 /// A weight packed in 16-column panels (see PackedView) in backend-owned, 64-byte
-/// aligned memory (2 MiB aligned + MADV_HUGEPAGE when large).
+/// aligned memory (a PageBuffer: 2 MiB aligned + MADV_HUGEPAGE from 2 MiB on).
 class CpuLinear : public LinearWeight {
  public:
   CpuLinear(int n, int k, DType dt, const TileConfig& cfg);
-  ~CpuLinear() override;
+  ~CpuLinear() override = default;
   CpuLinear(const CpuLinear&) = delete;
   CpuLinear& operator=(const CpuLinear&) = delete;
   std::size_t bytes() const override { return nbytes_; }
   std::span<const std::byte> packed() const override {
-    return {static_cast<const std::byte*>(data_), nbytes_};
+    return {buf_.data(), nbytes_};
   }
   const PackedView& view() const { return view_; }
-  void* data() { return data_; }
+  void* data() { return buf_.data(); }
   const Blocking& blocking() const { return blk_; }
   /// Re-blocks for another tile config without repacking (the panel layout does not
   /// depend on the config). Throws UsageError for a bad config.
@@ -76,8 +77,8 @@ class CpuLinear : public LinearWeight {
   }
 
  private:
-  void* data_ = nullptr;
   std::size_t nbytes_ = 0;
+  PageBuffer buf_;
   PackedView view_;
   Blocking blk_;
 };

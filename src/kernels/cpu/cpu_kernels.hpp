@@ -78,6 +78,10 @@ struct AttnArgs {
   int max_seq = 0, start_pos = 0, m = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
   float scale = 1.0f;
   int block_kv = 64;  ///< key positions per flash tile
+  /// Every row's scores straight from the K rows, whatever the number of rows of a work
+  /// item (batch-invariant mode): a row's output then does not depend on whether it was a
+  /// decode step or part of a prefill chunk. Otherwise only items of few rows (decode) do.
+  bool direct_scores = false;
 };
 /// Flash-style (online softmax) causal GQA attention for one kv head and query rows
 /// [t0, t1): every query head of the group reads the same K/V rows (no repetition).

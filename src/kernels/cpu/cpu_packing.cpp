@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -52,17 +53,14 @@ CpuLinear::CpuLinear(int n, int k, DType dt, const TileConfig& cfg) {
   view_.n_panels = (n + kPanel - 1) / kPanel;
   view_.panel_stride = static_cast<std::size_t>(kPanel) * view_.kp;
   nbytes_ = packed_bytes(n, k, dt);
-  const bool huge = nbytes_ >= (std::size_t{4} << 20);
-  const std::size_t align = huge ? (std::size_t{2} << 20) : 64;
-  const std::size_t alloc = (std::max<std::size_t>(nbytes_, 64) + align - 1) / align * align;
-  data_ = std::aligned_alloc(align, alloc);
-  if (!data_) throw UsageError("cpu backend: out of memory packing a " + std::to_string(n) +
-                               "x" + std::to_string(k) + " weight");
-  if (huge) madvise(data_, alloc, MADV_HUGEPAGE);  // a hint; failure is harmless
-  view_.data = data_;
+  try {
+    buf_ = PageBuffer(std::max<std::size_t>(nbytes_, 64));
+  } catch (const std::bad_alloc&) {
+    throw UsageError("cpu backend: out of memory packing a " + std::to_string(n) + "x" +
+                     std::to_string(k) + " weight");
+  }
+  view_.data = buf_.data();
 }
-
-CpuLinear::~CpuLinear() { std::free(data_); }
 
 std::unique_ptr<CpuLinear> pack_linear(const TensorView& w, DType compute, const TileConfig& cfg,
                                        int threads) {

@@ -30,7 +30,7 @@ CpuQuantLinear::CpuQuantLinear(int n, int k, QuantType q, const TileConfig& cfg)
   quant = q;
   set_config(cfg);
   panel_block_bytes_ = kPanelScaleBytes + panel_quant_bytes(q);
-  data_.assign(packed_bytes(n, k, q), std::byte{0});
+  data_ = PageBuffer(packed_bytes(n, k, q));  // zeroed
 }
 
 std::size_t CpuQuantLinear::packed_bytes(int n, int k, QuantType q) noexcept {

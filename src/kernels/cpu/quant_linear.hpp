@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "common/page_buffer.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "llmport/kernels.hpp"
 
@@ -43,7 +44,7 @@ class CpuQuantLinear final : public LinearWeight {
   /// Bytes of the panels of an [n, k] weight in format `q` (n rounded up to 16 columns).
   static std::size_t packed_bytes(int n, int k, QuantType q) noexcept;
   std::size_t bytes() const override { return data_.size(); }
-  std::span<const std::byte> packed() const override { return data_; }
+  std::span<const std::byte> packed() const override { return {data_.data(), data_.size()}; }
   std::byte* data() { return data_.data(); }
   int n_panels() const { return (n_out + kQuantPanel - 1) / kQuantPanel; }
   int n_blocks() const { return n_in / kQuantBlock; }
@@ -68,7 +69,7 @@ class CpuQuantLinear final : public LinearWeight {
   }
   std::size_t panel_block_bytes_ = 0;
   ActQuant act_ = ActQuant::F32;
-  std::vector<std::byte> data_;  // [n_panels][k / 32][panel block]
+  PageBuffer data_;  // [n_panels][k / 32][panel block]; huge pages from 2 MiB (page_buffer.hpp)
 };
 
 /// The panel block of one format: scales, then quants (the layout above).
