@@ -209,6 +209,7 @@ void BM_Attention(benchmark::State& st) {
   const int nh = static_cast<int>(st.range(2)), nkv = static_cast<int>(st.range(3)),
             hd = static_cast<int>(st.range(4));
   auto be = llmport::make_cpu_backend(2);
+  be->set_batch_invariant(st.range(5) != 0);  // serve's mode: every row scored from the K rows
   const auto q = random_vec(static_cast<std::size_t>(m) * nh * hd, 1.0f);        // [m, nh, hd]
   const auto kc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);    // [nkv, ctx, hd]
   const auto vc = random_vec(static_cast<std::size_t>(nkv) * ctx * hd, 1.0f);    // [nkv, ctx, hd]
@@ -240,18 +241,19 @@ void BM_Attention(benchmark::State& st) {
   st.counters["KV_GB/s"] = benchmark::Counter(kv_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 // {m, ctx, n_heads, n_kv_heads, head_dim}: Llama-like hd 64 group 8 (TinyLlama), Llama-3.2-1B
-// (32/8/64, group 4), Qwen3-0.6B (16/8/128, group 2).
+// (32/8/64, group 4), Qwen3-0.6B (16/8/128, group 2); bi 1: batch-invariant mode (serve).
 BENCHMARK(BM_Attention)
-    ->Args({512, 512, 32, 4, 64})
-    ->Args({1, 512, 32, 4, 64})
-    ->Args({1, 2048, 32, 4, 64})
-    ->Args({1, 160, 32, 8, 64})
-    ->Args({1, 512, 32, 8, 64})
-    ->Args({512, 512, 16, 8, 128})
-    ->Args({1, 160, 16, 8, 128})
-    ->Args({1, 512, 16, 8, 128})
-    ->Args({1, 2048, 16, 8, 128})
-    ->ArgNames({"m", "ctx", "nh", "nkv", "hd"})
+    ->Args({512, 512, 32, 4, 64, 0})
+    ->Args({1, 512, 32, 4, 64, 0})
+    ->Args({1, 2048, 32, 4, 64, 0})
+    ->Args({1, 160, 32, 8, 64, 0})
+    ->Args({1, 512, 32, 8, 64, 0})
+    ->Args({512, 512, 16, 8, 128, 0})
+    ->Args({512, 512, 16, 8, 128, 1})
+    ->Args({1, 160, 16, 8, 128, 0})
+    ->Args({1, 512, 16, 8, 128, 0})
+    ->Args({1, 2048, 16, 8, 128, 0})
+    ->ArgNames({"m", "ctx", "nh", "nkv", "hd", "bi"})
     ->UseRealTime();
 
 }  // namespace

@@ -28,6 +28,7 @@ PageBuffer::PageBuffer(std::size_t bytes) : size_(bytes) {
   // Over-map by one huge page, then unmap the unaligned head and the tail beyond the last
   // 4 KiB page, so the kernel can back every whole 2 MiB of the buffer with a huge page
   // (the last partial 2 MiB stays on 4 KiB pages).
+  if (bytes > SIZE_MAX - kHuge - kPage) throw std::bad_alloc();  // the rounding below would wrap
   const std::size_t want = round_up(bytes, kPage);
   const std::size_t len = want + kHuge;
   void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

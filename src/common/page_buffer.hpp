@@ -7,7 +7,8 @@
 // stream takes a TLB miss every 4 KiB and the hardware prefetchers stop at every page
 // boundary. Measured on Zen 5 (qwen3-0.6b bf16, 2 threads, interleaved runs): the q/k/v
 // GEMV group, whose k and v weights are exactly 2 MiB and fell under the former 4 MiB
-// threshold, took 697-785 ms per 128 tokens on 4 KiB pages and 530-565 ms on huge pages.
+// threshold, took 654-837 ms per 128 tokens on 4 KiB pages and 531-600 ms on huge pages
+// (bench/results/2026-12-03_issue18_zen5_hugepages_attention.md).
 #include <cstddef>
 
 namespace llmport {
@@ -15,8 +16,8 @@ namespace llmport {
 class PageBuffer {
  public:
   PageBuffer() = default;
-  /// `bytes` zero-initialized bytes (the kernel's zero pages: untouched memory costs no
-  /// RSS until written). Throws std::bad_alloc when the memory cannot be had.
+  /// `bytes` zero-initialized bytes (from 2 MiB on the kernel's zero pages: untouched
+  /// memory costs no RSS until written). Throws std::bad_alloc when the memory cannot be had.
   explicit PageBuffer(std::size_t bytes);
   ~PageBuffer();
   PageBuffer(PageBuffer&& o) noexcept;

@@ -178,8 +178,11 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
       {8, 1, 17, 40, 1},    {4, 2, 64, 62, 3},   {16, 2, 128, 200, 1},
   };
   int cases = 0;
-  for (cpu::Isa isa : isas_under_test()) {
+  // Batch-invariant mode (serve) scores every row straight from the K rows, prefill too.
+  for (cpu::Isa isa : isas_under_test())
+   for (bool batch_invariant : {false, true}) {
     auto be = cpu::make_cpu_backend_isa(2, isa);
+    be->set_batch_invariant(batch_invariant);
     for (DType dt : kDtypes)
       for (const AttnCase& c : cases_list) {
         const int max_seq = c.start_pos + c.m + 5;
@@ -208,10 +211,58 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
         in.v_cache = v;
         in.kv_capacity = max_seq;
         const OpResult r = h.run(*be, oc, in);
-        EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(oc, r) + " q_scale=" + std::to_string(c.q_scale));
+        EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(oc, r) + " q_scale=" + std::to_string(c.q_scale) +
+                                         (batch_invariant ? " batch-invariant" : ""));
         ++cases;
       }
-  }
+   }
+  EXPECT_GT(cases, 0);
+}
+
+// A NaN in the K row of the chunk's last token reaches only that token's rows (its score is
+// NaN, so are its softmax and output), never the rows of earlier tokens of the same work
+// item, whose causal limit ends before it; as in the reference, in both score paths (the
+// transposed tile, and the direct scores of small items and of batch-invariant mode).
+TEST(CpuOps, AttentionKeyNanReachesOnlyTheRowsThatSeeIt) {
+  auto ref = make_backend("reference");
+  // {n_heads, n_kv_heads, head_dim, start_pos, m}: 3 tokens x group 2 (6 rows: direct),
+  // 17 tokens x group 4 (transposed unless batch-invariant), a chunk across a key tile.
+  const std::vector<AttnCase> cases_list = {{4, 2, 64, 62, 3}, {8, 2, 80, 30, 17}, {2, 1, 128, 60, 9}};
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test())
+    for (bool batch_invariant : {false, true}) {
+      auto be = cpu::make_cpu_backend_isa(2, isa);
+      be->set_batch_invariant(batch_invariant);
+      for (const AttnCase& c : cases_list) {
+        const int max_seq = c.start_pos + c.m;
+        const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
+        const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
+        const auto q = random_vec(qn, 1.0f, 51u);
+        auto k = random_vec(kvn, 1.0f, 52u);
+        const auto v = random_vec(kvn, 1.0f, 53u);
+        const int last = max_seq - 1;  // seen by the last token only
+        for (int h = 0; h < c.n_kv_heads; ++h)
+          k[(static_cast<std::size_t>(h) * max_seq + last) * c.head_dim + c.head_dim / 2] = std::nanf("");
+        Guarded got(qn), want(qn);
+        run_attention(*be, c, max_seq, q, k, v, got.data());
+        run_attention(*ref, c, max_seq, q, k, v, want.data());
+        const std::string what = std::string(cpu::isa_name(isa)) + " hd=" + std::to_string(c.head_dim) +
+                                 " m=" + std::to_string(c.m) + (batch_invariant ? " batch-invariant" : "");
+        EXPECT_TRUE(got.guards_intact()) << what;
+        const std::size_t last_row = static_cast<std::size_t>(c.m - 1) * c.n_heads * c.head_dim;
+        int bad = 0;
+        for (std::size_t i = 0; i < qn; ++i) {
+          const bool gn = std::isnan(got.data()[i]), wn = std::isnan(want.data()[i]);
+          EXPECT_EQ(wn, i >= last_row) << what << " [" << i << "]: the reference";
+          if (gn != wn && ++bad <= 3)
+            ADD_FAILURE() << what << " [" << i << "]: got " << got.data()[i] << " want " << want.data()[i];
+          if (!gn && !wn && std::abs(got.data()[i] - want.data()[i]) > 1e-5 + 1e-5 * std::abs(want.data()[i]))
+            ++bad;
+        }
+        EXPECT_EQ(bad, 0) << what;
+        ++cases;
+      }
+    }
   EXPECT_GT(cases, 0);
 }
 

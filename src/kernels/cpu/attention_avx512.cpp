@@ -9,9 +9,10 @@
 // keys of the tile, in passes of 64 dims.
 // Decode (m = 1, rows = group) at a GQA group of up to kDirectRows (8) scores each row straight
 // from the K rows instead (16 dot products per key block, reduced by a transpose-and-add
-// tree): there the transpose cost more than the scores. Either way each K and V row is read
-// from the cache once per kv head and tile, and the tile's rows are prefetched into L2
-// first (they come cold from DRAM in decode). head_dim need not be a multiple of 16.
+// tree): there the transpose cost more than the scores. The transposed path reads each K row
+// once per tile, the direct path once per query row (from L1/L2 after the first); each V row
+// is read once per tile and pass. In decode the tile's rows are prefetched into L2 first
+// (they come cold from DRAM). head_dim need not be a multiple of 16.
 // Tiled attention: Dao et al., "FlashAttention" (2022), online softmax: Milakov & Gimelshein
 // (2018). Only internal-linkage helpers here (see cpu_kernels.hpp on std templates).
 // GCC 12's AVX-512 headers trip -Wuninitialized inside _mm512_undefined_ps (self-init idiom).
@@ -396,15 +397,18 @@ void attention_flash(const AttnArgs& a, int kvh, int t0, int t1, float* scratch)
 
   const int kend = a.start_pos + t1;  // keys [0, kend) are needed by some row
   // The two score paths sum q . k in different orders: batch-invariant mode takes one for all.
+  const bool cold = t1 - t0 == 1;  // decode: its K/V rows come from DRAM
   const bool direct = rows <= kDirectRows || a.direct_scores;
   for (int j0 = 0; j0 < kend; j0 += kTile) {
     const int nk = imin(kTile, kend - j0);
     const int nv = (nk + 15) / 16;
-    if (j0 == 0) {  // this tile now, the next one while this one is computed
+    // Only decode prefetches: a prefill tile is read by every query tile of its kv head and
+    // is mostly cache-resident, where the prefetch loops cost ~3% of attention.
+    if (cold && j0 == 0) {  // this tile now, the next one while this one is computed
       prefetch_rows_l2(kbase, nk, hd);
       prefetch_rows_l2(vbase, nk, hd);
     }
-    if (j0 + kTile < kend) {
+    if (cold && j0 + kTile < kend) {
       const int nk2 = imin(kTile, kend - j0 - kTile);
       prefetch_rows_l2(kbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
       prefetch_rows_l2(vbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
