@@ -17,7 +17,7 @@ constexpr std::size_t kPage = 4096;
 std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
 }  // namespace
 
-PageBuffer::PageBuffer(std::size_t bytes) : size_(bytes) {
+PageBuffer::PageBuffer(std::size_t bytes, bool fault_in) : size_(bytes) {
   if (bytes < kHuge) {
     // aligned_alloc needs a size that is a multiple of the alignment.
     data_ = static_cast<std::byte*>(std::aligned_alloc(64, round_up(std::max<std::size_t>(bytes, 1), 64)));
@@ -42,6 +42,7 @@ PageBuffer::PageBuffer(std::size_t bytes) : size_(bytes) {
   map_len_ = want;
   data_ = reinterpret_cast<std::byte*>(aligned);
   ::madvise(map_, map_len_, MADV_HUGEPAGE);  // a hint: without THP the buffer still works
+  if (fault_in) std::memset(data_, 0, map_len_);
 }
 
 PageBuffer::~PageBuffer() { release(); }

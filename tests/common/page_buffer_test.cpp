@@ -2,12 +2,15 @@
 // A buffer of >= 2 MiB must start on a 2 MiB boundary and carry the kernel's huge-page
 // advice (VmFlags "hg" in /proc/self/smaps), smaller ones 64-byte alignment; all zeroed.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "common/page_buffer.hpp"
 
@@ -68,6 +71,30 @@ TEST(PageBuffer, FromTwoMiBOnBuffersStartOnAHugePageAndCarryTheHugePageAdvice) {
       EXPECT_NE(vm_flags_of(b.data() + n - 1).find(" hg"), std::string::npos) << n;
     }
   }
+}
+
+// Pages of [p, p + n) resident in memory (mincore), out of how many.
+std::pair<std::size_t, std::size_t> resident_pages(const std::byte* p, std::size_t n) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t count = (n + page - 1) / page;
+  std::vector<unsigned char> vec(count);
+  if (::mincore(const_cast<std::byte*>(p), n, vec.data()) != 0) return {0, 0};
+  std::size_t in = 0;
+  for (unsigned char v : vec) in += v & 1u;
+  return {in, count};
+}
+
+// The KV cache asks for its pages now (fault_in) so that no page fault lands in a forward
+// pass; weights are written by packing and are left to fault lazily.
+TEST(PageBuffer, FaultInMakesEveryPageResidentAndLazyBuffersStayUntouched) {
+  const std::size_t n = (std::size_t{4} << 20) + 4096;
+  PageBuffer lazy(n), faulted(n, /*fault_in=*/true);
+  const auto [lazy_in, lazy_total] = resident_pages(lazy.data(), n);
+  const auto [in, total] = resident_pages(faulted.data(), n);
+  ASSERT_GT(total, 0u);
+  EXPECT_EQ(in, total);
+  EXPECT_EQ(lazy_in, 0u) << "of " << lazy_total;
+  EXPECT_TRUE(all_zero(faulted));
 }
 
 TEST(PageBuffer, MovingHandsTheMemoryOver) {

@@ -180,42 +180,42 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
   int cases = 0;
   // Batch-invariant mode (serve) scores every row straight from the K rows, prefill too.
   for (cpu::Isa isa : isas_under_test())
-   for (bool batch_invariant : {false, true}) {
-    auto be = cpu::make_cpu_backend_isa(2, isa);
-    be->set_batch_invariant(batch_invariant);
-    for (DType dt : kDtypes)
-      for (const AttnCase& c : cases_list) {
-        const int max_seq = c.start_pos + c.m + 5;
-        const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
-        const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
-        const auto q = rounded(random_vec(qn, c.q_scale, 31u), dt);
-        auto k = rounded(random_vec(kvn, 1.0f, 32u), dt);
-        auto v = rounded(random_vec(kvn, 1.0f, 33u), dt);
-        // Positions past the causal window hold huge K and NaN V: reading them would show.
-        for (int h = 0; h < c.n_kv_heads; ++h)
-          for (int p = c.start_pos + c.m; p < max_seq; ++p)
-            for (int i = 0; i < c.head_dim; ++i) {
-              k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
-              v[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = std::nanf("");
-            }
-        // Only summation order and the exp polynomial differ from the reference: the bound is
-        // (1 + 2 S) sum_j p_j |v_j| (S: the largest scale * sum |q k_j| of the row),
-        // tolerance(attention, dtype, ctx + head_dim) (llmport/tolerance.hpp).
-        const OpKind kind = c.m == 1 ? OpKind::AttentionDecode : OpKind::AttentionPrefill;
-        OpCase oc{kind, dt, {{"ctx", c.start_pos + c.m}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
-                             {"head_dim", c.head_dim}}};
-        if (c.m > 1) oc.shape["m"] = c.m;
-        OpInputs in;
-        in.x = q;
-        in.k_cache = k;
-        in.v_cache = v;
-        in.kv_capacity = max_seq;
-        const OpResult r = h.run(*be, oc, in);
-        EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(oc, r) + " q_scale=" + std::to_string(c.q_scale) +
-                                         (batch_invariant ? " batch-invariant" : ""));
-        ++cases;
-      }
-   }
+    for (bool batch_invariant : {false, true}) {
+      auto be = cpu::make_cpu_backend_isa(2, isa);
+      be->set_batch_invariant(batch_invariant);
+      for (DType dt : kDtypes)
+        for (const AttnCase& c : cases_list) {
+          const int max_seq = c.start_pos + c.m + 5;
+          const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
+          const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
+          const auto q = rounded(random_vec(qn, c.q_scale, 31u), dt);
+          auto k = rounded(random_vec(kvn, 1.0f, 32u), dt);
+          auto v = rounded(random_vec(kvn, 1.0f, 33u), dt);
+          // Positions past the causal window hold huge K and NaN V: reading them would show.
+          for (int h = 0; h < c.n_kv_heads; ++h)
+            for (int p = c.start_pos + c.m; p < max_seq; ++p)
+              for (int i = 0; i < c.head_dim; ++i) {
+                k[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = 1e30f;
+                v[(static_cast<std::size_t>(h) * max_seq + p) * c.head_dim + i] = std::nanf("");
+              }
+          // Only summation order and the exp polynomial differ from the reference: the bound is
+          // (1 + 2 S) sum_j p_j |v_j| (S: the largest scale * sum |q k_j| of the row),
+          // tolerance(attention, dtype, ctx + head_dim) (llmport/tolerance.hpp).
+          const OpKind kind = c.m == 1 ? OpKind::AttentionDecode : OpKind::AttentionPrefill;
+          OpCase oc{kind, dt, {{"ctx", c.start_pos + c.m}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
+                               {"head_dim", c.head_dim}}};
+          if (c.m > 1) oc.shape["m"] = c.m;
+          OpInputs in;
+          in.x = q;
+          in.k_cache = k;
+          in.v_cache = v;
+          in.kv_capacity = max_seq;
+          const OpResult r = h.run(*be, oc, in);
+          EXPECT_TRUE(r.pass()) << tag(isa, dt, describe(oc, r) + " q_scale=" + std::to_string(c.q_scale) +
+                                           (batch_invariant ? " batch-invariant" : ""));
+          ++cases;
+        }
+    }
   EXPECT_GT(cases, 0);
 }
 

@@ -397,46 +397,46 @@ void attention_flash(const AttnArgs& a, int kvh, int t0, int t1, float* scratch)
 
   const int kend = a.start_pos + t1;  // keys [0, kend) are needed by some row
   // The two score paths sum q . k in different orders: batch-invariant mode takes one for all.
-  const bool cold = t1 - t0 == 1;  // decode: its K/V rows come from DRAM
   const bool direct = rows <= kDirectRows || a.direct_scores;
+  // Only decode prefetches (the tile now, the next one while this one is computed): a
+  // prefill tile is read by every query tile of its kv head and is mostly cache-resident,
+  // where the prefetch loops cost ~3% of attention.
+  const bool decode = t1 - t0 == 1;
+  auto prefetch_tile = [&](int j0) {
+    const int nk = imin(kTile, kend - j0);
+    prefetch_rows_l2(kbase + static_cast<std::size_t>(j0) * hd, nk, hd);
+    prefetch_rows_l2(vbase + static_cast<std::size_t>(j0) * hd, nk, hd);
+  };
   for (int j0 = 0; j0 < kend; j0 += kTile) {
     const int nk = imin(kTile, kend - j0);
     const int nv = (nk + 15) / 16;
-    // Only decode prefetches: a prefill tile is read by every query tile of its kv head and
-    // is mostly cache-resident, where the prefetch loops cost ~3% of attention.
-    if (cold && j0 == 0) {  // this tile now, the next one while this one is computed
-      prefetch_rows_l2(kbase, nk, hd);
-      prefetch_rows_l2(vbase, nk, hd);
-    }
-    if (cold && j0 + kTile < kend) {
-      const int nk2 = imin(kTile, kend - j0 - kTile);
-      prefetch_rows_l2(kbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
-      prefetch_rows_l2(vbase + static_cast<std::size_t>(j0 + kTile) * hd, nk2, hd);
-    }
+    if (decode && j0 == 0) prefetch_tile(0);
+    if (decode && j0 + kTile < kend) prefetch_tile(j0 + kTile);
+    const float* ktile = kbase + static_cast<std::size_t>(j0) * hd;  // [nk][hd]
     // Rows of tokens before j0 - start_pos see no key of this tile: skip them.
     const int r_first = (imax(t0, j0 - a.start_pos) - t0) * group;
     if (direct) {
-      const float* krows = kbase + static_cast<std::size_t>(j0) * hd;  // [nk][hd]
       for (int r = r_first; r < rows; ++r) {
         const int jn = keys_of(r, j0);
-        direct_fn((jn + 15) / 16)(q_row(r), krows, hd, nk, a.scale, &jn, mx + r, l + r, corr + r,
+        direct_fn((jn + 15) / 16)(q_row(r), ktile, hd, nk, a.scale, &jn, mx + r, l + r, corr + r,
                                   p + static_cast<std::size_t>(r) * kTile);
       }
-    }
-    if (!direct) transpose_tile(kbase + static_cast<std::size_t>(j0) * hd, hd, nk, kt);
-    for (int r = r_first; !direct && r < rows; r += kScoreRows) {
-      const int rb = imin(kScoreRows, rows - r);
-      const float* qs[kScoreRows];
-      int jn[kScoreRows], jmax = 1;
-      for (int i = 0; i < rb; ++i) {
-        qs[i] = q_row(r + i);
-        jn[i] = keys_of(r + i, j0);
-        jmax = imax(jmax, jn[i]);
+    } else {
+      transpose_tile(ktile, hd, nk, kt);
+      for (int r = r_first; r < rows; r += kScoreRows) {
+        const int rb = imin(kScoreRows, rows - r);
+        const float* qs[kScoreRows];
+        int jn[kScoreRows], jmax = 1;
+        for (int i = 0; i < rb; ++i) {
+          qs[i] = q_row(r + i);
+          jn[i] = keys_of(r + i, j0);
+          jmax = imax(jmax, jn[i]);
+        }
+        // On the diagonal tile a row block sees fewer keys than the tile holds: score only
+        // the 16-key vectors it can see (P.V reads no p past a row's jn either).
+        score_fn(rb, imin(nv, (jmax + 15) / 16))(qs, kt, hd, a.scale, jn, mx + r, l + r, corr + r,
+                                                  p + static_cast<std::size_t>(r) * kTile);
       }
-      // On the diagonal tile a row block sees fewer keys than the tile holds: score only
-      // the 16-key vectors it can see (P.V reads no p past a row's jn either).
-      score_fn(rb, imin(nv, (jmax + 15) / 16))(qs, kt, hd, a.scale, jn, mx + r, l + r, corr + r,
-                                                p + static_cast<std::size_t>(r) * kTile);
     }
     const float* vt = vbase + static_cast<std::size_t>(j0) * hd;  // [nk][hd]
     for (int z0 = 0; z0 < hz; z0 += kPvZmm) {

@@ -54,7 +54,7 @@ CpuLinear::CpuLinear(int n, int k, DType dt, const TileConfig& cfg) {
   view_.panel_stride = static_cast<std::size_t>(kPanel) * view_.kp;
   nbytes_ = packed_bytes(n, k, dt);
   try {
-    buf_ = PageBuffer(std::max<std::size_t>(nbytes_, 64));
+    buf_ = PageBuffer(nbytes_);
   } catch (const std::bad_alloc&) {
     throw UsageError("cpu backend: out of memory packing a " + std::to_string(n) + "x" +
                      std::to_string(k) + " weight");
