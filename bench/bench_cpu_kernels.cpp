@@ -71,6 +71,12 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
       b->Args({512, 5632, 2048, dt, t});
       b->Args({512, 2048, 2048, dt, t});
     }
+  // Qwen3-0.6B prefill shapes (bf16, 2 threads): q 2048x1024, k/v 1024x1024, o 1024x2048,
+  // gate/up 3072x1024, down 1024x3072: narrow n and short k, where the GEMM is furthest
+  // from the peak.
+  const int bf16 = static_cast<int>(DType::BF16);
+  for (auto [n, k] : {std::pair{2048, 1024}, {1024, 1024}, {1024, 2048}, {3072, 1024}, {1024, 3072}})
+    b->Args({512, n, k, bf16, 2});
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs)->ArgNames({"m", "n", "k", "dtype", "threads"})->UseRealTime();
 
@@ -106,18 +112,27 @@ BENCHMARK(BM_QuantLinear)->Apply(QuantLinearArgs)->ArgNames({"m", "n", "k", "qua
 // iteration one GEMV through every weight (as a decode step's projections, no other ops)
 // then the backend streaming the same packed bytes once (Backend::read_bandwidth_gbps, the
 // bound `bench` uses), so GEMV and bound alternate. "of_bound" = GEMV GB/s / bound GB/s,
-// from the summed times of all iterations. dtype: 0 bf16, 1 q8_0, 2 q4_0.
+// from the summed times of all iterations. dtype: 0 bf16, 1 q8_0, 2 q4_0. gnp: the bf16
+// GEMV's panel streams (0: the default config). n, k: the weight shape (0: 5632 x 2048).
+// The fraction falls with k, not with the weight's size (Zen 5, one run: n 3072 at k 512
+// 0.73, 1024 0.83, 1536 0.85, 2048 0.89; 1024 x 3072 0.89 but 3072 x 1024 0.81 at the
+// same 6 MiB): a fixed ~0.7 us per 4-panel tile, not per call or per chunk (prefetching
+// the next tile's or the next GEMV's first lines, fewer or more chunks per thread, 8
+// panel streams: no change). qwen3-0.6b's k = 1024 GEMVs sit there.
 void BM_GemvFromDram(benchmark::State& st) {
-  constexpr int n = 5632, k = 2048;
   const int kind = static_cast<int>(st.range(0)), threads = static_cast<int>(st.range(1));
+  const int gnp = static_cast<int>(st.range(2));
+  const int n = st.range(3) > 0 ? static_cast<int>(st.range(3)) : 5632;
+  const int k = st.range(4) > 0 ? static_cast<int>(st.range(4)) : 2048;
   auto be = llmport::make_cpu_backend(threads);
   const auto w = random_vec(static_cast<std::size_t>(n) * k, 1.0f / std::sqrt(k));
   const auto view = llmport::TensorView::f32(w.data(), n, k, "w");
+  const llmport::TileConfig cfg = gnp > 0 ? llmport::TileConfig{{"gnp", gnp}} : llmport::TileConfig{};
   std::vector<std::unique_ptr<llmport::LinearWeight>> ws;
   std::vector<const llmport::LinearWeight*> ptrs;
   std::size_t bytes = 0;
   while (bytes < (std::size_t{256} << 20)) {
-    ws.push_back(kind == 0 ? be->make_linear(view, DType::BF16)
+    ws.push_back(kind == 0 ? be->make_linear(view, DType::BF16, cfg)
                            : be->make_quantized_linear(view, kind == 1 ? llmport::QuantType::Q8_0
                                                                        : llmport::QuantType::Q4_0));
     ptrs.push_back(ws.back().get());
@@ -144,8 +159,15 @@ void BM_GemvFromDram(benchmark::State& st) {
               std::to_string(ptrs.size()) + " weights, " + std::to_string(bytes >> 20) + " MiB");
 }
 BENCHMARK(BM_GemvFromDram)
-    ->ArgsProduct({{0, 1, 2}, {1, 2}})
-    ->ArgNames({"dtype", "threads"})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}, {0}, {0}, {0}})
+    ->Args({0, 2, 1, 0, 0})
+    ->Args({0, 2, 2, 0, 0})
+    ->Args({0, 2, 0, 3072, 1024})
+    ->Args({0, 2, 0, 1024, 1024})
+    ->Args({0, 2, 0, 1024, 3072})
+    ->Args({0, 2, 0, 3072, 512})
+    ->Args({0, 2, 0, 3072, 2048})
+    ->ArgNames({"dtype", "threads", "gnp", "n", "k"})
     ->UseManualTime()
     ->MinTime(1.0);
 

@@ -165,7 +165,7 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
   OpHarness h;
   // head_dim 64 / 128 / 80 / 48 / 17 (masked tails) / 256 (two P.V passes); group 1, 2,
   // 3, 4, 6, 8; decode m = 1 at contexts inside, at and past a 64-key tile; prefill m = 3,
-  // 17, 130 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
+  // 17, 130, 300 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
   const std::vector<AttnCase> cases_list = {
       {4, 4, 64, 0, 1},     {8, 2, 64, 0, 17},   {6, 1, 128, 5, 3},   {8, 2, 128, 70, 1},
       {4, 2, 64, 100, 17},  {8, 4, 64, 0, 130},  {2, 1, 128, 150, 1}, {4, 1, 80, 0, 130},
@@ -176,6 +176,10 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
       // decode at group 8 with a masked head_dim, and 3 tokens x group 2 whose causal
       // limits differ and cross a key tile.
       {8, 1, 17, 40, 1},    {4, 2, 64, 62, 3},   {16, 2, 128, 200, 1},
+      // Prefill work items hold up to 256 query rows (kAttnItemRows), fewer to give each
+      // of the 2 threads 4 items: at group 2 and 2 kv heads, 300 tokens are 4 items of
+      // 150 rows per kv head; at group 1, 2 items of 256 rows and one of 44.
+      {4, 2, 64, 0, 300}, {8, 8, 64, 0, 556},
   };
   int cases = 0;
   // Batch-invariant mode (serve) scores every row straight from the K rows, prefill too.
