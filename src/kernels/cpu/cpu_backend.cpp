@@ -89,7 +89,7 @@ constexpr double kParallelMacs = 1 << 15;
 // Prefill attention: query rows (tokens x GQA group) per work item. Every item transposes
 // each K tile it reads once for all its rows, so more rows per item amortize the
 // transposes (~13% of prefill attention at 64 rows, perf on Zen 5). BM_Attention m 512,
-// 2 threads, Zen 5, interleaved runs: 64 -> 128 rows +6-7% (hd 128 group 2 and hd 64
+// 2 threads, Zen 5, interleaved runs: 64 -> 128 rows +6-9% (hd 128 group 2 and hd 64
 // group 8), 128 -> 256 a further +2-4%. 256 rows keep the item's running output and
 // probabilities (192 KiB at head_dim 128) in L2; a 512-token prompt still has 32-64
 // items on the three benchmark shapes.
