@@ -165,7 +165,7 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
   OpHarness h;
   // head_dim 64 / 128 / 80 / 48 / 17 (masked tails) / 256 (two P.V passes); group 1, 2,
   // 3, 4, 6, 8; decode m = 1 at contexts inside, at and past a 64-key tile; prefill m = 3,
-  // 17, 130, 300 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
+  // 17, 130, 300, 556 (several key tiles and query tiles); start_pos > 0 (chunked prefill).
   const std::vector<AttnCase> cases_list = {
       {4, 4, 64, 0, 1},     {8, 2, 64, 0, 17},   {6, 1, 128, 5, 3},   {8, 2, 128, 70, 1},
       {4, 2, 64, 100, 17},  {8, 4, 64, 0, 130},  {2, 1, 128, 150, 1}, {4, 1, 80, 0, 130},
