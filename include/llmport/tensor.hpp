@@ -23,6 +23,10 @@ struct TensorView {
   std::filesystem::path file;  ///< file it lives in (error messages); empty for heap memory
   /// Elements between consecutive indices of each dimension; empty = contiguous row-major.
   std::vector<int64_t> strides;
+  /// The whole read-only file mapping `data` lies in (WeightStore's mmap of `file`), or null
+  /// and 0 for heap memory: the bounds within which release_source_pages may drop pages.
+  const void* map_base = nullptr;
+  std::size_t map_len = 0;
   /// Product of the shape (1 for a scalar).
   int64_t numel() const;
   /// True when `strides` is empty or equals the row-major strides of `shape`.
@@ -31,10 +35,16 @@ struct TensorView {
   static TensorView f32(const float* data, int64_t rows, int64_t cols, std::string name = "f32");
 };
 
-/// Drops the pages of bytes [off, off + len) of `w` from this process when `w` lives in a
-/// read-only file mapping (w.file set): MADV_DONTNEED on whole pages; the page cache keeps
-/// them and a later read faults them back in. No effect on heap tensors (w.file empty).
+/// Drops bytes [off, off + len) of `w` from this process when `w` lives in a read-only file
+/// mapping (w.file and w.map_base set): MADV_DONTNEED on the 2 MiB-aligned span around them,
+/// clamped to the mapping. The span is rounded outward because the kernel may map a whole
+/// 2 MiB page-cache folio on one fault (seen on Linux 6.18 / ext4: reading a 4 KiB norm
+/// vector left its 2 MiB neighbourhood of already-packed weights resident), and a page
+/// shared with a neighbouring tensor must go too. Dropping more than asked is harmless: the
+/// mapping is read-only, the page cache keeps the data, a later read faults it back in.
 /// Packing and hashing a 2 GB model this way never makes the file resident beside its copy.
+/// No effect on heap tensors, or with `off + len > w.nbytes`; a view without map bounds
+/// drops only the whole 4 KiB pages inside the range.
 void release_source_pages(const TensorView& w, std::size_t off, std::size_t len);
 
 /// Reads every page of `w` into this process when `w` lives in a file mapping (w.file set):

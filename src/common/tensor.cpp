@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
 
 namespace llmport {
@@ -35,9 +36,18 @@ TensorView TensorView::f32(const float* data, int64_t rows, int64_t cols, std::s
 
 void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
   if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
-  const std::size_t page = 4096;
-  const auto b = reinterpret_cast<std::uintptr_t>(w.data) + off;
-  const std::uintptr_t lo = (b + page - 1) / page * page, hi = (b + len) / page * page;
+  const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(w.data) + off, e = b + len;
+  std::uintptr_t lo = 0, hi = 0;
+  const auto m0 = reinterpret_cast<std::uintptr_t>(w.map_base), m1 = m0 + w.map_len;
+  if (w.map_base && b >= m0 && e <= m1) {
+    constexpr std::uintptr_t kFolio = std::uintptr_t{2} << 20;  // largest page-cache folio (PMD)
+    lo = std::max(m0, b / kFolio * kFolio);
+    hi = std::min(m1, (e + kFolio - 1) / kFolio * kFolio);
+  } else {
+    constexpr std::uintptr_t kPage = 4096;  // no bounds known: only pages wholly inside
+    lo = (b + kPage - 1) / kPage * kPage;
+    hi = e / kPage * kPage;
+  }
   if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 

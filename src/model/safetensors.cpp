@@ -140,6 +140,8 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
       v.name = name;
       v.dtype = *dt;
       v.file = file;
+      v.map_base = map_;
+      v.map_len = size_;
       // numel * dtype size, with overflow detection
       uint64_t numel = 1;
       bool ok = true;

@@ -7,34 +7,16 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/page_buffer.hpp"
+#include "support/test_support.hpp"
 
 namespace llmport {
 namespace {
 
-// The VmFlags line of the mapping of /proc/self/smaps that contains `p`, or "".
-std::string vm_flags_of(const void* p) {
-  const auto addr = reinterpret_cast<std::uintptr_t>(p);
-  std::ifstream in("/proc/self/smaps");
-  std::string line;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    std::uintptr_t lo = 0, hi = 0;
-    char dash = 0;
-    std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
-      inside = lo <= addr && addr < hi;
-      continue;
-    }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
-  }
-  return "";
-}
+std::string vm_flags_of(const void* p) { return test::smaps_line(p, "VmFlags:"); }
 
 bool all_zero(const PageBuffer& b) {
   for (std::size_t i = 0; i < b.size(); ++i)

@@ -39,7 +39,7 @@ TEST(ReferenceRmsnorm, RowsAreIndependentAndWeighted) {
 TEST(ReferenceLinear, GemmAndGemvWithBias) {
   auto be = make_backend("reference");
   const std::vector<float> wv{1, 2, 3, 4, 5, 6};  // W [2, 3]
-  TensorView w{"w", DType::F32, {2, 3}, wv.data(), wv.size() * 4, {}, {}};
+  const TensorView w = TensorView::f32(wv.data(), 2, 3, "w");
   auto lw = be->make_linear(w, DType::F32);
   EXPECT_EQ(lw->n_out, 2);
   EXPECT_EQ(lw->n_in, 3);
@@ -58,7 +58,7 @@ TEST(ReferenceLinear, GemmAndGemvWithBias) {
 TEST(ReferenceLinear, WeightsRoundOnceToTheComputeDtype) {
   auto be = make_backend("reference");
   const std::vector<float> wv{1.00390625f};  // 1 + 2^-8: not a bf16 value (ties to even: 1.0)
-  TensorView w{"w", DType::F32, {1, 1}, wv.data(), 4, {}, {}};
+  const TensorView w = TensorView::f32(wv.data(), 1, 1, "w");
   const float x = 1.0f;
   float y = 0;
   be->linear(*be->make_linear(w, DType::BF16), &x, 1, &y);
@@ -121,7 +121,12 @@ TEST(ReferenceOps, SwigluAddSoftmax) {
 TEST(EmbeddingLookup, RowsAndRangeCheck) {
   const std::vector<uint16_t> table{f32_to_bf16(1.5f), f32_to_bf16(-2.0f), f32_to_bf16(0.25f),
                                     f32_to_bf16(8.0f)};  // [2, 2] bf16
-  TensorView t{"embed", DType::BF16, {2, 2}, table.data(), 8, {}, {}};
+  TensorView t;
+  t.name = "embed";
+  t.dtype = DType::BF16;
+  t.shape = {2, 2};
+  t.data = table.data();
+  t.nbytes = 8;
   const int ids[3] = {1, 0, 1};
   std::vector<float> out(6);
   embedding_lookup(t, DType::BF16, ids, 3, out.data());

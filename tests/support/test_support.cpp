@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <cstring>
@@ -115,6 +116,24 @@ void write_file(const fs::path& p, const std::string& data) {
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   std::ofstream f(p, std::ios::binary);
   f << data;
+}
+
+std::string smaps_line(const void* p, const std::string& key) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = lo <= addr && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind(key, 0) == 0) return line;
+  }
+  return "";
 }
 
 ScopedEnv::~ScopedEnv() {

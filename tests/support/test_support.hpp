@@ -56,6 +56,10 @@ class ScopedEnv {
 std::string read_file(const std::filesystem::path& p);
 void write_file(const std::filesystem::path& p, const std::string& data);
 
+/// The line starting with `key` (e.g. "Rss:", "VmFlags:") in this process's
+/// /proc/self/smaps entry of the mapping that contains `p`, or "" when none does.
+std::string smaps_line(const void* p, const std::string& key);
+
 /// Copies the regular files of the stories260K model into `dst` and sets element 0 of its
 /// F32 tensor `name` to NaN (a damaged checkpoint for the non-finite checks). Throws
 /// std::runtime_error when `name` is missing or not F32.
