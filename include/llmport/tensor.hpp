@@ -43,8 +43,9 @@ struct TensorView {
 /// shared with a neighbouring tensor must go too. Dropping more than asked is harmless: the
 /// mapping is read-only, the page cache keeps the data, a later read faults it back in.
 /// Packing and hashing a 2 GB model this way never makes the file resident beside its copy.
-/// No effect on heap tensors, or with `off + len > w.nbytes`; a view without map bounds
-/// drops only the whole 4 KiB pages inside the range.
+/// No effect on heap tensors, with `off + len > w.nbytes`, or for a range outside the
+/// view's map bounds; a view without map bounds drops only the whole 4 KiB pages inside the
+/// range.
 void release_source_pages(const TensorView& w, std::size_t off, std::size_t len);
 
 /// Reads every page of `w` into this process when `w` lives in a file mapping (w.file set):

@@ -35,11 +35,14 @@ TensorView TensorView::f32(const float* data, int64_t rows, int64_t cols, std::s
 }
 
 void release_source_pages(const TensorView& w, std::size_t off, std::size_t len) {
-  if (w.file.empty() || len == 0 || off + len > w.nbytes) return;
+  if (w.file.empty() || len == 0 || len > w.nbytes || off > w.nbytes - len) return;
   const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(w.data) + off, e = b + len;
   std::uintptr_t lo = 0, hi = 0;
   const auto m0 = reinterpret_cast<std::uintptr_t>(w.map_base), m1 = m0 + w.map_len;
-  if (w.map_base && b >= m0 && e <= m1) {
+  if (w.map_base) {
+    // A range outside the mapping it claims is a caller's bug: dropping it could zero
+    // anonymous memory, so nothing is dropped.
+    if (b < m0 || e > m1) return;
     constexpr std::uintptr_t kFolio = std::uintptr_t{2} << 20;  // largest page-cache folio (PMD)
     lo = std::max(m0, b / kFolio * kFolio);
     hi = std::min(m1, (e + kFolio - 1) / kFolio * kFolio);

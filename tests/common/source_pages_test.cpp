@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "llmport/tensor.hpp"
 
@@ -100,6 +101,11 @@ TEST_F(PatternMap, HeapTensorsAndOutOfRangeRequestsAreLeftAlone) {
   const TensorView w = view(4 * kMiB, 2 * kMiB, 0, kLen);
   release_source_pages(w, kMiB, 2 * kMiB);  // runs past the tensor's end
   release_source_pages(w, 0, 0);
+  release_source_pages(w, 1, std::numeric_limits<std::size_t>::max());  // off + len wraps around
+  EXPECT_TRUE(kept(4 * kMiB));
+  EXPECT_TRUE(kept(5 * kMiB));
+  // A view whose data lies outside the mapping it names (a caller's bug) drops nothing.
+  release_source_pages(view(4 * kMiB, 2 * kMiB, 0, 3 * kMiB), 0, 2 * kMiB);
   EXPECT_TRUE(kept(4 * kMiB));
   EXPECT_TRUE(kept(5 * kMiB));
 }

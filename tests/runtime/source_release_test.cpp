@@ -5,6 +5,7 @@
 // bench memory budget). Measured as the Rss of the mapping in /proc/self/smaps.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <string>
 
 #include "llmport/architecture.hpp"
@@ -25,17 +26,30 @@ long rss_kib_of(const void* p) {
 }
 
 TEST(SourceRelease, ATiedModelLeavesNoCheckpointPageResident) {
+  // tiny-qwen3 (tied, q/k norms) widened so the file spans several 2 MiB folios: a 512 KiB
+  // embedding first, then two 3.2 MiB layers. Layer 1's norm vectors lie 2 MiB and more
+  // past the embedding, so only releasing them after their copy (load_vec) drops the pages
+  // reading them mapped; the tied lm_head, packed last, sweeps just the embedding's span.
+  SynthPreset preset = synth_preset("tiny-qwen3");
+  preset.config["hidden_size"] = 256;
+  preset.config["intermediate_size"] = 2048;
+  preset.config["vocab_size"] = 1024;
   TempDir t;
   SynthOptions so;
-  so.preset = "tiny-qwen3";  // tied, with q/k norms: many small tensors between the linears
   so.out = t.path() / "m";
-  so.vocab_size = 65536;  // an 8 MiB table: the file spans several 2 MiB folios
-  write_synthetic_model(so);
+  write_synthetic_model(so, preset);
   const ModelConfig cfg = load_model_config(so.out);
   ASSERT_TRUE(cfg.tie_word_embeddings);
+  ASSERT_EQ(cfg.n_layers, 2);
   const WeightStore weights = WeightStore::open(so.out, cfg);
-  const TensorView& norm = weights.get(TensorRole::AttnNorm, 0);
+  const TensorView& embed = weights.get(TensorRole::Embed);
+  const TensorView& norm = weights.get(TensorRole::AttnNorm, 1);
   ASSERT_NE(norm.map_base, nullptr);
+  const auto at = [&](const TensorView& v) {
+    return static_cast<const char*>(v.data) - static_cast<const char*>(v.map_base);
+  };
+  ASSERT_GE(at(norm), at(embed) + static_cast<std::ptrdiff_t>(embed.nbytes) + (std::ptrdiff_t{2} << 20))
+      << "the layout this test relies on changed";
   EngineOptions opt;
   opt.backend = "cpu";
   opt.threads = 1;
