@@ -20,6 +20,7 @@
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/engine.hpp"
+#include "llmport/generate.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/registry.hpp"
@@ -350,8 +351,11 @@ TestResult measure_decode(Bench& b) {
 std::vector<TestResult> measure_tests(Bench& b, int need) {
   {  // warmup: page in, spin up threads
     b.eng.reset();
-    b.eng.prefill(b.toks.ids(std::min(8, need - 1)));
-    b.eng.decode_step(b.toks.next());
+    const int n = std::min(8, need - 1);
+    // A model whose logits are NaN/Inf (a NaN weight) is broken: its timings would be
+    // printed as if it worked, so the run stops here as `run` does (GateError: exit 1).
+    check_finite_logits(b.eng.prefill(b.toks.ids(n)), 0, n - 1);
+    check_finite_logits(b.eng.decode_step(b.toks.next()), 1, n);
   }
   std::vector<TestResult> results;
   for (int p : b.p.pps) results.push_back(measure_prefill(b, p));

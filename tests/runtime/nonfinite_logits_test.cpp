@@ -1,5 +1,6 @@
-// A NaN weight must stop `llmport run` with a clear check failure (exit 1), never emit ids;
-// argmax and top-k agree on the best id even when the logits hold NaN.
+// A NaN weight must stop `llmport run` and `llmport bench` with a clear check failure
+// (exit 1), never emit ids or timings; argmax and top-k agree on the best id even when the
+// logits hold NaN.
 #include <cstring>
 #include <limits>
 
@@ -27,6 +28,21 @@ TEST(NonFiniteLogits, RunFailsWithExit1AndNamesStepAndPosition) {
         EXPECT_EQ(r.out, "Once upon a time\n");
       }
     }
+  }
+}
+
+// bench checks its warmup's logits before timing anything: a broken model's speed is not
+// reported as if it worked (before: exit 0, a normal table).
+TEST(NonFiniteLogits, BenchFailsWithExit1BeforeTiming) {
+  TempDir t;
+  copy_stories_with_nan(t.path(), "model.norm.weight");
+  for (const std::string format : {"md", "json"}) {
+    SCOPED_TRACE(format);
+    const auto r = run_llmport({"bench", t.path().string(), "-p", "16", "-n", "4", "-r", "1",
+                                "--no-roofline", "-o", format});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("error: non-finite logits at step 0 (position 7)"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("pp16"), std::string::npos) << r.out;
   }
 }
 
