@@ -33,8 +33,8 @@ int padded_k(int k, DType d) { return d == DType::BF16 ? (k + 1) / 2 * 2 : k; }
 // The mapping is read-only MAP_PRIVATE (SafetensorsFile), so MADV_DONTNEED only unmaps the
 // pages: they stay in the page cache (a second run does not re-read the disk) and a later
 // read (the embedding lookup of an untied table, a kernel-cache hash) faults them back in.
-// Heap tensors (no file) are never touched: DONTNEED would zero them. Only whole pages
-// inside [off, off + len).
+// Heap tensors (no file) are never touched: DONTNEED would zero them. Which span is dropped
+// (the 2 MiB folios around a block, within the file's mapping): release_source_pages.
 std::size_t packed_bytes(int n, int k, DType dtype) {
   const std::size_t panels = static_cast<std::size_t>((n + kPanel - 1) / kPanel);
   return panels * kPanel * padded_k(k, dtype) * dtype_size(dtype);
