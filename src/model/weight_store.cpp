@@ -49,20 +49,33 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   return m;
 }
 
+// True when weight file `p` (model.safetensors, the index or a shard) is there. A path that
+// exists but is no regular file (a directory, a socket) is a WeightsError naming it, not an
+// absent file: taken as absent, `check` accepted such a model and `run` said "no
+// model.safetensors (found model.safetensors)".
+bool weight_file_present(const fs::path& p) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(p, ec);
+  if (!fs::exists(st)) return false;
+  if (!fs::is_regular_file(st))
+    throw WeightsError(p.string() + ": is a " + (fs::is_directory(st) ? "directory" : "special file") +
+                       ", not a weights file");
+  return true;
+}
+
 }  // namespace
 
 std::vector<fs::path> check_safetensors_headers(const fs::path& dir) {
-  std::error_code ec;
   std::vector<fs::path> files;
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
-  if (fs::is_regular_file(single, ec)) {
+  if (weight_file_present(single)) {
     files.push_back(single);
-  } else if (fs::is_regular_file(index, ec)) {
+  } else if (weight_file_present(index)) {
     std::set<std::string> shards;
     for (const auto& [name, shard] : read_weight_map(index)) shards.insert(shard);
     for (const std::string& shard : shards)
-      if (fs::is_regular_file(dir / shard, ec)) files.push_back(dir / shard);
+      if (weight_file_present(dir / shard)) files.push_back(dir / shard);
   }
   for (const fs::path& f : files) {
     const SafetensorsFile validated(f);  // validated on open: mapped, its weight bytes not read
@@ -78,11 +91,11 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
   fs::path origin;  // file named in "missing tensor" errors
-  if (fs::is_regular_file(single, ec)) {
+  if (weight_file_present(single)) {
     origin = single;
     ws.files_.push_back(std::make_shared<SafetensorsFile>(single));
     for (const auto& [name, v] : ws.files_.back()->tensors()) available[name] = &v;
-  } else if (fs::is_regular_file(index, ec)) {
+  } else if (weight_file_present(index)) {
     origin = index;
     const auto weight_map = read_weight_map(index);
     std::map<std::string, std::shared_ptr<SafetensorsFile>> shards;
@@ -90,7 +103,7 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
       auto& sf = shards[shard];
       if (!sf) {
         const fs::path p = dir / shard;
-        if (!fs::is_regular_file(p, ec))
+        if (!weight_file_present(p))
           throw WeightsError(p.string() + ": missing shard (named by model.safetensors.index.json for " + name + ")");
         sf = std::make_shared<SafetensorsFile>(p);
         ws.files_.push_back(sf);

@@ -270,6 +270,27 @@ TEST(Weights, ShardedIndexAndStrayConsolidatedFile) {
   // A missing shard.
   fs::remove(m.dir / shards[1]);
   expect_load_error(m.dir, {shards[1], "missing shard"});
+  // A directory where the index names a shard: named as such, not as a missing shard.
+  fs::create_directory(m.dir / shards[1]);
+  expect_load_error(m.dir, {shards[1] + ": is a directory, not a weights file"});
+}
+
+// A directory named model.safetensors (an unpacked archive, a failed download) is no
+// weights file: every command names it (exit 2), where `check` used to accept the model and
+// `run` said "no model.safetensors ... (found model.safetensors)".
+TEST(Weights, AWeightsPathThatIsADirectoryIsNamed) {
+  ModelCopy m(shared_model("qwen2-tiny"));
+  fs::remove(m.st());
+  fs::create_directory(m.st());
+  const std::string want = m.st().string() + ": is a directory, not a weights file";
+  expect_load_error(m.dir, {want});
+  for (const std::string cmd : {"check", "run"}) {
+    std::vector<std::string> args = {cmd, m.dir.string()};
+    if (cmd == "run") args.insert(args.end(), {"--prompt-ids", "1,2", "-n", "1"});
+    const auto r = test::run_llmport(args);
+    EXPECT_EQ(r.exit_code, kExitBadInput) << cmd << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << cmd << ": " << r.err;
+  }
 }
 
 TEST(Weights, NoWeightFiles) {
