@@ -185,6 +185,30 @@ std::string option_as_value_text(const CLI::App& app, const std::vector<std::str
   return {};
 }
 
+std::string clustered_flag_text(const CLI::App& app, const std::vector<std::string>& args) {
+  const CLI::App* cmd = &app;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w == "--") break;
+    if (w.empty() || w[0] != '-') {  // a subcommand descends; any other word is an argument
+      try {
+        cmd = cmd->get_subcommand(w);
+      } catch (const CLI::OptionNotFound&) {
+      }
+      continue;
+    }
+    const bool single_dash_word = w.size() > 2 && w[1] != '-' && w[2] != '=' &&
+                                  !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
+    const CLI::Option* o = option_named(app, *cmd, single_dash_word ? w.substr(0, 2) : w);
+    if (single_dash_word && (!o || o->get_type_size_min() <= 0 || o->get_expected_min() <= 0))
+      return "unknown option '" + w + "': put an argument that starts with '-' after '--'";
+    if (!single_dash_word && o && w.find('=') == std::string::npos && o->get_type_size_min() > 0 &&
+        o->get_expected_min() > 0)
+      ++i;  // the option's value, whatever it looks like
+  }
+  return {};
+}
+
 std::string out_of_range_text(const std::string& name, const std::string& value) {
   return name + ": " + value + " is out of range";
 }

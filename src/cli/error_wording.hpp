@@ -47,6 +47,14 @@ std::string misplaced_option_text(const CLI::App& app, const std::vector<std::st
 /// after `--` are arguments, and a value given as `--opt=VALUE` is never questioned.
 std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args);
 
+/// "" unless a word starts with one dash and goes on, and its first letter is a flag or no
+/// option at all (`tokenize M -hello`): CLI11 reads it as a cluster of short flags, and the
+/// `-h` in it printed the help and exited 0 instead of tokenizing. Then "unknown option '-hello': put an argument that starts with
+/// '-' after '--'". An attached value of a short option that takes one
+/// (`-n5`), negative numbers and words after `--` are fine. Arguments as for
+/// option_as_value_text.
+std::string clustered_flag_text(const CLI::App& app, const std::vector<std::string>& args);
+
 /// "NAME: VALUE is out of range": the one wording of a number too big (or small) for its option.
 std::string out_of_range_text(const std::string& name, const std::string& value);
 

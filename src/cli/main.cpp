@@ -76,6 +76,12 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << printable(t) << " (see " << cmd << " --help)\n";
     return kExitBadInput;
   }
+  if (const std::string t = cli::clustered_flag_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
+    std::string cmd = "llmport";
+    if (argc > 1 && argv[1][0] != '-') cmd += std::string(" ") + argv[1];
+    std::cerr << "error: " << printable(t) << " (see " << cmd << " --help)\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version

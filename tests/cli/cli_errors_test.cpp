@@ -35,6 +35,33 @@ TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
   EXPECT_EQ(help.err.find("error:"), std::string::npos) << help.err;
 }
 
+// A word of one dash and a flag's letter is a cluster of short flags to CLI11: `-hello`
+// printed the help (the -h in it) and exited 0 instead of tokenizing the text.
+TEST(CliParseErrors, AWordThatStartsWithAFlagLetterIsNotReadAsFlags) {
+  const auto r = run_llmport({"tokenize", stories(), "-hello"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "error: unknown option '-hello': put an argument that starts with '-' after '--' (see llmport "
+            "tokenize --help)\n");
+  const auto other = run_llmport({"tokenize", stories(), "-world"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("unknown option '-world': put an argument that starts with '-' after '--'"),
+            std::string::npos)
+      << other.err;
+  // After `--` it is text: the same ids as "-hello" read from stdin.
+  const auto after = run_llmport({"tokenize", stories(), "--", "-hello"});
+  const auto piped = run_llmport({"tokenize", stories()}, "-hello");
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(nlohmann::json::parse(after.out), nlohmann::json::parse(piped.out));
+  EXPECT_GT(nlohmann::json::parse(after.out).size(), 2u);
+  // An option's value may start with '-', and -h alone is still the help.
+  const auto prompt = run_llmport({"run", stories(), "--prompt", "-hello", "-n", "1", "-t", "1"});
+  EXPECT_EQ(prompt.exit_code, 0) << prompt.err;
+  EXPECT_EQ(run_llmport({"tokenize", "-h"}).exit_code, 0);
+}
+
 // The thread-count message names the machine's limit (4 x its hardware threads).
 std::string threads_error(const std::string& got) {
   return "error: --threads: must be a whole number from 0 (all cores) to " +
