@@ -76,20 +76,35 @@ DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vect
 /// 0.99 (head_dim <= 64), 0.98 (<= 128), 0.97 (> 128).
 double single_block_position_threshold(int head_dim);
 
+/// Whole-tensor cosine the single-block gate requires of layer 0 (and of the embedding).
+inline constexpr double kSingleBlockCosine = 0.99;
+/// Largest whole-tensor relative error ||engine - reference|| / ||reference|| the gate
+/// admits: sqrt(2 (1 - kSingleBlockCosine)) = 0.141, the error a vector of the reference's
+/// length at that cosine has. Cosine alone is blind to scale (a reference x1000 has
+/// cosine 1); this bounds the magnitude with the same budget.
+double single_block_rel_threshold();
+
 /// Outcome of the phase-2 single-block gate.
 struct SingleBlockResult {
   bool pass = false;
-  double whole_cosine = 0;       ///< flattened layer-0 output, >= 0.99 required
+  double whole_cosine = 0;       ///< flattened layer-0 output, >= kSingleBlockCosine required
+  double whole_rel = 0;          ///< ||e - r|| / ||r|| of the flattened layer 0, <= single_block_rel_threshold()
   double min_position_cosine = 0;  ///< >= single_block_position_threshold(head_dim)
   double position_threshold = 0;
+  /// The embedding rows when both sides recorded them (-1 when not compared): the same
+  /// whole-tensor cosine and relative-error bounds.
+  double embedding_cosine = -1, embedding_rel = -1;
   bool has_nan = false;
   int n_positions = 0;
   std::string message;  ///< reason on FAIL, summary on PASS
   nlohmann::json to_json() const;
 };
 
-/// The single-block gate on two prefills' layer-0 outputs (engine vs reference).
-/// Throws UsageError when either lacks layer 0 or they share no position.
+/// The single-block gate on two prefills' layer-0 outputs (engine vs reference): no NaN,
+/// whole cosine >= kSingleBlockCosine, whole relative error <= single_block_rel_threshold(),
+/// per-position min cosine by head_dim; and the embedding rows under the same whole-tensor
+/// bounds when both sides have them. Throws UsageError when either lacks layer 0 or they
+/// share no position.
 SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference,
                                     int head_dim);
 /// Prefills both runners on prompt_ids and applies the single-block gate.

@@ -53,6 +53,10 @@ struct FaultInjection {
 /// Engine construction options.
 struct EngineOptions {
   std::string backend = "cpu";      ///< "reference" | "cpu"
+  /// Implementation level of `backend` (one of backend_levels(backend): cpu "avx512bf16",
+  /// "avx512", "avx2", "scalar"); empty = make_backend's choice (the best this machine runs,
+  /// or LLMPORT_CPU_ISA). A level this machine cannot run is a UsageError.
+  std::string backend_level;
   std::optional<DType> dtype;       ///< compute dtype of weights; default: checkpoint dtype
   int threads = 0;                  ///< 0 = all cores
   /// KV-cache capacity in tokens; 0 = min(cfg.max_seq, kDefaultMaxSeq). Larger than

@@ -193,6 +193,7 @@ struct CosineStats {
   double mean_abs = 0;     ///< mean |a - b|
   double max_rel = 0;      ///< max over positions of ||a - b|| / ||b||
   double mean_rel = 0;     ///< mean over positions of ||a - b|| / ||b||
+  double whole_rel = 0;    ///< ||a - b|| / ||b|| of the flattened arrays (inf when b is 0 and a is not)
   bool has_nan = false;    ///< any NaN/inf in a (the engine side) or b
   std::vector<double> per_position;  ///< [n_rows] cosine per position
 };

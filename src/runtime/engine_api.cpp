@@ -40,7 +40,8 @@ DType checkpoint_dtype(const ModelConfig& cfg, const std::filesystem::path& mode
 Engine::Impl::Impl(const ModelConfig& c, const WeightStore& w, const EngineOptions& o_)
     : cfg(c), weights(w), opt(o_) {
   dtype = opt.dtype ? *opt.dtype : checkpoint_dtype(cfg, weights);
-  backend = make_backend(opt.backend, opt.threads);
+  backend = opt.backend_level.empty() ? make_backend(opt.backend, opt.threads)
+                                      : make_backend_at(opt.backend, opt.backend_level, opt.threads);
   if (opt.threads > 0) backend->set_threads(opt.threads);
   // Before the weights are made: batch-invariant mode also keeps the ISA-flag default
   // tile configs (no kernel probe), so its numerics are the same on every machine.

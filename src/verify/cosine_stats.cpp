@@ -27,7 +27,7 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
   if (n_rows <= 0 || dim <= 0) return s;
   const auto d = static_cast<std::size_t>(dim);
   std::vector<double> sorted;  // [n_rows] cosines, non-finite as -1
-  double sum_abs = 0.0, sum_rel = 0.0;
+  double sum_abs = 0.0, sum_rel = 0.0, all_diff2 = 0.0, all_ref2 = 0.0;
   for (int r = 0; r < n_rows; ++r) {
     const float* ar = a + static_cast<std::size_t>(r) * d;
     const float* br = b + static_cast<std::size_t>(r) * d;
@@ -47,7 +47,12 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
     const double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     s.max_rel = std::max(s.max_rel, std::isnan(rel) ? std::numeric_limits<double>::infinity() : rel);
     sum_rel += rel;
+    all_diff2 += diff2;
+    all_ref2 += ref2;
   }
+  s.whole_rel = all_ref2 > 0 ? std::sqrt(all_diff2 / all_ref2)
+                             : (all_diff2 > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  if (std::isnan(s.whole_rel)) s.whole_rel = std::numeric_limits<double>::infinity();
   const auto n = static_cast<std::size_t>(n_rows);
   s.mean_abs = sum_abs / static_cast<double>(n * d);
   s.mean_rel = sum_rel / static_cast<double>(n);

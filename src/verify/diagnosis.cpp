@@ -144,6 +144,8 @@ double single_block_position_threshold(int head_dim) {
   return 0.97;
 }
 
+double single_block_rel_threshold() { return std::sqrt(2.0 * (1.0 - kSingleBlockCosine)); }
+
 SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference, int head_dim) {
   if (engine.layer_out.empty() || reference.layer_out.empty())
     throw UsageError("single-block gate: a side has no layer-0 output");
@@ -154,17 +156,34 @@ SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStat
   SingleBlockResult r;
   r.n_positions = static_cast<int>(at.size());
   r.position_threshold = single_block_position_threshold(head_dim);
+  const double rel_max = single_block_rel_threshold();
   const CosineStats s = compare_at(engine.layer_out[0], engine.positions, reference.layer_out[0],
                                    reference.positions, at, engine.emb_dim);
   r.whole_cosine = s.whole;
+  r.whole_rel = s.whole_rel;
   r.min_position_cosine = s.min;
   r.has_nan = s.has_nan;
-  r.pass = !s.has_nan && s.whole >= 0.99 && s.min >= r.position_threshold;
-  const std::string nums = "layer 0 over " + std::to_string(r.n_positions) + " positions: whole-tensor cosine " +
-                           verify_detail::fmt_g(s.whole, 6) + " (>= 0.99), per-position min " +
-                           verify_detail::fmt_g(s.min, 6) + " (>= " + verify_detail::fmt_g(r.position_threshold) +
-                           " for head_dim " + std::to_string(head_dim) + ")";
-  r.message = s.has_nan ? "NaN/inf in the layer-0 output; " + nums : nums;
+  r.pass = !s.has_nan && s.whole >= kSingleBlockCosine && s.whole_rel <= rel_max && s.min >= r.position_threshold;
+  using verify_detail::fmt_g;
+  std::string nums = "layer 0 over " + std::to_string(r.n_positions) + " positions: whole-tensor cosine " +
+                     fmt_g(s.whole, 6) + " (>= " + fmt_g(kSingleBlockCosine) + "), relative error " +
+                     fmt_g(s.whole_rel, 4) + " (<= " + fmt_g(rel_max, 3) + "), per-position min cosine " +
+                     fmt_g(s.min, 6) + " (>= " + fmt_g(r.position_threshold) + " for head_dim " +
+                     std::to_string(head_dim) + ")";
+  const auto rows_ok = [&](const HiddenStates& h) {
+    return !h.embedding.empty() &&
+           h.embedding.size() == static_cast<std::size_t>(h.n_rows()) * static_cast<std::size_t>(h.emb_dim);
+  };
+  if (rows_ok(engine) && rows_ok(reference)) {
+    const CosineStats e =
+        compare_at(engine.embedding, engine.positions, reference.embedding, reference.positions, at, engine.emb_dim);
+    r.embedding_cosine = e.whole;
+    r.embedding_rel = e.whole_rel;
+    r.has_nan = r.has_nan || e.has_nan;
+    r.pass = r.pass && !e.has_nan && e.whole >= kSingleBlockCosine && e.whole_rel <= rel_max;
+    nums += "; embedding cosine " + fmt_g(e.whole, 6) + ", relative error " + fmt_g(e.whole_rel, 4);
+  }
+  r.message = r.has_nan ? "NaN/inf in the layer-0 output or embedding; " + nums : nums;
   return r;
 }
 
@@ -179,7 +198,11 @@ nlohmann::json SingleBlockResult::to_json() const {
   return {{"pass", pass},
           {"whole_cosine", whole_cosine},
           {"min_position_cosine", min_position_cosine},
-          {"whole_threshold", 0.99},
+          {"whole_threshold", kSingleBlockCosine},
+          {"whole_rel", whole_rel},
+          {"rel_threshold", single_block_rel_threshold()},
+          {"embedding_cosine", embedding_cosine},
+          {"embedding_rel", embedding_rel},
           {"position_threshold", position_threshold},
           {"has_nan", has_nan},
           {"n_positions", n_positions},

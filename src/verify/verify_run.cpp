@@ -104,7 +104,8 @@ std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
 // the reference's top-k logits they reproduce bit for bit: a golden copied from llmport's
 // own output, in whole or in part, matches one of them exactly on the copied sequences; an
 // independent one almost nowhere. Sides: the oracle and the cpu engine in fp32, bf16 and
-// fp16 (the engine under test is counted along the gate's own teacher-forced run). The
+// fp16 at every ISA level this machine runs (the engine under test is counted along the
+// gate's own teacher-forced run). The
 // first kSelfMatchSteps steps of each sequence are evidence enough and bound the scalar
 // oracle's cost.
 constexpr int kSelfMatchSteps = 4;
@@ -305,31 +306,39 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, const RunnerInfo& engine,
                                                       const std::vector<Prepared>& prompts, int top_k) {
-  std::vector<std::pair<std::string, std::unique_ptr<EngineRunner>>> sides;
-  sides.emplace_back("oracle", make_oracle_runner(cfg, weights, engine_opt.threads));
-  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-    const std::string name(dtype_name(dt));
-    if (engine.backend == "cpu" && engine.dtype == name) continue;  // the engine itself
-    EngineOptions o;
-    o.backend = "cpu";
-    o.dtype = dt;
-    o.threads = engine_opt.threads;
-    sides.emplace_back("cpu " + name + " engine", std::make_unique<EngineRunner>(cfg, weights, o, "engine"));
-  }
   std::vector<SelfMatch> out;
-  for (auto& [name, runner] : sides)
+  auto count_side = [&](const std::string& name, EngineRunner& runner) {
     for (const Prepared& p : prompts) {
       if (!p.golden) continue;
       const auto& steps = p.golden->steps;
       SelfMatch m{name, p.name, 0, 0};
-      runner->prefill(p.ids);
+      runner.prefill(p.ids);
       int pos = static_cast<int>(p.ids.size());
       const int n = std::min<int>(kSelfMatchSteps, static_cast<int>(steps.size()));
       for (int k = 0; k < n; ++k) {
-        if (k > 0) runner->decode_step(steps[static_cast<std::size_t>(k - 1)].token, pos++);
-        count_self_match(steps[static_cast<std::size_t>(k)], runner->last_logits(), m, top_k);
+        if (k > 0) runner.decode_step(steps[static_cast<std::size_t>(k - 1)].token, pos++);
+        count_self_match(steps[static_cast<std::size_t>(k)], runner.last_logits(), m, top_k);
       }
       out.push_back(m);
+    }
+  };
+  count_side("oracle", *make_oracle_runner(cfg, weights, engine_opt.threads));
+  // Every cpu level this machine runs, not only the engine's: a golden written by
+  // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
+  // would otherwise pass as independent. One side at a time, so only one extra copy of the
+  // packed weights is alive.
+  const std::vector<std::string> levels = backend_levels("cpu");
+  for (const std::string& level : levels)
+    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+      const std::string name(dtype_name(dt));
+      if (engine.backend == "cpu" && engine.dtype == name && engine.isa == level) continue;  // the engine itself
+      EngineOptions o;
+      o.backend = "cpu";
+      o.backend_level = level;
+      o.dtype = dt;
+      o.threads = engine_opt.threads;
+      EngineRunner runner(cfg, weights, o, "engine");
+      count_side("cpu " + name + " engine" + (level == levels.front() ? "" : " (" + level + ")"), runner);
     }
   return out;
 }

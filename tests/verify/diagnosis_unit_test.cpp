@@ -1,6 +1,7 @@
 // Diagnosis and single-block gate on hand-built hidden states (no engine needed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -154,6 +155,42 @@ TEST(SingleBlock, PassesIdenticalAndFailsOnOneBadPositionOrNaN) {
   EXPECT_FALSE(rn2.pass);
   EXPECT_TRUE(rn2.has_nan);
   EXPECT_NE(rn2.message.find("NaN"), std::string::npos);
+}
+
+// Cosine is blind to scale: a golden whose layer 0 was multiplied by 1000 had cosine 1
+// and passed phase 2. The relative error bound is the cosine's own budget,
+// sqrt(2 (1 - 0.99)) = 0.1414: 1.1x passes (0.1), 1.2x (0.2) and 1000x (0.999) fail.
+TEST(SingleBlock, ScaleAndTheEmbeddingAreChecked) {
+  EXPECT_NEAR(single_block_rel_threshold(), std::sqrt(0.02), 1e-15);
+  const auto ref = make_record(1, 6, 32, 11);
+  auto scaled = [&](float f) {
+    auto r = ref;
+    for (auto& x : r.hidden.layer_out[0]) x *= f;
+    return r;
+  };
+  const auto big = single_block_gate(ref.hidden, scaled(1000.0f).hidden, 64);
+  EXPECT_NEAR(big.whole_cosine, 1.0, 1e-9);
+  EXPECT_NEAR(big.whole_rel, 0.999, 1e-6);
+  EXPECT_FALSE(big.pass) << big.message;
+  EXPECT_NE(big.message.find("relative error 0.999 (<= 0.141)"), std::string::npos) << big.message;
+  EXPECT_TRUE(single_block_gate(scaled(1.1f).hidden, ref.hidden, 64).pass);
+  EXPECT_FALSE(single_block_gate(scaled(1.2f).hidden, ref.hidden, 64).pass);
+  // Embedding rows, when both sides have them: equal passes, zeroed or scaled fails.
+  auto with_emb = ref;
+  with_emb.hidden.embedding = ref.hidden.layer_out[0];
+  auto ok = single_block_gate(with_emb.hidden, with_emb.hidden, 64);
+  EXPECT_TRUE(ok.pass) << ok.message;
+  EXPECT_NEAR(ok.embedding_cosine, 1.0, 1e-12);
+  auto zero = with_emb;
+  std::fill(zero.hidden.embedding.begin(), zero.hidden.embedding.end(), 0.0f);
+  const auto z = single_block_gate(with_emb.hidden, zero.hidden, 64);
+  EXPECT_FALSE(z.pass) << z.message;
+  EXPECT_EQ(z.embedding_cosine, 0.0);
+  auto emb_big = with_emb;
+  for (auto& x : emb_big.hidden.embedding) x *= 3.0f;
+  EXPECT_FALSE(single_block_gate(with_emb.hidden, emb_big.hidden, 64).pass);
+  // One side without embedding rows: not compared.
+  EXPECT_EQ(single_block_gate(with_emb.hidden, ref.hidden, 64).embedding_cosine, -1.0);
 }
 
 }  // namespace
