@@ -108,7 +108,19 @@ struct DeployOptions {
   int last_phase = kNumPhases - 1;
 };
 
-/// Default deployment name: the model directory's name (or HF id) lower-cased, '/' -> '_'.
+/// Longest deployment name (check_deployment_name).
+inline constexpr std::size_t kMaxDeploymentNameLength = 100;
+
+/// Throws UsageError (one line naming --name) unless `name` is a deployment name:
+/// ^[A-Za-z0-9][A-Za-z0-9._-]*$, at most kMaxDeploymentNameLength characters. The name
+/// becomes a directory, a lock-file name and a word of the generated Makefile and docs, so
+/// only characters that mean nothing to make, the shell or a path are allowed.
+void check_deployment_name(const std::string& name);
+
+/// Default deployment name: the model directory's name (or HF id, '/' -> '_') lower-cased,
+/// every character outside [a-z0-9._-] replaced by '_', leading '.', '-' and '_' dropped,
+/// cut to kMaxDeploymentNameLength ("model" when nothing is left). Always passes
+/// check_deployment_name.
 std::string default_deployment_name(const std::string& model_arg,
                                     const std::filesystem::path& model_dir);
 
@@ -138,6 +150,14 @@ int print_status(const std::filesystem::path& workspace, const std::string& name
 /// Returns 0 when all pass, 1 when any fails or has an unreadable deployment.json (the
 /// others are still re-verified).
 int run_regress(const std::filesystem::path& workspace, std::ostream& out);
+
+/// `verify --deployment DIR` (every `make verify` of a deployment passes it): evaluate's
+/// weight check of the model files in `model_dir` against DIR's deployment.json. Returns ""
+/// when they hash as recorded, else one line naming the files ("weights changed since
+/// deployment: model.safetensors (...)"). Throws UsageError when DIR is not a deployment,
+/// ConfigError when its deployment.json is malformed.
+std::string check_deployed_weights(const std::filesystem::path& deployment_dir,
+                                   const std::filesystem::path& model_dir);
 
 /// Path of the running llmport executable (the evaluator and Makefile call it).
 std::filesystem::path self_executable();

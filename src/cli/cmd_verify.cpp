@@ -8,6 +8,7 @@
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/file_io.hpp"
+#include "llmport/deploy.hpp"
 #include "llmport/dtype.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -29,6 +30,7 @@ struct VerifyArgs {
   std::string report_dir;
   std::string prompts;
   std::string fault;
+  std::string deployment;      // deployment directory whose recorded weight hashes MODEL must match
   std::string kernel_configs;  // report label; default from --registry
   std::string registry;        // writable kernel registry looked up first (tuned configs)
   int max_seq = 0;             // context cap (accepts a sliding window <= the cap)
@@ -43,6 +45,15 @@ int run_verify_cmd(const VerifyArgs& a) {
                      std::string(a.prompts.empty() ? "a golden reference" : "a --prompts file") +
                      " runs every sequence it holds");
   const std::string dir = resolve_model_dir(a.model);
+  // A deployment's `make verify` names the deployment: its gate passing on weights other than
+  // the deployed ones (a tensor rescaled since) would say nothing about it, so those FAIL first.
+  if (!a.deployment.empty()) {
+    const std::string changed = deploy::check_deployed_weights(a.deployment, dir);
+    if (!changed.empty()) {
+      std::cout << "FAIL: " << changed << "\nFAIL" << std::endl;
+      return kExitCheckFailed;
+    }
+  }
   VerifyOptions opt;
   opt.reference = a.reference;
   opt.quick = a.quick;
@@ -114,6 +125,9 @@ Registrar reg{Command{
       sub.add_option("--registry", a->registry,
                      "kernel registry directory looked up before the shipped one (a deployment's registry/)");
       sub.add_option("--max-seq", a->max_seq, "cap the context (tokens)")->check(at_least(1));
+      sub.add_option("--deployment", a->deployment,
+                     "deployment directory (make verify passes it): FAIL unless MODEL's files still hash as its "
+                     "deployment.json records");
       sub.add_option("--kernel-configs", a->kernel_configs, "where the engine's tile configs came from (for the report)")
           ->group("");
       sub.add_option("--inject-fault", a->fault, "test only: plant a fault kind[@layer][=value] in the engine")

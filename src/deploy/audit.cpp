@@ -44,18 +44,35 @@ AuditItem audit_target(const Manifest& m, const std::vector<std::string>& availa
 }
 
 AuditItem audit_weights(const Manifest& m, const std::map<std::string, std::string>& now, const std::string& error) {
-  if (!error.empty()) return row("weight hashes match the manifest", false, error);
+  const std::string check = "weight hashes match the manifest";
+  if (!error.empty()) return row(check, false, "could not hash the model files: " + error);
+  if (m.file_hashes.empty()) return row(check, false, "the manifest records no model files: nothing proves the weights");
   std::vector<std::string> diff;
   for (const auto& [f, h] : m.file_hashes) {
     auto it = now.find(f);
-    if (it == now.end() || it->second != h) diff.push_back(f);
+    if (it == now.end()) diff.push_back(f + " (missing)");
+    else if (it->second != h) diff.push_back(f);
   }
   for (const auto& [f, h] : now)
     if (!m.file_hashes.count(f)) diff.push_back(f + " (new)");
-  if (m.file_hashes.empty()) diff.push_back("the manifest records no model files");
-  return row("weight hashes match the manifest", diff.empty(),
+  // Worded to stand alone: regress and `verify --deployment` print this detail as their
+  // FAIL line.
+  return row(check, diff.empty(),
              diff.empty() ? fmt::format("{} files, content hash {}", now.size(), m.content_hash.substr(0, 16))
-                          : "changed since deployment: " + join(diff, ", "));
+                          : "weights changed since deployment: " + join(diff, ", ") +
+                                " (sha256 differs from deployment.json; redeploy, or restore the files)");
+}
+
+AuditItem audit_model_files(const Manifest& m, const std::filesystem::path& model_dir,
+                            std::map<std::string, FileStat>* stats) {
+  std::map<std::string, std::string> now;
+  std::string err;
+  try {
+    now = hash_model_files(model_dir, stats);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  return audit_weights(m, now, err);
 }
 
 AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now) {

@@ -28,9 +28,15 @@ struct ExpectedDepth {
 std::vector<AuditItem> audit_phases(const Manifest& m);
 /// The target is a backend built into this binary and not the reference kernels.
 AuditItem audit_target(const Manifest& m, const std::vector<std::string>& available_backends);
-/// Model files hash as recorded; `now` empty with `error` set when hashing failed.
+/// Model files hash as recorded; `now` empty with `error` set when hashing failed. A FAIL's
+/// detail is one line naming the files ("weights changed since deployment: ...").
 AuditItem audit_weights(const Manifest& m, const std::map<std::string, std::string>& now,
                         const std::string& error);
+/// audit_weights of the model files in `model_dir` hashed now: the one weight check that
+/// evaluate, regress and `verify --deployment` (`make verify`) share. `stats` receives
+/// each file's FileStat as hashed (regress refreshes the manifest's with them).
+AuditItem audit_model_files(const Manifest& m, const std::filesystem::path& model_dir,
+                            std::map<std::string, FileStat>* stats = nullptr);
 /// A golden reference file still has the sha256 recorded at deployment.
 AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now);
 /// Independence by kind, provenance and content, as the re-run found it (warning: caps).

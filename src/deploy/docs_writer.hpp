@@ -34,4 +34,10 @@ void write_all(const Workspace& ws, const Manifest& m, const ModelConfig& cfg);
 /// make-variable placeholders, e.g. `run $(MODEL) --backend cpu --dtype bf16 ...`.
 std::string engine_flags(const Manifest& m);
 
+/// `s` as the workspace Makefile's text for a value its recipes use inside double quotes
+/// ("$(MODEL)"): escaped for make ('$', '#') and for the shell's double quotes ('$', '`',
+/// '"', '\\'), so any path reaches llmport byte for byte and runs nothing. Also right for a
+/// `make VAR=...` argument. Throws UsageError for a line break (make cannot hold one).
+std::string makefile_dquoted(const std::string& s);
+
 }  // namespace llmport::deploy

@@ -56,14 +56,7 @@ ExpectedDepth expected_depth(const Manifest& m) {
 void add_model_rows(const Manifest& m, std::vector<AuditItem>& a) {
   for (auto& r : audit_phases(m)) a.push_back(std::move(r));
   a.push_back(audit_target(m, available_backends()));
-  std::map<std::string, std::string> now;
-  std::string err;
-  try {
-    now = hash_model_files(m.model_dir);
-  } catch (const std::exception& e) {
-    err = e.what();
-  }
-  a.push_back(audit_weights(m, now, err));
+  a.push_back(audit_model_files(m, m.model_dir));
   std::string ref_sha;
   if (m.reference.kind == "golden" && fs::is_regular_file(m.reference.file)) ref_sha = reference_files_sha256(m.reference.file);
   a.push_back(audit_reference_file(m, ref_sha));
@@ -132,6 +125,9 @@ int evaluate_deployment(const fs::path& deployment_dir, std::ostream& out) {
 
   // ---- re-run verify from a cleared kernel cache
   std::error_code ec;
+  // Phase 7 has already moved a user's files out of the cache (on the user's console);
+  // `llmport evaluate` run by hand does it here.
+  set_aside_user_files_in_kernel_cache(ws.kernel_cache(), std::cerr);
   fs::remove_all(ws.kernel_cache(), ec);
   const bool cleared = !fs::exists(ws.kernel_cache());
   EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);

@@ -12,8 +12,11 @@ namespace llmport::deploy {
 /// Writes `text` to `file` (atomically) and records its sha256 in the workspace's
 /// `.llmport-generated.json`. When `file` exists and differs from what llmport last wrote
 /// there (the recorded hash), the user's version is first renamed to
-/// `<file>.user-<UTC time>` and one `warning:` line on stderr says so. A file llmport has no
-/// record of (an older workspace) is taken as its own. Throws UsageError when a write fails.
+/// `<file>.user-<UTC time>` and one `warning:` line on stderr says so. So is an existing
+/// file that differs from `text` when the record has no usable entry for it (the record is
+/// missing, unreadable, lacks the file or gives it no hash string): llmport cannot tell its
+/// own text from an edit then, and the warning says the record was the reason. Throws
+/// UsageError when a write fails.
 void write_generated(const Workspace& ws, const std::filesystem::path& file, const std::string& text);
 
 }  // namespace llmport::deploy

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <iostream>
+#include <regex>
 #include <set>
 #include <utility>
 
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/quant_plan.hpp"
 #include "llmport/registry.hpp"
 
@@ -27,6 +30,43 @@ int prefill_m_of(const Manifest& m) {
 
 fs::path prefill_snapshot(const fs::path& deployment_dir) {
   return deployment_dir / "phases" / "phase4" / "registry";
+}
+
+// A temporary file of an interrupted atomic write (unique_temp_path: ".<name>.tmp.<ids>").
+bool is_temp_file(const std::string& name) {
+  static const std::regex re(R"(\..+\.tmp\.[0-9.]+)");
+  return std::regex_match(name, re);
+}
+
+// What KernelRegistry::save writes into a registry directory (a snapshot is a copy of one):
+// <kernel>_<dtype>.json holding registry JSON, supported_kernels.md with llmport's marker.
+// Anything else in phase 4's snapshot was put there by someone else.
+bool is_registry_file(const fs::path& dir, const fs::path& f) {
+  if (f.parent_path() != dir) return false;
+  const std::string name = f.filename().string();
+  if (is_temp_file(name)) return true;
+  std::string text;
+  try {
+    text = slurp(f);
+  } catch (const Error&) {
+    return false;
+  }
+  if (name == "supported_kernels.md") return text.find(kSupportedKernelsMarker) != std::string::npos;
+  if (f.extension() != ".json") return false;
+  const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("kernel") && j.contains("dtype") && j.contains("entries");
+}
+
+// Replaces phase 4's snapshot with a copy of the deployment registry as it is now, keeping
+// any file of the user's that was in the old snapshot (set_aside_unknown_files).
+void snapshot_registry(const Context& ctx) {
+  const fs::path snap = prefill_snapshot(ctx.ws.dir());
+  set_aside_unknown_files(
+      snap, [&](const fs::path& f) { return is_registry_file(snap, f); },
+      "phase 4 replaces it with a copy of the deployment registry", std::cerr);
+  fs::remove_all(snap);
+  fs::create_directories(snap.parent_path());
+  fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
 }
 
 std::shared_ptr<KernelSelection> selection(const Manifest& m, const fs::path& dir, ConfigStage stage) {
@@ -151,12 +191,7 @@ SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
   std::vector<RegistryEntry> entries = sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads,
                                                      prefill_m_of(ctx.m), reps, base_dtype_shapes(ctx));
   if (entries.empty()) throw GateError(std::string("kernels sweep recorded no ") + (prefill ? "GEMM" : "GEMV") + " entry");
-  if (prefill) {  // phase 5 compares against phase 4's configs: keep them as they are now
-    fs::path snap = prefill_snapshot(ctx.ws.dir());
-    fs::remove_all(snap);
-    fs::create_directories(snap.parent_path());
-    fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
-  }
+  if (prefill) snapshot_registry(ctx);  // phase 5 compares against phase 4's configs: keep them as they are now
   // Same configs as the previous stage? Compare what each stage's selection gives every
   // linear weight shape.
   const ConfigStage before = prefill ? ConfigStage::Default : ConfigStage::Prefill;
@@ -196,11 +231,20 @@ void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill
     reg.record(kept);
   }
   reg.save();
-  if (prefill) {
-    const fs::path snap = prefill_snapshot(ctx.ws.dir());
-    fs::remove_all(snap);
-    fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
-  }
+  if (prefill) snapshot_registry(ctx);
+}
+
+void set_aside_user_files_in_kernel_cache(const fs::path& cache_dir, std::ostream& warn) {
+  // KernelCache's file names (kernel_cache.hpp): "<content hash>-<kernel key hash>.bin",
+  // and the temporary file of one being written.
+  static const std::regex entry(R"([0-9a-f]+-[0-9a-f]+\.bin)");
+  set_aside_unknown_files(
+      cache_dir,
+      [&](const fs::path& f) {
+        const std::string name = f.filename().string();
+        return f.parent_path() == cache_dir && (std::regex_match(name, entry) || is_temp_file(name));
+      },
+      "the evaluation re-runs verify from an empty kernel cache and removes it", warn);
 }
 
 }  // namespace llmport::deploy

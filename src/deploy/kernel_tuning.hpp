@@ -53,6 +53,12 @@ void keep_previous_configs(Context& ctx, const SweepOutcome& sweep, bool prefill
 EngineOptions stage_engine_options(const Manifest& m, const std::filesystem::path& deployment_dir,
                                    ConfigStage stage, int threads, const FaultInjection& fault = {});
 
+/// Before `cache_dir` (a deployment's kernel_cache/, llmport's: packed weights only) is
+/// removed, moves what is not a packed-weight cache file into `<cache_dir>.user-<time>`
+/// with a `warning:` line on `warn` (set_aside_unknown_files). Throws UsageError when it
+/// cannot (the cache must then stay).
+void set_aside_user_files_in_kernel_cache(const std::filesystem::path& cache_dir, std::ostream& warn);
+
 /// Label verify reports carry for the stage ("heuristic-default", "tuned:<registry dir>").
 std::string stage_label(const std::filesystem::path& deployment_dir, ConfigStage stage);
 

@@ -1,5 +1,8 @@
 #include "deploy/manifest.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -23,6 +26,8 @@ nlohmann::json Manifest::to_json() const {
     ref["file"] = reference.file.string();
     ref["sha256"] = reference_hash;
   }
+  nlohmann::json stats_json = nlohmann::json::object();
+  for (const auto& [f, st] : file_stats) stats_json[f] = {{"size", st.size}, {"mtime_ns", st.mtime_ns}};
   return {{"format", kFormat},
           {"name", name},
           {"model", {{"path", model_dir.string()},
@@ -32,6 +37,7 @@ nlohmann::json Manifest::to_json() const {
                      {"architecture", architecture},
                      {"content_hash", content_hash},
                      {"files", file_hashes},
+                     {"file_stats", stats_json},
                      {"has_tokenizer", has_tokenizer}}},
           {"target", target},
           {"dtype", dtype},
@@ -68,6 +74,9 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     m.architecture = mo.value("architecture", "");
     m.content_hash = mo.value("content_hash", "");
     m.file_hashes = mo.value("files", std::map<std::string, std::string>{});
+    if (mo.contains("file_stats"))
+      for (const auto& [f, st] : mo.at("file_stats").items())
+        m.file_stats[f] = {st.at("size").get<std::uintmax_t>(), st.at("mtime_ns").get<std::int64_t>()};
     m.has_tokenizer = mo.value("has_tokenizer", false);
     m.target = j.at("target").get<std::string>();
     m.dtype = j.at("dtype").get<std::string>();
@@ -127,8 +136,8 @@ int Manifest::first_unpassed() const {
   return kNumPhases;
 }
 
-std::map<std::string, std::string> hash_model_files(const fs::path& model_dir) {
-  std::map<std::string, std::string> out;
+std::vector<std::string> model_file_names(const fs::path& model_dir) {
+  std::vector<std::string> out;
   // With an index only the shards it names are model files (a stray
   // consolidated.safetensors is not read by llmport, so it is not part of the model).
   std::set<std::string> shards;
@@ -147,9 +156,58 @@ std::map<std::string, std::string> hash_model_files(const fs::path& model_dir) {
                   n == "special_tokens_map.json" || n == "chat_template.jinja" ||
                   n == "model.safetensors.index.json" ||
                   (n.ends_with(".safetensors") && (!indexed || shards.count(n)));
-    if (wanted) out[n] = sha256_file(e.path());
+    if (wanted) out.push_back(n);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::map<std::string, std::string> hash_model_files(const fs::path& model_dir, std::map<std::string, FileStat>* stats) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : model_file_names(model_dir)) {
+    // Stat first: a write during the hash then moves the mtime past the recorded one, so
+    // status flags the file rather than trusting a hash of half-old content.
+    if (stats)
+      if (auto st = stat_file(model_dir / n)) (*stats)[n] = *st;
+    out[n] = sha256_file(model_dir / n);
   }
   return out;
+}
+
+std::optional<FileStat> stat_file(const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+  return FileStat{static_cast<std::uintmax_t>(st.st_size),
+                  static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+std::map<std::string, FileStat> stat_model_files(const fs::path& model_dir,
+                                                 const std::map<std::string, std::string>& names) {
+  std::map<std::string, FileStat> out;
+  for (const auto& [n, h] : names)
+    if (auto st = stat_file(model_dir / n)) out[n] = *st;
+  return out;
+}
+
+std::vector<std::string> stat_changed_files(const Manifest& m, const fs::path& model_dir) {
+  std::vector<std::string> changed;
+  std::vector<std::string> now;
+  try {
+    now = model_file_names(model_dir);
+  } catch (const std::exception&) {  // a vanished or unreadable model directory
+    return {model_dir.string() + " (unreadable)"};
+  }
+  // The same file sets audit_weights compares (the hashed files against the model files
+  // now), with a stat in place of each hash.
+  for (const auto& [f, h] : m.file_hashes) {
+    const auto st = std::find(now.begin(), now.end(), f) == now.end() ? std::nullopt : stat_file(model_dir / f);
+    const auto rec = m.file_stats.find(f);
+    if (!st) changed.push_back(f + " (missing)");
+    else if (rec == m.file_stats.end() || !(*st == rec->second)) changed.push_back(f);
+  }
+  for (const auto& f : now)
+    if (!m.file_hashes.count(f)) changed.push_back(f + " (new)");
+  return changed;
 }
 
 std::string combine_hashes(const std::map<std::string, std::string>& hashes) {

@@ -3,8 +3,10 @@
 // reference, per-phase status, chosen kernel configs). The evaluator reads only this file
 // plus what it names.
 #include <array>
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,15 @@
 #include "llmport/deploy.hpp"
 
 namespace llmport::deploy {
+
+/// Size and modification time of a model file when it was hashed: `status` compares these
+/// (a stat per file) instead of re-hashing gigabytes on every call; regress and
+/// `verify --deployment` re-hash.
+struct FileStat {
+  std::uintmax_t size = 0;
+  std::int64_t mtime_ns = 0;  ///< st_mtim, nanoseconds since the Unix epoch
+  bool operator==(const FileStat&) const = default;
+};
 
 struct Manifest {
   static constexpr const char* kFormat = "llmport-deployment/1";
@@ -24,6 +35,9 @@ struct Manifest {
   /// sha256 per model file (config.json, generation_config.json, weight files, tokenizer),
   /// keyed by the file name relative to model_dir.
   std::map<std::string, std::string> file_hashes;
+  /// FileStat per file of file_hashes, taken when they were hashed (empty in manifests
+  /// written before llmport recorded it: status then hashes).
+  std::map<std::string, FileStat> file_stats;
   /// sha256 over the sorted "name:hash" lines of file_hashes: the model's content hash.
   std::string content_hash;
   std::string architecture;
@@ -68,9 +82,24 @@ struct Manifest {
   int first_unpassed() const;
 };
 
-/// Hashes the model files llmport reads (config, generation config, weights, tokenizer).
-/// Returns file -> sha256 (file relative to model_dir).
-std::map<std::string, std::string> hash_model_files(const std::filesystem::path& model_dir);
+/// The model files llmport reads (config, generation config, weights, tokenizer) in
+/// model_dir, relative to it, sorted.
+std::vector<std::string> model_file_names(const std::filesystem::path& model_dir);
+/// Hashes the model files (model_file_names). Returns file -> sha256 (file relative to
+/// model_dir); `stats`, when given, receives each file's FileStat taken before its hash (a
+/// file written while it was hashed then differs from its recorded stat).
+std::map<std::string, std::string> hash_model_files(const std::filesystem::path& model_dir,
+                                                    std::map<std::string, FileStat>* stats = nullptr);
+/// FileStat of one file; nullopt when it cannot be stat'ed.
+std::optional<FileStat> stat_file(const std::filesystem::path& file);
+/// FileStat of each of `names` in model_dir (the ones that can be stat'ed).
+std::map<std::string, FileStat> stat_model_files(const std::filesystem::path& model_dir,
+                                                 const std::map<std::string, std::string>& names);
+/// The cheap check of `status`: the files of m.file_hashes whose size or mtime in model_dir
+/// differ from m.file_stats (or have no stat recorded), "NAME (missing)" for those gone,
+/// "NAME (new)" for model files not hashed at deployment; empty when all match. A match is
+/// no proof (same size and mtime, other bytes): regress and verify hash.
+std::vector<std::string> stat_changed_files(const Manifest& m, const std::filesystem::path& model_dir);
 /// sha256 over the sorted "name:hash\n" lines.
 std::string combine_hashes(const std::map<std::string, std::string>& hashes);
 

@@ -58,7 +58,7 @@ class Phase6 : public Phase {
     fs::remove(log);
     Stopwatch sw;
     int rc = run_process({"make", "--no-print-directory", "-C", ctx.ws.dir().string(), "verify",
-                          "LLMPORT=" + self_executable().string()},
+                          "LLMPORT=" + makefile_dquoted(self_executable().string())},
                          log);
     ctx.runtime_s += sw.seconds();
     num["make_verify_exit"] = rc;

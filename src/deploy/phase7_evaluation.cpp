@@ -3,7 +3,10 @@
 // writes docs/evaluation_report.md; this phase reads back its verdict.
 #include <fmt/format.h>
 
+#include <iostream>
+
 #include "deploy/evaluation_report.hpp"
+#include "deploy/kernel_tuning.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/process.hpp"
 #include "deploy/util.hpp"
@@ -23,6 +26,9 @@ class Phase7 : public Phase {
     fs::remove(report);
     fs::path log = ctx.ws.phase_dir(7) / "evaluate.log";
     fs::remove(log);
+    // The evaluator clears the kernel cache; a user's file there is moved aside first, here,
+    // so the warning reaches the user's console rather than the evaluator's log.
+    set_aside_user_files_in_kernel_cache(ctx.ws.kernel_cache(), std::cerr);
     std::vector<std::string> argv = {self_executable().string(), "evaluate", ctx.ws.dir().string()};
     Stopwatch sw;
     int rc = run_process(argv, log);

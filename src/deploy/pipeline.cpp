@@ -18,6 +18,7 @@
 #include "llmport/compat.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/kernels.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
@@ -50,11 +51,6 @@ std::vector<std::string> deploy_targets() {
   return t;
 }
 
-void check_name(const std::string& n) {
-  if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos)
-    throw UsageError("--name '" + n + "': a deployment name is one path component (no '/')");
-}
-
 std::string passed_summary(const Manifest& m) {
   std::vector<std::string> s;
   for (const auto& p : m.phases) s.push_back(fmt::format("{}:{}", p.phase, status_name(p.status)));
@@ -74,6 +70,19 @@ struct Validated {
   DType base = DType::F32;  // the weights' dtype (a quantized deployment's unquantized tensors)
   QuantType quant = QuantType::None;
 };
+
+// The characters of a deployment name (ASCII only, whatever the locale says).
+bool ascii_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+bool name_char(char c) { return ascii_alnum(c) || c == '.' || c == '_' || c == '-'; }
+
+// A path with a line break cannot be written into the workspace Makefile (nor be one
+// line of a README table); the message shows it escaped, so it stays one line.
+void check_no_line_break(const std::string& path, const std::string& field) {
+  if (path.find_first_of("\n\r") != std::string::npos)
+    throw UsageError(fmt::format("{} {}: a path with a line break cannot be deployed (the workspace Makefile "
+                                 "holds it); rename or move it",
+                                 field, printable(path)));
+}
 
 void check_phase_options(const DeployOptions& opt) {
   auto targets = deploy_targets();
@@ -138,6 +147,7 @@ void resolve_dtype(const DeployOptions& opt, const fs::path& model_dir, Validate
 // Every check a deploy can fail before it writes anything; also settles opt.model_dir and
 // opt.name, which the phases read.
 Validated validate_options(DeployOptions& opt) {
+  if (!opt.name.empty()) check_deployment_name(opt.name);  // first: cheap, and nothing else depends on it
   check_phase_options(opt);
   Validated v;
   if (opt.model_dir.empty()) opt.model_dir = opt.model;
@@ -162,7 +172,13 @@ Validated validate_options(DeployOptions& opt) {
   v.isa = make_backend(opt.target, 1)->isa();
   resolve_dtype(opt, v.model_dir, v);
   opt.name = opt.name.empty() ? default_deployment_name(opt.model, v.model_dir) : opt.name;
-  check_name(opt.name);
+  check_deployment_name(opt.name);  // a derived default passes by construction: kept as a guard
+  // The paths the generated Makefile and docs carry: make has no way to hold a line break
+  // in a variable, so such a path is refused here, before anything is written.
+  check_no_line_break(v.model_dir.string(), "MODEL (model directory)");
+  check_no_line_break(fs::absolute(opt.workspace).string(), "--workspace");
+  if (v.ref.kind == "golden") check_no_line_break(v.ref.file.string(), "--reference");
+  if (!opt.prompts.empty()) check_no_line_break(fs::absolute(opt.prompts).string(), "--prompts");
   return v;
 }
 
@@ -256,6 +272,8 @@ void fill_manifest(Manifest& m, const DeployOptions& opt, const Validated& v,
   m.commit = opt.commit;
   m.max_seq = opt.max_seq.value_or(0);
   m.file_hashes = hashes;
+  // Sizes and mtimes for `status`'s cheap check (status.cpp); taken just after the hashes.
+  m.file_stats = stat_model_files(v.model_dir, hashes);
   m.content_hash = content_hash;
   m.architecture = v.cfg.architecture;
   m.target = opt.target;
@@ -374,6 +392,15 @@ int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws
 
 }  // namespace
 
+void check_deployment_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= kMaxDeploymentNameLength && ascii_alnum(name[0]) &&
+                  std::all_of(name.begin(), name.end(), name_char);
+  if (!ok)
+    throw UsageError(fmt::format("--name '{}': a deployment name is 1-{} characters: letters, digits, '.', '_' "
+                                 "and '-', starting with a letter or digit",
+                                 printable(name), kMaxDeploymentNameLength));
+}
+
 std::string default_deployment_name(const std::string& model_arg, const fs::path& model_dir) {
   std::string n;
   bool is_local = !model_arg.empty() && fs::exists(model_arg);
@@ -388,7 +415,14 @@ std::string default_deployment_name(const std::string& model_arg, const fs::path
   std::transform(n.begin(), n.end(), n.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::replace(n.begin(), n.end(), '/', '_');
-  return n;
+  // A directory name may hold anything ('$', spaces, quotes); the name ends up in the
+  // Makefile and in shell commands of the docs, so it is brought into the set
+  // check_deployment_name allows rather than refused (the user did not choose it).
+  for (char& c : n)
+    if (!name_char(c)) c = '_';
+  n.erase(0, n.find_first_not_of("._-"));
+  if (n.size() > kMaxDeploymentNameLength) n.resize(kMaxDeploymentNameLength);
+  return n.empty() ? std::string("model") : n;
 }
 
 int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {

@@ -1,10 +1,12 @@
 // `llmport regress`: re-verify every deployment of a workspace with its own settings (the
 // deployment's backend, dtype, tuned kernels and reference), one deployment per device at a
-// time (an flock per target, shared by every llmport process on the machine).
+// time (an flock per target, shared by every llmport process on the machine), after checking
+// that the model files still hash as deployment.json records.
 #include <fmt/format.h>
 
 #include <ostream>
 
+#include "deploy/audit.hpp"
 #include "deploy/docs_writer.hpp"
 #include "deploy/kernel_tuning.hpp"
 #include "deploy/manifest.hpp"
@@ -46,20 +48,32 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
       out << fmt::format("{:<28} SKIP (not deployed: phase {} has not passed)\n", m.name, m.first_unpassed());
       continue;
     }
-    FileLock lock(device_lock(m.target));  // one deployment per device at a time
-    fs::path dir = fresh_dir(ws.verify_reports(), "regress");
-    fs::remove(dir);
-    EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
-    VerifyOptions vo = deployment_verify_options(m, eo, dir);
-    vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
     std::string line;
     bool pass = false;
-    try {
-      VerifyResult r = run_verify(m.model_dir, vo);
-      pass = r.pass;
-      line = verify_summary(r);
-    } catch (const std::exception& e) {
-      line = std::string("ERROR: ") + e.what();
+    // The weights first, with evaluate's check: the gate re-run on other weights than the
+    // deployed ones says nothing about the deployment (a tensor scaled by 2% may well still
+    // pass the KLD gate), so changed weights FAIL without it.
+    std::map<std::string, FileStat> stats;
+    const AuditItem weights = audit_model_files(m, m.model_dir, &stats);
+    if (weights.result != "ok") {
+      line = "FAIL: " + weights.detail;
+    } else {
+      // Hashes match: the sizes and mtimes `status` compares are current again (a file
+      // copied back in place keeps its content but not its mtime).
+      m.file_stats = stats;
+      FileLock lock(device_lock(m.target));  // one deployment per device at a time
+      fs::path dir = fresh_dir(ws.verify_reports(), "regress");
+      fs::remove(dir);
+      EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
+      VerifyOptions vo = deployment_verify_options(m, eo, dir);
+      vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
+      try {
+        VerifyResult r = run_verify(m.model_dir, vo);
+        pass = r.pass;
+        line = verify_summary(r);
+      } catch (const std::exception& e) {
+        line = std::string("ERROR: ") + e.what();
+      }
     }
     failed += pass ? 0 : 1;
     m.measured["last regress"] = fmt::format("{} {}", now_iso(), pass ? "PASS" : "FAIL");
@@ -69,6 +83,14 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
   }
   out << fmt::format("regress: {} of {} deployments FAIL or unreadable\n", failed, deps.size());
   return failed ? kExitCheckFailed : kExitOk;
+}
+
+std::string check_deployed_weights(const fs::path& deployment_dir, const fs::path& model_dir) {
+  Workspace ws(fs::weakly_canonical(fs::absolute(deployment_dir)));
+  if (!ws.is_deployment())
+    throw UsageError("--deployment " + deployment_dir.string() + ": not a deployment (no deployment.json)");
+  const AuditItem a = audit_model_files(Manifest::load(ws.manifest()), model_dir);
+  return a.result == "ok" ? "" : a.detail;
 }
 
 }  // namespace llmport::deploy

@@ -1,10 +1,13 @@
-// `llmport status [NAME]`: the phase table of one deployment or of all in a workspace.
+// `llmport status [NAME]`: the phase table of one deployment or of all in a workspace, each
+// with its state (a deployment whose model files changed is not shown as deployed).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <ostream>
 
+#include "deploy/audit.hpp"
 #include "deploy/manifest.hpp"
+#include "deploy/util.hpp"
 #include "deploy/workspace.hpp"
 #include "llmport/error.hpp"
 
@@ -32,13 +35,40 @@ std::string short_status(PhaseStatus s) {
   }
 }
 
+// "" when the model files are still the deployed ones, else what differs. Cheap on purpose:
+// status is run often and a model may be many GB, so it compares each file's size and mtime
+// with those recorded when it was hashed (a stat per file), and says "changed?": a stat
+// that differs is no proof of other bytes, nor one that matches of the same bytes: regress
+// and `make verify` hash. A manifest without recorded stats (written before llmport
+// recorded them) is hashed instead, until a regress records them.
+std::string weights_changed(const Manifest& m) {
+  if (m.file_hashes.empty()) return "";  // nothing recorded to compare with (phase 6 requires it)
+  if (m.file_stats.empty()) {
+    const AuditItem a = audit_model_files(m, m.model_dir);
+    return a.result == "ok" ? "" : a.detail;
+  }
+  const auto changed = stat_changed_files(m, m.model_dir);
+  if (changed.empty()) return "";
+  return "weights changed? " + join(changed, ", ") +
+         ": size or mtime differs from deployment (not verified: `llmport regress` checks the hashes)";
+}
+
 std::string state_of(const Manifest& m) {
-  if (m.needs_human_review) return "needs-human-review";
-  int fu = m.first_unpassed();
-  if (fu == kNumPhases) return "deployed";
-  const auto& p = m.phases[static_cast<std::size_t>(fu)];
-  if (p.status == PhaseStatus::NotRun) return fmt::format("in progress (next: phase {})", fu);
-  return fmt::format("stopped at phase {} ({})", fu, status_name(p.status));
+  std::string state;
+  const int fu = m.first_unpassed();
+  if (m.needs_human_review) {
+    state = "needs-human-review";
+  } else if (fu == kNumPhases) {
+    state = "deployed";
+  } else {
+    const auto& p = m.phases[static_cast<std::size_t>(fu)];
+    state = p.status == PhaseStatus::NotRun ? fmt::format("in progress (next: phase {})", fu)
+                                            : fmt::format("stopped at phase {} ({})", fu, status_name(p.status));
+  }
+  const std::string changed = weights_changed(m);
+  if (changed.empty()) return state;
+  // A deployment whose weights moved is no longer known to be deployed: the word goes.
+  return state == "deployed" ? changed : state + "; " + changed;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <unistd.h>
 
@@ -58,6 +59,39 @@ std::string join(const std::vector<std::string>& v, const std::string& sep) {
     s += v[i];
   }
   return s;
+}
+
+fs::path set_aside_unknown_files(const fs::path& dir, const std::function<bool(const fs::path&)>& ours,
+                                 const std::string& why, std::ostream& warn) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return {};
+  // Listed first, moved after: moving while iterating would skip or revisit entries.
+  std::vector<fs::path> unknown;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    const fs::file_status st = it->symlink_status(ec);
+    if (fs::is_directory(st)) continue;  // judged by what it holds; an empty one holds nothing of the user's
+    if (fs::is_regular_file(st) && ours(it->path())) continue;
+    unknown.push_back(it->path());
+  }
+  if (ec) throw UsageError(dir.string() + ": cannot list it (" + ec.message() + "); nothing in it was removed");
+  if (unknown.empty()) return {};
+  const std::string base = dir.string() + ".user-" + now_compact();
+  fs::path dest = base;
+  for (int n = 2; fs::exists(fs::symlink_status(dest, ec)); ++n) dest = base + "-" + std::to_string(n);
+  for (const fs::path& f : unknown) {
+    const fs::path to = dest / f.lexically_relative(dir);
+    fs::create_directories(to.parent_path(), ec);
+    if (!ec) fs::rename(f, to, ec);
+    if (ec)
+      throw UsageError(f.string() + ": not a file llmport wrote, and cannot be kept as " + to.string() + " (" +
+                       ec.message() + "); nothing in " + dir.string() + " was removed");
+  }
+  warn << "warning: " << dir.string() << " is llmport's (" << why << ") but held " << unknown.size()
+       << (unknown.size() == 1 ? " file" : " files") << " llmport did not write ("
+       << unknown.front().lexically_relative(dir).string() << (unknown.size() > 1 ? ", ..." : "")
+       << "); kept in " << dest.string() << "\n";
+  return dest;
 }
 
 std::string now_iso() { return format_now("%Y-%m-%dT%H:%M:%SZ"); }

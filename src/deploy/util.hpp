@@ -2,6 +2,8 @@
 // Small helpers of the deploy module: timestamps, atomic file writes, content hashes.
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,17 @@ std::string sha256_string(const std::string& s);
 /// with full logits, `side_file`), the sha256 of both hashes, so a swapped side file is a
 /// changed reference.
 std::string reference_files_sha256(const std::filesystem::path& file);
+
+/// Before llmport clears a directory it owns (the kernel cache, a phase's registry
+/// snapshot): every entry under `dir` that `ours` does not recognise (it gets the path; a
+/// non-regular file is never ours) is moved, keeping its path relative to `dir`, into
+/// `<dir>.user-<UTC time>[-n]` beside it, and one `warning:` line on `warn` says which and
+/// where (`why`: what llmport is about to do with `dir`). Returns that directory, empty
+/// when nothing was moved. Throws UsageError when an entry cannot be moved (the caller
+/// must then not clear `dir`).
+std::filesystem::path set_aside_unknown_files(const std::filesystem::path& dir,
+                                              const std::function<bool(const std::filesystem::path&)>& ours,
+                                              const std::string& why, std::ostream& warn);
 
 /// Elements joined by `sep`.
 std::string join(const std::vector<std::string>& v, const std::string& sep);

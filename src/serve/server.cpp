@@ -14,6 +14,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include <httplib.h>
@@ -94,7 +95,8 @@ std::string empty_framing_header() {
 
 // A header section RFC 9112 says to answer 400 (seen raw, as httplib accepts these); "" if fine:
 //  - obs-fold, NUL / CR / bare LF, whitespace before a colon (header_syntax_error);
-//  - an HTTP/1.1 request without exactly one Host header (3.2).
+//  - an HTTP/1.1 request without exactly one Host header (3.2);
+//  - more than one Authorization header.
 std::string head_error(const httplib::Request& req) {
   const RequestReading* r = current_request();
   if (!r) return "";
@@ -104,7 +106,25 @@ std::string head_error(const httplib::Request& req) {
     if (hosts != 1)
       return "an HTTP/1.1 request needs exactly one Host header (got " + std::to_string(hosts) + ")";
   }
+  // RFC 9110 5.3 / 11.6.2: Authorization is not a list field, so two of them are malformed.
+  // httplib reads the first; a proxy in front may check the last, and the two would disagree
+  // on who is authorized. Counted raw, as httplib drops an empty-valued line.
+  const std::size_t auths = raw_header_values(r->raw_head, "Authorization").size();
+  if (auths > 1)
+    return "more than one Authorization header (got " + std::to_string(auths) + "): send exactly one";
   return "";
+}
+
+// Whether an Authorization value carries `key` as Bearer credentials. RFC 9110 11.1/11.4:
+// credentials = auth-scheme 1*SP token68, the scheme case-insensitive ("bearer KEY" is as
+// valid as "Bearer KEY"); the key itself is compared exactly.
+bool bearer_key_matches(const std::string& value, const std::string& key) {
+  constexpr std::string_view scheme = "bearer";
+  if (value.size() <= scheme.size() || value[scheme.size()] != ' ') return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return false;
+  const std::size_t start = value.find_first_not_of(' ', scheme.size());
+  return start != std::string::npos && value.compare(start, std::string::npos, key) == 0;
 }
 
 // A body framing this server does not read (RFC 9112 6.1-6.3); "" if fine:
@@ -416,7 +436,9 @@ class Server {
       // be left on the connection and parsed as the next request. Answered, then closed.
       if (body_left_unread(req)) close_after_response(req);
       if (req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-      if (!opt_.api_key.empty() && req.get_header_value("Authorization") != "Bearer " + opt_.api_key) {
+      // Duplicate Authorization headers were refused above (head_error), so this one is the
+      // only one.
+      if (!opt_.api_key.empty() && !bearer_key_matches(req.get_header_value("Authorization"), opt_.api_key)) {
         send_error(res, 401, "missing or wrong API key: send 'Authorization: Bearer KEY'");
         close_after_response(req);  // the body is not read
         return httplib::Server::HandlerResponse::Handled;

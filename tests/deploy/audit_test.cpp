@@ -3,9 +3,12 @@
 // a defect). The rows are pure functions of the manifest, the re-run and the selection
 // (src/deploy/audit.hpp); tests/deploy/deploy_pipeline_test.cpp runs them end to end.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include "deploy/audit.hpp"
 #include "llmport/verify.hpp"
+#include "support/test_support.hpp"
 
 namespace llmport::deploy {
 namespace {
@@ -80,13 +83,55 @@ TEST(Audit, WeightsRowFailsOnAChangedMissingOrNewFile) {
   changed["model.safetensors"] = "bd";
   auto row = audit_weights(c.m, changed, "");
   EXPECT_EQ(row.result, "FAIL");
-  EXPECT_NE(row.detail.find("model.safetensors"), std::string::npos);
+  // One line naming the file: regress and `verify --deployment` print it as their FAIL line.
+  EXPECT_EQ(row.detail.rfind("weights changed since deployment: model.safetensors (sha256 differs", 0), 0u)
+      << row.detail;
+  auto missing = c.m.file_hashes;
+  missing.erase("model.safetensors");
+  EXPECT_NE(audit_weights(c.m, missing, "").detail.find("model.safetensors (missing)"), std::string::npos);
   auto extra = c.m.file_hashes;
   extra["model-2.safetensors"] = "ee";
   EXPECT_EQ(audit_weights(c.m, extra, "").result, "FAIL");
   EXPECT_EQ(audit_weights(c.m, {}, "cannot read config.json").result, "FAIL");
   c.m.file_hashes.clear();
   EXPECT_EQ(audit_weights(c.m, {}, "").result, "FAIL");  // nothing recorded proves nothing
+}
+
+// The check evaluate, regress and `verify --deployment` share, on real files; and status's
+// cheap size+mtime comparison beside it: it flags a rewrite (new mtime) and a vanished or
+// added file, and is fooled only by a same-size rewrite with the mtime put back.
+TEST(Audit, ModelFilesAreHashedAndStatsCatchARewrite) {
+  test::TempDir t;
+  const auto dir = t.path();
+  test::write_file(dir / "config.json", "{}");
+  test::write_file(dir / "model.safetensors", std::string(64, 'a'));
+  Manifest m;
+  m.file_hashes = hash_model_files(dir, &m.file_stats);
+  ASSERT_EQ(m.file_stats.size(), 2u);
+  EXPECT_EQ(audit_model_files(m, dir).result, "ok");
+  EXPECT_TRUE(stat_changed_files(m, dir).empty());
+
+  const auto mtime = m.file_stats["model.safetensors"].mtime_ns;
+  test::write_file(dir / "model.safetensors", std::string(63, 'a') + "b");  // same size
+  const timespec later[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(mtime / 1000000000) + 5, 0}};
+  ASSERT_EQ(utimensat(AT_FDCWD, (dir / "model.safetensors").c_str(), later, 0), 0);
+  std::map<std::string, FileStat> now;
+  const AuditItem a = audit_model_files(m, dir, &now);
+  EXPECT_EQ(a.result, "FAIL");
+  EXPECT_EQ(a.detail.rfind("weights changed since deployment: model.safetensors ", 0), 0u) << a.detail;
+  EXPECT_NE(now["model.safetensors"].mtime_ns, mtime);
+  EXPECT_EQ(stat_changed_files(m, dir), std::vector<std::string>{"model.safetensors"});
+
+  const timespec back[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(mtime / 1000000000), static_cast<long>(mtime % 1000000000)}};
+  ASSERT_EQ(utimensat(AT_FDCWD, (dir / "model.safetensors").c_str(), back, 0), 0);
+  EXPECT_TRUE(stat_changed_files(m, dir).empty());      // the stat cannot tell
+  EXPECT_EQ(audit_model_files(m, dir).result, "FAIL");  // the hash can
+
+  std::filesystem::remove(dir / "config.json");
+  test::write_file(dir / "model-2.safetensors", "x");
+  EXPECT_EQ(stat_changed_files(m, dir), (std::vector<std::string>{"config.json (missing)", "model-2.safetensors (new)"}));
+  EXPECT_EQ(audit_model_files(m, dir).result, "FAIL");
+  EXPECT_EQ(audit_model_files(m, dir / "nope").result, "FAIL");  // no model directory at all
 }
 
 TEST(Audit, ReferenceFileRowFailsWhenTheGoldenChanged) {

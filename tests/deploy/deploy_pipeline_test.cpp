@@ -341,7 +341,7 @@ TEST(DeployPipeline, PathsWithSpacesAndUserEditsOfGeneratedFiles) {
   const fs::path ws = t.path() / "work space";
   auto r = deploy({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const fs::path dir = ws / "stories 260k";
+  const fs::path dir = ws / "stories_260k";  // the default name, sanitized (no space)
   expect_deployed(dir, "PASS");
   auto mr = run_make({"-C", dir.string(), "run", "PROMPT=Once upon a time", "N_TOKENS=4"});
   EXPECT_EQ(mr.exit_code, 0) << mr.out << mr.err;
@@ -593,6 +593,47 @@ TEST(DeployPipeline, SideFileSwapAndEvaluatorSubstitutionAreCaught) {
   EXPECT_EQ(ev.exit_code, 1) << ev.out << ev.err;
   EXPECT_NE(read_file(dir / "docs/evaluation_report.md").find("| reference file unchanged since deployment | FAIL |"),
             std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// Phase 2 judged the golden's layer 0 by cosine alone and only in the longest sequence: a
+// golden whose layer-0 output was multiplied by 1000 in another sequence passed. Scale and
+// every sequence are checked now; the honest golden written the same way still passes.
+TEST(DeployPipeline, AGoldenWithAScaledLayerZeroStopsAtPhaseTwo) {
+  TempDir t;
+  const llmport::RecordFile honest = llmport::read_record_file(shared_path("models/stories260K/golden/public.json"));
+  const std::string model = shared_path("models/stories260K").string();
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < honest.sequences.size(); ++i)
+    if (honest.sequences[i].prompt_ids.size() > honest.sequences[longest].prompt_ids.size()) longest = i;
+  const std::size_t victim = longest == 0 ? 1 : 0;
+  ASSERT_FALSE(honest.sequences[victim].hidden.layer_out.empty());
+  llmport::RecordFile scaled = honest;
+  for (float& x : scaled.sequences[victim].hidden.layer_out[0]) x *= 1000.0f;
+  for (const auto& [name, rf] : {std::pair{"honest", honest}, std::pair{"scaled", scaled}}) {
+    SCOPED_TRACE(name);
+    const fs::path golden = t.path() / name / "golden.json";
+    fs::create_directories(golden.parent_path());
+    llmport::write_record_file(golden, rf);
+    const std::string ws = (t.path() / name / "ws").string();
+    auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--last-phase", "2"});
+    const json m = load(t.path() / name / "ws" / "stories260k" / "deployment.json");
+    if (std::string(name) == "honest") {
+      EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+      EXPECT_EQ(status_of(m, 2), "PASS");
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    EXPECT_EQ(status_of(m, 2), "FAIL");
+    EXPECT_NE(r.out.find("layer 0 vs the golden (" + std::to_string(honest.sequences.size()) + " sequences; " +
+                         honest.sequences[victim].name + ")"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("relative error 0.999 (<= 0.141)"), std::string::npos) << r.out;
+  }
 }
 
 }  // namespace

@@ -414,6 +414,48 @@ TEST(ServeAuth, ApiKeyIsRequiredOnV1Only) {
   EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
 }
 
+// Two Authorization headers were authorized by the first (httplib's reading): "Bearer sekret"
+// then "Bearer wrong" got 200, the reverse 401, so a proxy checking the last one disagreed.
+// Either order is now a 400 in OpenAI's error shape, before the key is looked at. And the
+// scheme is case-insensitive (RFC 9110 11.1): "bearer sekret" was a 401.
+TEST(ServeAuth, DuplicateAuthorizationIs400AndTheSchemeIsCaseInsensitive) {
+  ServerProcess s({stories(), "--parallel", "1", "--threads", "1", "--api-key", "sekret"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string body = R"({"prompt":"Once","max_tokens":2,"temperature":0})";
+  for (const auto& pair : {std::vector<std::string>{"Authorization: Bearer sekret", "Authorization: Bearer wrong"},
+                           std::vector<std::string>{"Authorization: Bearer wrong", "Authorization: Bearer sekret"},
+                           std::vector<std::string>{"Authorization: Bearer sekret", "Authorization: Bearer sekret"}}) {
+    SCOPED_TRACE(pair[0] + " / " + pair[1]);
+    const auto r = curl("POST", s.url("/v1/completions"), body, pair);
+    EXPECT_EQ(r.status, 400) << r.headers << r.body;
+    const json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error") << r.body;
+    EXPECT_TRUE(j["error"].contains("param") && j["error"].contains("code")) << r.body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("more than one Authorization header"), std::string::npos)
+        << r.body;
+  }
+  // The same on a GET without a body, sent byte for byte (no client merging the lines).
+  const std::string raw = exchange(s.port(), "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                                             "sekret\r\nAuthorization: Bearer wrong\r\nConnection: close\r\n\r\n")
+                              .bytes;
+  EXPECT_EQ(raw.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << raw;
+
+  for (const std::string scheme : {"bearer", "BEARER", "bEaReR"}) {
+    SCOPED_TRACE(scheme);
+    EXPECT_EQ(curl("POST", s.url("/v1/completions"), body, {"Authorization: " + scheme + " sekret"}).status, 200);
+  }
+  EXPECT_EQ(curl("GET", s.url("/v1/models"), "", {"Authorization: Bearer  sekret"}).status, 200);  // 1*SP
+  // Only the scheme is case-insensitive: the key, a missing separator or another scheme is not.
+  for (const std::string v : {"Bearer SEKRET", "Bearersekret", "Basic sekret", "bearer", "Bearer sekret2"}) {
+    SCOPED_TRACE(v);
+    const auto r = curl("GET", s.url("/v1/models"), "", {"Authorization: " + v});
+    EXPECT_EQ(r.status, 401) << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["code"], "invalid_api_key");
+  }
+  EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
+}
+
 // --ctx-size / --parallel above the model's context: each slot holds the model's context,
 // and the server says so (stories260K: max_position_embeddings 512) instead of clamping
 // silently.

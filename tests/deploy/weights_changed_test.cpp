@@ -1,0 +1,182 @@
+// A deployment whose model weights change afterwards (one tensor scaled by 1.02, same file
+// size) is no longer the deployed model: `regress` and the deployment's `make verify` (verify
+// --deployment) hash the files against deployment.json and FAIL naming the file, and `status`
+// stops calling it deployed. Before, all three said PASS / deployed and only `evaluate`'s
+// weight-hash row noticed.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using llmport::test::read_file;
+using llmport::test::run_llmport;
+using llmport::test::RunResult;
+using llmport::test::shared_path;
+using llmport::test::TempDir;
+using llmport::test::write_file;
+using nlohmann::json;
+
+// `make --no-print-directory ARGS` (no shell); stdout, stderr and exit code.
+RunResult run_make(const std::vector<std::string>& args) {
+  int out_p[2], err_p[2];
+  if (pipe(out_p) || pipe(err_p)) throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_p[1], 1);
+    dup2(err_p[1], 2);
+    close(out_p[0]);
+    close(err_p[0]);
+    std::vector<std::string> a = {"make", "--no-print-directory"};
+    a.insert(a.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& s : a) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    execvp("make", argv.data());
+    _exit(127);
+  }
+  close(out_p[1]);
+  close(err_p[1]);
+  auto slurp = [](int fd) {
+    std::string s;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return s;
+  };
+  RunResult r;
+  std::thread t([&] { r.err = slurp(err_p[0]); });
+  r.out = slurp(out_p[0]);
+  t.join();
+  int st = 0;
+  waitpid(pid, &st, 0);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// Multiplies every value of the F32 tensor `name` of a safetensors file by `factor`, in
+// place: same size, same header, other weights.
+void scale_tensor(const fs::path& file, const std::string& name, float factor) {
+  std::string data = read_file(file);
+  uint64_t n = 0;
+  std::memcpy(&n, data.data(), 8);
+  const json header = json::parse(data.substr(8, n));
+  ASSERT_TRUE(header.contains(name)) << name;
+  ASSERT_EQ(header[name]["dtype"], "F32");
+  const uint64_t begin = 8 + n + header[name]["data_offsets"][0].get<uint64_t>();
+  const uint64_t end = 8 + n + header[name]["data_offsets"][1].get<uint64_t>();
+  for (uint64_t off = begin; off + 4 <= end; off += 4) {
+    float v;
+    std::memcpy(&v, data.data() + off, 4);
+    v *= factor;
+    std::memcpy(data.data() + off, &v, 4);
+  }
+  const std::size_t size_before = fs::file_size(file);
+  write_file(file, data);
+  ASSERT_EQ(fs::file_size(file), size_before);
+}
+
+// Sets a file's mtime (nanoseconds since the epoch), as `touch -d` would.
+void set_mtime_ns(const fs::path& file, int64_t ns) {
+  const timespec ts[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}};
+  ASSERT_EQ(utimensat(AT_FDCWD, file.c_str(), ts, 0), 0) << std::strerror(errno);
+}
+
+TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
+  TempDir t;
+  const fs::path model = t.path() / "m3";
+  fs::create_directories(model);
+  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
+    if (e.is_regular_file()) fs::copy_file(e.path(), model / e.path().filename());
+  const fs::path golden = shared_path("models/stories260K/golden/public.json");
+  const std::string ws = (t.path() / "ws").string();
+  auto d = run_llmport({"deploy", model.string(), "--dtype", "q8_0", "--workspace", ws, "--reference",
+                        "golden:" + golden.string(), "--threads", "1", "--quick"});
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  const fs::path dir = fs::path(ws) / "m3";
+  const fs::path weights = model / "model.safetensors";
+  const json manifest = json::parse(read_file(dir / "deployment.json"));
+  ASSERT_TRUE(manifest["model"]["file_stats"].contains("model.safetensors")) << manifest["model"].dump();
+  auto st = run_llmport({"status", "--workspace", ws});
+  ASSERT_EQ(st.exit_code, 0);
+  ASSERT_NE(st.out.find("  deployed\n"), std::string::npos) << st.out;
+
+  const std::string original = read_file(weights);
+  scale_tensor(weights, "model.layers.2.mlp.down_proj.weight", 1.02f);
+
+  // regress: FAIL naming the file, without re-running a gate on other weights.
+  auto rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 1) << rg.out << rg.err;
+  EXPECT_NE(rg.out.find("FAIL: weights changed since deployment: model.safetensors"), std::string::npos) << rg.out;
+  EXPECT_NE(rg.out.find("regress: 1 of 1 deployments FAIL"), std::string::npos) << rg.out;
+  EXPECT_NE(json::parse(read_file(dir / "deployment.json"))["measured"]["last regress"].get<std::string>().find("FAIL"),
+            std::string::npos);
+
+  // make verify (the deployment's Makefile: verify --deployment) and verify itself.
+  auto mv = run_make({"-C", dir.string(), "verify"});
+  EXPECT_NE(mv.exit_code, 0) << mv.out << mv.err;
+  EXPECT_NE(mv.out.find("FAIL: weights changed since deployment: model.safetensors"), std::string::npos) << mv.out;
+  EXPECT_EQ(mv.out.find("PASS"), std::string::npos) << mv.out;
+  auto v = run_llmport({"verify", model.string(), "--dtype", "q8_0", "--reference", "golden:" + golden.string(),
+                        "--deployment", dir.string(), "--report-dir", (t.path() / "r1").string()});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("FAIL: weights changed since deployment: model.safetensors"), std::string::npos) << v.out;
+  // Not a deployment: bad input.
+  auto nd = run_llmport({"verify", model.string(), "--deployment", t.path().string()});
+  EXPECT_EQ(nd.exit_code, 2) << nd.out << nd.err;
+  EXPECT_EQ(nd.err.rfind("error: --deployment ", 0), 0u) << nd.err;
+
+  // status: no longer "deployed", in every view.
+  st = run_llmport({"status", "--workspace", ws});
+  EXPECT_EQ(st.exit_code, 0);
+  EXPECT_EQ(st.out.find("deployed"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("weights changed? model.safetensors"), std::string::npos) << st.out;
+  auto one = run_llmport({"status", "m3", "--workspace", ws});
+  EXPECT_EQ(one.out.rfind("deployment m3: weights changed? model.safetensors", 0), 0u) << one.out;
+  auto js = run_llmport({"status", "--workspace", ws, "--json"});
+  EXPECT_NE(json::parse(js.out)[0]["state"].get<std::string>().find("weights changed?"), std::string::npos) << js.out;
+
+  // Size and mtime put back as recorded: status's cheap check is fooled (documented), the
+  // hash of regress and make verify is not.
+  set_mtime_ns(weights, manifest["model"]["file_stats"]["model.safetensors"]["mtime_ns"].get<int64_t>());
+  rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 1) << rg.out;
+  EXPECT_NE(rg.out.find("FAIL: weights changed since deployment: model.safetensors"), std::string::npos) << rg.out;
+  EXPECT_NE(run_make({"-C", dir.string(), "verify"}).exit_code, 0);
+
+  // The original bytes back (a new mtime): status says "changed?" until a regress hashes
+  // them, passes and records the new mtime; then deployed again, and make verify passes.
+  write_file(weights, original);
+  st = run_llmport({"status", "--workspace", ws});
+  EXPECT_NE(st.out.find("weights changed? model.safetensors"), std::string::npos) << st.out;
+  rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 0) << rg.out << rg.err;
+  EXPECT_NE(rg.out.find("regress: 0 of 1 deployments FAIL"), std::string::npos) << rg.out;
+  st = run_llmport({"status", "--workspace", ws});
+  EXPECT_NE(st.out.find("  deployed\n"), std::string::npos) << st.out;
+  mv = run_make({"-C", dir.string(), "verify"});
+  EXPECT_EQ(mv.exit_code, 0) << mv.out << mv.err;
+
+  // A manifest written before llmport recorded sizes and mtimes: status hashes instead.
+  json old = json::parse(read_file(dir / "deployment.json"));
+  old["model"].erase("file_stats");
+  write_file(dir / "deployment.json", old.dump(2));
+  st = run_llmport({"status", "--workspace", ws});
+  EXPECT_NE(st.out.find("  deployed\n"), std::string::npos) << st.out;
+  scale_tensor(weights, "model.layers.2.mlp.down_proj.weight", 1.02f);
+  st = run_llmport({"status", "--workspace", ws});
+  EXPECT_EQ(st.out.find("deployed"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("weights changed since deployment: model.safetensors"), std::string::npos) << st.out;
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+// What a deployment workspace must never do with what a user wrote: run it (a --name, a
+// model or workspace path in the generated Makefile) or lose it (an edited generated file
+// when llmport's record of them is damaged, a user's file in kernel_cache/ or in phase 4's
+// registry snapshot).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "deploy/process.hpp"
+#include "llmport/deploy.hpp"
+#include "llmport/error.hpp"
+#include "support/test_support.hpp"
+
+namespace {
+namespace fs = std::filesystem;
+using llmport::test::read_file;
+using llmport::test::run_llmport;
+using llmport::test::RunResult;
+using llmport::test::shared_path;
+using llmport::test::TempDir;
+using llmport::test::write_file;
+
+RunResult deploy(std::vector<std::string> args) {
+  args.insert(args.begin(), "deploy");
+  args.insert(args.end(), {"--threads", "1", "--quick"});
+  return run_llmport(args);
+}
+
+// `make --no-print-directory -C dir args...` without a shell (the paths hold shell syntax);
+// exit code, and its output in `log`.
+int make_in(const fs::path& dir, const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> argv = {"make", "--no-print-directory", "-C", dir.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return llmport::deploy::run_process(argv, log);
+}
+
+// Every file under `root` whose name starts with `prefix`.
+std::vector<fs::path> files_named(const fs::path& root, const std::string& prefix) {
+  std::vector<fs::path> v;
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) v.push_back(e.path());
+  return v;
+}
+
+void copy_stories(const fs::path& dst) {
+  fs::create_directories(dst);
+  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
+    if (e.is_regular_file()) fs::copy_file(e.path(), dst / e.path().filename());
+}
+
+// The one line of stderr starting with `prefix` ("" when none).
+std::string line_with(const std::string& err, const std::string& needle) {
+  const auto at = err.find(needle);
+  if (at == std::string::npos) return "";
+  const auto begin = err.rfind('\n', at);
+  const auto end = err.find('\n', at);
+  return err.substr(begin == std::string::npos ? 0 : begin + 1,
+                    end == std::string::npos ? std::string::npos : end - (begin == std::string::npos ? 0 : begin + 1));
+}
+
+TEST(DeployName, DerivedDefaultsAreSanitizedIntoTheAllowedSet) {
+  TempDir t;
+  const auto name_of = [&](const std::string& dir) {
+    fs::create_directories(t.path() / dir);
+    return llmport::deploy::default_deployment_name((t.path() / dir).string(), t.path() / dir);
+  };
+  EXPECT_EQ(name_of("Stories 260K"), "stories_260k");
+  EXPECT_EQ(name_of("a$(shell touch PWNED)b"), "a__shell_touch_pwned_b");
+  EXPECT_EQ(name_of(".hidden-Model"), "hidden-model");
+  EXPECT_EQ(name_of("$$$"), "model");
+  EXPECT_EQ(name_of(std::string(150, 'x')), std::string(100, 'x'));
+  EXPECT_EQ(llmport::deploy::default_deployment_name("Org/Na me`x`@main", t.path() / "cache"), "org_na_me_x_");
+  for (const std::string& dir : std::vector<std::string>{"Stories 260K", "a$(shell touch PWNED)b", ".hidden-Model", "$$$"})
+    EXPECT_NO_THROW(llmport::deploy::check_deployment_name(name_of(dir))) << dir;
+}
+
+TEST(DeployName, OnlyTheSafeSetIsAccepted) {
+  using llmport::deploy::check_deployment_name;
+  for (const std::string& ok : std::vector<std::string>{"a", "stories260k", "Qwen_Qwen3-0.6B", "9.x_y-z", std::string(100, 'n')})
+    EXPECT_NO_THROW(check_deployment_name(ok)) << ok;
+  for (const std::string& bad : std::vector<std::string>{"", ".", "..", ".hidden", "-x", "_x", "a b", "a/b", "a$b", "a\nb", "a'b", "a\"b",
+                                "a;b", "a`b`", "a#b", "é", std::string(101, 'n')})
+    EXPECT_THROW(check_deployment_name(bad), llmport::UsageError) << bad;
+}
+
+// `--name 'b$(touch SHPWN)c'` ran the command on `make run`, `--name 'a$(shell touch
+// PWNED)b'` even on `make -n compile`, and a newline broke the Makefile: each is refused
+// with exit 2 and a one-line error naming --name, and nothing is created.
+TEST(DeployCli, UnsafeNamesAreRefusedBeforeAnythingIsWritten) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const fs::path ws = t.path() / "ws";
+  for (const std::string& name : std::vector<std::string>{"b$(touch SHPWN)c", "a$(shell touch PWNED)b", "a\nb", "a b", "../x", ".hidden",
+                                 "a`touch X`", std::string(101, 'n')}) {
+    SCOPED_TRACE(name);
+    const auto r = deploy({model, "--workspace", ws.string(), "--name", name, "--last-phase", "0"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("error: --name '", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find("letters, digits"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(ws));
+  }
+  EXPECT_TRUE(files_named(t.path(), "SHPWN").empty());
+  EXPECT_TRUE(files_named(t.path(), "PWNED").empty());
+}
+
+// A model directory and a workspace whose paths hold '$', command substitutions, quotes, a
+// backquote, a backslash, '#' and spaces deploy; the default name is sanitized; `make -n`
+// of every target and a real `make run` run nothing but llmport (the model is found, so
+// the path reached it byte for byte).
+TEST(DeployPipeline, ShellAndMakeSyntaxInPathsRunsNothing) {
+  TempDir t;
+  const std::string evil = "St $(touch PWNED1) $(shell touch PWNED2) `touch PWNED3` $HOME 'q' \"d\" \\x #h";
+  const fs::path model = t.path() / ("models " + evil) / evil;
+  copy_stories(model);
+  const fs::path ws = t.path() / ("ws $(touch PWNED4) " + evil);
+  const auto r = deploy({model.string(), "--workspace", ws.string(), "--last-phase", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path dir = ws / "st___touch_pwned1____shell_touch_pwned2___touch_pwned3___home__q___d___x__h";
+  ASSERT_TRUE(fs::is_regular_file(dir / "Makefile")) << r.out;
+  const fs::path log = t.path() / "make.log";
+  for (const char* target : {"run", "verify", "verify-full", "diagnosis", "profile", "bench", "compile", "clean"})
+    EXPECT_EQ(make_in(dir, {"-n", target}, log), 0) << target << "\n" << read_file(log);
+  ASSERT_EQ(make_in(dir, {"run", "N_TOKENS=2"}, log), 0) << read_file(log);
+  EXPECT_NE(read_file(log).find("Once upon a time"), std::string::npos) << read_file(log);
+  // `make -n` prints the commands as the shell gets them: the model path appears escaped.
+  for (const char* p : {"PWNED1", "PWNED2", "PWNED3", "PWNED4"}) EXPECT_TRUE(files_named(t.path(), p).empty()) << p;
+}
+
+// With the record of generated files missing, unreadable or mistyped, an edited README.md
+// or phase_timing.md was overwritten without a word; now it is kept as <file>.user-<time>
+// with a warning naming the record.
+TEST(DeployPipeline, EditsSurviveAMissingOrDamagedRecordOfGeneratedFiles) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  ASSERT_EQ(deploy({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
+  const fs::path record = dir / ".llmport-generated.json";
+  ASSERT_TRUE(fs::is_regular_file(record));
+  struct Case {
+    std::string damage;    // what is done to the record
+    std::string contents;  // "": removed
+    std::string says;      // the warning's reason
+  };
+  const std::vector<Case> cases = {{"missing", "", "is missing"},
+                                   {"garbage", "garbage{", "is unreadable"},
+                                   {"wrong types", "{\"README.md\":5,\"docs/development_progress/phase_timing.md\":[]}",
+                                    "has a malformed entry for it"}};
+  int round = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.damage);
+    ++round;
+    if (c.contents.empty()) fs::remove(record);
+    else write_file(record, c.contents);
+    const std::string edit = "\nUSER EDIT " + std::to_string(round) + "\n";
+    const fs::path readme = dir / "README.md", timing = dir / "docs/development_progress/phase_timing.md";
+    write_file(readme, read_file(readme) + edit);
+    write_file(timing, read_file(timing) + edit);
+    const auto r = deploy({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "0"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    for (const fs::path& f : {readme, timing}) {
+      EXPECT_EQ(read_file(f).find(edit), std::string::npos) << f;  // regenerated
+      int kept = 0;
+      for (const auto& copy : files_named(f.parent_path(), f.filename().string() + ".user-"))
+        kept += read_file(copy).find(edit) != std::string::npos;
+      EXPECT_EQ(kept, 1) << f;
+      // README.md, written first, is told the damage; the record is rewritten then, so a
+      // file written later may be told the record has no entry for it.
+      const std::string w = line_with(r.err, "warning: " + f.string() + " may hold your edits");
+      EXPECT_TRUE(w.find(".llmport-generated.json) " + c.says) != std::string::npos ||
+                  (f != readme && w.find(".llmport-generated.json) has no entry for it") != std::string::npos))
+          << r.err;
+      EXPECT_NE(w.find("kept as " + f.filename().string() + ".user-"), std::string::npos) << r.err;
+    }
+  }
+}
+
+// A user's file in kernel_cache/ (cleared by the evaluation) and in phase 4's registry
+// snapshot (replaced by phase 4) was deleted without a word; now it is moved into
+// <dir>.user-<time>/ with a warning, and llmport's own files there are still cleared.
+TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden, "--last-phase", "4"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const fs::path snap = dir / "phases/phase4/registry";
+  ASSERT_TRUE(fs::is_directory(snap));
+  write_file(snap / "mine.txt", "my snapshot notes");
+  write_file(snap / "sub/notes.json", "{\"mine\": true}");
+  const auto again = deploy({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
+                             "--last-phase", "4"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_FALSE(fs::exists(snap / "mine.txt"));
+  const auto kept_snap = files_named(dir / "phases/phase4", "registry.user-");
+  ASSERT_EQ(kept_snap.size(), 1u) << again.err;
+  EXPECT_EQ(read_file(kept_snap[0] / "mine.txt"), "my snapshot notes");
+  EXPECT_EQ(read_file(kept_snap[0] / "sub/notes.json"), "{\"mine\": true}");
+  EXPECT_FALSE(fs::exists(kept_snap[0] / "supported_kernels.md"));  // llmport's own: not "kept"
+  EXPECT_NE(line_with(again.err, "warning: " + snap.string() + " is llmport's").find("kept in " + kept_snap[0].string()),
+            std::string::npos)
+      << again.err;
+
+  // The evaluator (phase 7's fresh process) clears kernel_cache/.
+  const fs::path cache = dir / "kernel_cache";
+  fs::create_directories(cache);
+  write_file(cache / "mine.txt", "my cache notes");
+  write_file(cache / "0123456789abcdef-fedcba9876543210.bin", "a stale cache entry");
+  const auto ev = run_llmport({"evaluate", dir.string()});
+  EXPECT_FALSE(fs::exists(cache / "mine.txt"));
+  EXPECT_FALSE(fs::exists(cache / "0123456789abcdef-fedcba9876543210.bin"));
+  const auto kept_cache = files_named(dir, "kernel_cache.user-");
+  ASSERT_EQ(kept_cache.size(), 1u) << ev.out << ev.err;
+  EXPECT_EQ(read_file(kept_cache[0] / "mine.txt"), "my cache notes");
+  EXPECT_FALSE(fs::exists(kept_cache[0] / "0123456789abcdef-fedcba9876543210.bin"));
+  EXPECT_NE(line_with(ev.err, "warning: " + cache.string() + " is llmport's").find("(mine.txt)"), std::string::npos)
+      << ev.err;
+}
+
+}  // namespace
