@@ -157,7 +157,14 @@ const CLI::Option* option_named(const CLI::App& app, const CLI::App& cmd, const 
 }
 }  // namespace
 
-std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args) {
+namespace {
+bool takes_value(const CLI::Option* o) { return o && o->get_type_size_min() > 0 && o->get_expected_min() > 0; }
+
+// Calls f(cmd, i) for every word args[i] before `--` that starts with '-', `cmd` being the
+// (sub)command it belongs to; returns the first text f returns ("" to go on). A word that
+// names an option taking a separate value skips that value, whatever it looks like.
+template <class F>
+std::string scan_option_words(const CLI::App& app, const std::vector<std::string>& args, F&& f) {
   const CLI::App* cmd = &app;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& w = args[i];
@@ -169,44 +176,39 @@ std::string option_as_value_text(const CLI::App& app, const std::vector<std::str
       }
       continue;
     }
-    const CLI::Option* o = option_named(app, *cmd, w);
-    if (!o || w.find('=') != std::string::npos || o->get_type_size_min() <= 0 || o->get_expected_min() <= 0)
-      continue;
+    if (std::string t = f(*cmd, i); !t.empty()) return t;
+    if (w.find('=') == std::string::npos && takes_value(option_named(app, *cmd, w))) ++i;
+  }
+  return {};
+}
+}  // namespace
+
+std::string option_as_value_text(const CLI::App& app, const std::vector<std::string>& args) {
+  return scan_option_words(app, args, [&](const CLI::App& cmd, std::size_t i) -> std::string {
+    const std::string& w = args[i];
+    const CLI::Option* o = option_named(app, cmd, w);
+    if (w.find('=') != std::string::npos || !takes_value(o)) return {};
+    if (i + 1 >= args.size() || args[i + 1] == "--" || !option_named(app, cmd, args[i + 1])) return {};
     // CLI11 keeps the '=' of a short option's "-o=V" in the value: the hint names the long
     // form where there is one, else the attached "-oVALUE".
     const std::string form = !o->get_lnames().empty() ? "--" + o->get_lnames().front() + "=VALUE"
                              : w.size() == 2        ? w + "VALUE"
                                                     : w + "=VALUE";
-    if (i + 1 < args.size() && args[i + 1] != "--" && option_named(app, *cmd, args[i + 1]))
-      return w + ": expected a value, got the option " + args[i + 1].substr(0, args[i + 1].find('=')) + " (write " +
-             form + " for a value that starts with '-')";
-    ++i;  // the value
-  }
-  return {};
+    return w + ": expected a value, got the option " + args[i + 1].substr(0, args[i + 1].find('=')) + " (write " +
+           form + " for a value that starts with '-')";
+  });
 }
 
 std::string clustered_flag_text(const CLI::App& app, const std::vector<std::string>& args) {
-  const CLI::App* cmd = &app;
-  for (std::size_t i = 0; i < args.size(); ++i) {
+  return scan_option_words(app, args, [&](const CLI::App& cmd, std::size_t i) -> std::string {
     const std::string& w = args[i];
-    if (w == "--") break;
-    if (w.empty() || w[0] != '-') {  // a subcommand descends; any other word is an argument
-      try {
-        cmd = cmd->get_subcommand(w);
-      } catch (const CLI::OptionNotFound&) {
-      }
-      continue;
-    }
     const bool single_dash_word = w.size() > 2 && w[1] != '-' && w[2] != '=' &&
                                   !std::isdigit(static_cast<unsigned char>(w[1])) && w[1] != '.';
-    const CLI::Option* o = option_named(app, *cmd, single_dash_word ? w.substr(0, 2) : w);
-    if (single_dash_word && (!o || o->get_type_size_min() <= 0 || o->get_expected_min() <= 0))
+    // `-n5` is -n with its value attached; `-hello` is no option CLI11 should see.
+    if (single_dash_word && !takes_value(option_named(app, cmd, w.substr(0, 2))))
       return "unknown option '" + w + "': put an argument that starts with '-' after '--'";
-    if (!single_dash_word && o && w.find('=') == std::string::npos && o->get_type_size_min() > 0 &&
-        o->get_expected_min() > 0)
-      ++i;  // the option's value, whatever it looks like
-  }
-  return {};
+    return {};
+  });
 }
 
 std::string out_of_range_text(const std::string& name, const std::string& value) {

@@ -2,7 +2,6 @@
 // shared tiny models (stories260K, every synthetic model), their goldens, a planted fault
 // and the rejected architectures of shared/configs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +9,6 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -22,48 +20,11 @@ namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
 using llmport::test::run_llmport;
+using llmport::test::run_make;
 using llmport::test::RunResult;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
 using nlohmann::json;
-
-// Runs `make` (no shell) with the given args; stdout and exit code.
-RunResult run_make(const std::vector<std::string>& args) {
-  int out_p[2], err_p[2];
-  if (pipe(out_p) || pipe(err_p)) throw std::runtime_error("pipe");
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_p[1], 1);
-    dup2(err_p[1], 2);
-    close(out_p[0]);
-    close(err_p[0]);
-    std::vector<std::string> a = {"make", "--no-print-directory"};
-    a.insert(a.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : a) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    execvp("make", argv.data());
-    _exit(127);
-  }
-  close(out_p[1]);
-  close(err_p[1]);
-  auto slurp = [](int fd) {
-    std::string s;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
-    close(fd);
-    return s;
-  };
-  RunResult r;
-  std::thread t([&] { r.err = slurp(err_p[0]); });
-  r.out = slurp(out_p[0]);
-  t.join();
-  int st = 0;
-  waitpid(pid, &st, 0);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 json load(const fs::path& p) { return json::parse(read_file(p)); }
 

@@ -6,11 +6,8 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstring>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -20,49 +17,12 @@ namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
 using llmport::test::run_llmport;
+using llmport::test::run_make;
 using llmport::test::RunResult;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
 using llmport::test::write_file;
 using nlohmann::json;
-
-// `make --no-print-directory ARGS` (no shell); stdout, stderr and exit code.
-RunResult run_make(const std::vector<std::string>& args) {
-  int out_p[2], err_p[2];
-  if (pipe(out_p) || pipe(err_p)) throw std::runtime_error("pipe");
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_p[1], 1);
-    dup2(err_p[1], 2);
-    close(out_p[0]);
-    close(err_p[0]);
-    std::vector<std::string> a = {"make", "--no-print-directory"};
-    a.insert(a.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& s : a) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    execvp("make", argv.data());
-    _exit(127);
-  }
-  close(out_p[1]);
-  close(err_p[1]);
-  auto slurp = [](int fd) {
-    std::string s;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
-    close(fd);
-    return s;
-  };
-  RunResult r;
-  std::thread t([&] { r.err = slurp(err_p[0]); });
-  r.out = slurp(out_p[0]);
-  t.join();
-  int st = 0;
-  waitpid(pid, &st, 0);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
 // Multiplies every value of the F32 tensor `name` of a safetensors file by `factor`, in
 // place: same size, same header, other weights.

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "deploy/process.hpp"
 #include "llmport/deploy.hpp"
 #include "llmport/error.hpp"
 #include "support/test_support.hpp"
@@ -17,6 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
 using llmport::test::run_llmport;
+using llmport::test::run_make;
 using llmport::test::RunResult;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
@@ -26,14 +26,6 @@ RunResult deploy(std::vector<std::string> args) {
   args.insert(args.begin(), "deploy");
   args.insert(args.end(), {"--threads", "1", "--quick"});
   return run_llmport(args);
-}
-
-// `make --no-print-directory -C dir args...` without a shell (the paths hold shell syntax);
-// exit code, and its output in `log`.
-int make_in(const fs::path& dir, const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> argv = {"make", "--no-print-directory", "-C", dir.string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  return llmport::deploy::run_process(argv, log);
 }
 
 // Every file under `root` whose name starts with `prefix`.
@@ -120,11 +112,13 @@ TEST(DeployPipeline, ShellAndMakeSyntaxInPathsRunsNothing) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "st___touch_pwned1____shell_touch_pwned2___touch_pwned3___home__q___d___x__h";
   ASSERT_TRUE(fs::is_regular_file(dir / "Makefile")) << r.out;
-  const fs::path log = t.path() / "make.log";
-  for (const char* target : {"run", "verify", "verify-full", "diagnosis", "profile", "bench", "compile", "clean"})
-    EXPECT_EQ(make_in(dir, {"-n", target}, log), 0) << target << "\n" << read_file(log);
-  ASSERT_EQ(make_in(dir, {"run", "N_TOKENS=2"}, log), 0) << read_file(log);
-  EXPECT_NE(read_file(log).find("Once upon a time"), std::string::npos) << read_file(log);
+  for (const char* target : {"run", "verify", "verify-full", "diagnosis", "profile", "bench", "compile", "clean"}) {
+    const auto dry = run_make({"-C", dir.string(), "-n", target});
+    EXPECT_EQ(dry.exit_code, 0) << target << "\n" << dry.out << dry.err;
+  }
+  const auto mr = run_make({"-C", dir.string(), "run", "N_TOKENS=2"});
+  ASSERT_EQ(mr.exit_code, 0) << mr.out << mr.err;
+  EXPECT_NE((mr.out + mr.err).find("Once upon a time"), std::string::npos) << mr.out << mr.err;
   // `make -n` prints the commands as the shell gets them: the model path appears escaped.
   for (const char* p : {"PWNED1", "PWNED2", "PWNED3", "PWNED4"}) EXPECT_TRUE(files_named(t.path(), p).empty()) << p;
 }

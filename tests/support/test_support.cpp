@@ -47,7 +47,9 @@ static std::string slurp_fd(int fd) {
   return s;
 }
 
-RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text) {
+namespace {
+// Runs argv[0] (looked up in PATH unless it holds a '/') with stdin_text on its stdin.
+RunResult run_program(std::vector<std::string> args, const std::string& stdin_text) {
   int in_p[2], out_p[2], err_p[2];
   if (pipe(in_p) || pipe(out_p) || pipe(err_p)) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
@@ -59,15 +61,12 @@ RunResult run_llmport(const std::vector<std::string>& args, const std::string& s
     close(out_p[0]);
     close(err_p[0]);
     std::vector<char*> argv;
-    std::string bin = LLMPORT_BIN;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (auto& a : copy) argv.push_back(a.data());
+    for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     // A hang (e.g. a blocking read of a FIFO) ends the child after 5 minutes (exit 142,
-    // SIGALRM) instead of hanging the test; the alarm survives execv.
+    // SIGALRM) instead of hanging the test; the alarm survives exec.
     alarm(300);
-    execv(bin.c_str(), argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   close(in_p[0]);
@@ -91,6 +90,19 @@ RunResult run_llmport(const std::vector<std::string>& args, const std::string& s
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+}  // namespace
+
+RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text) {
+  std::vector<std::string> argv = {LLMPORT_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(std::move(argv), stdin_text);
+}
+
+RunResult run_make(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"make", "--no-print-directory"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_program(std::move(argv), "");
 }
 
 TempDir::TempDir() {
