@@ -20,10 +20,18 @@ inline constexpr int kMaxJsonDepth = 128;
 /// Largest text file read whole (tokenizer.json of a 256k vocabulary is ~35 MB).
 inline constexpr std::uint64_t kMaxTextFileBytes = 1ull << 30;
 
+/// What a key that appears twice in one object means: `last_wins` keeps the last, as
+/// Python's json and HF transformers do (config.json, tokenizer.json); `distinct` refuses
+/// the file, for files where the two readings would load different data or verdicts
+/// (safetensors headers and indexes, golden records).
+enum class JsonKeys { last_wins, distinct };
+
 /// Parses JSON `text`. Throws ConfigError "<where>: ..." for malformed JSON, nesting deeper
-/// than kMaxJsonDepth, or a number that does not fit a double/64-bit integer.
-nlohmann::json parse_json_text(std::string_view text, const std::string& where);
-nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where);
+/// than kMaxJsonDepth, a number that does not fit a double/64-bit integer, or (`distinct`)
+/// a key that appears twice in one object.
+nlohmann::json parse_json_text(std::string_view text, const std::string& where, JsonKeys keys = JsonKeys::last_wins);
+nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where,
+                                               JsonKeys keys = JsonKeys::last_wins);
 
 /// The reason of a JSON parse failure in llmport's words, one line, without nlohmann's
 /// "[json.exception.parse_error.101]" id: a syntax error as "syntax error at line L,

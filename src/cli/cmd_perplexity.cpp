@@ -61,7 +61,7 @@ Registrar reg{Command{
       add_model_arg(sub, &a->model);
       sub.add_option("-f,--file", a->text, "text file to score");
       sub.add_option("-c,--ctx-size", a->ctx, "chunk length in tokens (default min(512, the model's context))")
-          ->check(at_least(1));
+          ->check(at_least(3));
       sub.add_option("--dtype", a->dtype, "engine compute dtype: bf16|fp16|fp32, or q8_0|q4_0 weight-only quantization of the "
                                           "layer projections (default: checkpoint dtype)");
       sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");

@@ -4,7 +4,6 @@
 // docs/serving.md). A deployment directory (it holds deployment.json) serves its model with
 // its dtype, threads and tuned kernel registry unless the flags say otherwise.
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -13,11 +12,30 @@
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/serve.hpp"
 
 namespace llmport::cli {
 namespace {
+
+// deployment.json's `section.key` (or root `key` when section is empty) as text; "" when
+// absent. Throws ConfigError naming the file and field when it is not a string.
+std::string manifest_text(const nlohmann::json& m, const std::string& section, const std::string& key,
+                          const std::filesystem::path& file) {
+  const nlohmann::json* obj = &m;
+  if (!section.empty()) {
+    if (!m.contains(section)) return "";
+    obj = &m[section];
+    if (!obj->is_object()) throw ConfigError(file.string() + ": " + section + ": expected an object");
+  }
+  if (!obj->contains(key)) return "";
+  const nlohmann::json& v = (*obj)[key];
+  if (!v.is_string())
+    throw ConfigError(file.string() + ": " + (section.empty() ? "" : section + ".") + key + ": expected a string, got " +
+                      v.type_name());
+  return v.get<std::string>();
+}
 
 struct ServeArgs {
   std::string model;
@@ -66,21 +84,22 @@ int run_serve(const ServeArgs& a) {
   const std::filesystem::path manifest = std::filesystem::path(a.model) / "deployment.json";
   if (std::filesystem::is_regular_file(manifest)) {
     // A deployment: its model, dtype, threads and tuned registry.
-    nlohmann::json m;
-    try {
-      std::ifstream f(manifest);
-      m = nlohmann::json::parse(f);
-      dir = m.at("model").at("path").get<std::string>();
-      if (!dtype && m.contains("dtype") && !m.at("dtype").get<std::string>().empty())
-        dtype = m.at("dtype").get<std::string>();
-      if (!a.dtype && lm_head.empty()) lm_head = m.value("quantize_lm_head", "");
-      if (!a.threads) threads = m.value("threads", 0);
-    } catch (const nlohmann::json::exception& e) {
-      throw ConfigError(manifest.string() + ": " + e.what());
-    }
+    const nlohmann::json m = parse_json_text(read_text_file(manifest), manifest.string());
+    if (!m.is_object()) throw ConfigError(manifest.string() + ": expected a JSON object");
+    const std::string path = manifest_text(m, "model", "path", manifest);
+    if (path.empty()) throw ConfigError(manifest.string() + ": model.path: missing or empty");
+    dir = path;
+    if (!dtype && !manifest_text(m, "", "dtype", manifest).empty()) dtype = manifest_text(m, "", "dtype", manifest);
+    if (!a.dtype && lm_head.empty()) lm_head = manifest_text(m, "", "quantize_lm_head", manifest);
+    if (!a.threads && m.contains("threads"))
+      try {
+        threads = static_cast<int>(json_integer(m["threads"], "threads", 0, 4096));
+      } catch (const ConfigError& e) {
+        throw ConfigError(manifest.string() + ": " + e.what());
+      }
+    if (o.model_name.empty()) o.model_name = manifest_text(m, "", "name", manifest);
     if (registry.empty() && std::filesystem::is_directory(std::filesystem::path(a.model) / "registry"))
       registry = (std::filesystem::path(a.model) / "registry").string();
-    if (o.model_name.empty()) o.model_name = m.value("name", "");
   } else {
     dir = resolve_model_dir(a.model);
   }

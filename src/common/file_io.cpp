@@ -10,7 +10,9 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "llmport/error.hpp"
 
@@ -23,14 +25,21 @@ namespace {
 struct TooDeep {};
 
 template <class Json>
-Json parse_bounded(std::string_view text, const std::string& where) {
+Json parse_bounded(std::string_view text, const std::string& where, JsonKeys keys) {
   // The callback runs at every container start with the number of containers already
   // open, before the parser descends: a deep input stops here, long before anything
-  // (conversion, dump, destruction) could recurse on it.
-  auto cb = [](int depth, typename Json::parse_event_t ev, Json&) {
-    if ((ev == Json::parse_event_t::object_start || ev == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw TooDeep{};
+  // (conversion, dump, destruction) could recurse on it. Keys are checked per open object
+  // (an array between two objects holds no keys, so only objects are tracked).
+  std::vector<std::set<std::string>> open;
+  auto cb = [&](int depth, typename Json::parse_event_t ev, Json& parsed) {
+    using E = typename Json::parse_event_t;
+    if ((ev == E::object_start || ev == E::array_start) && depth >= kMaxJsonDepth) throw TooDeep{};
+    if (keys != JsonKeys::distinct) return true;
+    if (ev == E::object_start) open.emplace_back();
+    else if (ev == E::object_end) open.pop_back();
+    else if (ev == E::key && !open.back().insert(parsed.template get<std::string>()).second)
+      throw ConfigError(where + ": key \"" + printable(parsed.template get<std::string>()) +
+                        "\" appears twice in one object (which one counts is ambiguous)");
     return true;
   };
   try {
@@ -68,12 +77,12 @@ std::string json_error_text(const nlohmann::json::exception& e, bool with_line) 
   return "syntax error at " + at + (reason.empty() ? "" : " (" + printable(reason) + ")");
 }
 
-nlohmann::json parse_json_text(std::string_view text, const std::string& where) {
-  return parse_bounded<nlohmann::json>(text, where);
+nlohmann::json parse_json_text(std::string_view text, const std::string& where, JsonKeys keys) {
+  return parse_bounded<nlohmann::json>(text, where, keys);
 }
 
-nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where) {
-  return parse_bounded<nlohmann::ordered_json>(text, where);
+nlohmann::ordered_json parse_ordered_json_text(std::string_view text, const std::string& where, JsonKeys keys) {
+  return parse_bounded<nlohmann::ordered_json>(text, where, keys);
 }
 
 std::string read_text_file(const fs::path& file, std::uint64_t max_bytes) {

@@ -17,7 +17,7 @@ const std::vector<std::string>& tokenizer_files() {
 }
 
 std::vector<std::string> index_shards(const std::filesystem::path& index_file) {
-  const nlohmann::json j = parse_json_text(read_text_file(index_file), index_file.string());
+  const nlohmann::json j = parse_json_text(read_text_file(index_file), index_file.string(), JsonKeys::distinct);
   if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object())
     throw ConfigError(index_file.string() + ": weight_map: missing or not an object");
   std::set<std::string> shards;

@@ -97,7 +97,9 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file
                          std::to_string(size_) + " bytes)");
     json h;
     try {
-      h = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), f);
+      // A tensor name twice: the reader would keep one entry and the other's bytes would
+      // load under no name (huggingface/safetensors refuses the gap as InvalidOffset).
+      h = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes + 8), n), f, JsonKeys::distinct);
     } catch (const ConfigError& e) {
       // "<f>: malformed JSON: ..." / "<f>: JSON nested deeper ..." -> "<f>: malformed JSON header: ..."
       std::string what = e.what();

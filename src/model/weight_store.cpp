@@ -6,6 +6,7 @@
 
 #include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/weights.hpp"
 
@@ -30,7 +31,8 @@ bool ends_with(const std::string& s, std::string_view suf) {
 std::map<std::string, std::string> read_weight_map(const fs::path& index) {
   json j;
   try {
-    j = read_json_file(index);
+    // A tensor listed twice names two shards; which one loads would be a guess.
+    j = parse_json_text(read_text_file(index), index.string(), JsonKeys::distinct);
   } catch (const ConfigError& e) {
     throw WeightsError(e.what());
   }

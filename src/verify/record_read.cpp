@@ -19,28 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 using verify_detail::JsonField;
 
-// The file in file order, each object's keys distinct: with {"producer": "llmport",
-// "producer": "torch"} the reader keeps the last and a person reading the file may well
-// see the first, so such a file is refused (the ordered copy is what the metadata walk reads:
-// fragments side by side are joined in the order they show).
-nlohmann::ordered_json parse_ordered_distinct(const std::string& text, const fs::path& file) {
-  std::vector<std::set<std::string>> open;
-  auto cb = [&](int, nlohmann::ordered_json::parse_event_t ev, nlohmann::ordered_json& parsed) {
-    using E = nlohmann::ordered_json::parse_event_t;
-    if (ev == E::object_start) open.emplace_back();
-    else if (ev == E::object_end) open.pop_back();
-    else if (ev == E::key && !open.back().insert(parsed.get<std::string>()).second)
-      throw ConfigError(file.string() + ": key \"" + printable(parsed.get<std::string>()) +
-                        "\" appears twice in one object (which one counts is ambiguous)");
-    return true;
-  };
-  try {
-    return nlohmann::ordered_json::parse(text, cb);
-  } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(file.string() + ": malformed JSON: " + json_error_text(e));
-  }
-}
-
 std::string opt_str(const JsonField& f, const std::string& key) {
   return f.has(key) && f.raw().at(key).is_string() ? f.at(key).str() : std::string();
 }
@@ -481,9 +459,13 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
 
 RecordFile read_record_file(const std::filesystem::path& file) {
   const std::string text = read_text_file(file);
-  const nlohmann::json j = parse_json_text(text, file.string());  // malformed or too deep: refused here
+  // Malformed, too deep or a key twice in one object: refused here. With {"producer":
+  // "llmport", "producer": "torch"} a reader keeps the last and a person reading the file
+  // may well see the first. The ordered copy is what the metadata walk reads (fragments
+  // side by side are joined in the order they show).
+  const nlohmann::json j = parse_json_text(text, file.string(), JsonKeys::distinct);
   if (!j.is_object()) throw ConfigError(file.string() + ": expected a JSON object");
-  const nlohmann::ordered_json ordered = parse_ordered_distinct(text, file);
+  const nlohmann::ordered_json ordered = parse_ordered_json_text(text, file.string(), JsonKeys::distinct);
   if (j.contains("format") && j["format"].is_string()) {
     const std::string f = j["format"].get<std::string>();
     if (f.rfind("llmport-records/", 0) == 0) {

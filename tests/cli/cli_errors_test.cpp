@@ -86,6 +86,8 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
       {{"check", stories(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
       {{"verify", stories(), "--max-seq", "-3"}, "error: --max-seq: must be >= 1, got -3"},
       {{"diagnosis", stories(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
+      // Positions ctx/2 .. ctx-2 are scored: a chunk of 2 scores nothing.
+      {{"perplexity", stories(), "-f", "x.txt", "-c", "2"}, "error: --ctx-size: must be >= 3, got 2"},
       {{"deploy", stories(), "--threads", "-1"}, threads_error("-1")},
       {{"deploy", stories(), "--threads", "100000"}, threads_error("100000")},
       {{"bench", stories(), "-t", "100000"}, threads_error("100000")},

@@ -323,6 +323,17 @@ std::vector<Case> cases() {
        fs::create_directories(m / "model.safetensors");
      },
      "model.safetensors");
+  // A tensor name twice in the header: one entry would load, the other's bytes under no name.
+  st("tensor_name_twice",
+     [](const fs::path& m) {
+       auto s = read_st(m / "model.safetensors");
+       const auto b = s.header.find("\"model.norm.weight\":");
+       ASSERT_NE(b, std::string::npos);
+       const auto e = s.header.find('}', b);
+       s.header.insert(b, s.header.substr(b, e + 1 - b) + ",");
+       write_st(m / "model.safetensors", s.header, s.data);
+     },
+     "key \"model.norm.weight\" appears twice");
   // huggingface/safetensors refuses a data area its tensors do not cover exactly
   // (InvalidOffset, MetadataIncompleteBuffer); llmport loaded such files silently.
   st("data_appended",
@@ -673,6 +684,21 @@ std::vector<Case> cases() {
   flag("max_seq_huge", [](const fs::path& m) {
     return std::vector<std::string>{"run", m.string(), "--prompt-ids", "1", "--max-seq", "99999999999"};
   }, "--max-seq");
+
+  // ---- a deployment directory whose deployment.json lacks or mistypes what serve reads
+  auto manifest = [&](const std::string& name, const std::string& text, std::string names) {
+    c.push_back({"deployment/" + name,
+                 [text](const fs::path& d, const fs::path&) {
+                   write_file(d / "dep" / "deployment.json", text);
+                   return std::vector<std::string>{"serve", (d / "dep").string(), "--port", "0"};
+                 },
+                 names});
+  };
+  manifest("serve_empty_object", "{}", "deployment.json: model.path: missing or empty");
+  manifest("serve_path_not_text", R"({"model": {"path": 7}})", "deployment.json: model.path: expected a string");
+  manifest("serve_threads_text", R"({"model": {"path": "/nonexistent"}, "threads": "two"})",
+           "deployment.json: field 'threads'");
+  manifest("serve_not_json", "{\"model\":", "deployment.json: malformed JSON");
 
   // ---- output paths (an existing user file is kept)
   auto keep = [](const fs::path& f) {

@@ -106,6 +106,24 @@ TEST(SafetensorsRobustness, HeaderDefectsAreNamed) {
   EXPECT_THROW(SafetensorsFile{t.path() / "absent.safetensors"}, WeightsError);
 }
 
+// A tensor name twice: one entry would load and the other's bytes would sit under no name.
+TEST(SafetensorsRobustness, ATensorNameTwiceIsRefused) {
+  TempDir t;
+  const fs::path f = t.path() / "x.safetensors";
+  test::write_raw_safetensors(f,
+                              R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                              R"("w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})",
+                              std::string(16, '\0'));
+  try {
+    SafetensorsFile sf(f);
+    ADD_FAILURE() << "a header with tensor w twice was opened";
+  } catch (const WeightsError& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed JSON header: key \"w\" appears twice in one object"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Bytes of the data area no tensor claims are reported (huggingface/safetensors refuses such
 // a file), not thrown on open: WeightStore::open names a missing tensor first.
 TEST(SafetensorsRobustness, UnclaimedBytesAreReported) {

@@ -266,6 +266,13 @@ TEST(Weights, ShardedIndexAndStrayConsolidatedFile) {
   test::write_json(m.dir / "model.safetensors.index.json", index);
   expect_load_error(m.dir, {moved, "not in this shard"});
   index["weight_map"][moved] = owner;
+  // The same tensor listed twice, once per shard: which one loads would be a guess.
+  std::string text = index.dump();
+  const std::string entry = "\"" + moved + "\":\"" + owner + "\"";
+  ASSERT_NE(text.find(entry), std::string::npos) << text;
+  text.insert(text.find(entry), "\"" + moved + "\":\"" + (owner == shards[0] ? shards[1] : shards[0]) + "\",");
+  test::write_file(m.dir / "model.safetensors.index.json", text);
+  expect_load_error(m.dir, {"key \"" + moved + "\" appears twice in one object"});
   test::write_json(m.dir / "model.safetensors.index.json", index);
   // A missing shard.
   fs::remove(m.dir / shards[1]);
