@@ -2,9 +2,13 @@
 // log-probs file of --save-logits and the KL-divergence statistics against such a file.
 #include "llmport/perplexity.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -289,8 +293,14 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   } partial;
   std::ofstream save;
   if (opt.save_logits) {
-    if (fs::exists(*opt.save_logits))
+    // O_EXCL refuses any existing path, a symlink too (dangling or not): the log-probs
+    // never land on a file the user did not name as new.
+    const int fd = ::open(opt.save_logits->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST)
       throw UsageError(opt.save_logits->string() + " exists; not overwriting (choose another --save-logits file)");
+    if (fd < 0) throw UsageError(opt.save_logits->string() + ": cannot write the log-probs file: " + std::strerror(errno));
+    ::close(fd);
+    partial.path = *opt.save_logits;
     const nlohmann::json h = {{"format", "llmport-perplexity-logprobs/1"},
                               {"producer", std::string("llmport ") + LLMPORT_VERSION},
                               {"model", dir.string()},
@@ -305,7 +315,6 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     const uint64_t len = hs.size();
     save.open(*opt.save_logits, std::ios::binary);
     if (!save) throw UsageError(opt.save_logits->string() + ": cannot write the log-probs file");
-    partial.path = *opt.save_logits;
     save.write(kLogprobsMagic, 8);
     save.write(reinterpret_cast<const char*>(&len), 8);
     save.write(hs.data(), static_cast<std::streamsize>(hs.size()));

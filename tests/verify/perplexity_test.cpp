@@ -393,6 +393,8 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   test::write_file(t.path() / "short.txt", "Once upon a time");
   test::write_file(t.path() / "junk.bin", "not a log-probs file at all");
   test::write_file(t.path() / "exists.bin", "user data");
+  // A dangling symlink: writing through it would create a file the user never named.
+  fs::create_symlink(t.path() / "elsewhere.bin", t.path() / "dangling.bin");
   test::write_file(t.path() / "latin1.txt", "caf\xe9 au lait, once upon a time there was a dog");
   fs::create_directory(t.path() / "adir.txt");
   const std::string m = stories_dir().string(), txt = ppl_text().string();
@@ -406,10 +408,11 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
                         Case{{"-f", (t.path() / "latin1.txt").string(), "-c", "8"},
                              "latin1.txt: text to tokenize is not valid UTF-8 (byte offset 3)"},
                         Case{{"-f", (t.path() / "short.txt").string(), "-c", "64"}, "shorter than one chunk"},
-                        Case{{"-f", txt, "-c", "2"}, "at least 3"},
+                        Case{{"-f", txt, "-c", "2"}, "--ctx-size: must be >= 3, got 2"},
                         Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
                         Case{{"-f", txt, "--kl-divergence-base", (t.path() / "junk.bin").string()}, "not an llmport"},
                         Case{{"-f", txt, "--save-logits", (t.path() / "exists.bin").string()}, "not overwriting"},
+                        Case{{"-f", txt, "--save-logits", (t.path() / "dangling.bin").string()}, "not overwriting"},
                         Case{{"-f", txt, "-o", "xml"}, "-o"},
                         Case{{"-f", txt, "--dtype", "q5_1"}, "unknown dtype 'q5_1'"}}) {
     std::vector<std::string> args = {"perplexity", m, "-t", "1"};
@@ -421,6 +424,7 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
   }
   EXPECT_EQ(test::read_file(t.path() / "exists.bin"), "user data");
+  EXPECT_FALSE(fs::exists(t.path() / "elsewhere.bin"));
   auto ok = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "fp32"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_NE(ok.out.find("Final estimate: PPL = 3.69"), std::string::npos) << ok.out;
