@@ -152,9 +152,10 @@ int print_status(const std::filesystem::path& workspace, const std::string& name
 int run_regress(const std::filesystem::path& workspace, std::ostream& out);
 
 /// `verify --deployment DIR` (every `make verify` of a deployment passes it): evaluate's
-/// weight check of the model files in `model_dir` against DIR's deployment.json. Returns ""
-/// when they hash as recorded, else one line naming the files ("weights changed since
-/// deployment: model.safetensors (...)"). Throws UsageError when DIR is not a deployment,
+/// weight check of the model files in `model_dir`, and of the deployment's golden file,
+/// against DIR's deployment.json. Returns "" when they hash as recorded, else one line naming
+/// the files ("weights changed since deployment: model.safetensors (...)", "golden G missing
+/// or changed since deployment (...)"). Throws UsageError when DIR is not a deployment,
 /// ConfigError when its deployment.json is malformed.
 std::string check_deployed_weights(const std::filesystem::path& deployment_dir,
                                    const std::filesystem::path& model_dir);

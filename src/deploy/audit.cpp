@@ -81,7 +81,20 @@ AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now)
   const bool ok = !sha256_now.empty() && sha256_now == m.reference_hash;
   return row("reference file unchanged since deployment", ok,
              ok ? "golden " + m.reference.file.string() + " (sha256 matches the manifest)"
-                : "golden " + m.reference.file.string() + " missing or changed since deployment");
+                : "golden " + m.reference.file.string() +
+                      " missing or changed since deployment (sha256 differs from deployment.json; redeploy, or "
+                      "restore the file)");
+}
+
+AuditItem audit_golden_file(const Manifest& m) {
+  std::string now;
+  if (m.reference.kind == "golden" && std::filesystem::is_regular_file(m.reference.file)) {
+    try {
+      now = reference_files_sha256(m.reference.file);
+    } catch (const std::exception&) {  // missing or unreadable: the row says so
+    }
+  }
+  return audit_reference_file(m, now);
 }
 
 AuditItem audit_reference_independence(const VerifyResult& r) {

@@ -39,6 +39,8 @@ AuditItem audit_model_files(const Manifest& m, const std::filesystem::path& mode
                             std::map<std::string, FileStat>* stats = nullptr);
 /// A golden reference file still has the sha256 recorded at deployment.
 AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now);
+/// audit_reference_file with the golden (and its side file) hashed now; "" when unreadable.
+AuditItem audit_golden_file(const Manifest& m);
 /// Independence by kind, provenance and content, as the re-run found it (warning: caps).
 AuditItem audit_reference_independence(const VerifyResult& r);
 /// Depth: the re-run covered `expected` (FAIL otherwise) and at least the minimum

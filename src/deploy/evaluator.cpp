@@ -57,9 +57,7 @@ void add_model_rows(const Manifest& m, std::vector<AuditItem>& a) {
   for (auto& r : audit_phases(m)) a.push_back(std::move(r));
   a.push_back(audit_target(m, available_backends()));
   a.push_back(audit_model_files(m, m.model_dir));
-  std::string ref_sha;
-  if (m.reference.kind == "golden" && fs::is_regular_file(m.reference.file)) ref_sha = reference_files_sha256(m.reference.file);
-  a.push_back(audit_reference_file(m, ref_sha));
+  a.push_back(audit_golden_file(m));
 }
 
 void add_rerun_rows(const Manifest& m, const VerifyResult& r, const EngineOptions& eo, bool cache_cleared,

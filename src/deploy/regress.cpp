@@ -1,7 +1,7 @@
 // `llmport regress`: re-verify every deployment of a workspace with its own settings (the
 // deployment's backend, dtype, tuned kernels and reference), one deployment per device at a
 // time (an flock per target, shared by every llmport process on the machine), after checking
-// that the model files still hash as deployment.json records.
+// that the model files and the golden still hash as deployment.json records.
 #include <fmt/format.h>
 
 #include <ostream>
@@ -55,8 +55,11 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
     // pass the KLD gate), so changed weights FAIL without it.
     std::map<std::string, FileStat> stats;
     const AuditItem weights = audit_model_files(m, m.model_dir, &stats);
+    const AuditItem golden = audit_golden_file(m);
     if (weights.result != "ok") {
       line = "FAIL: " + weights.detail;
+    } else if (golden.result != "ok") {
+      line = "FAIL: " + golden.detail;
     } else {
       // Hashes match: the sizes and mtimes `status` compares are current again (a file
       // copied back in place keeps its content but not its mtime).
@@ -89,8 +92,11 @@ std::string check_deployed_weights(const fs::path& deployment_dir, const fs::pat
   Workspace ws(fs::weakly_canonical(fs::absolute(deployment_dir)));
   if (!ws.is_deployment())
     throw UsageError("--deployment " + deployment_dir.string() + ": not a deployment (no deployment.json)");
-  const AuditItem a = audit_model_files(Manifest::load(ws.manifest()), model_dir);
-  return a.result == "ok" ? "" : a.detail;
+  const Manifest m = Manifest::load(ws.manifest());
+  const AuditItem weights = audit_model_files(m, model_dir);
+  if (weights.result != "ok") return weights.detail;
+  const AuditItem golden = audit_golden_file(m);
+  return golden.result == "ok" ? "" : golden.detail;
 }
 
 }  // namespace llmport::deploy

@@ -139,4 +139,38 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   EXPECT_NE(st.out.find("weights changed since deployment: model.safetensors"), std::string::npos) << st.out;
 }
 
+// The golden a deployment was judged against, changed afterwards (here one byte more), is
+// another reference: regress and make verify FAIL naming it instead of re-judging the model
+// against whatever the file holds now; the original bytes back pass again.
+TEST(DeployWeightsChanged, RegressAndMakeVerifyCatchAChangedGolden) {
+  TempDir t;
+  const fs::path golden = t.path() / "golden.json";
+  const std::string original = read_file(shared_path("models/stories260K/golden/public.json"));
+  write_file(golden, original);
+  const std::string ws = (t.path() / "ws").string();
+  auto d = run_llmport({"deploy", shared_path("models/stories260K").string(), "--dtype", "q8_0", "--workspace", ws,
+                        "--name", "g", "--reference", "golden:" + golden.string(), "--threads", "1", "--quick"});
+  ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  const fs::path dir = fs::path(ws) / "g";
+
+  write_file(golden, original + "\n");
+  const std::string says = "FAIL: golden " + golden.string() + " missing or changed since deployment";
+  auto rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 1) << rg.out << rg.err;
+  EXPECT_NE(rg.out.find(says), std::string::npos) << rg.out;
+  auto mv = run_make({"-C", dir.string(), "verify"});
+  EXPECT_NE(mv.exit_code, 0) << mv.out << mv.err;
+  EXPECT_NE(mv.out.find(says), std::string::npos) << mv.out;
+  EXPECT_EQ(mv.out.find("PASS"), std::string::npos) << mv.out;
+  fs::remove(golden);
+  rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 1) << rg.out;
+  EXPECT_NE(rg.out.find(says), std::string::npos) << rg.out;
+
+  write_file(golden, original);
+  rg = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(rg.exit_code, 0) << rg.out << rg.err;
+  EXPECT_EQ(run_make({"-C", dir.string(), "verify"}).exit_code, 0);
+}
+
 }  // namespace
