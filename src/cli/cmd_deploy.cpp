@@ -66,6 +66,8 @@ Registrar deploy_cmd{Command{
         if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
         // The workspace receives the deployment's registry entries: never the shipped data.
         check_not_in_data_dir(o->workspace, "--workspace");
+        // Before the model resolves: an HF id may download gigabytes a bad --name then wastes.
+        if (!o->d.name.empty()) deploy::check_deployment_name(o->d.name);
         auto r = resolve_model(o->model);
         o->d.model = o->model;
         o->d.model_dir = r.dir;

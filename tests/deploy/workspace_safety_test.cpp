@@ -19,6 +19,7 @@ using llmport::test::run_llmport;
 using llmport::test::run_make;
 using llmport::test::RunResult;
 using llmport::test::shared_path;
+using llmport::test::ScopedEnv;
 using llmport::test::TempDir;
 using llmport::test::write_file;
 
@@ -96,6 +97,12 @@ TEST(DeployCli, UnsafeNamesAreRefusedBeforeAnythingIsWritten) {
   }
   EXPECT_TRUE(files_named(t.path(), "SHPWN").empty());
   EXPECT_TRUE(files_named(t.path(), "PWNED").empty());
+  // An HF id is not resolved (downloaded) before the name is checked: HF_HUB_OFFLINE would
+  // otherwise answer first with "not in the local cache".
+  ScopedEnv offline("HF_HUB_OFFLINE", "1"), home("HF_HOME", t.path().string());
+  const auto r = run_llmport({"deploy", "nobody/absent-model", "--workspace", ws.string(), "--name", "a b"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("error: --name 'a b'", 0), 0u) << r.err;
 }
 
 // A model directory and a workspace whose paths hold '$', command substitutions, quotes, a
