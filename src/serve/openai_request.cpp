@@ -148,8 +148,11 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
       if (!known_role(role))
         bad(where + ".role", "unknown role '" + printable(role) +
                                  "' (expected system, developer, user, assistant, tool or function)");
+      // OpenAI requires content of every role but an assistant turn (which may carry only
+      // tool calls); a user turn without it would render as an empty turn, silently.
       std::string content;
       if (const json* c = field(msg, "content")) content = content_text(*c, where + ".content");
+      else if (role != "assistant") bad(where + ".content", "required for role '" + role + "'");
       r.messages.push_back({{"role", msg.at("role").get<std::string>()}, {"content", content}});
     }
   } else {

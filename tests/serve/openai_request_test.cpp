@@ -115,6 +115,13 @@ TEST(OpenAiRequest, WrongTypesAndValuesName400TheirField) {
   EXPECT_EQ(param_of(R"({"messages":[]})", Endpoint::Chat), "messages");
   EXPECT_EQ(param_of(R"({"messages":[{"content":"x"}]})", Endpoint::Chat), "messages[0].role");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":5}]})", Endpoint::Chat), "messages[0].content");
+  // Content is required but for an assistant turn (OpenAI's rule).
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user"}]})", Endpoint::Chat), "messages[0].content");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":null}]})", Endpoint::Chat),
+            "messages[1].content");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"},{"role":"assistant"},{"role":"user","content":"y"}]})",
+                     Endpoint::Chat),
+            "<accepted>");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", Endpoint::Chat), "logprobs");
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", Endpoint::Chat), "top_logprobs");
   // A role the chat template does not know was dropped from the prompt without a word
