@@ -55,9 +55,9 @@ fs::path backup_name(const fs::path& file) {
 // llmport last wrote, or when rewriting it changes nothing), up to where the kept copy is
 // named. Without a usable record entry llmport cannot tell its own text from an edit, so it
 // keeps the file: a needless copy costs a file, a wrong guess costs the user's work.
-std::string why_keep(const Record& record, const std::string& key, const fs::path& file, const std::string& text) {
+std::string why_keep(const Record& record, const std::string& key, const fs::path& file, const std::string* text) {
   std::error_code ec;
-  if (!fs::is_regular_file(file, ec) || slurp(file) == text) return "";
+  if (!fs::is_regular_file(file, ec) || (text && slurp(file) == *text)) return "";
   const std::string rec = "llmport's record of the files it generated (.llmport-generated.json) ";
   std::string damage = record.damage;
   const auto it = record.files.find(key);
@@ -71,21 +71,34 @@ std::string why_keep(const Record& record, const std::string& key, const fs::pat
 }
 }  // namespace
 
+namespace {
+// Renames an edited `file` to <file>.user-<time> with one warning line; see write_generated.
+void set_aside(const Record& record, const std::string& key, const fs::path& file, const std::string* text) {
+  const std::string why = why_keep(record, key, file, text);
+  if (why.empty()) return;
+  const fs::path kept = backup_name(file);
+  std::error_code ec;
+  fs::rename(file, kept, ec);
+  if (ec) throw UsageError(why + kept.string() + ", but it cannot be renamed (" + ec.message() +
+                           "); nothing was overwritten");
+  std::cerr << "warning: " << why << kept.filename().string() << " (llmport regenerates "
+            << file.filename().string() << " from deployment.json: keep notes in a file of your own)\n";
+}
+}  // namespace
+
 void write_generated(const Workspace& ws, const fs::path& file, const std::string& text) {
   Record record = read_record(ws);
   const std::string key = key_of(ws, file);
-  if (const std::string why = why_keep(record, key, file, text); !why.empty()) {
-    const fs::path kept = backup_name(file);
-    std::error_code ec;
-    fs::rename(file, kept, ec);
-    if (ec) throw UsageError(why + kept.string() + ", but it cannot be renamed (" + ec.message() +
-                             "); nothing was overwritten");
-    std::cerr << "warning: " << why << kept.filename().string() << " (llmport regenerates "
-              << file.filename().string() << " from deployment.json: keep notes in a file of your own)\n";
-  }
+  set_aside(record, key, file, &text);
   atomic_write(file, text);
   record.files[key] = sha256_string(text);
   atomic_write(record_file(ws), record.files.dump(1) + "\n");
+}
+
+void remove_generated(const Workspace& ws, const fs::path& file) {
+  set_aside(read_record(ws), key_of(ws, file), file, nullptr);
+  std::error_code ec;
+  fs::remove(file, ec);
 }
 
 }  // namespace llmport::deploy

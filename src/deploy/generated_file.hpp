@@ -19,4 +19,10 @@ namespace llmport::deploy {
 /// UsageError when a write fails.
 void write_generated(const Workspace& ws, const std::filesystem::path& file, const std::string& text);
 
+/// Removes a generated `file` before another process regenerates it (phase 7 removes the
+/// evaluation report so that a stale one cannot be read back as the new verdict). An edited
+/// file, by write_generated's rule, is renamed to `<file>.user-<UTC time>` with the same
+/// warning instead of being removed. Throws UsageError when that rename fails.
+void remove_generated(const Workspace& ws, const std::filesystem::path& file);
+
 }  // namespace llmport::deploy

@@ -65,8 +65,16 @@ void snapshot_registry(const Context& ctx) {
       snap, [&](const fs::path& f) { return is_registry_file(snap, f); },
       "phase 4 replaces it with a copy of the deployment registry", std::cerr);
   fs::remove_all(snap);
-  fs::create_directories(snap.parent_path());
-  fs::copy(ctx.ws.registry(), snap, fs::copy_options::recursive);
+  fs::create_directories(snap);
+  // Only the registry's own files: a user's notes in registry/ stay there, and copying them
+  // would have them "found" in the snapshot (and set aside, with a warning) on every re-run.
+  const fs::path reg = ctx.ws.registry();
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(reg, ec)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && !is_temp_file(name) && is_registry_file(reg, e.path()))
+      fs::copy_file(e.path(), snap / name);
+  }
 }
 
 std::shared_ptr<KernelSelection> selection(const Manifest& m, const fs::path& dir, ConfigStage stage) {

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "deploy/evaluation_report.hpp"
+#include "deploy/generated_file.hpp"
 #include "deploy/kernel_tuning.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/process.hpp"
@@ -23,7 +24,7 @@ class Phase7 : public Phase {
   PhaseResult run(Context& ctx) override {
     ctx.m.save(ctx.ws.manifest());  // the evaluator reads the manifest as it is now
     fs::path report = ctx.ws.evaluation_report();
-    fs::remove(report);
+    remove_generated(ctx.ws, report);  // a user's edit is kept aside, with a warning here on the console
     fs::path log = ctx.ws.phase_dir(7) / "evaluate.log";
     fs::remove(log);
     // The evaluator clears the kernel cache; a user's file there is moved aside first, here,

@@ -192,6 +192,9 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   ASSERT_TRUE(fs::is_directory(snap));
   write_file(snap / "mine.txt", "my snapshot notes");
   write_file(snap / "sub/notes.json", "{\"mine\": true}");
+  // A note in the deployment registry itself is the user's to keep there: it is not copied
+  // into the snapshot (where it would be "found" and set aside on every re-run).
+  write_file(dir / "registry" / "notes.txt", "my registry notes");
   const auto again = deploy({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
                              "--last-phase", "4"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
@@ -201,6 +204,15 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   EXPECT_EQ(read_file(kept_snap[0] / "mine.txt"), "my snapshot notes");
   EXPECT_EQ(read_file(kept_snap[0] / "sub/notes.json"), "{\"mine\": true}");
   EXPECT_FALSE(fs::exists(kept_snap[0] / "supported_kernels.md"));  // llmport's own: not "kept"
+  EXPECT_FALSE(fs::exists(kept_snap[0] / "notes.txt"));
+  EXPECT_FALSE(fs::exists(snap / "notes.txt"));
+  EXPECT_TRUE(fs::exists(snap / "supported_kernels.md"));
+  EXPECT_EQ(read_file(dir / "registry" / "notes.txt"), "my registry notes");
+  const auto third = deploy({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
+                             "--last-phase", "4"});
+  ASSERT_EQ(third.exit_code, 0) << third.out << third.err;
+  EXPECT_EQ(third.err.find("warning: " + snap.string()), std::string::npos) << third.err;
+  EXPECT_EQ(files_named(dir / "phases/phase4", "registry.user-").size(), 1u);
   EXPECT_NE(line_with(again.err, "warning: " + snap.string() + " is llmport's").find("kept in " + kept_snap[0].string()),
             std::string::npos)
       << again.err;
@@ -219,6 +231,33 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   EXPECT_FALSE(fs::exists(kept_cache[0] / "0123456789abcdef-fedcba9876543210.bin"));
   EXPECT_NE(line_with(ev.err, "warning: " + cache.string() + " is llmport's").find("(mine.txt)"), std::string::npos)
       << ev.err;
+}
+
+// Phase 7 removes the evaluation report before the evaluator writes a new one (a stale one
+// must not be read back as the verdict); an edited report was removed with it, silently.
+// Now it is kept as evaluation_report.md.user-<time> with a warning on the console.
+TEST(DeployPipeline, AnEditedEvaluationReportIsKeptWhenPhaseSevenReruns) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const fs::path report = dir / "docs/evaluation_report.md";
+  write_file(report, read_file(report) + "\nUSER EDIT LINE\n");
+  const auto again = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(read_file(report).find("USER EDIT LINE"), std::string::npos);  // regenerated
+  EXPECT_NE(read_file(report).find("Verdict: PASS"), std::string::npos);
+  const auto kept = files_named(report.parent_path(), "evaluation_report.md.user-");
+  ASSERT_EQ(kept.size(), 1u) << again.err;
+  EXPECT_NE(read_file(kept[0]).find("USER EDIT LINE"), std::string::npos);
+  EXPECT_NE(line_with(again.err, "warning: " + report.string() + " was edited since llmport wrote it"), "") << again.err;
+  // Unedited, it is simply regenerated: no copy, no warning.
+  const auto third = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
+  ASSERT_EQ(third.exit_code, 0) << third.out << third.err;
+  EXPECT_EQ(files_named(report.parent_path(), "evaluation_report.md.user-").size(), 1u);
+  EXPECT_EQ(third.err.find("evaluation_report.md was edited"), std::string::npos) << third.err;
 }
 
 }  // namespace
