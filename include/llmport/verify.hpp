@@ -206,13 +206,23 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim);
 
 // ---------------------------------------------------------------- the gate
 
-/// The Python interpreter the hf and numpy references run under: $LLMPORT_PYTHON when set,
-/// else "python3" (found on PATH). Every caller (verify, deploy's phases) reads it here.
+/// The Python interpreter the hf and numpy references are asked to run under: $LLMPORT_PYTHON
+/// when set, else "python3" (found on PATH; usable_reference_python may fall back to
+/// kDebianPython). Every caller (verify, deploy's phases) reads it here.
 std::string reference_python();
 
-/// Checks that `verify --reference kind` ("hf" or "numpy") can run here: its script exists
-/// and `python` imports its modules. Throws UsageError naming what to install (so deploy
-/// refuses before it writes anything, not in phase 3).
+/// Debian's own interpreter (the one `apt install python3-numpy` serves).
+inline constexpr const char* kDebianPython = "/usr/bin/python3";
+
+/// The interpreter `verify --reference kind` ("hf" or "numpy") runs under: `python` when it
+/// imports the reference's modules; else, when `python` is the default "python3" and
+/// LLMPORT_PYTHON is unset, kDebianPython if it does (PATH's python3 may be a pyenv or venv
+/// without numpy while Debian's has it). Throws UsageError when the script is missing or no
+/// interpreter imports the modules, naming what to install and LLMPORT_PYTHON.
+std::string usable_reference_python(const std::string& kind, const std::string& python = reference_python());
+
+/// Checks that `verify --reference kind` can run here (usable_reference_python), so deploy
+/// refuses before it writes anything, not in phase 3. Throws UsageError as that does.
 void require_reference_program(const std::string& kind, const std::string& python = reference_python());
 
 /// Options of one verify run.

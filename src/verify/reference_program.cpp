@@ -49,7 +49,7 @@ nlohmann::json run_reference_program(const ReferenceProgram& p, const std::strin
                                      const std::vector<PromptSpec>& prompts, bool chat, int n_steps, const fs::path& out,
                                      const std::vector<std::string>& extra_args) {
   const std::string flag = "--reference " + p.kind;
-  require_reference_program(p.kind, python);
+  const std::string py = usable_reference_python(p.kind, python);
   const fs::path script = reference_script(p);
   // Hashed before it runs: what ran is what the report names (a program that rewrites
   // itself afterwards is still caught).
@@ -71,7 +71,7 @@ nlohmann::json run_reference_program(const ReferenceProgram& p, const std::strin
     if (!f) throw UsageError(pfile.string() + ": cannot write the prompt list for the " + p.kind + " reference");
     f << nlohmann::json{{"chat", chat}, {"prompts", pj}}.dump(1) << "\n";
   }
-  std::string cmd = sh_quote(python) + " " + sh_quote(script.string()) + " --model " + sh_quote(model_dir.string()) +
+  std::string cmd = sh_quote(py) + " " + sh_quote(script.string()) + " --model " + sh_quote(model_dir.string()) +
                     " --prompts " + sh_quote(pfile.string()) + " --steps " + std::to_string(n_steps) + " --out " +
                     sh_quote(out.string());
   for (const auto& a : extra_args) cmd += " " + sh_quote(a);
@@ -83,7 +83,7 @@ nlohmann::json run_reference_program(const ReferenceProgram& p, const std::strin
   return {{"program", fs::absolute(script).lexically_normal().string()},
           {"sha256", sha},
           {"shipped", is_shipped},
-          {"python", python},
+          {"python", py},
           {"kind", p.kind},
           {"script", p.script}};
 }
@@ -91,15 +91,32 @@ nlohmann::json run_reference_program(const ReferenceProgram& p, const std::strin
 }  // namespace llmport::verify_detail
 
 namespace llmport {
-void require_reference_program(const std::string& kind, const std::string& python) {
+namespace {
+bool imports(const std::string& python, const std::string& modules) {
+  const std::string probe = verify_detail::sh_quote(python) + " -c " + verify_detail::sh_quote("import " + modules) +
+                            " >/dev/null 2>&1";
+  return std::system(probe.c_str()) == 0;
+}
+}  // namespace
+
+std::string usable_reference_python(const std::string& kind, const std::string& python) {
   const auto& p = verify_detail::reference_program(kind);
   const std::string flag = "--reference " + p.kind;
   const std::filesystem::path script = verify_detail::reference_script(p);
   if (!std::filesystem::exists(script)) throw UsageError(flag + ": " + script.string() + " not found (set " + p.env + ")");
-  const std::string probe = verify_detail::sh_quote(python) + " -c " + verify_detail::sh_quote("import " + p.imports) + " >/dev/null 2>&1";
-  if (std::system(probe.c_str()) != 0)
-    throw UsageError(flag + " needs " + python + " with " + p.imports + " installed (" + p.install +
-                     "); use --reference golden:FILE or --reference oracle instead");
+  if (imports(python, p.imports)) return python;
+  // PATH's python3 may be another interpreter (pyenv, a venv) than Debian's, where `apt
+  // install python3-numpy` puts numpy; unless LLMPORT_PYTHON chose one, Debian's serves.
+  const char* env = std::getenv("LLMPORT_PYTHON");
+  const bool chosen = env && *env;
+  if (!chosen && python == "python3" && imports(kDebianPython, p.imports)) return kDebianPython;
+  throw UsageError(flag + " needs " + python + (chosen ? " (LLMPORT_PYTHON)" : "") + " with " + p.imports +
+                   " installed (" + p.install + "; or point LLMPORT_PYTHON at an interpreter that has it); use "
+                   "--reference golden:FILE or --reference oracle instead");
+}
+
+void require_reference_program(const std::string& kind, const std::string& python) {
+  (void)usable_reference_python(kind, python);
 }
 
 std::string reference_python() {

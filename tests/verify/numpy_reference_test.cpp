@@ -5,6 +5,7 @@
 // context limit, for every family, at fp32 and bf16. A planted fault must fail against it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <random>
 
@@ -132,8 +133,31 @@ TEST(NumpyReference, WithoutNumpyIsAUsageError) {
   const ScopedEnv py("LLMPORT_PYTHON", (t.path() / "no-python").string());
   const auto r = run_llmport({"verify", stories_dir().string(), "--reference", "numpy"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("error: --reference numpy needs "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: --reference numpy needs " + (t.path() / "no-python").string() + " (LLMPORT_PYTHON)"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("python3-numpy"), std::string::npos) << r.err;
+}
+
+// PATH's python3 without numpy (a pyenv or venv before Debian's on PATH) while Debian's
+// /usr/bin/python3 has it: the reference runs under Debian's, and the report names it. A
+// deployment's `make verify` failed this way in a shell without LLMPORT_PYTHON.
+TEST(NumpyReference, DebiansPythonServesWhenPathsHasNoNumpy) {
+  ASSERT_EQ(std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1"), 0)
+      << "precondition: Debian's python3 imports numpy (python3-numpy)";
+  TempDir t;
+  const fs::path bin = t.path() / "bin";
+  fs::create_directories(bin);
+  write_file(bin / "python3", "#!/bin/sh\necho 'No module named numpy' >&2\nexit 1\n");
+  fs::permissions(bin / "python3", fs::perms::owner_all);
+  const char* path = std::getenv("PATH");
+  const ScopedEnv p("PATH", bin.string() + ":" + (path ? path : "/usr/bin:/bin"));
+  const ScopedEnv py("LLMPORT_PYTHON", std::nullopt);
+  const auto r = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32", "--quick",
+                              "--report-dir", (t.path() / "a").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json report = json::parse(read_file(t.path() / "a" / "report.json"));
+  EXPECT_EQ(report["reference"]["program"]["python"], "/usr/bin/python3") << report["reference"].dump();
 }
 
 }  // namespace
