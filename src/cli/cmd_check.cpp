@@ -18,6 +18,7 @@
 #include "llmport/model_checks.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/quant_plan.hpp"
+#include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
 
 namespace llmport::cli {
@@ -83,6 +84,9 @@ int run_check(const CheckArgs& a) {
   // embedding).
   if (r.accepted && !a.weights && !check_safetensors_headers(file.parent_path()).empty())
     (void)WeightStore::open(file.parent_path(), *checked.config);
+  // The tokenizer beside the config is part of the model: a malformed one is bad input
+  // (exit 2) here as it is for deploy and run, not an ACCEPT.
+  if (r.accepted && Tokenizer::exists(file.parent_path())) (void)Tokenizer::load(file.parent_path());
   const std::optional<QuantPlan> plan = r.accepted ? quant_plan_of(a, *checked.config, file.parent_path()) : std::nullopt;
   std::vector<std::string> warnings;
   if (r.resolved.contains("torch_dtype") && r.resolved["torch_dtype"].is_string())
@@ -121,7 +125,7 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                      [](CLI::App& sub) -> std::function<int()> {
       sub.footer(
           "exit codes: 0 ACCEPT (with --weights: and the phase-0 checks passed), 3 REJECT (architecture "
-          "not supported), 2 bad input (missing/malformed config.json or weights, a --scan-values FAIL: "
+          "not supported), 2 bad input (missing/malformed config.json, weights or tokenizer, a --scan-values FAIL: "
           "NaN/Inf or |w| > sqrt(FLT_MAX) in a weight, bad flag), 1 the config_consistency check "
           "failed (--weights)");
                        auto a = std::make_shared<CheckArgs>();

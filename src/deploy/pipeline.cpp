@@ -20,6 +20,8 @@
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/records.hpp"
+#include "llmport/tokenizer.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 
@@ -163,7 +165,11 @@ Validated validate_options(DeployOptions& opt) {
   // `llmport check` says: refused here, before a workspace exists (phase 0 still loads
   // every tensor). Only the headers are read.
   if (!check_safetensors_headers(v.model_dir).empty()) (void)WeightStore::open(v.model_dir, v.cfg);
+  // A malformed tokenizer.json or golden is bad input too (exit 2), found here rather than
+  // as a BLOCKED phase 0 in a workspace just created for it.
+  if (Tokenizer::exists(v.model_dir)) (void)Tokenizer::load(v.model_dir);
   v.ref = ReferenceSpec::parse(opt.reference);
+  if (v.ref.kind == "golden") (void)read_record_file(v.ref.file);
   if (v.ref.kind == "hf" || v.ref.kind == "numpy") require_reference_program(v.ref.kind);
   check_prompts_file(opt, v.cfg, v.model_dir);
   if (!opt.fault.empty()) v.fault = FaultInjection::parse(opt.fault);

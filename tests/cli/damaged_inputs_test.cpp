@@ -603,6 +603,38 @@ std::vector<Case> cases() {
      },
      "tokenizer_config.json");
 
+  // ---- a damaged tokenizer or golden under check and deploy: exit 2 before a workspace
+  // exists (deploy used to create one and report phase 0 BLOCKED, exit 1; check said ACCEPT)
+  auto no_workspace = [](const fs::path& d) { EXPECT_FALSE(fs::exists(d / "ws" / "x")) << "a workspace was created"; };
+  auto deploy_args = [](const fs::path& d, const fs::path& m, const std::string& reference) {
+    std::vector<std::string> a = {"deploy", m.string(), "--workspace", (d / "ws").string(), "--name", "x"};
+    if (!reference.empty()) a.insert(a.end(), {"--reference", reference});
+    return a;
+  };
+  c.push_back({"tokenizer/malformed_check",
+               [](const fs::path&, const fs::path& m) {
+                 write_file(m / "tokenizer.json", "{\"model\":");
+                 return check_args(m);
+               },
+               "tokenizer.json"});
+  c.push_back({"tokenizer/malformed_deploy",
+               [deploy_args](const fs::path& d, const fs::path& m) {
+                 write_file(m / "tokenizer.json", "{\"model\":");
+                 return deploy_args(d, m, "");
+               },
+               "tokenizer.json", no_workspace});
+  c.push_back({"reference/golden_malformed_deploy",
+               [deploy_args](const fs::path& d, const fs::path& m) {
+                 write_file(d / "g.json", "{\"logits\": [");
+                 return deploy_args(d, m, "golden:" + (d / "g.json").string());
+               },
+               "g.json", no_workspace});
+  c.push_back({"reference/golden_not_a_golden_deploy",
+               [deploy_args](const fs::path& d, const fs::path& m) {
+                 return deploy_args(d, m, "golden:" + (m / "config.json").string());
+               },
+               "config.json", no_workspace});
+
   // ---- prompt files (verify --prompts, deploy --prompts)
   auto pr = [&](const std::string& name, std::string text, std::string names, bool deploy = false) {
     c.push_back({"prompts/" + name + (deploy ? "_deploy" : "_verify"),
