@@ -78,5 +78,21 @@ TEST(StatusMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
   EXPECT_EQ(f.err, "error: workspace " + out.string() + " is not a directory\n");
 }
 
+// regress agrees with status: no default workspace is nothing to re-verify (exit 0); a
+// --workspace the user named that does not exist is bad input (exit 2).
+TEST(RegressMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
+  TempDir t;
+  const fs::path out = t.path() / "out.txt";
+  const std::string cmd = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) +
+                          "' regress > '" + out.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_EQ(WEXITSTATUS(rc), 0) << read_file(out);
+  EXPECT_EQ(read_file(out), "no deployments in deployments\n");
+  const auto r = run_llmport({"regress", "--workspace", (t.path() / "nope").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace llmport::deploy
