@@ -28,7 +28,7 @@ nlohmann::json Manifest::to_json() const {
   }
   nlohmann::json stats_json = nlohmann::json::object();
   for (const auto& [f, st] : file_stats) stats_json[f] = {{"size", st.size}, {"mtime_ns", st.mtime_ns}};
-  return {{"format", kFormat},
+  nlohmann::json j = {{"format", kFormat},
           {"name", name},
           {"model", {{"path", model_dir.string()},
                      {"repo_id", repo_id},
@@ -58,6 +58,9 @@ nlohmann::json Manifest::to_json() const {
           {"measured", measured},
           {"test_options", {{"fault", fault}, {"quick", quick}}},
           {"needs_human_review", needs_human_review}};
+  for (const auto& [k, v] : user_keys.items())
+    if (!j.contains(k)) j[k] = v;
+  return j;
 }
 
 Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
@@ -115,6 +118,10 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
       m.quick = j["test_options"].value("quick", false);
     }
     m.needs_human_review = j.value("needs_human_review", false);
+    // Keys llmport does not write (a user's note) are carried through every later save.
+    const nlohmann::json known = Manifest().to_json();
+    for (const auto& [k, v] : j.items())
+      if (!known.contains(k)) m.user_keys[k] = v;
     return m;
   } catch (const nlohmann::json::exception& e) {
     throw ConfigError(file.string() + ": " + e.what());

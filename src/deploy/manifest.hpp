@@ -70,6 +70,9 @@ struct Manifest {
   std::string fault;  ///< test-only planted fault of the last run ("" none)
   bool quick = false;
   bool needs_human_review = false;
+  /// Top-level keys of deployment.json that llmport does not write (a user's notes), kept
+  /// as read and written back by every save, so an edit that adds one is never dropped.
+  nlohmann::json user_keys = nlohmann::json::object();
 
   Manifest();
   nlohmann::json to_json() const;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "llmport/deploy.hpp"
 #include "llmport/error.hpp"
 #include "support/test_support.hpp"
@@ -258,6 +260,23 @@ TEST(DeployPipeline, AnEditedEvaluationReportIsKeptWhenPhaseSevenReruns) {
   ASSERT_EQ(third.exit_code, 0) << third.out << third.err;
   EXPECT_EQ(files_named(report.parent_path(), "evaluation_report.md.user-").size(), 1u);
   EXPECT_EQ(third.err.find("evaluation_report.md was edited"), std::string::npos) << third.err;
+}
+
+// deployment.json is llmport's record, rewritten by every phase; a key a user added to it (a
+// note) was dropped by the next deploy without a word. Keys llmport does not write are kept.
+TEST(DeployPipeline, AUsersKeyInDeploymentJsonSurvivesARedeploy) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  ASSERT_EQ(deploy({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
+  nlohmann::json m = nlohmann::json::parse(read_file(dir / "deployment.json"));
+  m["my_note"] = {{"owner", "me"}, {"ticket", 42}};
+  write_file(dir / "deployment.json", m.dump(2));
+  const auto r = deploy({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json after = nlohmann::json::parse(read_file(dir / "deployment.json"));
+  EXPECT_EQ(after["my_note"], m["my_note"]);
+  EXPECT_EQ(after["phases"][1]["status"], "PASS") << after["phases"][1].dump();
 }
 
 }  // namespace
