@@ -89,6 +89,9 @@ std::shared_ptr<KernelSelection> selection(const Manifest& m, const fs::path& di
       sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir(m.target),
                                                        prefill_snapshot(dir));
       sel->allow_heuristic = true;
+      // The decode shapes are unmeasured by design until phase 5: the engine's "not measured
+      // on this machine ... kernels sweep MODEL" line would advise what the deploy does next.
+      sel->announced = true;
       break;
     case ConfigStage::Tuned:  // every linear shape must be measured
       sel->registry = std::make_shared<KernelRegistry>(KernelRegistry::shipped_dir(m.target), dir / "registry");
