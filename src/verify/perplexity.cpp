@@ -19,6 +19,7 @@
 
 #include "hub/file_hash.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/records.hpp"
 #include "llmport/tokenizer.hpp"
 #include "llmport/verify.hpp"
@@ -68,10 +69,12 @@ LogprobsFile open_logprobs(const fs::path& f) {
   std::string h(len, '\0');
   if (!lf.in.read(h.data(), static_cast<std::streamsize>(len))) throw UsageError(f.string() + ": truncated header");
   try {
-    lf.header = nlohmann::json::parse(h);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(f.string() + ": malformed header: " + e.what());
+    // A key twice (two "ctx") would make "which base is this" a guess: refused.
+    lf.header = parse_json_text(h, f.string() + ": header", JsonKeys::distinct);
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
   }
+  if (!lf.header.is_object()) throw UsageError(f.string() + ": header: expected a JSON object");
   return lf;
 }
 

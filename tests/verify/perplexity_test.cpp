@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <limits>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -275,6 +276,34 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
       ADD_FAILURE() << "accepted";
     } catch (const UsageError& e) {
       EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // A header that is not one JSON object, or names a key twice: one line naming the file,
+  // never nlohmann's raw exception text.
+  auto with_raw_header = [&](const std::string& name, const std::string& hs) {
+    const uint64_t len = hs.size();
+    std::string b = good.substr(0, 8);
+    b.append(reinterpret_cast<const char*>(&len), 8);
+    b += hs + good.substr(16 + base_header);
+    const fs::path f = t.path() / (name + ".bin");
+    std::ofstream(f, std::ios::binary) << b;
+    auto opt = fp32_options(64);
+    opt.kl_base = f;
+    return opt;
+  };
+  const std::string dumped = header.dump();
+  for (const auto& [name, hs, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"dup_ctx", "{\"ctx\":64," + dumped.substr(1), "raw_dup_ctx.bin: header: key \"ctx\" appears twice"},
+           {"cut", dumped.substr(0, dumped.size() / 2), "raw_cut.bin: header: malformed JSON: syntax error"},
+           {"array", "[1,2]", "raw_array.bin: header: expected a JSON object"}}) {
+    SCOPED_TRACE(name);
+    try {
+      run_perplexity(stories_dir(), ppl_text(), with_raw_header("raw_" + name, hs));
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("json.exception"), std::string::npos) << e.what();
     }
   }
   for (const char* producer : {"LLM-P0rt 0.1.0", "llmp\xD0\xBErt", ""}) {
