@@ -59,9 +59,15 @@ struct KernelProbe {
 /// A path must beat the ISA default's path by more than this fraction to replace it
 /// (timing noise on a shared machine is a few percent).
 inline constexpr double kProbeMargin = 0.05;
+/// The margin of the decode GEMV prefetch hint ("gemv bf16"), measured as medians of
+/// interleaved passes rather than best-of (op_margin).
+inline constexpr double kPrefetchProbeMargin = 0.02;
+/// The margin choose_defaults applies to `op`.
+double op_margin(const std::string& op);
 
 /// The ISA-flag default value of `op`'s key at level `isa` ("gemm bf16" fma 0 at
-/// avx512bf16; "gemv q8_0"/"gemv q4_0" act 1 everywhere); nullopt where `op` has one path.
+/// avx512bf16; "gemv bf16" pf 0 at avx512 and avx512bf16; "gemv q8_0"/"gemv q4_0" act 1
+/// everywhere); nullopt where `op` has one path.
 std::optional<int> isa_default_path(const std::string& op, const std::string& isa);
 
 /// The margin rule for one op: the fastest path among `paths` (all of one op and key)
@@ -128,5 +134,11 @@ const KernelProbe* machine_kernel_probe();
 /// The probed value of `op`'s key for a backend at level `isa`: nullopt when probing is
 /// off, the probe measured another level, or `op` was not probed.
 std::optional<int> probed_choice(const std::string& op, const std::string& isa);
+
+/// The decode GEMV weight prefetch hint of this machine (kPrefetchTileKey: 0 prefetcht1, 1
+/// prefetchnta): the probe's "gemv bf16" choice whatever level runs (the hint is a property
+/// of the memory system, measured with the best level's kernels), 0 without a probe. Inside
+/// the probe's own measurement (same thread) it is 0 and probes nothing.
+int probed_decode_prefetch();
 
 }  // namespace llmport

@@ -110,6 +110,11 @@ enum class ActQuant : int { F32 = 0, Q8 = 1 };
 inline constexpr const char* kActTileKey = "act";
 /// The ActQuant a tile config names (F32 when `cfg` has no "act" key).
 ActQuant act_of(const TileConfig& cfg) noexcept;
+/// The tile-config key of a float decode GEMV's weight prefetch hint on the cpu backend's
+/// AVX-512 kernels: 0 prefetcht1 (into L2), 1 prefetchnta (non-temporal). Results do not
+/// depend on it. Absent, the kernel probe's "gemv bf16" choice for this machine applies
+/// (llmport/kernel_probe.hpp), else 0.
+inline constexpr const char* kPrefetchTileKey = "pf";
 
 /// One key of a kind's tile configuration: its inclusive range and what it means.
 struct TileParam {

@@ -217,7 +217,8 @@ int run_sweep(KArgs a) {
 std::map<std::string, ProbeChoice> isa_defaults(const std::string& isa) {
   std::map<std::string, ProbeChoice> out;
   for (const auto& [op, key] : {std::pair<std::string, std::string>{"gemm bf16", "fma"},
-                                {"gemv q8_0", kActTileKey}, {"gemv q4_0", kActTileKey}})
+                                {"gemv bf16", kPrefetchTileKey}, {"gemv q8_0", kActTileKey},
+                                {"gemv q4_0", kActTileKey}})
     if (const auto d = isa_default_path(op, isa)) out[op] = {key, *d, *d};
   return out;
 }
@@ -274,7 +275,7 @@ int run_probe(const KArgs& a) {
     std::cout << fmt::format("default {:<10} {}={} ({}; ISA-flag default {})\n", op, c.key, c.value,
                              c.value == c.isa_default ? std::string("kept")
                                                      : fmt::format("measured faster by more than {:.0f}%",
-                                                                   kProbeMargin * 100),
+                                                                   op_margin(op) * 100),
                              c.isa_default);
   std::cout << "registry entries measured on this machine override these defaults per shape\n";
   return kExitOk;

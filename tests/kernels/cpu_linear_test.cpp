@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -47,6 +48,8 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
       {{"fma", 1}, {"mr", 16}, {"np", 1}, {"kc", 2}, {"mc", 16}, {"nc", 16}},
       {{"fma", 1}, {"mr", 2}, {"np", 3}, {"kc", 7}, {"mc", 3}, {"nc", 16}},
       {{"fma", 0}, {"mr", 12}, {"np", 2}},  // explicit vdpbf16ps / emulation
+      // The decode GEMV's prefetch hints (prefetcht1, prefetchnta) at every panel count.
+      {{"pf", 0}, {"gnp", 4}}, {{"pf", 1}, {"gnp", 4}}, {{"pf", 1}, {"gnp", 2}}, {{"pf", 1}, {"gnp", 1}},
   };
   int cases = 0, fma_cases = 0;
   bool any_avx512 = false;
@@ -127,6 +130,39 @@ TEST(CpuLinear, Bf16PathsRoundXExactlyLikeTheDtype) {
       }
       ++cases;
     }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// The decode GEMV's prefetch hint moves memory traffic only: pf 0 and pf 1 give the same
+// bits at every level, dtype and panel count; 'pf' other than 0/1 is refused naming it.
+TEST(CpuLinear, PrefetchHintChangesNoBitAndIsParsed) {
+  EXPECT_EQ(cpu::blocking_from_config({{"pf", 1}}).pf, 1);
+  EXPECT_EQ(cpu::blocking_from_config({{"pf", 0}}).pf, 0);
+  try {
+    cpu::blocking_from_config({{"pf", 2}});
+    ADD_FAILURE() << "pf 2 accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'pf'"), std::string::npos) << e.what();
+  }
+  const int n = 200, k = 1031;
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 0.03f, 7u);
+  const auto x = random_vec(k, 1.0f, 8u);
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test()) {
+    auto be = cpu::make_cpu_backend_isa(2, isa);
+    for (DType dt : {DType::BF16, DType::F16, DType::F32})
+      for (int gnp : {1, 2, 4}) {
+        std::vector<float> y[2];
+        for (int pf : {0, 1}) {
+          auto lw = be->make_linear(view_of(w, n, k), dt, {{"gnp", gnp}, {"pf", pf}});
+          y[pf].assign(n, 0.0f);
+          be->linear(*lw, x.data(), 1, y[pf].data());
+        }
+        EXPECT_EQ(std::memcmp(y[0].data(), y[1].data(), n * sizeof(float)), 0)
+            << cpu::isa_name(isa) << " " << dtype_name(dt) << " gnp " << gnp;
+        ++cases;
+      }
   }
   EXPECT_GT(cases, 0);
 }

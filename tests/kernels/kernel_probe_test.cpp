@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 
 ProbePath path(const std::string& op, int value, double gflops) {
-  const std::string key = op == "gemm bf16" ? "fma" : kActTileKey;
+  const std::string key = op == "gemm bf16" ? "fma" : op == "gemv bf16" ? kPrefetchTileKey : kActTileKey;
   return {op, key, value, "p" + std::to_string(value), "m=1 n=2 k=3", {{key, value}}, gflops};
 }
 
@@ -95,6 +95,26 @@ TEST(KernelProbeChoice, IsaDefaultsAndPerOpChoices) {
   EXPECT_EQ(c.at("gemv q8_0").value, 1);
   // At avx512 the bf16 GEMM has no choice to make.
   EXPECT_EQ(choose_defaults(ps, "avx512").count("gemm bf16"), 0u);
+}
+
+// The decode GEMV's prefetch hint: prefetcht1 (pf 0) unless prefetchnta measured faster by
+// more than kPrefetchProbeMargin (2%), at the AVX-512 levels only (the AVX2 and scalar
+// kernels have one hint).
+TEST(KernelProbeChoice, ThePrefetchHintNeedsItsOwnMarginAtTheAvx512Levels) {
+  EXPECT_EQ(isa_default_path("gemv bf16", "avx512bf16"), 0);
+  EXPECT_EQ(isa_default_path("gemv bf16", "avx512"), 0);
+  EXPECT_EQ(isa_default_path("gemv bf16", "avx2"), std::nullopt);
+  EXPECT_EQ(op_margin("gemv bf16"), kPrefetchProbeMargin);
+  EXPECT_EQ(op_margin("gemm bf16"), kProbeMargin);
+  auto chosen = [](double t1, double nta, const std::string& isa) {
+    const auto c = choose_defaults({path("gemv bf16", 0, t1), path("gemv bf16", 1, nta)}, isa);
+    return c.count("gemv bf16") ? c.at("gemv bf16").value : -1;
+  };
+  EXPECT_EQ(chosen(100, 103, "avx512bf16"), 1);
+  EXPECT_EQ(chosen(100, 103, "avx512"), 1);
+  EXPECT_EQ(chosen(100, 101.5, "avx512bf16"), 0);
+  EXPECT_EQ(chosen(100, 90, "avx512bf16"), 0);
+  EXPECT_EQ(chosen(100, 103, "avx2"), -1);
 }
 
 // LLMPORT_PROBE_CACHE=" " used to be a directory " " made in the working directory.
@@ -256,10 +276,10 @@ TEST(KernelProbeCache, DamagedOrTruncatedFileWarnsOnceAndMeasuresAgain) {
   expect_remeasured(j.dump(), "paths[1].op: missing");
   j = nlohmann::json::parse(good);
   j["format_version"] = j["format_version"].get<int>() + 1;  // from a newer build
-  expect_remeasured(j.dump(), "format_version: expected 2");
+  expect_remeasured(j.dump(), "format_version: expected 3");
   j = nlohmann::json::parse(good);
-  j["format_version"] = "2";
-  expect_remeasured(j.dump(), "format_version: expected an integer in the range of int, got \"2\"");
+  j["format_version"] = "3";
+  expect_remeasured(j.dump(), "format_version: expected an integer in the range of int, got \"3\"");
   // Valid values that the file's own rates contradict (fma 1 measured at half the rate of
   // fma 0), and an id that is not its fields': damaged, not obeyed.
   j = nlohmann::json::parse(good);
@@ -496,9 +516,11 @@ TEST(KernelProbeCli, JsonReportsThisLevelsPathsAndCaches) {
     EXPECT_GT(x.at("gflops").get<double>(), 0) << x.dump();
   }
   std::vector<std::string> want = {"gemv q8_0 act=0", "gemv q8_0 act=1", "gemv q4_0 act=0", "gemv q4_0 act=1"};
+  const bool avx512 = isa == "avx512bf16" || isa == "avx512";
+  if (avx512) want.insert(want.begin(), {"gemv bf16 pf=0", "gemv bf16 pf=1"});
   if (isa == "avx512bf16") want.insert(want.begin(), {"gemm bf16 fma=0", "gemm bf16 fma=1"});
   EXPECT_EQ(got, want);
-  EXPECT_EQ(j.at("chosen").size(), isa == "avx512bf16" ? 3u : 2u);
+  EXPECT_EQ(j.at("chosen").size(), 2u + (avx512 ? 1u : 0u) + (isa == "avx512bf16" ? 1u : 0u));
   for (const auto& [op, ch] : j.at("chosen").items()) {
     EXPECT_EQ(ch.at("isa_default"), isa_default_path(op, isa).value()) << op;
     EXPECT_TRUE(ch.at("value") == 0 || ch.at("value") == 1) << op;

@@ -47,6 +47,10 @@ TileConfig default_quant_tile_config(Isa isa, QuantType q, int n, int k, bool pr
 /// Tests: the next machine_kernel_probe() (llmport/kernel_probe.hpp) loads or measures
 /// again, under the environment then in force.
 void forget_machine_probe();
+
+/// True on the thread running measure_kernel_paths (the probe's own linears take the
+/// default prefetch hint instead of asking for the probe).
+bool in_probe_measurement();
 /// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
 /// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp, act}; linear_group both

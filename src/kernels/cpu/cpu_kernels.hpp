@@ -46,6 +46,11 @@ struct Blocking {
   /// (KernelTable::linear_bf16_fma) instead of vdpbf16ps / shift emulation: 1 or 0.
   /// Only bf16 weights at the AVX-512 levels; decode GEMV ignores it.
   int fma = 0;
+  /// Decode GEMV (m = 1) weight prefetch hint at the AVX-512 levels: 0 prefetcht1 (into
+  /// L2), 1 prefetchnta (non-temporal). Numerics do not depend on it. A config without the
+  /// "pf" key takes the kernel probe's choice for this machine ("gemv bf16"; 0 without a
+  /// probe); the AVX2 and scalar kernels ignore it.
+  int pf = 0;
 };
 
 /// y[0..m, panels p0..p1) = a . W^T (+ bias). `a` is x rounded to bf16 [m][kp] (uint16)

@@ -12,6 +12,8 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
+#include "llmport/kernel_probe.hpp"
+#include "llmport/op.hpp"
 
 namespace llmport::cpu {
 
@@ -46,6 +48,8 @@ CpuLinear::CpuLinear(int n, int k, DType dt, const TileConfig& cfg) {
   dtype = dt;
   config = cfg;
   blk_ = blocking_from_config(cfg, dt);
+  // The prefetch hint is the machine's unless the config names one (the probe measured it).
+  if (!cfg.count(kPrefetchTileKey)) blk_.pf = probed_decode_prefetch();
   view_.type = packed_type(dt);
   view_.n = n;
   view_.k = k;

@@ -26,8 +26,9 @@ namespace {
 
 constexpr const char* kFormat = "llmport-kernel-probe";
 // Bumped whenever a probed kernel changes, so a cache measured by an older build's kernels
-// is measured again (2: the quantized linears on 16-column panels).
-constexpr int kFormatVersion = 2;
+// is measured again (2: the quantized linears on 16-column panels; 3: the decode GEMV's
+// prefetch hint).
+constexpr int kFormatVersion = 3;
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);

@@ -12,7 +12,18 @@ std::optional<int> isa_default_path(const std::string& op, const std::string& is
   if (op == "gemm bf16") return isa == "avx512bf16" ? std::optional<int>(0) : std::nullopt;
   // q8 activation blocks were 1.5-3x faster at every level measured (bench/results/quant_act_gemv.md).
   if (op == "gemv q8_0" || op == "gemv q4_0") return 1;
+  // The decode GEMV's weight prefetch (AVX-512 kernels only): prefetcht1 was measured best
+  // of the T0/T1 distances on Zen 4 (linear_avx512_impl.inc); prefetchnta replaces it where
+  // the probe measures it faster (Zen 5).
+  if (op == "gemv bf16") return isa == "avx512bf16" || isa == "avx512" ? std::optional<int>(0) : std::nullopt;
   return std::nullopt;
+}
+
+double op_margin(const std::string& op) {
+  // The two prefetch hints run the same instructions and only move the memory traffic; their
+  // rates are medians of 48 interleaved passes (kernel_probe_measure.cpp), which agreed in
+  // sign on every run on Zen 5 while differing by 1.5-7% (in the model: 5-15%).
+  return op == "gemv bf16" ? kPrefetchProbeMargin : kProbeMargin;
 }
 
 int choose_path(const std::vector<ProbePath>& paths, int isa_default, double margin) {
@@ -34,7 +45,7 @@ std::map<std::string, ProbeChoice> choose_defaults(const std::vector<ProbePath>&
   for (const auto& [op, ps] : by_op) {
     const std::optional<int> def = isa_default_path(op, isa);
     if (!def) continue;
-    out[op] = {ps.front().key, choose_path(ps, *def), *def};
+    out[op] = {ps.front().key, choose_path(ps, *def, op_margin(op)), *def};
   }
   return out;
 }

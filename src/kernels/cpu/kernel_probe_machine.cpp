@@ -71,6 +71,14 @@ const KernelProbe* machine_kernel_probe() {
   return g_probe ? &*g_probe : nullptr;
 }
 
+int probed_decode_prefetch() {
+  if (cpu::in_probe_measurement()) return 0;  // the probe's own linears: no probe within it
+  const KernelProbe* p = machine_kernel_probe();
+  if (!p) return 0;
+  const auto it = p->chosen.find("gemv bf16");
+  return it == p->chosen.end() ? 0 : it->second.value;
+}
+
 std::optional<int> probed_choice(const std::string& op, const std::string& isa) {
   const KernelProbe* p = machine_kernel_probe();
   if (!p || p->isa != isa) return std::nullopt;

@@ -1,9 +1,12 @@
 // The kernel-path probe's measurement: the cpu backend's real linear kernels (packing,
 // activation preparation and micro-kernels as a model runs them) timed on one thread on
 // cache-resident shapes, each path with its default register blocking.
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.hpp"
@@ -32,6 +35,17 @@ std::vector<float> filled(std::size_t n, uint32_t seed) {
   }
   return v;
 }
+
+// Set on the thread that measures: the linears it makes must not ask for the probe's own
+// choices (probed_decode_prefetch), which would probe again from within the probe.
+thread_local bool g_measuring = false;
+struct MeasuringScope {
+  bool was = g_measuring;
+  MeasuringScope() { g_measuring = true; }
+  ~MeasuringScope() { g_measuring = was; }
+  MeasuringScope(const MeasuringScope&) = delete;
+  MeasuringScope& operator=(const MeasuringScope&) = delete;
+};
 
 // Best seconds of one call after a warm-up call: up to kMaxReps repetitions within
 // kPathBudgetS (the minimum is the least disturbed run on a shared machine).
@@ -72,6 +86,47 @@ void measure_gemm_bf16(Backend& be, std::vector<ProbePath>& out) {
   }
 }
 
+// The decode GEMV's weight prefetch hint, streaming from memory on every core as decode
+// runs: two sets of 16 bf16 weights of 1024 x 1024 (2 MiB each, 32 MiB a set, 64 MiB
+// together: more than the L3 of the CPUs measured, so a set is evicted while the other is
+// read), one pass over each set in turn (the order alternating), after one warm-up pass
+// each. The rate is of the median pass: the machine's bandwidth moves within seconds, and
+// the best pass of each hint may come from different moments; the median of interleaved
+// passes compares the two at the same moments. The sets share one fp32 source (4 MiB).
+void measure_gemv_bf16_prefetch(Backend& be, std::vector<ProbePath>& out) {
+  constexpr int kWeights = 16, kPasses = 48;
+  const auto w = filled(static_cast<std::size_t>(kGemvN) * kGemvK, 5);
+  const auto x = filled(kGemvK, 6);
+  std::vector<float> y(kGemvN);
+  const TensorView wv = TensorView::f32(w.data(), kGemvN, kGemvK, "probe.wpf");
+  const struct { const char* name; int value; } hints[] = {{"prefetcht1", 0}, {"prefetchnta", 1}};
+  std::vector<std::unique_ptr<LinearWeight>> sets[2];
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < kWeights; ++i)
+      sets[h].push_back(be.make_linear(wv, DType::BF16, {{"gnp", 4}, {kPrefetchTileKey, hints[h].value}}));
+  using clock = std::chrono::steady_clock;
+  auto pass = [&](int h) {
+    const auto t0 = clock::now();
+    for (const auto& lw : sets[h]) be.linear(*lw, x.data(), 1, y.data(), nullptr);
+    return std::chrono::duration<double>(clock::now() - t0).count();
+  };
+  pass(0);
+  pass(1);
+  std::vector<double> times[2];
+  for (int p = 0; p < kPasses; ++p)
+    for (int i = 0; i < 2; ++i) {
+      const int h = (p + i) % 2;
+      times[h].push_back(pass(h));
+    }
+  for (int h = 0; h < 2; ++h) {
+    std::nth_element(times[h].begin(), times[h].begin() + kPasses / 2, times[h].end());
+    out.push_back({"gemv bf16", kPrefetchTileKey, hints[h].value, hints[h].name,
+                   shape_of(1, kGemvN, kGemvK) + " x16 t" + std::to_string(be.threads()),
+                   {{"gnp", 4}, {kPrefetchTileKey, hints[h].value}},
+                   2.0 * kWeights * kGemvN * kGemvK / times[h][kPasses / 2] / 1e9});
+  }
+}
+
 void measure_gemv_quant(Backend& be, QuantType q, std::vector<ProbePath>& out) {
   const auto w = filled(static_cast<std::size_t>(kGemvN) * kGemvK, 3);
   const auto x = filled(kGemvK, 4);
@@ -91,11 +146,20 @@ void measure_gemv_quant(Backend& be, QuantType q, std::vector<ProbePath>& out) {
 
 std::vector<ProbePath> measure_kernel_paths(const std::string& isa) {
   const cpu::Isa level = cpu::parse_isa(isa);
+  const MeasuringScope scope;
   auto be = cpu::make_cpu_backend_isa(1, level);
   std::vector<ProbePath> out;
   if (level == cpu::Isa::Avx512Bf16) measure_gemm_bf16(*be, out);
+  // The prefetch hint matters where the cores share the memory system, as decode runs: on
+  // every core (one thread saw no difference on Zen 5, two threads 5-15%).
+  if (level == cpu::Isa::Avx512Bf16 || level == cpu::Isa::Avx512)
+    measure_gemv_bf16_prefetch(*cpu::make_cpu_backend_isa(std::max(1, omp_get_num_procs()), level), out);
   for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0}) measure_gemv_quant(*be, q, out);
   return out;
 }
+
+namespace cpu {
+bool in_probe_measurement() { return g_measuring; }
+}  // namespace cpu
 
 }  // namespace llmport

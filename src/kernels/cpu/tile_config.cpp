@@ -20,6 +20,13 @@ Blocking blocking_from_config(const TileConfig& cfg) {
       b.fma = val;
       continue;
     }
+    if (key == kPrefetchTileKey) {
+      if (val != 0 && val != 1)
+        throw UsageError("cpu tile config: 'pf' must be 0 (prefetcht1) or 1 (prefetchnta) (got " +
+                         std::to_string(val) + ")");
+      b.pf = val;
+      continue;
+    }
     if (key == kActTileKey) {  // a quantized weight's key (CpuQuantLinear); floats ignore it
       if (val != 0 && val != 1)
         throw UsageError("cpu tile config: 'act' must be 0 (fp32 activations) or 1 (q8 blocks) (got " +
@@ -37,7 +44,7 @@ Blocking blocking_from_config(const TileConfig& cfg) {
     else if (key == "gnp") b.gnp = val;
     else
       throw UsageError("cpu tile config: unknown parameter '" + key +
-                       "' (expected mr, np, kc, mc, nc, gnp, fma, act)");
+                       "' (expected mr, np, kc, mc, nc, gnp, fma, pf, act)");
   }
   return b;
 }
@@ -59,6 +66,9 @@ TileSchema tile_schema(OpKind kind) {
                            {"nc", 1, kMax, "output columns per cache block"},
                            {"fma", 0, 1, "bf16 GEMM on fp32 FMAs (1) or vdpbf16ps (0)"}};
   const TileSchema gemv = {{"gnp", 1, kMax, "decode GEMV panels streamed at once"},
+                           {kPrefetchTileKey, 0, 1,
+                            "decode GEMV weight prefetch: prefetcht1 (0) or prefetchnta (1); absent: the "
+                            "kernel probe's choice for this machine"},
                            {kActTileKey, 0, 1,
                             "q8_0/q4_0 weights: fp32 activations (0) or q8 activation blocks (1), "
                             "one choice per weight for every m (float weights ignore it)"}};
