@@ -13,6 +13,7 @@
 #include "cli/option_checks.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
+#include "llmport/kernels.hpp"
 #include "llmport/model_config.hpp"
 #include "llmport/serve.hpp"
 
@@ -93,7 +94,9 @@ int run_serve(const ServeArgs& a) {
     if (!a.dtype && lm_head.empty()) lm_head = manifest_text(m, "", "quantize_lm_head", manifest);
     if (!a.threads && m.contains("threads"))
       try {
-        threads = static_cast<int>(json_integer(m["threads"], "threads", 0, 4096));
+        // The CLI's limit (4 x the hardware threads), checked here with the file named, not
+        // by the engine after the server is listening.
+        threads = static_cast<int>(json_integer(m["threads"], "threads", 0, max_backend_threads()));
       } catch (const ConfigError& e) {
         throw ConfigError(manifest.string() + ": " + e.what());
       }

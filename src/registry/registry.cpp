@@ -56,18 +56,31 @@ nlohmann::json to_json(const RegistryEntry& e) {
   return j;
 }
 
+namespace {
+// The tile keys that name one of two kernel paths (fma, pf, act) are 0 or 1 on every
+// backend: anything else is refused where the file is read, naming it, rather than when a
+// run first uses the entry (or never, for an entry of another machine).
+void check_path_keys(const TileConfig& c, const std::string& field) {
+  for (const char* k : {"fma", kPrefetchTileKey, kActTileKey})
+    if (const auto it = c.find(k); it != c.end() && it->second != 0 && it->second != 1)
+      throw ConfigError(field + "." + k + ": expected 0 or 1, got " + std::to_string(it->second));
+}
+}  // namespace
+
 RegistryEntry entry_from_json(const nlohmann::json& j, const std::string& where) {
   RegistryEntry e;
   try {
     e.shape = registry_json::to_int_map(j.at("shape"), "shape");
     e.isa = j.at("isa").get<std::string>();
     e.best = registry_json::to_int_map(j.at("best"), "best");
+    check_path_keys(e.best, "best");
     e.validated = j.value("validated", false);
     e.heuristic = j.value("heuristic", false);
     e.used_by = j.value("used_by", std::vector<std::string>{});
     for (const auto& c : j.value("candidates", nlohmann::json::array())) {
       Candidate cd;
       cd.config = registry_json::to_int_map(c.at("config"), "candidates[].config");
+      check_path_keys(cd.config, "candidates[].config");
       cd.gflops = c.value("gflops", 0.0);
       cd.gbps = c.value("gbps", 0.0);
       cd.mean_rel_l1 = c.value("mean_rel_l1", 0.0);

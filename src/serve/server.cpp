@@ -321,7 +321,20 @@ class Server {
     }
     http_.widen_listen_backlog();
     std::cout << "listening on http://" << opt_.host << ":" << port << std::endl;
-    std::thread http_thread([this] { http_.listen_after_bind(); });
+    std::atomic<bool> listen_returned{false};
+    std::thread http_thread([this, &listen_returned] {
+      http_.listen_after_bind();
+      listen_returned = true;
+    });
+    // httplib's stop() only shuts a listener that is already running: one that starts just
+    // after it would accept forever and the join below would never return (a load error
+    // then hung the server, deaf to SIGTERM). Wait for the loop first (or for its return).
+    auto stop_http = [&] {
+      for (int i = 0; i < 10000 && !http_.is_running() && !listen_returned; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      http_.stop();
+      http_thread.join();
+    };
 
     try {
       EngineOptions eo;
@@ -337,8 +350,7 @@ class Server {
       scheduler_ = std::make_unique<Scheduler>(*engine_, opt_.queue, opt_.prefill_chunk, metrics_,
                                                opt_.test_step_delay_ms);
     } catch (...) {
-      http_.stop();
-      http_thread.join();
+      stop_http();
       throw;
     }
     state_.store(State::Ready);
@@ -357,8 +369,7 @@ class Server {
     scheduler_->stop();  // cancels what is left; their handlers answer 503
     const auto hard = Clock::now() + std::chrono::seconds(2);
     while (Clock::now() < hard && inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    http_.stop();
-    http_thread.join();
+    stop_http();
     return kExitOk;
   }
 

@@ -731,6 +731,11 @@ std::vector<Case> cases() {
   manifest("serve_threads_text", R"({"model": {"path": "/nonexistent"}, "threads": "two"})",
            "deployment.json: field 'threads'");
   manifest("serve_not_json", "{\"model\":", "deployment.json: malformed JSON");
+  // Beyond the CLI's limit (4 x the hardware threads): named here, not by the engine once the
+  // server listens (where a load error could leave the listener running: a hang).
+  manifest("serve_threads_beyond_the_machine",
+           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"threads\": 100000}",
+           "deployment.json: field 'threads': 100000 does not fit");
 
   // ---- output paths (an existing user file is kept)
   auto keep = [](const fs::path& f) {

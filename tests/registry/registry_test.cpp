@@ -133,6 +133,30 @@ TEST(Registry, MalformedFileIsAClearError) {
   }
 }
 
+// A path key (fma, pf, act) outside 0/1 is refused when the file is read, naming the file
+// and field: "pf": 2 used to load, list and serve until a run used the entry, then fail
+// without naming the file (or never, for an entry of another machine).
+TEST(Registry, APathKeyOutsideZeroOrOneIsRefusedWhereTheFileIsRead) {
+  TempDir dir;
+  for (const auto& [field, json] : std::vector<std::pair<std::string, std::string>>{
+           {"best.pf", "\"best\": {\"gnp\": 2, \"pf\": 2}"},
+           {"best.fma", "\"best\": {\"fma\": -1}"},
+           {"candidates[].config.pf", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"pf\": 3}}]"}}) {
+    SCOPED_TRACE(field);
+    write_file(dir.path() / "gemv_bf16.json",
+               "{\"kernel\": \"gemv\", \"dtype\": \"bf16\", \"entries\": [{\"shape\": {\"n\": 8, \"k\": 8}, "
+               "\"isa\": \"avx2\", " + json + "}]}");
+    try {
+      KernelRegistry reg(dir.path(), std::nullopt);
+      ADD_FAILURE() << "no throw";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("gemv_bf16.json: malformed registry entry: " + field + ": expected 0 or 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   TempDir dir;
   auto be = make_backend("cpu", 1);
