@@ -98,6 +98,9 @@ struct DeployOptions {
   bool resume = false;            ///< resume an existing deployment at its first unpassed phase
   bool interactive = false;       ///< ask before advancing past each PASS
   int threads = 0;                ///< 0 = all cores
+  /// --threads was given. Without it a resumed deployment keeps the count deployment.json
+  /// records (its tuned registry entries were measured at that count).
+  bool threads_given = false;
   /// Test-only: planted engine fault (FaultInjection::parse syntax), applied to the
   /// target engine, never to the reference.
   std::string fault;

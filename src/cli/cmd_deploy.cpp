@@ -57,13 +57,16 @@ Registrar deploy_cmd{Command{
       sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
       sub.add_option("--max-seq", o->d.max_seq, "cap the context (tokens); a sliding window >= N is then accepted")
           ->check(at_least(1));
-      sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores)")->check(thread_count());
+      CLI::Option* threads_opt =
+          sub.add_option("--threads", o->d.threads, "worker threads (0 = all cores; a resumed deployment: "
+                                                     "as deployed)")->check(thread_count());
       // Test-only options (hidden): a planted engine fault, short timing runs, early stop.
       sub.add_option("--inject-fault", o->d.fault, "test only: plant a fault kind[@layer][=value] in the engine")->group("");
       sub.add_flag("--quick", o->d.quick, "")->group("");
       sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(in_range(0, deploy::kNumPhases - 1));
-      return [o]() {
+      return [o, threads_opt]() {
         if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
+        o->d.threads_given = threads_opt->count() > 0;
         // The workspace receives the deployment's registry entries: never the shipped data.
         check_not_in_data_dir(o->workspace, "--workspace");
         // Before the model resolves: an HF id may download gigabytes a bad --name then wastes.

@@ -449,6 +449,10 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     const std::optional<int> resumed = resume_phase(opt, ws, m, in, out);
     if (!resumed) return kExitOk;
     start = *resumed;
+    // A resumed deployment runs at its recorded thread count unless --threads says
+    // otherwise: its tuned entries were measured there, and the evaluator would refuse them
+    // at another count (a PASS turned FAIL by a resume without the flag).
+    if (!opt.threads_given && start > 0) opt.threads = m.threads;
   } else {
     if (opt.from_phase.value_or(0) > 0)
       throw UsageError(fmt::format("--from-phase {}: no deployment at {} yet, so phase 0 has not "

@@ -279,4 +279,20 @@ TEST(DeployPipeline, AUsersKeyInDeploymentJsonSurvivesARedeploy) {
   EXPECT_EQ(after["phases"][1]["status"], "PASS") << after["phases"][1].dump();
 }
 
+// A deployment made with --threads 1, resumed without the flag, ran at "all cores", wrote
+// threads 0 into deployment.json, and its evaluation refused the tuned entries measured at
+// one thread: a PASS turned FAIL. A resume keeps the recorded count unless told otherwise.
+TEST(DeployPipeline, AResumeWithoutThreadsKeepsTheDeployedCount) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden});  // --threads 1 --quick
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto again = run_llmport({"deploy", model, "--workspace", ws.string(), "--reference", golden, "--quick",
+                                  "--from-phase", "7"});
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "deployment.json"))["threads"], 1);
+}
+
 }  // namespace
