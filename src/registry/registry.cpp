@@ -13,6 +13,7 @@
 #include "llmport/data_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
+#include "llmport/op.hpp"
 #include "registry/json_int.hpp"
 
 namespace llmport {
@@ -108,13 +109,24 @@ RegistryEntry entry_from_json(const nlohmann::json& j, const std::string& where)
 
 namespace {
 
+// The files save() writes are <op name>_<dtype>.json ("gemm_bf16.json",
+// "linear_group_qkv_fp32.json"). Another .json beside them (a user's notes.json in a
+// deployment's registry/) is not the registry's: it is left alone, not read as a damaged
+// registry file that stops every run.
+bool registry_file_name(const std::string& name) {
+  for (OpKind k : kAllOps)
+    if (name.rfind(std::string(op_name(k)) + "_", 0) == 0) return true;
+  return false;
+}
+
 std::vector<RegistryEntry> load_dir(const std::filesystem::path& dir) {
   std::vector<RegistryEntry> out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
   std::vector<std::filesystem::path> files;
   for (const auto& de : std::filesystem::directory_iterator(dir))
-    if (de.path().extension() == ".json") files.push_back(de.path());
+    if (de.path().extension() == ".json" && registry_file_name(de.path().filename().string()))
+      files.push_back(de.path());
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
     const nlohmann::json j = read_json_file(f);

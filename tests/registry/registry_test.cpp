@@ -157,6 +157,19 @@ TEST(Registry, APathKeyOutsideZeroOrOneIsRefusedWhereTheFileIsRead) {
   }
 }
 
+// A .json of the user's beside the registry's files (notes.json in a deployment's
+// registry/) used to be read as a damaged registry file and stop every run and phase 4; only
+// <op name>_<dtype>.json files are the registry's.
+TEST(Registry, AJsonFileNotNamedLikeARegistryFileIsLeftAlone) {
+  TempDir dir;
+  write_file(dir.path() / "notes.json", "{\"mine\": true}");
+  write_file(dir.path() / "todo.json", "not even json");
+  KernelRegistry reg(dir.path(), std::nullopt);
+  EXPECT_TRUE(reg.entries().empty());
+  write_file(dir.path() / "gemv_bf16.json", "{\"mine\": true}");  // named as the registry's: refused
+  EXPECT_THROW(KernelRegistry(dir.path(), std::nullopt), ConfigError);
+}
+
 TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   TempDir dir;
   auto be = make_backend("cpu", 1);
