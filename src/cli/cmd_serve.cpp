@@ -11,6 +11,7 @@
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
+#include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/kernels.hpp"
@@ -89,8 +90,19 @@ int run_serve(const ServeArgs& a) {
     if (!m.is_object()) throw ConfigError(manifest.string() + ": expected a JSON object");
     const std::string path = manifest_text(m, "model", "path", manifest);
     if (path.empty()) throw ConfigError(manifest.string() + ": model.path: missing or empty");
+    if (!std::filesystem::is_directory(path))
+      throw ConfigError(manifest.string() + ": model.path: " + path + " is not a directory (moved or deleted since "
+                        "the deployment?)");
     dir = path;
-    if (!dtype && !manifest_text(m, "", "dtype", manifest).empty()) dtype = manifest_text(m, "", "dtype", manifest);
+    if (!dtype && !manifest_text(m, "", "dtype", manifest).empty()) {
+      dtype = manifest_text(m, "", "dtype", manifest);
+      try {  // refused here with the file named, not later as if a flag had said it
+        EngineOptions probe_dtype;
+        set_dtype_flag(probe_dtype, *dtype);
+      } catch (const UsageError& e) {
+        throw ConfigError(manifest.string() + ": dtype: " + e.what());
+      }
+    }
     if (!a.dtype && lm_head.empty()) lm_head = manifest_text(m, "", "quantize_lm_head", manifest);
     if (!a.threads && m.contains("threads"))
       try {

@@ -728,9 +728,15 @@ std::vector<Case> cases() {
   };
   manifest("serve_empty_object", "{}", "deployment.json: model.path: missing or empty");
   manifest("serve_path_not_text", R"({"model": {"path": 7}})", "deployment.json: model.path: expected a string");
-  manifest("serve_threads_text", R"({"model": {"path": "/nonexistent"}, "threads": "two"})",
+  manifest("serve_threads_text",
+           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"threads\": \"two\"}",
            "deployment.json: field 'threads'");
   manifest("serve_not_json", "{\"model\":", "deployment.json: malformed JSON");
+  manifest("serve_dtype_unknown",
+           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"dtype\": \"fp8\"}",
+           "deployment.json: dtype: unknown dtype 'fp8'");
+  manifest("serve_model_path_gone", "{\"model\": {\"path\": \"/nonexistent/model\"}}",
+           "deployment.json: model.path: /nonexistent/model is not a directory");
   // Beyond the CLI's limit (4 x the hardware threads): named here, not by the engine once the
   // server listens (where a load error could leave the listener running: a hang).
   manifest("serve_threads_beyond_the_machine",
