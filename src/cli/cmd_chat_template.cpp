@@ -51,9 +51,16 @@ nlohmann::ordered_json read_messages(const std::string& path) {
     throw UsageError(e.what());
   }
   if (!m.is_array()) throw UsageError("--messages " + path + ": expected a JSON array of {role, content} objects");
-  for (std::size_t i = 0; i < m.size(); ++i)
+  for (std::size_t i = 0; i < m.size(); ++i) {
     if (!m[i].is_object() || !m[i].contains("role"))
       throw UsageError("--messages " + path + ": message " + std::to_string(i) + " is not a {role, content} object");
+    // serve's rule (OpenAI's): content is required but for an assistant turn (which may carry
+    // only tool calls); the two must render the same messages.
+    const bool assistant = m[i]["role"].is_string() && m[i]["role"].get<std::string>() == "assistant";
+    if (!assistant && (!m[i].contains("content") || m[i]["content"].is_null()))
+      throw UsageError("--messages " + path + ": message " + std::to_string(i) + " has no content (required but for an "
+                       "assistant turn)");
+  }
   return m;
 }
 

@@ -94,6 +94,12 @@ TEST(ChatTemplateCli, BadInputExitsTwoWithOneLine) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("JSON array"), std::string::npos) << r.err;
 
+  // serve's rule: content is required but for an assistant turn.
+  llmport::test::write_file(bad, R"([{"role": "system", "content": "s"}, {"role": "user"}])");
+  r = run_llmport({"chat-template", dir, "--messages", bad.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("message 1 has no content"), std::string::npos) << r.err;
+
   fs::path ok = tmp.path() / "ok.json";
   llmport::test::write_file(ok, R"([{"role": "user", "content": "hi"}])");
   r = run_llmport({"chat-template", dir, "--messages", ok.string(), "--var", "novalue"});
