@@ -17,7 +17,8 @@ Registrar regress_cmd{Command{
       return [ws, ws_opt]() {
         // As `status`: no default workspace yet means nothing was deployed here (nothing to
         // re-verify); a --workspace the user named that does not exist stays an error.
-        if (ws_opt->count() == 0 && !std::filesystem::exists(*ws)) {
+        std::error_code ec;  // absent altogether; a dangling link or a file is named below
+        if (ws_opt->count() == 0 && !std::filesystem::exists(std::filesystem::symlink_status(*ws, ec))) {
           std::cout << "no deployments in " << *ws << "\n";
           return 0;
         }

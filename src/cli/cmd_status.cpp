@@ -21,7 +21,8 @@ Registrar status_cmd{Command{
       return [name, ws, json, ws_opt]() {
         // No default workspace yet just means nothing was deployed here; a --workspace the
         // user named that does not exist stays an error.
-        if (name->empty() && ws_opt->count() == 0 && !std::filesystem::is_directory(*ws)) {
+        std::error_code ec;  // absent altogether; a dangling link or a file is named by print_status
+        if (name->empty() && ws_opt->count() == 0 && !std::filesystem::exists(std::filesystem::symlink_status(*ws, ec))) {
           if (*json)
             std::cout << "[]\n";
           else

@@ -92,6 +92,22 @@ TEST(RegressMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
   const auto r = run_llmport({"regress", "--workspace", (t.path() / "nope").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  // A default ./deployments that is there but broken (a dangling link, a file) is not "no
+  // deployments": both commands name it.
+  for (const std::string kind : {"dangling link", "file"}) {
+    SCOPED_TRACE(kind);
+    fs::remove(t.path() / "deployments");
+    if (kind == "file") write_file(t.path() / "deployments", "x");
+    else fs::create_symlink(t.path() / "gone", t.path() / "deployments");
+    for (const char* cmd : {"regress", "status"}) {
+      const std::string line = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) + "' " + cmd +
+                               " > '" + out.string() + "' 2>&1";
+      const int code = std::system(line.c_str());
+      ASSERT_TRUE(WIFEXITED(code));
+      EXPECT_EQ(WEXITSTATUS(code), 2) << cmd << ": " << read_file(out);
+      EXPECT_NE(read_file(out).find("workspace deployments"), std::string::npos) << cmd << ": " << read_file(out);
+    }
+  }
 }
 
 }  // namespace
