@@ -212,13 +212,18 @@ TEST(CliBench, TheBudgetHoldsTheEmbeddingTableWhereTokensAreLookedUpInIt) {
 // stories260K's first bench OVER BUDGET (87 MiB of 72).
 TEST(CliBench, TheFirstProbeOnAMachineIsNotChargedToTheModel) {
   TempDir t;
+  const std::vector<std::string> args = {"bench", shared_path("models/stories260K").string(), "-p", "4", "-n", "2",
+                                         "-r", "1", "-t", "1", "-o", "json", "--no-roofline"};
+  // The same bench without a probe: the model's own peak (a sanitizer build inflates both).
+  auto off = run_llmport(args);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const double rss_off = nlohmann::json::parse(off.out)[0].at("peak_rss_mib").get<double>();
   ScopedEnv probe("LLMPORT_PROBE", "1"), cache("LLMPORT_PROBE_CACHE", t.path().string());
-  auto r = run_llmport({"bench", shared_path("models/stories260K").string(), "-p", "4", "-n", "2", "-r", "1", "-t",
-                        "1", "-o", "json", "--no-roofline"});
+  auto r = run_llmport(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   ASSERT_FALSE(std::filesystem::is_empty(t.path())) << "the probe did not run (nothing cached)";
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_LE(j[0].at("peak_rss_mib").get<double>(), j[0].at("memory_budget_mib").get<double>()) << r.out;
+  // The probe streams 64 MiB of its own weights; charged to the model it shows as +64 MiB.
+  EXPECT_LT(nlohmann::json::parse(r.out)[0].at("peak_rss_mib").get<double>(), rss_off + 16) << r.out;
 }
 
 // A quantized bench: the reports name the dtype, the packed weights shrink with the block
