@@ -1,5 +1,4 @@
 // `llmport regress [--workspace DIR]`: re-verify every deployment (one per device at a time).
-#include <filesystem>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -17,8 +16,7 @@ Registrar regress_cmd{Command{
       return [ws, ws_opt]() {
         // As `status`: no default workspace yet means nothing was deployed here (nothing to
         // re-verify); a --workspace the user named that does not exist stays an error.
-        std::error_code ec;  // absent altogether; a dangling link or a file is named below
-        if (ws_opt->count() == 0 && !std::filesystem::exists(std::filesystem::symlink_status(*ws, ec))) {
+        if (default_workspace_absent(*ws_opt, *ws)) {
           std::cout << "no deployments in " << *ws << "\n";
           return 0;
         }

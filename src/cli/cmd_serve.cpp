@@ -94,8 +94,8 @@ int run_serve(const ServeArgs& a) {
       throw ConfigError(manifest.string() + ": model.path: " + path + " is not a directory (moved or deleted since "
                         "the deployment?)");
     dir = path;
-    if (!dtype && !manifest_text(m, "", "dtype", manifest).empty()) {
-      dtype = manifest_text(m, "", "dtype", manifest);
+    if (const std::string recorded = manifest_text(m, "", "dtype", manifest); !dtype && !recorded.empty()) {
+      dtype = recorded;
       try {  // refused here with the file named, not later as if a flag had said it
         EngineOptions probe_dtype;
         set_dtype_flag(probe_dtype, *dtype);

@@ -1,5 +1,4 @@
 // `llmport status [NAME] [--workspace DIR] [--json]`: phase table of deployments.
-#include <filesystem>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -21,8 +20,7 @@ Registrar status_cmd{Command{
       return [name, ws, json, ws_opt]() {
         // No default workspace yet just means nothing was deployed here; a --workspace the
         // user named that does not exist stays an error.
-        std::error_code ec;  // absent altogether; a dangling link or a file is named by print_status
-        if (name->empty() && ws_opt->count() == 0 && !std::filesystem::exists(std::filesystem::symlink_status(*ws, ec))) {
+        if (name->empty() && default_workspace_absent(*ws_opt, *ws)) {
           if (*json)
             std::cout << "[]\n";
           else

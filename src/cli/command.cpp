@@ -88,4 +88,9 @@ std::string resolve_model_dir(const std::string& model, bool config_only) {
   return r.dir.string();
 }
 
+bool default_workspace_absent(const CLI::Option& ws_opt, const std::string& ws) {
+  std::error_code ec;
+  return ws_opt.count() == 0 && !std::filesystem::exists(std::filesystem::symlink_status(ws, ec));
+}
+
 }  // namespace llmport::cli

@@ -51,4 +51,10 @@ std::string unexpected_args_text(const CLI::App& app);
 /// returns the model directory (or config.json path when given one).
 std::string resolve_model_dir(const std::string& model, bool config_only = false);
 
+/// True when `--workspace` (`ws_opt`) was not given and its default `ws` does not exist at
+/// all: nothing was deployed here yet, which status and regress report as "no deployments"
+/// (exit 0). A default that exists but is broken (a file, a dangling link) and a named
+/// workspace that does not exist stay errors for the command to name.
+bool default_workspace_absent(const CLI::Option& ws_opt, const std::string& ws);
+
 }  // namespace llmport::cli

@@ -69,9 +69,7 @@ std::string why_keep(const Record& record, const std::string& key, const fs::pat
     return file.string() + " was edited since llmport wrote it; your version is kept as ";
   return "";
 }
-}  // namespace
 
-namespace {
 // Renames an edited `file` to <file>.user-<time> with one warning line; see write_generated.
 void set_aside(const Record& record, const std::string& key, const fs::path& file, const std::string* text) {
   const std::string why = why_keep(record, key, file, text);

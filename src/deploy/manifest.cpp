@@ -119,7 +119,7 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
     }
     m.needs_human_review = j.value("needs_human_review", false);
     // Keys llmport does not write (a user's note) are carried through every later save.
-    const nlohmann::json known = Manifest().to_json();
+    static const nlohmann::json known = Manifest().to_json();  // the keys llmport writes
     for (const auto& [k, v] : j.items())
       if (!known.contains(k)) m.user_keys[k] = v;
     return m;

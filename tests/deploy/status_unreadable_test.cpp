@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "deploy/manifest.hpp"
 #include "deploy/workspace.hpp"
@@ -59,15 +61,22 @@ TEST(RegressUnreadable, ContinuesWithTheOthersAndExits1) {
   EXPECT_NE(r.out.find("regress: 1 of 2 deployments FAIL or unreadable"), std::string::npos) << r.out;
 }
 
+// `llmport COMMAND` run in `dir` (so the default ./deployments is dir's), stdout and stderr
+// together into dir/out.txt: the exit code (-1 when it did not exit) and that output.
+std::pair<int, std::string> run_in(const fs::path& dir, const std::string& command) {
+  const fs::path out = dir / "out.txt";
+  const std::string line = "cd '" + dir.string() + "' && '" + std::string(LLMPORT_BIN) + "' " + command + " > '" +
+                           out.string() + "' 2>&1";
+  const int rc = std::system(line.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, read_file(out)};
+}
+
 TEST(StatusMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
   TempDir t;
   const fs::path out = t.path() / "out.txt";
-  const std::string cmd = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) +
-                          "' status > '" + out.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc));
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << read_file(out);
-  EXPECT_EQ(read_file(out), "no deployments in deployments\n");
+  const auto [rc, text] = run_in(t.path(), "status");
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_EQ(text, "no deployments in deployments\n");
   // A --workspace the user named that does not exist stays an error.
   const auto r = run_llmport({"status", "--workspace", (t.path() / "nope").string()});
   EXPECT_EQ(r.exit_code, 2);
@@ -82,13 +91,9 @@ TEST(StatusMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
 // --workspace the user named that does not exist is bad input (exit 2).
 TEST(RegressMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
   TempDir t;
-  const fs::path out = t.path() / "out.txt";
-  const std::string cmd = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) +
-                          "' regress > '" + out.string() + "' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(rc));
-  EXPECT_EQ(WEXITSTATUS(rc), 0) << read_file(out);
-  EXPECT_EQ(read_file(out), "no deployments in deployments\n");
+  const auto [rc, text] = run_in(t.path(), "regress");
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_EQ(text, "no deployments in deployments\n");
   const auto r = run_llmport({"regress", "--workspace", (t.path() / "nope").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
@@ -100,12 +105,9 @@ TEST(RegressMissingDefaultWorkspace, SaysNoDeploymentsAndExits0) {
     if (kind == "file") write_file(t.path() / "deployments", "x");
     else fs::create_symlink(t.path() / "gone", t.path() / "deployments");
     for (const char* cmd : {"regress", "status"}) {
-      const std::string line = "cd '" + t.path().string() + "' && '" + std::string(LLMPORT_BIN) + "' " + cmd +
-                               " > '" + out.string() + "' 2>&1";
-      const int code = std::system(line.c_str());
-      ASSERT_TRUE(WIFEXITED(code));
-      EXPECT_EQ(WEXITSTATUS(code), 2) << cmd << ": " << read_file(out);
-      EXPECT_NE(read_file(out).find("workspace deployments"), std::string::npos) << cmd << ": " << read_file(out);
+      const auto [code, said] = run_in(t.path(), cmd);
+      EXPECT_EQ(code, 2) << cmd << ": " << said;
+      EXPECT_NE(said.find("workspace deployments"), std::string::npos) << cmd << ": " << said;
     }
   }
 }

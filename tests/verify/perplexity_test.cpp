@@ -246,10 +246,8 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
   uint64_t base_header = 0;
   std::memcpy(&base_header, good.data() + 8, 8);
   const nlohmann::json header = nlohmann::json::parse(good.substr(16, base_header));
-  auto with_header = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
-    nlohmann::json h = header;
-    edit(h);
-    const std::string hs = h.dump();
+  // The good file's rows under the header text `hs` (any bytes), as <name>.bin.
+  auto with_raw_header = [&](const std::string& name, const std::string& hs) {
     const uint64_t len = hs.size();
     std::string b = good.substr(0, 8);
     b.append(reinterpret_cast<const char*>(&len), 8);
@@ -259,6 +257,11 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
     auto opt = fp32_options(64);
     opt.kl_base = f;
     return opt;
+  };
+  auto with_header = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json h = header;
+    edit(h);
+    return with_raw_header(name, h.dump());
   };
   struct Refused {
     std::string name;
@@ -280,17 +283,6 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
   }
   // A header that is not one JSON object, or names a key twice: one line naming the file,
   // never nlohmann's raw exception text.
-  auto with_raw_header = [&](const std::string& name, const std::string& hs) {
-    const uint64_t len = hs.size();
-    std::string b = good.substr(0, 8);
-    b.append(reinterpret_cast<const char*>(&len), 8);
-    b += hs + good.substr(16 + base_header);
-    const fs::path f = t.path() / (name + ".bin");
-    std::ofstream(f, std::ios::binary) << b;
-    auto opt = fp32_options(64);
-    opt.kl_base = f;
-    return opt;
-  };
   const std::string dumped = header.dump();
   for (const auto& [name, hs, says] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
