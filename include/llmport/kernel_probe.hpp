@@ -36,6 +36,12 @@ struct ProbePath {
   std::string shape;  ///< "m=156 n=512 k=512"
   TileConfig config;  ///< the full tile config timed (the path's default register blocking)
   double gflops = 0;  ///< best of the timed repetitions, 2*m*n*k / seconds / 1e9
+  /// The share of its threads' time the path spent runnable but waiting for a core while
+  /// it was timed (the run-queue wait of /proc/self/task/*/schedstat over wall seconds x
+  /// the threads timed; 0 where the kernel keeps no schedstat): ~0 when its threads had
+  /// their cores, large when other work held them, and a rate measured then says more
+  /// about that work than about the path (kProbeMaxWaitShare).
+  double wait_share = 0;
 };
 
 /// The chosen value of one op's tile key.
@@ -62,6 +68,13 @@ inline constexpr double kProbeMargin = 0.05;
 /// The margin of the decode GEMV prefetch hint ("gemv bf16"), measured as medians of
 /// interleaved passes rather than best-of (op_margin).
 inline constexpr double kPrefetchProbeMargin = 0.02;
+/// A path timed with more than this run-queue wait share (ProbePath::wait_share) was
+/// disturbed: its op keeps the ISA-flag default, and a probe with such a path is not cached
+/// (the next process measures again). A 2-vCPU Zen 5 VM measured under 0.01 idle and
+/// 0.3-0.7 beside one or two busy processes (session 19).
+inline constexpr double kProbeMaxWaitShare = 0.1;
+/// The ops of `paths` with a path timed above kProbeMaxWaitShare, each with its largest share.
+std::map<std::string, double> disturbed_ops(const std::vector<ProbePath>& paths);
 /// The margin choose_defaults applies to `op`.
 double op_margin(const std::string& op);
 
@@ -75,7 +88,8 @@ std::optional<int> isa_default_path(const std::string& op, const std::string& is
 /// default path that was not measured (or measured 0) keeps the default.
 int choose_path(const std::vector<ProbePath>& paths, int isa_default, double margin = kProbeMargin);
 
-/// `chosen` for every op in `paths` that has an ISA default at `isa` (choose_path).
+/// `chosen` for every op in `paths` that has an ISA default at `isa` (choose_path); a
+/// disturbed op (disturbed_ops) keeps its default.
 std::map<std::string, ProbeChoice> choose_defaults(const std::vector<ProbePath>& paths,
                                                    const std::string& isa);
 

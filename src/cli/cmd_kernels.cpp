@@ -271,12 +271,16 @@ int run_probe(const KArgs& a) {
     std::cout << fmt::format("{:<10} {:<10} {:<6} {:<20} {:>10.1f}\n", x.op, x.name,
                              fmt::format("{}={}", x.key, x.value), x.shape, x.gflops);
   if (p.paths.empty()) std::cout << "(no op has two paths at this level)\n";
-  for (const auto& [op, c] : p.chosen)
-    std::cout << fmt::format("default {:<10} {}={} ({}; ISA-flag default {})\n", op, c.key, c.value,
-                             c.value == c.isa_default ? std::string("kept")
-                                                     : fmt::format("measured faster by more than {:.0f}%",
-                                                                   op_margin(op) * 100),
+  const std::map<std::string, double> disturbed = disturbed_ops(p.paths);
+  for (const auto& [op, c] : p.chosen) {
+    const auto d = disturbed.find(op);
+    const std::string why =
+        d != disturbed.end() ? fmt::format("kept: timed while other work held the cores, {:.0f}% waiting", 100 * d->second)
+        : c.value == c.isa_default ? std::string("kept")
+                                   : fmt::format("measured faster by more than {:.0f}%", op_margin(op) * 100);
+    std::cout << fmt::format("default {:<10} {}={} ({}; ISA-flag default {})\n", op, c.key, c.value, why,
                              c.isa_default);
+  }
   std::cout << "registry entries measured on this machine override these defaults per shape\n";
   return kExitOk;
 }

@@ -227,7 +227,10 @@ TEST(CliBench, TheFirstProbeOnAMachineIsNotChargedToTheModel) {
   ScopedEnv probe("LLMPORT_PROBE", "1"), cache("LLMPORT_PROBE_CACHE", t.path().string());
   auto r = run_llmport(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  ASSERT_FALSE(std::filesystem::is_empty(t.path())) << "the probe did not run (nothing cached)";
+  // A probe disturbed by the tests running beside it caches nothing but says so.
+  const bool disturbed = r.err.find("was timed while other work held the cores") != std::string::npos;
+  ASSERT_TRUE(disturbed || !std::filesystem::is_empty(t.path()))
+      << "the probe did not run (nothing cached, no disturbed-probe warning): " << r.err;
   // The probe streams 64 MiB of its own weights; charged to the model it shows as +64 MiB.
   EXPECT_LT(nlohmann::json::parse(r.out)[0].at("peak_rss_mib").get<double>(), rss_off + 16) << r.out;
 }

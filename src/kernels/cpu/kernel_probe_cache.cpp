@@ -28,7 +28,7 @@ constexpr const char* kFormat = "llmport-kernel-probe";
 // Bumped whenever a probed kernel changes, so a cache measured by an older build's kernels
 // is measured again (2: the quantized linears on 16-column panels; 3: the decode GEMV's
 // prefetch hint).
-constexpr int kFormatVersion = 3;
+constexpr int kFormatVersion = 4;  // 4: paths[].wait_share
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -94,7 +94,8 @@ nlohmann::json to_json(const KernelProbe& p) {
   nlohmann::json paths = nlohmann::json::array();
   for (const ProbePath& x : p.paths)
     paths.push_back({{"op", x.op}, {"key", x.key}, {"value", x.value}, {"name", x.name},
-                     {"shape", x.shape}, {"config", x.config}, {"gflops", x.gflops}});
+                     {"shape", x.shape}, {"config", x.config}, {"gflops", x.gflops},
+                     {"wait_share", x.wait_share}});
   nlohmann::json chosen = nlohmann::json::object();
   for (const auto& [op, c] : p.chosen)
     chosen[op] = {{"key", c.key}, {"value", c.value}, {"isa_default", c.isa_default}};
@@ -165,6 +166,8 @@ ProbePath path_from_json(const nlohmann::json& x, const std::string& where) {
   q.config = registry_json::to_int_map(field(x, where, "config"), where + ".config");
   q.gflops = number(x, where, "gflops");
   if (!(q.gflops >= 0)) throw ConfigError(where + ".gflops: expected a rate >= 0");
+  q.wait_share = number(x, where, "wait_share");
+  if (!(q.wait_share >= 0)) throw ConfigError(where + ".wait_share: expected a share >= 0");
   return q;
 }
 }  // namespace
@@ -257,7 +260,13 @@ KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   p.paths = req.measure(req.isa);
   p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   p.chosen = choose_defaults(p.paths, p.isa);
-  if (src.file && blocked.empty()) {
+  const std::map<std::string, double> disturbed = disturbed_ops(p.paths);
+  for (const auto& [op, share] : disturbed)
+    std::cerr << fmt::format("warning: kernel probe: {} was timed while other work held the cores (its threads "
+                             "waited for a core {:.0f}% of the time, more than {:.0f}%); it keeps its ISA-flag "
+                             "default and the probe is not cached, so the next run measures again\n",
+                             op, 100 * share, 100 * kProbeMaxWaitShare);
+  if (src.file && blocked.empty() && disturbed.empty()) {
     try {
       write_cache(*src.file, p);
       src.written = true;

@@ -37,15 +37,26 @@ int choose_path(const std::vector<ProbePath>& paths, int isa_default, double mar
   return best && best->gflops > (1.0 + margin) * base ? best->value : isa_default;
 }
 
+std::map<std::string, double> disturbed_ops(const std::vector<ProbePath>& paths) {
+  std::map<std::string, double> out;
+  for (const ProbePath& p : paths)
+    if (p.wait_share > kProbeMaxWaitShare) {
+      auto [it, fresh] = out.emplace(p.op, p.wait_share);
+      if (!fresh) it->second = std::max(it->second, p.wait_share);
+    }
+  return out;
+}
+
 std::map<std::string, ProbeChoice> choose_defaults(const std::vector<ProbePath>& paths,
                                                    const std::string& isa) {
   std::map<std::string, std::vector<ProbePath>> by_op;
   for (const ProbePath& p : paths) by_op[p.op].push_back(p);
+  const std::map<std::string, double> disturbed = disturbed_ops(paths);
   std::map<std::string, ProbeChoice> out;
   for (const auto& [op, ps] : by_op) {
     const std::optional<int> def = isa_default_path(op, isa);
     if (!def) continue;
-    out[op] = {ps.front().key, choose_path(ps, *def, op_margin(op)), *def};
+    out[op] = {ps.front().key, disturbed.contains(op) ? *def : choose_path(ps, *def, op_margin(op)), *def};
   }
   return out;
 }
