@@ -2,6 +2,7 @@
 // activation preparation and micro-kernels as a model runs them) timed on one thread on
 // cache-resident shapes, each path with its default register blocking.
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -124,15 +125,26 @@ void measure_gemm_bf16(Backend& be, std::vector<ProbePath>& out) {
   }
 }
 
+// Weights per set of the prefetch probe: 2 MiB bf16 1024 x 1024 weights adding up to 4x
+// this CPU's L3 (sysconf; 32 MiB where it says nothing), 16 to 128 of them. With sets of
+// only the L3's size (32 MiB on the Zen 5 VM of session 19) part of each pass hit in L3 and
+// ran at ~62 GB/s where decode streams at ~45-55, and the hints measured within noise.
+int prefetch_probe_weights() {
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long bytes = 4 * (l3 > 0 ? l3 : 32L << 20);
+  return static_cast<int>(std::clamp<long>((bytes + (2L << 20) - 1) / (2L << 20), 16, 128));
+}
+
 // The decode GEMV's weight prefetch hint, streaming from memory on every core as decode
-// runs: two sets of 16 bf16 weights of 1024 x 1024 (2 MiB each, 32 MiB a set, 64 MiB
-// together: more than the L3 of the CPUs measured, so a set is evicted while the other is
-// read), one pass over each set in turn (the order alternating), after one warm-up pass
-// each. The rate is of the median pass: the machine's bandwidth moves within seconds, and
-// the best pass of each hint may come from different moments; the median of interleaved
-// passes compares the two at the same moments. The sets share one fp32 source (4 MiB).
+// runs: two sets of bf16 weights of 1024 x 1024 (prefetch_probe_weights: each set 4x the
+// L3, so a set is evicted while the other is read), one pass over each set in turn (the
+// order alternating), after one warm-up pass each. The rate is of the median pass: the
+// machine's bandwidth moves within seconds, and the best pass of each hint may come from
+// different moments; the median of interleaved passes compares the two at the same
+// moments. The sets share one fp32 source (4 MiB).
 void measure_gemv_bf16_prefetch(Backend& be, std::vector<ProbePath>& out) {
-  constexpr int kWeights = 16, kPasses = 48, kWindowAttempts = 4;
+  constexpr int kPasses = 24, kWindowAttempts = 4;
+  const int kWeights = prefetch_probe_weights();
   const auto w = filled(static_cast<std::size_t>(kGemvN) * kGemvK, 5);
   const auto x = filled(kGemvK, 6);
   std::vector<float> y(kGemvN);
@@ -173,7 +185,7 @@ void measure_gemv_bf16_prefetch(Backend& be, std::vector<ProbePath>& out) {
   for (int h = 0; h < 2; ++h) {
     std::nth_element(times[h].begin(), times[h].begin() + kPasses / 2, times[h].end());
     out.push_back({"gemv bf16", kPrefetchTileKey, hints[h].value, hints[h].name,
-                   shape_of(1, kGemvN, kGemvK) + " x16 t" + std::to_string(be.threads()),
+                   shape_of(1, kGemvN, kGemvK) + " x" + std::to_string(kWeights) + " t" + std::to_string(be.threads()),
                    {{"gnp", 4}, {kPrefetchTileKey, hints[h].value}},
                    2.0 * kWeights * kGemvN * kGemvK / times[h][kPasses / 2] / 1e9, wait_share});
   }
