@@ -36,11 +36,12 @@ struct ProbePath {
   std::string shape;  ///< "m=156 n=512 k=512"
   TileConfig config;  ///< the full tile config timed (the path's default register blocking)
   double gflops = 0;  ///< best of the timed repetitions, 2*m*n*k / seconds / 1e9
-  /// The share of its threads' time the path spent runnable but waiting for a core while
-  /// it was timed (the run-queue wait of /proc/self/task/*/schedstat over wall seconds x
-  /// the threads timed; 0 where the kernel keeps no schedstat): ~0 when its threads had
-  /// their cores, large when other work held them, and a rate measured then says more
-  /// about that work than about the path (kProbeMaxWaitShare).
+  /// The run-queue wait of all the process's threads while the path was timed (summed over
+  /// /proc/self/task/*/schedstat: time runnable but not on a core) over wall seconds x the
+  /// threads timed; 0 where the kernel keeps no schedstat. ~0 when the threads had their
+  /// cores, large when other work (another process, or another thread of this one) held
+  /// them; a rate measured then says more about that work than about the path
+  /// (kProbeMaxWaitShare).
   double wait_share = 0;
 };
 

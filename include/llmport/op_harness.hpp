@@ -122,8 +122,8 @@ class OpHarness {
   /// calls after it. Never throws on a mismatch (the result says); throws UsageError for a
   /// malformed case and whatever the backend throws (e.g. a tile config it rejects).
   OpResult run(Backend& be, const OpCase& c, int reps = 0);
-  /// Same with explicit inputs (tests): only the reference output of a non-linear op is
-  /// kept, keyed by the case and a hash of the inputs' bytes.
+  /// Same with explicit inputs (tests): only the reference output of an op other than the
+  /// linears and gather_rows is kept, keyed by the case and a hash of the inputs' bytes.
   OpResult run(Backend& be, const OpCase& c, const OpInputs& in, int reps = 0);
   /// The default inputs of a case (deterministic in the case's seed and shape).
   static OpInputs make_inputs(const OpCase& c);

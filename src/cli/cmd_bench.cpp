@@ -523,7 +523,7 @@ BenchRun measure_run(const BArgs& a, const Plan& p) {
   if (!a.no_roofline) run.roof = measure_roofline(a.threads);
   // The prefill bound's peak: the best any kernel path reaches for these weights.
   const ComputePeak peak = compute_peak(run.roof, p.dtype, p.quant);
-  // The kernel probe (first use on this machine: ~0.3 s and a 64 MiB stream of its own) runs
+  // The kernel probe (first use on this machine: ~0.3-0.7 s and a stream of 2 x 4 x L3 of its own) runs
   // before the load is timed and the peak RSS reset: it is the machine's, not the model's.
   if (a.backend == "cpu") (void)machine_kernel_probe();
   // Load time covers opening the weights and building the engine (packing, kernel cache).

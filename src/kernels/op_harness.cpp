@@ -561,6 +561,8 @@ std::size_t content_hash(const OpInputs& in) {
     mix(std::string_view(reinterpret_cast<const char*>(&n), sizeof n));
     mix(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(v[0])));
   };
+  const std::array<std::size_t, 2> lists{in.w.size(), in.bias.size()};
+  add(lists);
   for (const auto& w : in.w) add(w);
   for (const auto& b : in.bias) add(b);
   for (const auto* v : {&in.x, &in.y, &in.k_cache, &in.v_cache, &in.inv_freq}) add(*v);

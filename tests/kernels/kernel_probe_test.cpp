@@ -330,7 +330,7 @@ TEST(KernelProbeCache, ADisturbedProbeIsNotCachedAndMeasuredAgain) {
   EXPECT_FALSE(src.written);
   EXPECT_FALSE(fs::exists(probe_cache_file(dir.path(), req.machine)));
   EXPECT_EQ(p.chosen.at("gemm bf16").value, 0);
-  EXPECT_EQ(err, "warning: kernel probe: gemm bf16 was timed while other work held the cores (its threads waited "
+  EXPECT_EQ(err, "warning: kernel probe: gemm bf16 was timed while other work held the cores (threads waited "
                  "for a core 45% of the time, more than 10%); it keeps its ISA-flag default and the probe is not "
                  "cached, so the next run measures again\n");
   req.measure = FakeMeasure{&calls, {path("gemm bf16", 0, 100, 0.02), path("gemm bf16", 1, 300, 0.01)}};
@@ -339,8 +339,18 @@ TEST(KernelProbeCache, ADisturbedProbeIsNotCachedAndMeasuredAgain) {
   EXPECT_EQ(calls, 2);
   EXPECT_TRUE(again.written);
   EXPECT_EQ(q.chosen.at("gemm bf16").value, 1);
-  const auto j = nlohmann::json::parse(read_file(probe_cache_file(dir.path(), req.machine)));
+  auto j = nlohmann::json::parse(read_file(probe_cache_file(dir.path(), req.machine)));
   EXPECT_EQ(j.at("paths")[1].at("wait_share").get<double>(), 0.01);
+  // A cache file that holds a disturbed path (load_or_probe never writes one: hand-made or
+  // copied) is measured again, not obeyed.
+  j["paths"][1]["wait_share"] = 0.45;
+  j["chosen"]["gemm bf16"]["value"] = 0;  // what its own rates choose, so not "damaged"
+  write_file(probe_cache_file(dir.path(), req.machine), j.dump());
+  ProbeSource third;
+  load_or_probe(req, &third);
+  EXPECT_EQ(calls, 3);
+  EXPECT_FALSE(third.from_cache);
+  EXPECT_TRUE(third.written);
 }
 
 // A directory in the cache file's place is the user's: one line naming it and saying it is

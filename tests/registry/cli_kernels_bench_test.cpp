@@ -207,7 +207,7 @@ TEST(CliBench, TheBudgetHoldsTheEmbeddingTableWhereTokensAreLookedUpInIt) {
   }
 }
 
-// The kernel probe's first measurement on a machine (a 64 MiB stream of its own) is the
+// The kernel probe's first measurement on a machine (a stream of 2 x 4 x L3 of its own) is the
 // machine's, not the model's: it ran inside the timed load and the peak RSS, and put
 // stories260K's first bench OVER BUDGET (87 MiB of 72).
 TEST(CliBench, TheFirstProbeOnAMachineIsNotChargedToTheModel) {

@@ -79,6 +79,8 @@ std::optional<KernelProbe> read_cache(const fs::path& file, const ProbeRequest& 
   KernelProbe p = probe_from_json(j);
   // The id alone could collide; the whole fingerprint must be this machine's.
   if (to_json(p.machine) != to_json(req.machine) || p.isa != req.isa) return std::nullopt;
+  // Never written by load_or_probe; a file that holds one would keep the defaults for good.
+  if (!disturbed_ops(p.paths).empty()) return std::nullopt;
   return p;
 }
 
@@ -262,7 +264,7 @@ KernelProbe load_or_probe(const ProbeRequest& req, ProbeSource* source) {
   p.chosen = choose_defaults(p.paths, p.isa);
   const std::map<std::string, double> disturbed = disturbed_ops(p.paths);
   for (const auto& [op, share] : disturbed)
-    std::cerr << fmt::format("warning: kernel probe: {} was timed while other work held the cores (its threads "
+    std::cerr << fmt::format("warning: kernel probe: {} was timed while other work held the cores (threads "
                              "waited for a core {:.0f}% of the time, more than {:.0f}%); it keeps its ISA-flag "
                              "default and the probe is not cached, so the next run measures again\n",
                              op, 100 * share, 100 * kProbeMaxWaitShare);

@@ -21,8 +21,8 @@ std::optional<int> isa_default_path(const std::string& op, const std::string& is
 
 double op_margin(const std::string& op) {
   // The two prefetch hints run the same instructions and only move the memory traffic; their
-  // rates are medians of 48 interleaved passes (kernel_probe_measure.cpp), which agreed in
-  // sign on every run on Zen 5 while differing by 1.5-7% (in the model: 5-15%).
+  // rates are medians of interleaved passes (kernel_probe_measure.cpp), which agreed in sign
+  // on every run on Zen 5 while differing by 1.5-7% (in the model: 5-15%).
   return op == "gemv bf16" ? kPrefetchProbeMargin : kProbeMargin;
 }
 

@@ -55,9 +55,9 @@ struct MeasuringScope {
 // field of each /proc/self/task/<tid>/schedstat, in ns); 0 where the kernel keeps none.
 double run_queue_wait_seconds() {
   double ns = 0;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream f(task.path() / "schedstat");
+  std::error_code ec;  // a thread that exits mid-walk ends the walk, never throws
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) {
+    std::ifstream f(it->path() / "schedstat");
     double on_cpu = 0, waiting = 0;
     if (f >> on_cpu >> waiting) ns += waiting;
   }
