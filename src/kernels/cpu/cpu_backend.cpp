@@ -19,6 +19,7 @@
 
 #include "kernels/backend_impls.hpp"
 #include "kernels/cpu/cpu_peak.hpp"
+#include "kernels/cpu/decode_chunks.hpp"
 #include "kernels/cpu/quant_linear.hpp"
 #include "kernels/cpu/work_pool.hpp"
 #include "llmport/error.hpp"
@@ -234,13 +235,21 @@ class CpuBackend final : public Backend {
       fn(v, a, lda, m, y, bias, 0, v.n_panels, blk);
       return;
     }
+    if (m == 1) {  // decode GEMV: guided chunks (decode_chunks.hpp)
+      const int panels[1] = {v.n_panels}, groups[1] = {std::max(1, blk.gnp)};
+      const DecodeChunks chunks(panels, groups, nt);
+      pool_->run(chunks.size(), [&](int c, int) {
+        const PanelChunk& ch = chunks[c];
+        fn(v, a, lda, m, y, bias, ch.p0, ch.p1, blk);
+      });
+      return;
+    }
     // Contiguous panel ranges aligned to the micro-kernel's panel group, several per
     // thread so a thread the OS deschedules delays at most one chunk (see WorkPool).
     // Prefill chunks also keep the GEMM's nc blocking.
-    const int group = m == 1 ? std::max(1, blk.gnp) : std::max(1, blk.np);
+    const int group = std::max(1, blk.np);
     const int units = (v.n_panels + group - 1) / group;
-    const int per_thread = m == 1 ? 16 : 4;
-    const int n_chunks = std::min(units, nt * per_thread);
+    const int n_chunks = std::min(units, nt * 4);
     pool_->run(n_chunks, [&](int c, int) {
       const auto [p0, p1] = chunk_panels(units, n_chunks, c, group, v.n_panels);
       if (p1 > p0) fn(v, a, lda, m, y, bias, p0, p1, blk);
@@ -284,30 +293,19 @@ class CpuBackend final : public Backend {
     int lda = 0;
     const void* a = prepare_a(v0, /*fma=*/false, x, 1, &lda);
     const LinearFn fn = linear_fn(v0.type, /*fma=*/false);
-    // Chunks of each weight: units of gnp panels, ~16 chunks per thread over the group.
-    struct Part { int first_chunk, n_chunks, units, group; };
-    std::array<Part, kMaxGroup> parts{};
-    const std::size_t n_parts = calls.size();
-    int total_panels = 0;
-    for (std::size_t i = 0; i < n_parts; ++i) total_panels += ws[i]->view().n_panels;
-    int n_chunks = 0;
-    for (std::size_t i = 0; i < n_parts; ++i) {
-      const PackedView& v = ws[i]->view();
-      const int group = std::max(1, ws[i]->blocking().gnp);
-      const int units = (v.n_panels + group - 1) / group;
-      const long want = static_cast<long>(threads_) * 16 * v.n_panels / std::max(1, total_panels);
-      const int nc = static_cast<int>(std::clamp<long>(want, 1, units));
-      parts[i] = {n_chunks, nc, units, group};
-      n_chunks += nc;
+    // Guided chunks over the group's weights (decode_chunks.hpp).
+    std::array<int, kMaxGroup> panels{}, groups{};
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      panels[i] = ws[i]->view().n_panels;
+      groups[i] = std::max(1, ws[i]->blocking().gnp);
       count(kGemv);
     }
-    pool_->run(n_chunks, [&](int c, int) {
-      std::size_t i = 0;
-      while (i + 1 < n_parts && c >= parts[i + 1].first_chunk) ++i;
-      const Part& p = parts[i];
-      const PackedView& v = ws[i]->view();
-      const auto [p0, p1] = chunk_panels(p.units, p.n_chunks, c - p.first_chunk, p.group, v.n_panels);
-      if (p1 > p0) fn(v, a, lda, 1, calls[i].y, calls[i].bias, p0, p1, ws[i]->blocking());
+    const DecodeChunks chunks(std::span<const int>(panels.data(), calls.size()),
+                              std::span<const int>(groups.data(), calls.size()), threads_);
+    pool_->run(chunks.size(), [&](int c, int) {
+      const PanelChunk& ch = chunks[c];
+      const std::size_t i = static_cast<std::size_t>(ch.part);
+      fn(ws[i]->view(), a, lda, 1, calls[i].y, calls[i].bias, ch.p0, ch.p1, ws[i]->blocking());
     });
   }
 
