@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cpu/cache_topology.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/kernel_probe.hpp"
 #include "llmport/op.hpp"
@@ -126,12 +127,13 @@ void measure_gemm_bf16(Backend& be, std::vector<ProbePath>& out) {
 }
 
 // Weights per set of the prefetch probe: 2 MiB bf16 1024 x 1024 weights adding up to 4x
-// this CPU's L3 (sysconf; 32 MiB where it says nothing), 16 to 128 of them. With sets of
-// only the L3's size (32 MiB on the Zen 5 VM of session 19) part of each pass hit in L3 and
-// ran at ~62 GB/s where decode streams at ~45-55, and the hints measured within noise.
+// the L3 of all the L3 domains this process may run on (cache_topology.hpp; 32 MiB where
+// the machine says nothing), 16 to 128 of them. With sets of only the L3's size (32 MiB on
+// the Zen 5 VM of session 19) part of each pass hit in L3 and ran at ~62 GB/s where decode
+// streams at ~45-55, and the hints measured within noise.
 int prefetch_probe_weights() {
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  const long bytes = 4 * (l3 > 0 ? l3 : 32L << 20);
+  const std::size_t l3 = cpu::l3_bytes_this_process();
+  const long bytes = 4 * (l3 > 0 ? static_cast<long>(std::min<std::size_t>(l3, 1UL << 34)) : 32L << 20);
   return static_cast<int>(std::clamp<long>((bytes + (2L << 20) - 1) / (2L << 20), 16, 128));
 }
 
