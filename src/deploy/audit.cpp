@@ -79,11 +79,16 @@ AuditItem audit_reference_file(const Manifest& m, const std::string& sha256_now)
   if (m.reference.kind != "golden")
     return row("reference file unchanged since deployment", true, m.reference.kind + ": computed at each run");
   const bool ok = !sha256_now.empty() && sha256_now == m.reference_hash;
-  return row("reference file unchanged since deployment", ok,
-             ok ? "golden " + m.reference.file.string() + " (sha256 matches the manifest)"
-                : "golden " + m.reference.file.string() +
-                      " missing or changed since deployment (sha256 differs from deployment.json; redeploy, or "
-                      "restore the file)");
+  const std::string golden = "golden " + m.reference.file.string();
+  if (ok) return row("reference file unchanged since deployment", true, golden + " (sha256 matches the manifest)");
+  // No hash now means the file (or its side file) could not be read: say so rather than
+  // quote a comparison that never happened.
+  return row("reference file unchanged since deployment", false,
+             sha256_now.empty()
+                 ? golden + " missing or unreadable since deployment (deployment.json records its sha256; "
+                            "restore the file, or redeploy)"
+                 : golden + " changed since deployment (sha256 differs from deployment.json; redeploy, or "
+                            "restore the file)");
 }
 
 AuditItem audit_golden_file(const Manifest& m) {

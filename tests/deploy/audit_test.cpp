@@ -139,6 +139,8 @@ TEST(Audit, ReferenceFileRowFailsWhenTheGoldenChanged) {
   EXPECT_EQ(audit_reference_file(c.m, "cc").result, "ok");
   EXPECT_EQ(audit_reference_file(c.m, "cd").result, "FAIL");
   EXPECT_EQ(audit_reference_file(c.m, "").result, "FAIL");
+  EXPECT_NE(audit_reference_file(c.m, "cd").detail.find(" changed since deployment (sha256 differs"), std::string::npos);
+  EXPECT_NE(audit_reference_file(c.m, "").detail.find(" missing or unreadable since deployment"), std::string::npos);
 }
 
 TEST(Audit, IndependenceRowWarnsForEveryFinding) {

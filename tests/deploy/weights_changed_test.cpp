@@ -154,7 +154,7 @@ TEST(DeployWeightsChanged, RegressAndMakeVerifyCatchAChangedGolden) {
   const fs::path dir = fs::path(ws) / "g";
 
   write_file(golden, original + "\n");
-  const std::string says = "FAIL: golden " + golden.string() + " missing or changed since deployment";
+  const std::string says = "FAIL: golden " + golden.string() + " changed since deployment (sha256 differs";
   auto rg = run_llmport({"regress", "--workspace", ws});
   EXPECT_EQ(rg.exit_code, 1) << rg.out << rg.err;
   EXPECT_NE(rg.out.find(says), std::string::npos) << rg.out;
@@ -165,7 +165,9 @@ TEST(DeployWeightsChanged, RegressAndMakeVerifyCatchAChangedGolden) {
   fs::remove(golden);
   rg = run_llmport({"regress", "--workspace", ws});
   EXPECT_EQ(rg.exit_code, 1) << rg.out;
-  EXPECT_NE(rg.out.find(says), std::string::npos) << rg.out;
+  EXPECT_NE(rg.out.find("FAIL: golden " + golden.string() + " missing or unreadable since deployment"),
+            std::string::npos) << rg.out;
+  EXPECT_EQ(rg.out.find("sha256 differs"), std::string::npos) << "no hash was compared: " << rg.out;
 
   write_file(golden, original);
   rg = run_llmport({"regress", "--workspace", ws});
