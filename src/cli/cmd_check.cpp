@@ -66,6 +66,18 @@ void print_text(const CompatResult& r, const nlohmann::json& resolved, bool weig
     if (resolved.contains(k)) std::cout << "  " << k << ": " << resolved[k].dump() << "\n";
 }
 
+// `check --json` answers with one JSON object even when there is no verdict (a missing
+// or malformed config, damaged weights): a script reading stdout gets the error and the
+// exit code instead of an empty stream.
+void print_json_error(const std::exception& e) {
+  const auto* le = dynamic_cast<const Error*>(&e);
+  const nlohmann::json out = {{"verdict", "ERROR"},
+                              {"error", e.what()},
+                              {"exit_code", le ? le->exit_code() : kExitBadInput}};
+  std::cout << out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout.flush();
+}
+
 int run_check(const CheckArgs& a) {
   const std::string where = resolve_model_dir(a.model, /*config_only=*/!a.weights);
   const std::optional<int> max_seq = context_cap(a.max_seq);
@@ -130,7 +142,7 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
           "failed (--weights)");
                        auto a = std::make_shared<CheckArgs>();
                        add_model_arg(sub, &a->model);
-                       sub.add_flag("--json", a->json, "print one JSON object");
+                       sub.add_flag("--json", a->json, "print one JSON object (verdict ERROR with error and exit_code when the model cannot be judged)");
                        sub.add_option("--max-seq", a->max_seq,
                                       "context cap in tokens (<= a sliding window makes it harmless)")
                            ->check(at_least(1));
@@ -146,7 +158,13 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                                     "|w| >= 65520 (rounds to Inf in fp16, whose max is 65504); reads all bytes");
                        return [a] {
                          if (a->scan_values) a->weights = true;
-                         return run_check(*a);
+                         if (!a->json) return run_check(*a);
+                         try {
+                           return run_check(*a);
+                         } catch (const std::exception& e) {
+                           print_json_error(e);
+                           throw;  // main prints the one-line error and returns its exit code
+                         }
                        };
                      }}};
 

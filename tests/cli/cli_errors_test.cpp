@@ -302,6 +302,20 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   ASSERT_EQ(explicit_dtype.exit_code, 0) << explicit_dtype.err;
   EXPECT_EQ(explicit_dtype.err.find("torch_dtype"), std::string::npos) << explicit_dtype.err;
 
+  // With --json there is one JSON object on stdout even without a verdict: the error and
+  // the exit code, beside the usual one-line error on stderr.
+  write_file(t.path() / "config.json", "{\"architectures\": [\"LlamaForCausalLM\"],");
+  const auto bad = run_llmport({"check", t.path().string(), "--json"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  const auto bj = nlohmann::json::parse(bad.out);
+  EXPECT_EQ(bj.at("verdict"), "ERROR");
+  EXPECT_EQ(bj.at("exit_code"), 2);
+  EXPECT_NE(bj.at("error").get<std::string>().find("config.json: malformed JSON"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.err.find("error: "), std::string::npos) << bad.err;
+  const auto missing = run_llmport({"check", (t.path() / "absent").string(), "--json"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(missing.out).at("verdict"), "ERROR") << missing.out;
+
   // A known torch_dtype gives no warning.
   const auto plain = run_llmport({"check", stories()});
   EXPECT_EQ(plain.err.find("torch_dtype"), std::string::npos) << plain.err;
