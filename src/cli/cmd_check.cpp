@@ -71,9 +71,10 @@ void print_text(const CompatResult& r, const nlohmann::json& resolved, bool weig
 // exit code instead of an empty stream.
 void print_json_error(const std::exception& e) {
   const auto* le = dynamic_cast<const Error*>(&e);
-  const nlohmann::json out = {{"verdict", "ERROR"},
+  const int code = le ? le->exit_code() : kExitBadInput;
+  const nlohmann::json out = {{"verdict", code == kExitRejected ? "REJECT" : "ERROR"},
                               {"error", e.what()},
-                              {"exit_code", le ? le->exit_code() : kExitBadInput}};
+                              {"exit_code", code}};
   std::cout << out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   std::cout.flush();
 }
@@ -105,8 +106,18 @@ int run_check(const CheckArgs& a) {
     if (auto w = torch_dtype_warning(r.resolved["torch_dtype"].get<std::string>(), file.string()))
       warnings.push_back(*w);
   for (const auto& w : warnings) std::cerr << "warning: " << printable(w) << "\n";
+  const bool phase0_failed = report && !report->pass;
+  const int exit_code = !r.accepted ? kExitRejected : phase0_failed ? report->exit_code : kExitOk;
   if (a.json) {
-    nlohmann::json out = {{"verdict", r.accepted ? "ACCEPT" : "REJECT"},
+    // "verdict" is what the exit code says: an accepted architecture whose weights fail
+    // the phase-0 checks is not an ACCEPT (ERROR for damaged weights, FAIL for a failed
+    // check); "architecture" keeps the gate's own answer.
+    const char* verdict = !r.accepted ? "REJECT" : !phase0_failed ? "ACCEPT"
+                          : exit_code == kExitCheckFailed        ? "FAIL"
+                                                                  : "ERROR";
+    nlohmann::json out = {{"verdict", verdict},
+                          {"architecture", r.accepted ? "ACCEPT" : "REJECT"},
+                          {"exit_code", exit_code},
                           {"reason", r.accepted ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
                           {"reasons", r.reasons},
                           {"message", r.message},
@@ -116,6 +127,7 @@ int run_check(const CheckArgs& a) {
                           {"config", file.string()},
                           {"resolved", resolved}};
     if (report) out["phase0"] = report->to_json();
+    if (phase0_failed) out["error"] = report->error;
     if (plan) out["quantization"] = to_json(*plan);
     std::cout << out.dump(1) << "\n";
   } else {
@@ -123,13 +135,11 @@ int run_check(const CheckArgs& a) {
     if (plan) std::cout << quant_plan_text(*plan);
     if (report) std::cout << report->to_text();
   }
-  if (!r.accepted) return kExitRejected;
-  if (report && !report->pass) {
+  if (phase0_failed) {
     std::cout.flush();
     std::cerr << "error: " << printable(report->error) << "\n";
-    return report->exit_code;
   }
-  return kExitOk;
+  return exit_code;
 }
 
 const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from config.json, with the safetensors "
@@ -142,7 +152,7 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
           "failed (--weights)");
                        auto a = std::make_shared<CheckArgs>();
                        add_model_arg(sub, &a->model);
-                       sub.add_flag("--json", a->json, "print one JSON object (verdict ERROR with error and exit_code when the model cannot be judged)");
+                       sub.add_flag("--json", a->json, "print one JSON object: verdict ACCEPT | REJECT | ERROR | FAIL and exit_code always; error when the model cannot be judged or its weights fail the phase-0 checks");
                        sub.add_option("--max-seq", a->max_seq,
                                       "context cap in tokens (<= a sliding window makes it harmless)")
                            ->check(at_least(1));

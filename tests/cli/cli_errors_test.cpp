@@ -316,6 +316,24 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(nlohmann::json::parse(missing.out).at("verdict"), "ERROR") << missing.out;
 
+  // An accepted architecture whose weights are damaged is no ACCEPT: with --weights the
+  // verdict follows the exit code, the gate's answer stays under "architecture".
+  write_file(t.path() / "config.json", read_file(fs::path(stories()) / "config.json"));
+  const std::string st = read_file(fs::path(stories()) / "model.safetensors");
+  write_file(t.path() / "model.safetensors", st.substr(0, st.size() - 4096));
+  const auto dmg = run_llmport({"check", t.path().string(), "--json", "--weights"});
+  EXPECT_EQ(dmg.exit_code, 2) << dmg.err;
+  const auto dj = nlohmann::json::parse(dmg.out);
+  EXPECT_EQ(dj.at("verdict"), "ERROR") << dmg.out;
+  EXPECT_EQ(dj.at("architecture"), "ACCEPT");
+  EXPECT_EQ(dj.at("exit_code"), 2);
+  EXPECT_NE(dj.at("error").get<std::string>().find("model.safetensors"), std::string::npos) << dmg.out;
+  write_file(t.path() / "model.safetensors", st);
+  const auto good = nlohmann::json::parse(run_llmport({"check", t.path().string(), "--json", "--weights"}).out);
+  EXPECT_EQ(good.at("verdict"), "ACCEPT");
+  EXPECT_EQ(good.at("exit_code"), 0);
+  EXPECT_FALSE(good.contains("error"));
+
   // A known torch_dtype gives no warning.
   const auto plain = run_llmport({"check", stories()});
   EXPECT_EQ(plain.err.find("torch_dtype"), std::string::npos) << plain.err;
