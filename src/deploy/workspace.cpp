@@ -24,10 +24,20 @@ void Workspace::create_dirs() const {
     fs::create_directories(d);
 }
 
+namespace {
+// flock needs an open descriptor, not write access: a lock file another user created (the
+// per-device lock in /tmp, mode 0644) is opened read-only rather than refused.
+int open_lock_file(const fs::path& file) {
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 && (errno == EACCES || errno == EROFS)) fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
+  return fd;
+}
+}  // namespace
+
 FileLock::FileLock(const fs::path& file) {
   if (file.has_parent_path()) fs::create_directories(file.parent_path());
-  fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
+  fd_ = open_lock_file(file);
   while (::flock(fd_, LOCK_EX) != 0) {
     if (errno != EINTR) {
       ::close(fd_);
@@ -45,8 +55,7 @@ FileLock::~FileLock() {
 
 std::unique_ptr<FileLock> FileLock::try_lock(const fs::path& file) {
   std::unique_ptr<FileLock> lock(new FileLock());
-  lock->fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock->fd_ < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
+  lock->fd_ = open_lock_file(file);
   while (::flock(lock->fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return nullptr;  // the destructor closes fd_
     if (errno != EINTR) throw UsageError(file.string() + ": cannot lock: " + std::strerror(errno));

@@ -2,6 +2,9 @@
 // default names, manifest round trip, evaluation report format, file lock.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "deploy/evaluation_report.hpp"
@@ -175,6 +178,37 @@ TEST(DeployLock, ExcludesASecondHolder) {
     EXPECT_FALSE(FileLock::try_probe(f));
   }
   EXPECT_TRUE(FileLock::try_probe(f));
+}
+
+// A lock file this user may not write (another user's 0644 device lock in /tmp) still
+// locks: flock needs only a descriptor. Root may write anything, so as root the child
+// drops to uid 65534 first; otherwise the file is made read-only for its owner.
+TEST(Workspace, LockFileOfAnotherUserStillLocks) {
+  TempDir t;
+  fs::permissions(t.path(), fs::perms::all);  // the unprivileged child must reach it
+  const fs::path f = t.path() / "dev.lock";
+  { std::ofstream(f) << ""; }
+  fs::permissions(f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && ::setresgid(65534, 65534, 65534) != 0) ::_exit(3);
+    if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+    if (::access(f.c_str(), R_OK) != 0) ::_exit(5);  // TMPDIR not reachable by uid 65534
+    if (::access(f.c_str(), W_OK) == 0) ::_exit(4);  // the case under test did not arise
+    try {
+      { FileLock l(f); }
+      ::_exit(FileLock::try_lock(f) ? 0 : 2);
+    } catch (const std::exception&) {
+      ::_exit(1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the read-only lock file was refused; 2: try_lock found it held; 3: could not drop root; 4: still writable";
+  FileLock mine(f);  // and this process can take it after the child is gone
 }
 
 }  // namespace
