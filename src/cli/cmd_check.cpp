@@ -51,14 +51,15 @@ std::optional<QuantPlan> quant_plan_of(const CheckArgs& a, const ModelConfig& cf
 
 // weights_fail: --weights found the checkpoint unusable; the ACCEPT is the architecture's
 // only, and the first line says so (a script reading it must not take the model as good).
-void print_text(const CompatResult& r, const nlohmann::json& resolved, bool weights_fail) {
+void print_text(const CompatResult& r, const std::vector<std::string>& notes, const nlohmann::json& resolved,
+                bool weights_fail) {
   std::cout << r.message << (weights_fail ? " (architecture only: the phase-0 checks below FAIL)" : "") << "\n";
   if (!r.accepted && r.reasons.size() > 1) {
     std::cout << "  reasons:";
     for (const auto& x : r.reasons) std::cout << " " << x;
     std::cout << "\n";
   }
-  for (const auto& n : r.notes) std::cout << "  note: " << n << "\n";
+  for (const auto& n : notes) std::cout << "  note: " << n << "\n";
   if (!r.accepted) std::cout << "  resolved (informational for a REJECT):\n";
   for (const char* k : {"n_layers", "emb_dim", "n_heads", "n_kv_heads", "head_dim", "hidden_dim", "vocab_size",
                         "rope_theta", "rope_scaling_type", "tie_word_embeddings", "qkv_bias", "qk_norm",
@@ -95,8 +96,14 @@ int run_check(const CheckArgs& a) {
   // the model needs is looked up with its shape (a missing one is named): the files are
   // mapped, no weight bytes are read (but a tied model's stored lm_head, compared with the
   // embedding).
-  if (r.accepted && !a.weights && !check_safetensors_headers(file.parent_path()).empty())
-    (void)WeightStore::open(file.parent_path(), *checked.config);
+  std::vector<std::string> notes = r.notes;
+  if (r.accepted && !a.weights) {
+    if (!check_safetensors_headers(file.parent_path()).empty())
+      (void)WeightStore::open(file.parent_path(), *checked.config);
+    else  // an ACCEPT of a config alone says nothing about weights: say so
+      notes.push_back("no weights beside " + file.filename().string() + " in " + file.parent_path().string() +
+                      ": only the architecture was checked");
+  }
   // The tokenizer beside the config is part of the model: a malformed one is bad input
   // (exit 2) here as it is for deploy and run, not an ACCEPT.
   if (r.accepted && Tokenizer::exists(file.parent_path())) (void)Tokenizer::load(file.parent_path());
@@ -121,7 +128,7 @@ int run_check(const CheckArgs& a) {
                           {"reason", r.accepted ? nlohmann::json(nullptr) : nlohmann::json(r.reason)},
                           {"reasons", r.reasons},
                           {"message", r.message},
-                          {"notes", r.notes},
+                          {"notes", notes},
                           {"warnings", warnings},
                           {"context_cap", r.context_cap ? nlohmann::json(*r.context_cap) : nlohmann::json(nullptr)},
                           {"config", file.string()},
@@ -131,7 +138,7 @@ int run_check(const CheckArgs& a) {
     if (plan) out["quantization"] = to_json(*plan);
     std::cout << out.dump(1) << "\n";
   } else {
-    print_text(r, resolved, report && !report->pass);
+    print_text(r, notes, resolved, report && !report->pass);
     if (plan) std::cout << quant_plan_text(*plan);
     if (report) std::cout << report->to_text();
   }

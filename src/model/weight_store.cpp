@@ -58,7 +58,15 @@ std::map<std::string, std::string> read_weight_map(const fs::path& index) {
 bool weight_file_present(const fs::path& p) {
   std::error_code ec;
   const fs::file_status st = fs::status(p, ec);
-  if (!fs::exists(st)) return false;
+  if (!fs::exists(st)) {
+    // A link whose target is gone (an HF cache snapshot whose blob was never fetched or
+    // was deleted) is a damaged model, not an absent file.
+    std::error_code lec;
+    if (fs::is_symlink(fs::symlink_status(p, lec)))
+      throw WeightsError(p.string() + ": is a symbolic link to " + fs::read_symlink(p, lec).string() +
+                         ", which does not exist (an interrupted download?)");
+    return false;
+  }
   if (!fs::is_regular_file(st))
     throw WeightsError(p.string() + ": is a " + (fs::is_directory(st) ? "directory" : "special file") +
                        ", not a weights file");

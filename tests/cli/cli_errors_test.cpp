@@ -339,6 +339,31 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   EXPECT_EQ(plain.err.find("torch_dtype"), std::string::npos) << plain.err;
 }
 
+// An ACCEPT of a config with no weights beside it says that only the architecture was
+// judged; a weights file that is a link to nothing is damage (exit 2 naming the link),
+// not "no model.safetensors ... (found model.safetensors)".
+TEST(CliCheck, ConfigAloneIsArchitectureOnlyAndADanglingWeightsLinkIsDamage) {
+  TempDir t;
+  write_file(t.path() / "config.json", read_file(fs::path(stories()) / "config.json"));
+  const auto c = run_llmport({"check", t.path().string(), "--json"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const auto notes = nlohmann::json::parse(c.out).at("notes");
+  ASSERT_EQ(notes.size(), 1u) << c.out;
+  EXPECT_NE(notes[0].get<std::string>().find("only the architecture was checked"), std::string::npos) << c.out;
+  const auto with_weights = run_llmport({"check", stories(), "--json"});
+  EXPECT_EQ(with_weights.out.find("only the architecture"), std::string::npos) << with_weights.out;
+
+  fs::create_symlink(t.path() / "blobs" / "gone", t.path() / "model.safetensors");
+  for (const bool weights : {false, true}) {
+    std::vector<std::string> args = {"check", t.path().string()};
+    if (weights) args.push_back("--weights");
+    const auto d = run_llmport(args);
+    EXPECT_EQ(d.exit_code, 2) << d.out << d.err;
+    EXPECT_NE(d.err.find("model.safetensors: is a symbolic link to "), std::string::npos) << d.err;
+    EXPECT_EQ(d.err.find("found model.safetensors"), std::string::npos) << d.err;
+  }
+}
+
 }  // namespace
 // Whole numbers are read exactly (std::from_chars): past int64/uint64 is "out of range"
 // (2^64 is not clamped to 2^64-1, which strtod would make the same double); past the
