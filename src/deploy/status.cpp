@@ -79,6 +79,10 @@ void require_workspace_dir(const fs::path& workspace) {
   std::error_code ec;
   if (fs::is_directory(workspace, ec)) return;
   if (fs::exists(workspace, ec)) throw UsageError("workspace " + workspace.string() + " is not a directory");
+  // status() fails for a path under a directory this user cannot search (EACCES): the
+  // workspace may well exist; say why it cannot be looked at instead of "does not exist".
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw UsageError("workspace " + workspace.string() + ": cannot be read: " + ec.message());
   throw UsageError("workspace " + workspace.string() + " does not exist");
 }
 

@@ -211,5 +211,35 @@ TEST(Workspace, LockFileOfAnotherUserStillLocks) {
   FileLock mine(f);  // and this process can take it after the child is gone
 }
 
+// A workspace under a directory this user may not search exists but cannot be looked at:
+// the error says so instead of "does not exist". As root the child drops to uid 65534.
+TEST(Workspace, UnsearchableWorkspaceIsNotCalledMissing) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a directory uid 65534 cannot search";
+  TempDir t;
+  fs::permissions(t.path(), fs::perms::all);
+  const fs::path ws = t.path() / "private" / "ws";
+  fs::create_directories(ws);
+  fs::permissions(t.path() / "private", fs::perms::owner_all);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+    try {
+      require_workspace_dir(ws);
+      ::_exit(4);
+    } catch (const UsageError& e) {
+      const std::string m = e.what();
+      ::_exit(m.find("cannot be read: Permission denied") != std::string::npos ? 0 : 1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "could not drop to uid 65534";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another message (\"does not exist\"?); 4: no error";
+  EXPECT_NO_THROW(require_workspace_dir(ws));  // root can
+  EXPECT_THROW(require_workspace_dir(t.path() / "absent"), UsageError);
+}
+
 }  // namespace
 }  // namespace llmport::deploy
