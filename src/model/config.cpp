@@ -91,6 +91,16 @@ fs::path find_config_json(const fs::path& path) {
       if (fs::is_regular_file(path / "deployment.json", ec))
         throw ConfigError(path.string() + ": an llmport deployment, not a model (no config.json): use `make -C " +
                           path.string() + " run|verify|bench`, or give its model (\"model_dir\" in deployment.json)");
+      // Something named config.json that is not a file (a FIFO, a device, a link to
+      // nothing or a link loop) is not "no config.json": name what it is.
+      const fs::file_status ls = fs::symlink_status(f, ec);
+      if (fs::exists(ls)) {
+        const fs::file_status st = fs::status(f, ec);
+        const std::string what = fs::is_symlink(ls) && !fs::exists(st)
+                                     ? "a symbolic link that resolves to nothing (" + ec.message() + ")"
+                                     : "not a regular file (a FIFO, socket or device)";
+        throw ConfigError(f.string() + ": is " + what + ", expected the config.json file");
+      }
       throw ConfigError(path.string() + ": no config.json in this directory");
     }
     return f;

@@ -3,6 +3,7 @@
 // comma-list rule for bench -p, fault values, and usage mistakes found before any work
 // (bench --kernel-cache, chat-template --template, a directory in a model file's place).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <limits>
@@ -237,6 +238,27 @@ TEST(CliParseErrors, ADirectoryInPlaceOfAModelFileIsNamedAsADirectory) {
                               ": is a directory, expected the config.json file\n";
   expect_usage_error(run_llmport({"check", no_cfg.string()}), cfg_err);
   expect_usage_error(run_llmport({"run", no_cfg.string(), "--prompt", "hi", "-n", "1"}), cfg_err);
+}
+
+// A config.json that exists but is no file (a FIFO, a link to nothing, a link loop) is
+// named for what it is; "no config.json in this directory" would send the user looking
+// for a file that is there. The FIFO must not be opened (that would block).
+TEST(CliParseErrors, AConfigJsonThatIsNoFileIsNamed) {
+  TempDir t;
+  fs::create_directories(t.path() / "fifo");
+  ASSERT_EQ(::mkfifo((t.path() / "fifo" / "config.json").c_str(), 0644), 0);
+  fs::create_directories(t.path() / "dangling");
+  fs::create_symlink(t.path() / "nowhere", t.path() / "dangling" / "config.json");
+  fs::create_directories(t.path() / "loop");
+  fs::create_symlink("config.json", t.path() / "loop" / "config.json");
+  const std::pair<const char*, const char*> cases[] = {
+      {"fifo", ": is not a regular file (a FIFO, socket or device), expected the config.json file\n"},
+      {"dangling", ": is a symbolic link that resolves to nothing (No such file or directory), expected the config.json file\n"},
+      {"loop", ": is a symbolic link that resolves to nothing (Too many levels of symbolic links), expected the config.json file\n"}};
+  for (const auto& [dir, says] : cases) {
+    const fs::path f = t.path() / dir / "config.json";
+    expect_usage_error(run_llmport({"check", (t.path() / dir).string()}), "error: " + f.string() + says);
+  }
 }
 
 }  // namespace
