@@ -234,6 +234,11 @@ ModelConfig resolve_accepted(const json& j, const fs::path& file, const CompatRe
   if (std::error_code ec; fs::is_regular_file(gen_file, ec)) {
     gen = read_json_file(gen_file);
     if (!gen->is_object()) throw ConfigError(gen_file.string() + ": not a JSON object");
+  } else if (fs::exists(fs::symlink_status(gen_file, ec))) {
+    // Optional, but one that is there and unreadable (a directory, a link to nothing) would
+    // silently drop the model's eos ids and sampling defaults.
+    throw ConfigError(gen_file.string() + ": is not a readable file (a directory, a link to nothing or a "
+                                          "special file); remove it or restore the file");
   }
   ModelConfig cfg;
   try {

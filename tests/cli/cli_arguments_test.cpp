@@ -259,6 +259,17 @@ TEST(CliParseErrors, AConfigJsonThatIsNoFileIsNamed) {
     const fs::path f = t.path() / dir / "config.json";
     expect_usage_error(run_llmport({"check", (t.path() / dir).string()}), "error: " + f.string() + says);
   }
+  // The optional generation_config.json likewise: there but unreadable is bad input, not absent.
+  const fs::path gen_dir = stories_without(t.path() / "gen", "generation_config.json");
+  const std::string gen_err = "error: " + (gen_dir / "generation_config.json").string() +
+                              ": is not a readable file (a directory, a link to nothing or a special file); remove it "
+                              "or restore the file\n";
+  expect_usage_error(run_llmport({"check", gen_dir.string()}), gen_err);
+  fs::remove(gen_dir / "generation_config.json");
+  fs::create_symlink(t.path() / "nowhere", gen_dir / "generation_config.json");
+  expect_usage_error(run_llmport({"check", gen_dir.string()}), gen_err);
+  fs::remove(gen_dir / "generation_config.json");
+  EXPECT_EQ(run_llmport({"check", gen_dir.string()}).exit_code, 0);  // absent is fine
 }
 
 }  // namespace
