@@ -390,7 +390,10 @@ void write_verify_report(const std::filesystem::path& dir, const VerifyResult& r
 
 /// Default report directory: `<cwd>/verify/reports/<time>/` when the current directory is
 /// a deployment (holds deployment.json), else `<cwd>/llmport-reports/<time>/`; <time> is
-/// UTC YYYYmmdd-HHMMSS, with a -N suffix when that directory exists.
+/// UTC YYYYmmdd-HHMMSS, with a -N suffix when that directory exists. The directory is
+/// created here (claimed: concurrent callers get distinct directories); a caller whose run
+/// fails before writing into it removes it. Throws std::filesystem::filesystem_error when
+/// the base directory cannot be created.
 std::filesystem::path default_report_dir();
 
 // ---------------------------------------------------------------- prompts

@@ -37,6 +37,19 @@ struct VerifyArgs {
   int threads = 0;
 };
 
+// The default report directory is claimed (created) before the run; a run that fails with
+// bad input before writing there removes it again (remove() leaves a non-empty one alone).
+VerifyResult run_verify_in_default_dir(const std::filesystem::path& model, VerifyOptions& opt) {
+  opt.report_dir = default_report_dir();
+  try {
+    return run_verify(model, opt);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove(opt.report_dir, ec);
+    throw;
+  }
+}
+
 int run_verify_cmd(const VerifyArgs& a) {
   // --quick shortens a built-in prompt set; a golden (or --prompts file) runs every sequence
   // it holds, so the flag would be silently ignored there.
@@ -66,9 +79,11 @@ int run_verify_cmd(const VerifyArgs& a) {
   opt.kernel_configs = !a.kernel_configs.empty() ? a.kernel_configs
                        : a.registry.empty()      ? std::string("heuristic-default")
                                                  : "tuned:" + a.registry;
-  opt.report_dir = a.report_dir.empty() ? default_report_dir() : std::filesystem::path(a.report_dir);
   opt.log = [](const std::string& s) { std::cout << s << std::endl; };
-  const VerifyResult r = run_verify(dir, opt);
+  const VerifyResult r = a.report_dir.empty() ? run_verify_in_default_dir(dir, opt) : [&] {
+    opt.report_dir = a.report_dir;
+    return run_verify(dir, opt);
+  }();
   if (!r.pass) {
     for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";
   }

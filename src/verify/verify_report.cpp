@@ -225,8 +225,12 @@ fs::path default_report_dir() {
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::gmtime(&t));
+  // Claimed by creating it: two runs started in the same second (a check of exists() then a
+  // later create) both chose one directory and the second failed at its report write after
+  // the whole run.
+  fs::create_directories(base);
   fs::path p = base / buf;
-  for (int i = 2; fs::exists(p); ++i) p = base / (std::string(buf) + "-" + std::to_string(i));
+  for (int i = 2; !fs::create_directory(p); ++i) p = base / (std::string(buf) + "-" + std::to_string(i));
   return p;
 }
 

@@ -138,6 +138,28 @@ TEST(CliVerify, BadInputExitsTwo) {
   EXPECT_EQ(flag.exit_code, 2);
 }
 
+// Runs started in the same second (two terminals, a CI matrix) each get their own default
+// report directory: it was picked by an exists() check and created later, so the second
+// run printed its verdict and then failed "report.json: exists" with exit 2.
+TEST(CliVerify, DefaultReportDirectoriesAreClaimedAndABadInputRunLeavesNone) {
+  test::TempDir tmp;
+  const fs::path before = fs::current_path();
+  fs::current_path(tmp.path());
+  const fs::path a = default_report_dir();
+  const fs::path b = default_report_dir();
+  const auto bad = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                                "golden:" + (tmp.path() / "none.json").string()});
+  fs::current_path(before);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.parent_path(), tmp.path() / "llmport-reports");
+  EXPECT_TRUE(fs::is_directory(a));
+  EXPECT_TRUE(fs::is_directory(b));
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  std::size_t dirs = 0;
+  for (const auto& e : fs::directory_iterator(tmp.path() / "llmport-reports")) dirs += e.is_directory();
+  EXPECT_EQ(dirs, 2u) << "the failed run's claimed directory was left behind";
+}
+
 // A golden whose ids do not fit the model (another model's, or a damaged one) is bad input
 // named with its file, sequence and step, before any comparison reads engine logits at it.
 TEST(CliVerify, GoldenIdsOutsideTheVocabularyAreNamed) {
