@@ -2,6 +2,7 @@
 // architecture gate, and with --weights the phase-0 checks (every tensor loadable with the
 // right shape; --scan-values also rejects NaN/Inf weights and weights whose square overflows
 // fp32, see overflow_magnitude in llmport/model_checks.hpp).
+#include <algorithm>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -70,14 +71,17 @@ void print_text(const CompatResult& r, const std::vector<std::string>& notes, co
 // `check --json` answers with one JSON object even when there is no verdict (a missing
 // or malformed config, damaged weights): a script reading stdout gets the error and the
 // exit code instead of an empty stream.
-void print_json_error(const std::exception& e) {
-  const auto* le = dynamic_cast<const Error*>(&e);
-  const int code = le ? le->exit_code() : kExitBadInput;
+void print_json_error_object(const std::string& error, int code) {
   const nlohmann::json out = {{"verdict", code == kExitRejected ? "REJECT" : "ERROR"},
-                              {"error", e.what()},
+                              {"error", error},
                               {"exit_code", code}};
   std::cout << out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   std::cout.flush();
+}
+
+void print_json_error(const std::exception& e) {
+  const auto* le = dynamic_cast<const Error*>(&e);
+  print_json_error_object(e.what(), le ? le->exit_code() : kExitBadInput);
 }
 
 int run_check(const CheckArgs& a) {
@@ -186,4 +190,14 @@ const Registrar reg{{"check", "architecture gate: ACCEPT or REJECT(reason) from 
                      }}};
 
 }  // namespace
+
+bool print_check_json_error(const std::vector<std::string>& args, const std::string& error, int exit_code) {
+  if (args.empty() || args.front() != "check") return false;
+  // Words after `--` are operands, not flags.
+  const auto end = std::find(args.begin(), args.end(), "--");
+  if (std::find(args.begin(), end, "--json") == end) return false;
+  print_json_error_object(error, exit_code);
+  return true;
+}
+
 }  // namespace llmport::cli

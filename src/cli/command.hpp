@@ -57,4 +57,11 @@ std::string resolve_model_dir(const std::string& model, bool config_only = false
 /// workspace that does not exist stay errors for the command to name.
 bool default_workspace_absent(const CLI::Option& ws_opt, const std::string& ws);
 
+/// `check --json` promises one JSON object on stdout in every case: when `args` (argv
+/// without the program name) is a `check` command line holding `--json`, prints
+/// {"verdict": "REJECT" (exit 3) | "ERROR", "error": `error`, "exit_code": `exit_code`} and
+/// returns true; otherwise prints nothing and returns false. main() calls it for the
+/// errors found before the command runs (unknown flags, a bad --max-seq value).
+bool print_check_json_error(const std::vector<std::string>& args, const std::string& error, int exit_code);
+
 }  // namespace llmport::cli

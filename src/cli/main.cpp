@@ -64,24 +64,23 @@ int main(int argc, char** argv) {
   }
   // A subcommand's option before the subcommand (`llmport --json run M`): CLI11 would blame
   // the subcommand for an unexpected argument.
-  if (const std::string t = cli::misplaced_option_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
-    std::cerr << "error: " << printable(t) << " (see llmport --help)\n";
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  // One line on stderr; `check --json` also answers on stdout with its JSON object.
+  auto usage_error = [&](const std::string& text) {
+    std::cerr << "error: " << printable(text) << "\n";
+    cli::print_check_json_error(words, text, kExitBadInput);
     return kExitBadInput;
-  }
+  };
+  if (const std::string t = cli::misplaced_option_text(app, words); !t.empty())
+    return usage_error(t + " (see llmport --help)");
   // An option's missing value followed by another option (`--svg --force`): CLI11 would
   // take the flag as the value and the command would write a file named "--force".
-  if (const std::string t = cli::option_as_value_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
-    std::string cmd = "llmport";
-    if (argc > 1 && argv[1][0] != '-') cmd += std::string(" ") + argv[1];
-    std::cerr << "error: " << printable(t) << " (see " << cmd << " --help)\n";
-    return kExitBadInput;
-  }
-  if (const std::string t = cli::clustered_flag_text(app, std::vector<std::string>(argv + 1, argv + argc)); !t.empty()) {
-    std::string cmd = "llmport";
-    if (argc > 1 && argv[1][0] != '-') cmd += std::string(" ") + argv[1];
-    std::cerr << "error: " << printable(t) << " (see " << cmd << " --help)\n";
-    return kExitBadInput;
-  }
+  std::string first_cmd = "llmport";
+  if (argc > 1 && argv[1][0] != '-') first_cmd += std::string(" ") + argv[1];
+  if (const std::string t = cli::option_as_value_text(app, words); !t.empty())
+    return usage_error(t + " (see " + first_cmd + " --help)");
+  if (const std::string t = cli::clustered_flag_text(app, words); !t.empty())
+    return usage_error(t + " (see " + first_cmd + " --help)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --help-all, --version
@@ -90,15 +89,10 @@ int main(int argc, char** argv) {
     // Same one-line shape as every other error, with where to look on the same line.
     std::string cmd = "llmport";
     for (const CLI::App* s : app.get_subcommands()) cmd += " " + s->get_name();
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    std::cerr << "error: " << printable(cli::parse_error_text(e, app, args)) << " (see " << cmd << " --help)\n";
-    return kExitBadInput;
+    return usage_error(cli::parse_error_text(e, app, words) + " (see " + cmd + " --help)");
   }
-  if (const std::string left = cli::unexpected_args_text(app); !left.empty()) {
-    std::cerr << "error: " << printable(left) << " (see llmport " << app.get_subcommands().front()->get_name()
-              << " --help)\n";
-    return kExitBadInput;
-  }
+  if (const std::string left = cli::unexpected_args_text(app); !left.empty())
+    return usage_error(left + " (see llmport " + app.get_subcommands().front()->get_name() + " --help)");
   try {
     return run ? run() : kExitBadInput;
   } catch (const Error& e) {

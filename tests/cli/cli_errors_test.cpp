@@ -339,6 +339,37 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   EXPECT_EQ(plain.err.find("torch_dtype"), std::string::npos) << plain.err;
 }
 
+// Flag errors found before the command runs (CLI11's validators, unknown or misplaced
+// flags, a missing MODEL, a stray word) keep check --json's promise too: one JSON object on
+// stdout (it was empty), the one-line error on stderr, exit 2. Words after `--` are no flags.
+TEST(CliCheck, JsonAnswersFlagErrorsFoundBeforeTheCommandRuns) {
+  const std::string m = stories();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"check", m, "--json", "--max-seq", "0"}, "--max-seq"},
+      {{"check", m, "--json", "--no-such-flag"}, "--no-such-flag"},
+      {{"check", "--json"}, "MODEL"},
+      {{"check", m, "--json", "stray"}, "stray"},
+      {{"check", m, "--json", "--max-seq", "--weights"}, "--max-seq"},
+  };
+  for (const auto& [args, named] : cases) {
+    const auto r = run_llmport(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << r.err;
+    ASSERT_FALSE(r.out.empty()) << args.back() << ": no JSON on stdout; stderr " << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j.at("verdict"), "ERROR") << r.out;
+    EXPECT_EQ(j.at("exit_code"), 2) << r.out;
+    EXPECT_NE(j.at("error").get<std::string>().find(named), std::string::npos) << r.out;
+    EXPECT_EQ(r.err, "error: " + j.at("error").get<std::string>() + "\n");
+  }
+  // Without --json, nothing on stdout.
+  const auto plain = run_llmport({"check", m, "--max-seq", "0"});
+  EXPECT_EQ(plain.exit_code, 2);
+  EXPECT_EQ(plain.out, "");
+  const auto operand = run_llmport({"check", m, "--", "--json"});
+  EXPECT_EQ(operand.exit_code, 2);
+  EXPECT_EQ(operand.out, "") << "a --json after -- is an operand, not the flag";
+}
+
 // An ACCEPT of a config with no weights beside it says that only the architecture was
 // judged; a weights file that is a link to nothing is damage (exit 2 naming the link),
 // not "no model.safetensors ... (found model.safetensors)".
