@@ -1,7 +1,9 @@
 #pragma once
 // Typed access to JSON fields with errors that name the file and the field path
 // (e.g. "golden.json: cases[3].steps[4].top5: expected an array").
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -49,6 +51,15 @@ class JsonField {
     if (!j_.is_number()) fail("expected a number");
     return j_.get<double>();
   }
+  /// A number a float32 holds: a record's logits, logsumexp and hidden states are float32,
+  /// and 1e39 would become inf (a NaN KL, or a non-finite "engine output" in diagnosis)
+  /// instead of being named here.
+  double float32() const {
+    const double v = number();
+    if (!(std::abs(v) <= static_cast<double>(std::numeric_limits<float>::max())))
+      fail(j_.dump() + " is beyond the float32 range (|x| <= 3.4028235e38)");
+    return v;
+  }
   std::vector<int> ints() const {
     std::vector<int> v(size());
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i).integer();
@@ -56,7 +67,7 @@ class JsonField {
   }
   std::vector<float> floats() const {
     std::vector<float> v(size());
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(at(i).number());
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(at(i).float32());
     return v;
   }
   const nlohmann::json& raw() const { return j_; }

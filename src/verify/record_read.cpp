@@ -258,14 +258,14 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
         const JsonField ef = t5.at(e);
         const int id = ef.at("id").integer();
         if (id < 0) ef.at("id").fail("negative token id");
-        st.top.push_back({id, static_cast<float>(ef.at("logit").number())});
+        st.top.push_back({id, static_cast<float>(ef.at("logit").float32())});
       }
       if (st.top.empty()) t5.fail("empty top-5 list");
       check_top(t5, st.top);
       st.token = gen[s];
       if (sf.has("token_id") && sf.at("token_id").integer() != gen[s])
         sf.at("token_id").fail("differs from generated_ids[" + std::to_string(s) + "]");
-      if (sf.has("logsumexp")) st.logsumexp = sf.at("logsumexp").number();
+      if (sf.has("logsumexp")) st.logsumexp = sf.at("logsumexp").float32();
       seq.steps.push_back(std::move(st));
     }
     if (cf.has("prompt_last_logits") && !seq.steps.empty())
@@ -325,7 +325,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
       StepRecord st;
       st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
       st.token = tokens[s];
-      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").number();
+      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").float32();
       seq.steps.push_back(std::move(st));
     }
     if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
@@ -444,7 +444,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
       StepRecord st;
       st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
       st.token = tokens[s];
-      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").number();
+      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").float32();
       seq.steps.push_back(std::move(st));
     }
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);

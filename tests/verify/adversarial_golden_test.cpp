@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -254,6 +255,41 @@ TEST(AdversarialGolden, AStepThatContradictsItselfIsMalformedNotAnEngineFailure)
   // The honest goldens satisfy every rule.
   EXPECT_EQ(read_error(stories_golden()), "");
   for (const auto& m : test::synthetic_models()) EXPECT_EQ(read_error(m / "golden.json"), "") << m;
+}
+
+// A value no float32 holds (1e39 becomes inf): a NaN mean KL blamed on the engine, or in
+// diagnosis "NaN/inf in the engine output" for the reference's hidden state. Each is bad
+// input naming the field, wherever in the record it sits.
+TEST(AdversarialGolden, AValueBeyondTheFloat32RangeIsNamedNotCompared) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  struct Case {
+    std::string name;
+    std::function<void(json&)> edit;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"top_logit", [](json& g) { g["cases"][2]["steps"][3]["top5"][4]["logit"] = -1e39; },
+       "cases[2].steps[3].top5[4].logit"},
+      {"lse", [](json& g) { g["cases"][1]["steps"][0]["logsumexp"] = 1e39; }, "cases[1].steps[0].logsumexp"},
+      {"full_logit", [](json& g) { g["cases"][0]["prompt_last_logits"][7] = -1e39; },
+       "cases[0].prompt_last_logits[7]"},
+      {"hidden", [](json& g) { g["cases"][0]["hidden_states_last_position"]["layer_outputs"][2][0] = 1e39; },
+       "cases[0].hidden_states_last_position.layer_outputs[2][0]"},
+  };
+  for (const auto& c : cases) {
+    json g = stories;
+    c.edit(g);
+    const std::string err = read_error(write(t, c.name, g));
+    EXPECT_NE(err.find(c.field + ": " + (c.name == "lse" || c.name == "hidden" ? "" : "-") +
+                       "1e+39 is beyond the float32 range"),
+              std::string::npos)
+        << c.name << ": " << err;
+  }
+  // The largest float32 itself is a float32.
+  json top = stories;
+  top["cases"][0]["hidden_states_last_position"]["layer_outputs"][0][0] = 3.4028234663852886e38;
+  EXPECT_EQ(read_error(write(t, "flt_max", top)).find("float32 range"), std::string::npos);
 }
 
 // Full logits copied from llmport beside top-k lists nudged by an ulp: the content check
