@@ -174,6 +174,41 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
   write_record_file(t.path() / "mixed.json", mixed);
   auto mr = verify_golden(stories_dir(), t.path() / "mixed.json");
   EXPECT_TRUE(has_cap(mr, "content: sequence " + honest.sequences[5].name + ": 100% of")) << mr.verdict_line();
+  // A copy inside each sequence: the first 4 steps honest, the rest the oracle's (or the
+  // engine's at another dtype or ISA level). The sides were compared on the first 4 steps
+  // only, so this was a plain PASS; every step is compared now.
+  std::vector<std::pair<std::string, std::unique_ptr<Runner>>> forgers;
+  forgers.emplace_back("oracle", make_oracle_runner(cfg, w, 1));
+  {
+    EngineOptions o = eo;
+    o.dtype = DType::F16;
+    forgers.emplace_back("cpu fp16 engine", std::make_unique<EngineRunner>(cfg, w, o));
+  }
+  if (levels.size() > 1) {
+    EngineOptions o = eo;
+    o.backend_level = levels.back();
+    forgers.emplace_back("cpu fp32 engine (" + levels.back() + ")", std::make_unique<EngineRunner>(cfg, w, o));
+  }
+  for (auto& [name, forger] : forgers) {
+    const RecordFile copy = read_record_file(forged_golden(t, "tail_" + std::to_string(forgers.size()), *forger));
+    RecordFile tail = honest;
+    for (std::size_t i = 0; i < tail.sequences.size(); ++i) {
+      auto& steps = tail.sequences[i].steps;
+      ASSERT_EQ(steps.size(), copy.sequences[i].steps.size());
+      for (std::size_t k = 0; k < steps.size(); ++k) ASSERT_EQ(steps[k].token, copy.sequences[i].steps[k].token) << name;
+      std::copy(copy.sequences[i].steps.begin() + 4, copy.sequences[i].steps.end(), steps.begin() + 4);
+      tail.sequences[i].hidden = {};
+      for (auto& st : steps) st.logits.clear();
+    }
+    write_record_file(t.path() / "tail.json", tail);
+    auto tr = verify_golden(stories_dir(), t.path() / "tail.json");
+    EXPECT_EQ(tr.verdict(), "PASS-with-warnings") << name << ": " << tr.verdict_line();
+    EXPECT_TRUE(has_cap(tr, "content: sequence")) << name << ": " << tr.verdict_line();
+    // Named by that side or, where two sides compute the same bits, by an earlier one.
+    EXPECT_TRUE(has_cap(tr, "llmport's " + name + " output bit for bit") || name != "oracle")
+        << name << ": " << tr.verdict_line();
+    fs::remove(t.path() / "tail.json");
+  }
   // Junk full logits beside copied top-5 lists do not dilute the count: only the top-k the
   // gates read are compared.
   RecordFile diluted = forged;
