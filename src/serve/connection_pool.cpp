@@ -24,6 +24,7 @@ thread_local bool t_refusing = false;
 // never shut down.
 struct PoolAccess {
   static std::mutex& mu(ConnectionPool& p) { return p.mu_; }
+  static bool stopping(const ConnectionPool& p) { return p.stop_; }
 };
 
 void connection_phase(ConnPhase phase, int socket) {
@@ -33,6 +34,8 @@ void connection_phase(ConnPhase phase, int socket) {
   s->phase = phase;
   s->socket = socket;
   s->since = Clock::now();
+  // Shutting down: a connection back on its client after its answer reads no next request.
+  if (PoolAccess::stopping(*s->pool) && phase == ConnPhase::Waiting && socket >= 0) ::shutdown(socket, SHUT_RDWR);
 }
 
 bool connection_refused() { return t_refusing; }
@@ -145,6 +148,12 @@ void ConnectionPool::shutdown() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_ && threads_.empty()) return;
     stop_ = true;
+    // The grace period is over (the server stops the listener after it): connections
+    // still on their clients end now. A request head or body still arriving (a client
+    // trickling one byte per read timeout) held its thread, so this join, for as long as
+    // the client kept sending. Connections whose answer is being written finish it.
+    for (Slot* s : slots_)
+      if (s->socket >= 0 && s->phase == ConnPhase::Waiting) ::shutdown(s->socket, SHUT_RDWR);
   }
   cv_.notify_all();
   refuse_cv_.notify_all();

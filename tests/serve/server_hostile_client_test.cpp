@@ -286,3 +286,43 @@ TEST(ServeSlowloris, HeadersTrickledBelowTheReadTimeoutDoNotStarveHealth) {
 
 }  // namespace
 }  // namespace llmport::test
+
+namespace llmport::test {
+namespace {
+
+// SIGTERM ends connections still on their clients when the grace period is over: a request
+// head that never completes (read timeout 30 s), and a body trickled one byte per second
+// (under the read timeout, for ever) each held a pool thread, and the server's exit waited
+// for them: 31 s for the head, until the client gave up for the body, whatever
+// --shutdown-grace said.
+TEST(ServeSlowloris, SigtermEndsRequestsStillArrivingAfterTheGrace) {
+  ServerProcess server({stories(), "--parallel", "1", "--threads", "1", "--read-timeout", "30", "--shutdown-grace",
+                        "1"});
+  ASSERT_TRUE(server.wait_ready()) << server.stderr_text();
+  const int head = raw_connect_send(server.port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n");
+  const int body = raw_connect_send(server.port(), "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                                   "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{");
+  ASSERT_GE(head, 0);
+  ASSERT_GE(body, 0);
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    while (!stop.load()) {
+      ::send(body, " ", 1, MSG_NOSIGNAL);
+      for (int t = 0; t < 10 && !stop.load(); ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  // Both connections are being read (their threads are in the pool) before the signal.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int code = server.signal_and_wait(SIGTERM, 15);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stop = true;
+  trickle.join();
+  close(head);
+  close(body);
+  EXPECT_EQ(code, 0) << "still running 15 s after SIGTERM with a 1 s grace: " << server.stderr_text();
+  EXPECT_LT(took, 8.0);
+}
+
+}  // namespace
+}  // namespace llmport::test
