@@ -29,6 +29,7 @@
 #include "llmport/tokenizer.hpp"
 #include "llmport/weights.hpp"
 #include "serve/api_error.hpp"
+#include "serve/chat_prompt.hpp"
 #include "serve/connection.hpp"
 #include "serve/connection_pool.hpp"
 #include "serve/http_connection.hpp"
@@ -625,7 +626,7 @@ class Server {
       try {
         EncodeOptions eo;
         eo.add_special_tokens = false;  // the template writes the BOS
-        ids = tok_->encode(template_->render(r.messages, true, special_token_vars(*tok_)), eo);
+        ids = tok_->encode(render_chat_prompt(*template_, r.messages, special_token_vars(*tok_)), eo);
       } catch (const Error& e) {
         throw ApiError(400, std::string("chat template: ") + e.what(), "messages");
       }
