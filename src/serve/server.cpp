@@ -765,16 +765,24 @@ class Server {
     struct State {
       TextPipe pipe;
       bool started = false, finished = false;
+      bool probed = false;  // a FIN was probed with a comment line
       int n_gen = 0;
       int offset = 0;
       int prev = 0;  // the token before the next one
     };
     auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop)});
     st->prev = prompt.back();
+    // While no token comes (queued behind busy slots, a long prefill) nothing is written, so
+    // a client that hung up went unnoticed: its request kept its queue place (a 429 for the
+    // next client) and later a slot. Looked at on every wait as the whole-answer path does;
+    // a FIN is probed with an SSE comment line (clients skip it), which a closed socket
+    // answers with a reset.
+    RequestReading* conn = current_request();
+    const int client_fd = conn ? conn->socket : -1;
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, st, gen, head, n_prompt, logprobs = r.logprobs, include_usage = r.include_usage](
+        [this, st, gen, head, n_prompt, client_fd, logprobs = r.logprobs, include_usage = r.include_usage](
             std::size_t, httplib::DataSink& sink) {
           auto send = [&](const json& j) {
             const std::string e = sse_event(dump(j));
@@ -789,7 +797,17 @@ class Server {
           }
           TokenEvent ev;
           const auto w = gen->next(ev, std::chrono::milliseconds(100));
-          if (w == Generation::Wait::Timeout) return true;  // httplib checks the socket, calls again
+          if (w == Generation::Wait::Timeout) {
+            const PeerState ps = client_fd >= 0 ? peer_state(client_fd) : PeerState::Open;
+            bool gone = ps == PeerState::Gone;
+            if (ps == PeerState::HalfClosed && !st->probed) {
+              st->probed = true;
+              static const char kProbe[] = ": waiting\n\n";
+              gone = !sink.write(kProbe, sizeof kProbe - 1);
+            }
+            if (gone) gen->cancel();  // its queue place or slot is free at once
+            return !gone;
+          }
           if (w == Generation::Wait::Token) {
             ++st->n_gen;
             const std::string piece = st->pipe.push(ev.id);

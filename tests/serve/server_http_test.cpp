@@ -400,6 +400,33 @@ TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   EXPECT_EQ(json::parse(done.body)["usage"]["completion_tokens"], 30);
 }
 
+// A streamed request whose client hangs up while it is still queued gives its queue place
+// back: nothing was written to it while it waited, so the close went unseen and the next
+// client got a 429 until the queued stream had run (the whole-answer path looked at the
+// socket every 100 ms; the streamed one now does too).
+TEST(ServeSlow, AQueuedStreamWhoseClientHangsUpLeavesTheQueue) {
+  ServerProcess s({stories(), "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--threads", "1",
+                   "--test-step-delay-ms", "20"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string slow = R"({"prompt":"Once upon a time","max_tokens":450,"temperature":0})";
+  auto running = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_active", 1)) << s.stderr_text();
+  // (/v1/chat/completions streams through the same provider; stories260K has no template.)
+  const int fd = raw_connect_send(s.port(), post_request("/v1/completions", R"({"prompt":"Once","max_tokens":50,"stream":true})"));
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_queued", 1)) << s.stderr_text();
+  const auto t0 = std::chrono::steady_clock::now();
+  close(fd);
+  // Back to 0 long before the running request's 450 x 20 ms end.
+  EXPECT_TRUE(wait_metric(s, "llmport_requests_queued", 0)) << s.stderr_text();
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.5);
+  EXPECT_EQ(metric(curl("GET", s.url("/metrics")).body, "llmport_requests_active"), 1) << "the running one ended";
+  // The queue place is there for the next client.
+  const auto next = curl("POST", s.url("/v1/completions"), R"({"prompt":"Once","max_tokens":2,"temperature":0})");
+  EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_EQ(running.get().status, 200);
+}
+
 TEST(ServeAuth, ApiKeyIsRequiredOnV1Only) {
   ServerProcess s({stories(), "--parallel", "1", "--threads", "1", "--api-key", "sekret"});
   ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
