@@ -31,8 +31,14 @@ struct GenerationRequest {
   int top_logprobs = 0;                     ///< and this many alternatives per token
 };
 
+/// Most objects and arrays, and most values (containers included), a request body may
+/// hold: its parsed form is bounded by these, not only its bytes by --max-body.
+inline constexpr long kMaxJsonContainers = 1L << 16;
+inline constexpr long kMaxJsonValues = 1L << 20;
+
 /// Parses a request body. Throws ApiError(400) for malformed JSON, a wrong type, a value
-/// out of range, n != 1 or echo true.
+/// out of range, n != 1 or echo true; ApiError(413) past kMaxJsonContainers or
+/// kMaxJsonValues.
 GenerationRequest parse_request(const std::string& body, Endpoint endpoint);
 
 /// The token budget of a request with n_prompt prompt tokens in a slot of `context` tokens:

@@ -19,6 +19,39 @@ std::string param_of(const std::string& body, Endpoint ep = Endpoint::Completion
   return "<accepted>";
 }
 
+// 8 MiB of empty objects parsed into ~580 MB (one request; four at once 1.7 GB): the
+// parsed size is bounded by counting while parsing, not only the body's bytes.
+TEST(OpenAiRequest, ABodyOfTooManyObjectsOrValuesIs413BeforeItIsBuilt) {
+  auto body_with = [](const std::string& item, long n) {
+    std::string b = R"({"prompt":"x","max_tokens":1,"foo":[)";
+    for (long i = 0; i < n; ++i) b += (i ? "," : "") + item;
+    return b + "]}";
+  };
+  auto status_of = [](const std::string& body) {
+    try {
+      parse_request(body, Endpoint::Completions);
+      return 200;
+    } catch (const ApiError& e) {
+      return e.status();
+    }
+  };
+  // The root object and "foo" are two containers of the limit.
+  EXPECT_EQ(status_of(body_with("{}", kMaxJsonContainers - 2)), 200);
+  try {
+    parse_request(body_with("{}", kMaxJsonContainers - 1), Endpoint::Completions);
+    ADD_FAILURE() << "accepted";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 413);
+    EXPECT_STREQ(e.what(), "request body: more than 65536 JSON objects and arrays");
+  }
+  EXPECT_EQ(status_of(body_with("1", kMaxJsonValues - 8)), 200);
+  EXPECT_EQ(status_of(body_with("1", kMaxJsonValues + 1)), 413);
+  // A long token-id prompt is one array of values: 200k ids are fine.
+  std::string ids = R"({"prompt":[)";
+  for (int i = 0; i < 200000; ++i) ids += (i ? ",7" : "7");
+  EXPECT_EQ(parse_request(ids + R"(],"max_tokens":1})", Endpoint::Completions).prompt_ids->size(), 200000u);
+}
+
 TEST(OpenAiRequest, CompletionDefaultsAreOpenAis) {
   const auto r = parse_request(R"({"prompt":"hi","unknown_field":{"x":1},"user":"u"})", Endpoint::Completions);
   ASSERT_TRUE(r.prompt_text);
