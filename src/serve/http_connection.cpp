@@ -103,9 +103,15 @@ using Clock = std::chrono::steady_clock;
 
 // Before routing (httplib's setup_request hook): an absolute-form target is routed by its
 // path (httplib takes all of "http://host:port/health" as the path), "" being "/"; an
-// HTTP/1.0 request's Expect is dropped, as httplib would answer it "100 Continue".
+// HTTP/1.0 request's Expect is dropped, as httplib would answer it "100 Continue"; a Range
+// is ignored (RFC 9110 14.2: only GET has ranges, and a server may ignore them there too).
+// httplib applied it to every answer: a POST generation came back as a 206 of its first
+// bytes (or multipart/byteranges, or a 416 with an invalid Content-Range), the rest of the
+// generated text thrown away.
 void prepare_request(httplib::Request& req) {
   if (req.version == "HTTP/1.0") req.headers.erase("Expect");
+  req.ranges.clear();
+  req.headers.erase("Range");
   const std::size_t sep = req.path.find("://");
   if (sep == std::string::npos || req.path[0] == '/') return;
   std::string scheme = req.path.substr(0, sep);

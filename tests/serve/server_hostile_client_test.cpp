@@ -59,6 +59,30 @@ TEST_F(ServeHostileClient, TheBodyOfA401IsNeverParsedAsANextRequest) {
   EXPECT_EQ(got.find(kHealthOk), std::string::npos) << got;
 }
 
+// httplib applied a Range header to every answer: a POST generation came back as "206
+// Partial Content" of its first bytes (the rest generated and thrown away), two ranges as
+// multipart/byteranges, a range past the end as a 416 with an invalid Content-Range. Range
+// is ignored (RFC 9110 14.2): the whole answer, 200.
+TEST_F(ServeHostileClient, ARangeHeaderIsIgnored) {
+  const std::string body = completion_body();
+  for (const char* range : {"bytes=0-20", "bytes=0-5,10-15", "bytes=99999-"}) {
+    SCOPED_TRACE(range);
+    const std::string req = fmt::format(
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\nRange: {}\r\n"
+        "Connection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+        range, body.size(), body);
+    const std::string got = exchange_bytes(port(), req, 8);
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+    EXPECT_EQ(got.find("Content-Range"), std::string::npos) << got;
+    const std::string json_body = got.substr(got.find("\r\n\r\n") + 4);
+    EXPECT_EQ(nlohmann::json::parse(json_body)["object"], "text_completion") << got;
+  }
+  const std::string health = exchange_bytes(
+      port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(health.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << health;
+  EXPECT_NE(health.find(kHealthOk), std::string::npos) << health;
+}
+
 // ConnectionStream takes any line of at most 2 bytes ("\n", "X\n") as the end of the header
 // section, while httplib skips such lines and goes on reading headers: the 64 KiB header
 // bound (431) no longer applies after one, and 96 MB of headers were accepted (RSS +140 MB).
