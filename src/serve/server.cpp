@@ -700,7 +700,7 @@ class Server {
     }
     ResponseHead head{ep, (ep == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_),
                       static_cast<long long>(std::time(nullptr)), model_name_};
-    if (r.stream) return stream(res, r, head, gen, prompt, guard);
+    if (r.stream) return stream(res, r, head, gen, prompt, guard, req.version == "HTTP/1.0");
 
     // A client that hangs up before its whole answer is ready cancels it (its slot is free
     // at once); the socket is looked at every kClientCheck, whether tokens arrive or not.
@@ -760,7 +760,7 @@ class Server {
 
   void stream(httplib::Response& res, const GenerationRequest& r, const ResponseHead& head,
               std::shared_ptr<Generation> gen, const std::vector<int>& prompt,
-              std::shared_ptr<Inflight> guard) {
+              std::shared_ptr<Inflight> guard, bool http10) {
     const int n_prompt = static_cast<int>(prompt.size());
     struct State {
       TextPipe pipe;
@@ -780,8 +780,7 @@ class Server {
     RequestReading* conn = current_request();
     const int client_fd = conn ? conn->socket : -1;
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
+    auto provider =
         [this, st, gen, head, n_prompt, client_fd, logprobs = r.logprobs, include_usage = r.include_usage](
             std::size_t, httplib::DataSink& sink) {
           auto send = [&](const json& j) {
@@ -840,8 +839,15 @@ class Server {
           sink.write(done.data(), done.size());
           sink.done();
           return true;
-        },
-        [gen, guard](bool) { gen->cancel(); });  // always: a finished generation ignores it
+        };
+    auto release = [gen, guard](bool) { gen->cancel(); };  // always: a finished generation ignores it
+    // HTTP/1.0 has no chunked coding (RFC 9112 6.1: never sent to a 1.0 client, who would
+    // read the chunk sizes as data): the events go unframed and the close ends the body
+    // (the pre-routing handler marked a 1.0 connection to close after its response).
+    if (http10)
+      res.set_content_provider("text/event-stream", provider, release);
+    else
+      res.set_chunked_content_provider("text/event-stream", provider, release);
   }
 
   std::filesystem::path dir_;

@@ -83,6 +83,25 @@ TEST_F(ServeHostileClient, ARangeHeaderIsIgnored) {
   EXPECT_NE(health.find(kHealthOk), std::string::npos) << health;
 }
 
+// An HTTP/1.0 client's stream came chunked ("aa\r\n" before each event, read as data by a
+// client that knows no chunked coding, RFC 9112 6.1). It is sent unframed, ended by the close.
+TEST_F(ServeHostileClient, AnHttp10StreamIsNotChunked) {
+  const std::string body = R"({"prompt":"Once upon","max_tokens":4,"temperature":0,"stream":true})";
+  const std::string req = fmt::format(
+      "POST /v1/completions HTTP/1.0\r\nAuthorization: Bearer k3y\r\nContent-Type: application/json\r\n"
+      "Content-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  const std::string got = exchange_bytes(port(), req, 8);
+  ASSERT_EQ(got.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << got;
+  const std::string head = got.substr(0, got.find("\r\n\r\n"));
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
+  const std::string events = got.substr(got.find("\r\n\r\n") + 4);
+  EXPECT_EQ(events.rfind("data: {", 0), 0u) << events;  // no chunk size first
+  EXPECT_EQ(count_of(events, "data: "), 6u) << events;  // 4 tokens, the finish chunk, [DONE]
+  EXPECT_NE(events.find("data: [DONE]\n\n"), std::string::npos) << events;
+  EXPECT_EQ(events.substr(events.size() - 14), "data: [DONE]\n\n") << events;
+}
+
 // ConnectionStream takes any line of at most 2 bytes ("\n", "X\n") as the end of the header
 // section, while httplib skips such lines and goes on reading headers: the 64 KiB header
 // bound (431) no longer applies after one, and 96 MB of headers were accepted (RSS +140 MB).
