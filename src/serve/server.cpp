@@ -162,6 +162,15 @@ bool body_left_unread(const httplib::Request& req) {
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
 
+// text_offset counts characters (code points), as OpenAI's and vLLM's do (Python string
+// indices): byte offsets put a client slicing its text in the wrong place after the first
+// non-ASCII character. Bytes that are not UTF-8 continuation bytes start a character.
+int utf8_chars(const std::string& s) {
+  int n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
 // The text of --chat-template-file. A directory, an unreadable file or one with no template
 // text is refused at startup (UsageError, exit 2): read as "no template", the server would
 // start and answer every chat request "this model has no chat template".
@@ -718,7 +727,7 @@ class Server {
     std::vector<int> offsets;
     int n_gen = 0;
     int prev = prompt.back();
-    int decoded = 0;  // bytes of text the tokens so far added (text_offset)
+    int decoded = 0;  // characters the tokens so far added (text_offset)
     TokenEvent ev;
     for (;;) {
       const auto w = gen->next(ev, kClientCheck);
@@ -742,7 +751,7 @@ class Server {
       if (r.logprobs) {
         offsets.push_back(decoded);
         lps.push_back(token_logprob(prev, pipe.last_text(), ev));
-        decoded += static_cast<int>(pipe.last_text().size());
+        decoded += utf8_chars(pipe.last_text());
       }
       prev = ev.id;
       if (pipe.stopped()) {
@@ -813,7 +822,7 @@ class Server {
             json lp = nullptr;
             if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(st->prev, st->pipe.last_text(), ev)}, {st->offset});
             st->prev = ev.id;
-            st->offset += static_cast<int>(st->pipe.last_text().size());
+            st->offset += utf8_chars(st->pipe.last_text());
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
               if (!send(chunk_body(head, piece, lp, ""))) {
                 gen->cancel();  // the client went away: free its slot

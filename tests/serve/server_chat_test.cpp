@@ -92,6 +92,45 @@ TEST_F(ServeChat, ChatLogprobsAndDefaultBudget) {
   EXPECT_EQ(json::parse(over.body)["error"]["param"], "max_tokens");
 }
 
+// Completions' text_offset counts characters, as OpenAI's (and vLLM's: Python string
+// indices): it counted bytes, so after a CJK token the offsets ran ahead of the text by two
+// per character. This model's random weights write CJK text through the real Qwen3 vocab.
+TEST_F(ServeChat, CompletionTextOffsetsCountCharacters) {
+  const json req = {{"prompt", "Hello"}, {"max_tokens", 12}, {"temperature", 0}, {"logprobs", 1}};
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "whole");
+    json body = req;
+    body["stream"] = stream;
+    const auto r = curl("POST", server_->url("/v1/completions"), body.dump(), {"Authorization: Bearer k1"});
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::vector<std::string> tokens;
+    std::vector<int> offsets;
+    auto take = [&](const json& choice) {
+      for (const auto& t : choice["logprobs"]["tokens"]) tokens.push_back(t);
+      for (const auto& o : choice["logprobs"]["text_offset"]) offsets.push_back(o);
+    };
+    if (stream) {
+      for (const auto& ev : sse_payloads(r.body)) {
+        const auto j = json::parse(ev, nullptr, false);
+        if (j.is_object() && !j["choices"].empty() && j["choices"][0]["logprobs"].is_object()) take(j["choices"][0]);
+      }
+    } else {
+      take(json::parse(r.body)["choices"][0]);
+    }
+    ASSERT_EQ(tokens.size(), offsets.size());
+    std::u32string joined;  // the text as code points: a Python str
+    std::string joined_bytes;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      EXPECT_EQ(offsets[i], static_cast<int>(joined.size())) << i << " " << tokens[i];
+      for (std::size_t k = 0; k < tokens[i].size(); ++k)
+        if ((static_cast<unsigned char>(tokens[i][k]) & 0xC0) != 0x80) joined.push_back(U'x');
+      joined_bytes += tokens[i];
+    }
+    ASSERT_GT(joined_bytes.size(), joined.size()) << "no multi-byte character in '" << joined_bytes
+                                                  << "': the check would not tell bytes from characters";
+  }
+}
+
 TEST_F(ServeChat, OfficialOpenAiNodeClient) {
   const std::string dir = std::string(LLMPORT_SOURCE_DIR) + "/tests/serve/node";
   ASSERT_TRUE(std::filesystem::exists(dir + "/node_modules/openai"))
