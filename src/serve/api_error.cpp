@@ -2,7 +2,8 @@
 
 namespace llmport::serve {
 
-nlohmann::json error_body(int status, const std::string& message, const std::string& param) {
+nlohmann::json error_body(int status, const std::string& message, const std::string& param,
+                          const std::string& code_override) {
   std::string type = "invalid_request_error";
   nlohmann::json code = nullptr;
   switch (status) {
@@ -15,12 +16,13 @@ nlohmann::json error_body(int status, const std::string& message, const std::str
     default:
       if (status >= 500) type = "server_error";
   }
+  if (!code_override.empty()) code = code_override;
   return {{"error", {{"message", message},
                      {"type", type},
                      {"param", param.empty() ? nlohmann::json(nullptr) : nlohmann::json(param)},
                      {"code", code}}}};
 }
 
-nlohmann::json ApiError::to_json() const { return error_body(status_, what(), param_); }
+nlohmann::json ApiError::to_json() const { return error_body(status_, what(), param_, code_); }
 
 }  // namespace llmport::serve

@@ -238,6 +238,8 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
   if (const json* so = field(j, "stream_options")) {
     if (!so->is_object()) bad("stream_options", "expected an object");
     if (const json* u = field(*so, "include_usage")) r.include_usage = boolean(*u, "stream_options.include_usage");
+    // OpenAI refuses it too: include_usage would silently do nothing on a whole answer.
+    if (!r.stream) bad("stream_options", "only allowed when 'stream' is true");
   }
   if (chat) {
     if (const json* l = field(j, "logprobs")) r.logprobs = boolean(*l, "logprobs");
@@ -261,14 +263,14 @@ int token_budget(const GenerationRequest& r, int n_prompt, int context) {
   if (n_prompt > context)
     throw ApiError(400, "the prompt is " + std::to_string(n_prompt) +
                             " tokens, longer than the context of " + std::to_string(context) + " tokens",
-                   r.endpoint == Endpoint::Chat ? "messages" : "prompt");
+                   r.endpoint == Endpoint::Chat ? "messages" : "prompt", "context_length_exceeded");
   if (r.max_tokens) {
     const long long need = static_cast<long long>(n_prompt) + *r.max_tokens - 1;
     if (need > context)
       throw ApiError(400, "prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens " +
                               std::to_string(*r.max_tokens) + " - 1 = " + std::to_string(need) +
                               " exceed the context of " + std::to_string(context) + " tokens",
-                     "max_tokens");
+                     "max_tokens", "context_length_exceeded");
     return *r.max_tokens;
   }
   const int rest = context - n_prompt + 1;

@@ -64,9 +64,10 @@ std::string route_label(const std::string& path) {
   return "other";
 }
 
-void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = "") {
+void send_error(httplib::Response& res, int status, const std::string& message, const std::string& param = "",
+                const std::string& code = "") {
   res.status = status;
-  res.set_content(dump(error_body(status, message, param)), "application/json");
+  res.set_content(dump(error_body(status, message, param, code)), "application/json");
 }
 
 // Answers with "Connection: close" (and no Keep-Alive header) and ends the connection once
@@ -693,7 +694,7 @@ class Server {
       p.prompt = prompt_ids(r);
       p.max_tokens = token_budget(r, static_cast<int>(p.prompt.size()), slot_ctx_);
     } catch (const ApiError& e) {
-      return send_error(res, e.status(), e.what(), e.param());
+      return send_error(res, e.status(), e.what(), e.param(), e.code());
     }
     p.sampling = r.sampling;
     if (!r.seeded) p.sampling.seed = std::random_device{}() * 0x100000001ull + std::random_device{}();

@@ -212,8 +212,27 @@ TEST(OpenAiRequest, ContextRuleNamesTheNumbers) {
     EXPECT_NE(std::string(e.what()).find("prompt (92 tokens) + max_tokens 10 - 1 = 101 exceed the context of 100 tokens"),
               std::string::npos)
         << e.what();
+    // OpenAI's code for it (it was null): clients branch on it to trim a conversation.
+    EXPECT_EQ(e.to_json()["error"]["code"], "context_length_exceeded");
   }
-  EXPECT_THROW(token_budget(r, 101, 100), ApiError);
+  try {
+    token_budget(r, 101, 100);
+    FAIL() << "no error";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param(), "prompt");
+    EXPECT_EQ(e.to_json()["error"]["code"], "context_length_exceeded");
+  }
+}
+
+// OpenAI refuses stream_options on a whole answer ("only allowed when 'stream' is
+// enabled"); it was accepted and include_usage silently did nothing.
+TEST(OpenAiRequest, StreamOptionsNeedStream) {
+  EXPECT_EQ(param_of(R"({"prompt":"a","stream_options":{"include_usage":true}})"), "stream_options");
+  EXPECT_EQ(param_of(R"({"prompt":"a","stream":false,"stream_options":{"include_usage":true}})"), "stream_options");
+  EXPECT_TRUE(parse_request(R"({"prompt":"a","stream":true,"stream_options":{"include_usage":true}})",
+                            Endpoint::Completions)
+                  .include_usage);
+  EXPECT_FALSE(parse_request(R"({"prompt":"a","stream_options":null})", Endpoint::Completions).include_usage);
 }
 
 TEST(OpenAiErrors, ShapeIsOpenAis) {
