@@ -87,7 +87,8 @@ struct ReferenceProvenance {
 };
 
 /// Provenance rules (docs/verification.md): a file that names llmport as its producer,
-/// states `"independent": false`, or names no producer is not independent.
+/// states `"independent": false`, or names no producer (nothing, or a placeholder such as
+/// "unknown" or "n/a") is not independent.
 ReferenceProvenance assess_provenance(const RecordFile& rf);
 
 /// Whether a producer statement names llmport, read as letters and digits only with case,

@@ -162,6 +162,18 @@ void read_provenance(const JsonField& root, const OrderedJson& ordered, RecordFi
       add(producers, root, "reference");
     }
   }
+  // A statement about one sequence counts as one about the file: a case computed in bf16
+  // held to the fp32 bound was a plain PASS, its own noise unaccounted.
+  for (const char* list : {"cases", "sequences"}) {
+    if (!root.has(list) || !root.at(list).raw().is_array()) continue;
+    const JsonField l = root.at(list);
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      const JsonField c = l.at(i);
+      if (!c.raw().is_object()) continue;
+      add(producers, c, "producer");
+      for (const char* key : kDtypeKeys) add(dtypes, c, key);
+    }
+  }
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
     for (const auto& x : v) out += (out.empty() ? "" : "; ") + x;

@@ -241,10 +241,25 @@ bool mentions_llmport(const std::string& text) {
   return false;
 }
 
+namespace {
+// A producer that says nothing: "unknown", "n/a", "none", "TBD" named no program, yet they
+// counted as an independent one.
+bool names_nothing(const std::string& producer) {
+  static const char* const kPlaceholders[] = {
+      "",          "unknown",   "na",      "none",     "null",          "nil",          "tbd",
+      "todo",      "unspecified", "undefined", "anonymous", "unnamed",  "noname",       "notapplicable",
+      "notavailable", "notgiven", "notknown", "notstated", "producer", "reference",    "nobody"};
+  const std::string l = letters_of(producer);
+  for (const char* ph : kPlaceholders)
+    if (l == ph) return true;
+  return false;
+}
+}  // namespace
+
 ReferenceProvenance assess_provenance(const RecordFile& rf) {
   ReferenceProvenance p;
   p.producer = rf.producer;
-  if (letters_of(rf.producer).empty())
+  if (names_nothing(rf.producer))
     p.finding = "no provenance: " + rf.path.filename().string() + " names no producer";
   else if (names_llmport(rf.producer))
     p.finding = "provenance: produced by llmport (" + rf.producer + ")";

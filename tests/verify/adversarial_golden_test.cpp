@@ -226,6 +226,32 @@ TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
     auto rd = verify_golden(stories_dir(), write(t, std::string("bf16_") + key, d));
     EXPECT_EQ(rd.kl_bound, kKlBoundBf16) << key;
   }
+  // On one case only: that sequence was computed in bf16, so the file cannot hold an fp32
+  // engine to the fp32 bound (it did: a plain PASS).
+  json one = load(stories_golden());
+  one["cases"][0]["dtype"] = "bfloat16";
+  auto r1 = verify_golden(stories_dir(), write(t, "bf16_case", one));
+  EXPECT_EQ(r1.kl_bound, kKlBoundBf16);
+  EXPECT_TRUE(has_cap(r1, "the reference computed in bfloat16")) << r1.verdict_line();
+}
+
+// A placeholder is no producer: "unknown", "n/a" and the like named no program and yet the
+// file counted as an independent reference (a plain PASS).
+TEST(AdversarialGolden, APlaceholderProducerNamesNoProducer) {
+  TempDir t;
+  const json stories = load(stories_golden());
+  for (const char* ph : {"unknown", "n/a", "N/A", "none", "TBD", " Unknown. "}) {
+    json g = stories;
+    g["reference"] = ph;
+    g.erase("producer");
+    RecordFile rf = read_record_file(write(t, "ph", g));
+    EXPECT_EQ(assess_provenance(rf).finding, "no provenance: ph.json names no producer") << ph << " / " << rf.producer;
+  }
+  // A real name is one, however short.
+  json g = stories;
+  g["reference"] = "numpy";
+  g.erase("producer");
+  EXPECT_TRUE(assess_provenance(read_record_file(write(t, "np", g))).independent);
 }
 
 TEST(AdversarialGolden, AStepThatContradictsItselfIsMalformedNotAnEngineFailure) {
