@@ -218,6 +218,25 @@ std::vector<PromptSpec> choose_prompt_set(const VerifyOptions& opt, const ModelC
 // Token ids of each prompt (given ids, or the text through the tokenizer and, for an
 // instruct set, the chat template; a template llmport cannot render falls back to raw text
 // for both sides, said in the report).
+// A prompt that gives both "text" and "prompt_ids": the ids must be the text's encoding,
+// raw or (for an instruct set) rendered through the chat template. UsageError otherwise.
+void check_text_matches_ids(const Tokenizer& tok, const PromptSpec& p, bool chat) {
+  const std::vector<int>& ids = *p.ids;
+  if (encode_prompt(tok, *p.text, false) == ids) return;
+  if (chat) {
+    try {
+      if (encode_prompt(tok, *p.text, true) == ids) return;
+    } catch (const ConfigError&) {
+    }
+  }
+  const std::vector<int> raw = encode_prompt(tok, *p.text, false);
+  std::size_t at = 0;
+  while (at < raw.size() && at < ids.size() && raw[at] == ids[at]) ++at;
+  throw UsageError("--prompts: prompt '" + p.name + "': \"text\" does not encode to its \"prompt_ids\" (they differ at " +
+                   "index " + std::to_string(at) + "; the text has " + std::to_string(raw.size()) + " ids, prompt_ids " +
+                   std::to_string(ids.size()) + "): give one of them");
+}
+
 std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const Tokenizer* tok, bool& chat,
                                      const fs::path& model_dir, VerifyResult& res) {
   std::vector<Prepared> out;
@@ -225,6 +244,9 @@ std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const
     Prepared pp{p.name, p.text, {}, nullptr};
     if (p.ids) {
       pp.ids = *p.ids;
+      // Both given: the ids run and the text labels the report, so they must say the same
+      // (a "Hi" that ran [1, 2] was reported as "Hi").
+      if (p.text && tok) check_text_matches_ids(*tok, p, chat);
     } else if (!tok) {
       throw UsageError(model_dir.string() + " has no tokenizer.json: give prompt ids (--prompts FILE with "
                        "\"prompt_ids\") or a golden with id sequences (--reference golden:FILE)");

@@ -118,6 +118,26 @@ TEST(CliVerify, PromptIdsFileOnAModelWithoutTokenizer) {
     EXPECT_EQ(j["prompts"][i]["prompt_ids"].get<std::vector<int>>(), *set[i].ids);
 }
 
+// A prompt giving both text and ids ran the ids and reported the text: ids the text does
+// not encode to are bad input naming the prompt; the text's own ids are accepted.
+TEST(CliVerify, APromptsTextAndIdsMustAgree) {
+  test::TempDir tmp;
+  const std::string m = test::stories_dir().string();
+  test::write_file(tmp.path() / "bad.json",
+                   R"({"prompts": [{"name": "tale", "text": "Once upon a time", "prompt_ids": [1, 403, 407, 2]}]})");
+  const auto bad = run_llmport({"verify", m, "--prompts", (tmp.path() / "bad.json").string(), "--report-dir",
+                                (tmp.path() / "r1").string(), "--threads", "1"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_EQ(bad.err,
+            "error: --prompts: prompt 'tale': \"text\" does not encode to its \"prompt_ids\" (they differ at index 3; "
+            "the text has 5 ids, prompt_ids 4): give one of them\n");
+  test::write_file(tmp.path() / "good.json",
+                   R"({"prompts": [{"name": "tale", "text": "Once upon a time", "prompt_ids": [1, 403, 407, 261, 378]}]})");
+  const auto good = run_llmport({"verify", m, "--prompts", (tmp.path() / "good.json").string(), "--report-dir",
+                                 (tmp.path() / "r2").string(), "--threads", "1"});
+  EXPECT_NE(good.exit_code, 2) << good.out << good.err;
+}
+
 TEST(CliVerify, BadInputExitsTwo) {
   test::TempDir tmp;
   test::write_file(tmp.path() / "bad.json", "{\"cases\": [}");
