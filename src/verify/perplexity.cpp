@@ -62,10 +62,15 @@ LogprobsFile open_logprobs(const fs::path& f) {
   if (!lf.in) throw UsageError(f.string() + ": cannot open the KL-divergence base file");
   char magic[8];
   uint64_t len = 0;
-  if (!lf.in.read(magic, 8) || std::memcmp(magic, kLogprobsMagic, 8) != 0)
+  lf.in.read(magic, 8);
+  const auto got = static_cast<std::size_t>(lf.in.gcount());
+  // The start of the magic cut short is a truncated file, not another format.
+  if (got < 8 && got > 0 && std::memcmp(magic, kLogprobsMagic, got) == 0)
+    throw UsageError(f.string() + ": truncated (" + std::to_string(got) + " bytes, inside the 8-byte magic)");
+  if (got < 8 || std::memcmp(magic, kLogprobsMagic, 8) != 0)
     throw UsageError(f.string() + ": not an llmport log-probs file (written by perplexity --save-logits)");
-  if (!lf.in.read(reinterpret_cast<char*>(&len), 8) || len > (64u << 20))
-    throw UsageError(f.string() + ": damaged header length");
+  if (!lf.in.read(reinterpret_cast<char*>(&len), 8)) throw UsageError(f.string() + ": truncated (inside the header length)");
+  if (len > (64u << 20)) throw UsageError(f.string() + ": damaged header length");
   std::string h(len, '\0');
   if (!lf.in.read(h.data(), static_cast<std::streamsize>(len))) throw UsageError(f.string() + ": truncated header");
   try {

@@ -217,7 +217,11 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
                         Case{"unnormalised", [&](std::string& b) {
                                for (std::size_t v = 0; v < vocab; ++v) put(b, row1 + 4 * v, -1.0f);
                              }, "row 1: probabilities sum to"},
-                        Case{"extra row", [&](std::string& b) { b += b.substr(row0, vocab * 4); }, "more rows"}}) {
+                        Case{"extra row", [&](std::string& b) { b += b.substr(row0, vocab * 4); }, "more rows"},
+                        // Cut short anywhere: named as truncation, not as another format.
+                        Case{"cut in magic", [&](std::string& b) { b.resize(5); }, "truncated (5 bytes, inside the 8-byte magic)"},
+                        Case{"cut in length", [&](std::string& b) { b.resize(12); }, "truncated (inside the header length)"},
+                        Case{"cut in header", [&](std::string& b) { b.resize(40); }, "truncated header"}}) {
     SCOPED_TRACE(c.name);
     std::string bad = good;
     c.damage(bad);
