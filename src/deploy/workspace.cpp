@@ -29,7 +29,13 @@ namespace {
 // per-device lock in /tmp, mode 0644) is opened read-only rather than refused.
 int open_lock_file(const fs::path& file) {
   int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 && (errno == EACCES || errno == EROFS)) fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  const int create_errno = errno;
+  if (fd < 0 && (create_errno == EACCES || create_errno == EROFS)) {
+    fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    // No lock file to share (a read-only workspace where none was made yet): the reason is
+    // the create's ("Permission denied"), not the fallback's "No such file or directory".
+    if (fd < 0 && errno == ENOENT) errno = create_errno;
+  }
   if (fd < 0) throw UsageError(file.string() + ": cannot open lock file: " + std::strerror(errno));
   return fd;
 }

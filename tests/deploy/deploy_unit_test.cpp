@@ -211,6 +211,35 @@ TEST(Workspace, LockFileOfAnotherUserStillLocks) {
   FileLock mine(f);  // and this process can take it after the child is gone
 }
 
+// In a directory this user cannot write, with no lock file yet: the error is the create's
+// "Permission denied" (the read-only fallback's "No such file or directory" hid it).
+TEST(Workspace, ALockFileThatCannotBeCreatedSaysPermissionDenied) {
+  TempDir t;
+  fs::permissions(t.path(), fs::perms::all);
+  const fs::path ro = t.path() / "ro";
+  fs::create_directories(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                          fs::perms::others_read | fs::perms::others_exec);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && ::setresgid(65534, 65534, 65534) != 0) ::_exit(3);
+    if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+    if (::access(ro.c_str(), X_OK) != 0) ::_exit(5);  // TMPDIR not reachable by uid 65534
+    try {
+      FileLock l(ro / "x.lock");
+      ::_exit(4);
+    } catch (const std::exception& e) {
+      ::_exit(std::string(e.what()).find(": cannot open lock file: Permission denied") != std::string::npos ? 0 : 1);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another reason given; 3: could not drop root; 4: the lock was taken";
+}
+
 // A workspace under a directory this user may not search exists but cannot be looked at:
 // the error says so instead of "does not exist". As root the child drops to uid 65534.
 TEST(Workspace, UnsearchableWorkspaceIsNotCalledMissing) {
