@@ -640,7 +640,19 @@ Registrar reg_bench({"bench", "llama-bench style throughput (ppN, tgN) with roof
                                       "tokens/s and the ratio beside each test");
                        return [a, threads_text] {
                          a->thread_list.clear();
-                         for (const auto& t : split_commas(*threads_text)) a->thread_list.push_back(std::stoi(t));
+                         // 0 is all cores: `-t 2,0` on two cores measured 2 threads twice and
+                         // printed a scaling between them.
+                         const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+                         for (const auto& t : split_commas(*threads_text)) {
+                           const int n = std::stoi(t);
+                           const int resolved = n > 0 ? n : cores;
+                           for (int prev : a->thread_list)
+                             if ((prev > 0 ? prev : cores) == resolved)
+                               throw UsageError("--threads: '" + *threads_text + "' gives " + std::to_string(resolved) +
+                                                " threads twice (0 = all " + std::to_string(cores) +
+                                                " cores); give each count once");
+                           a->thread_list.push_back(n);
+                         }
                          return run_bench(*a);
                        };
                      }});

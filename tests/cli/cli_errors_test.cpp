@@ -3,9 +3,10 @@
 // warning for an unknown config.json torch_dtype.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "llmport/kernels.hpp"
 #include "support/test_support.hpp"
@@ -208,6 +209,13 @@ TEST(CliParseErrors, ACommaListWithAnEmptyOrBadElementIsAUsageError) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(r.err, want + " (see llmport bench --help)\n");
   }
+  // 0 is all cores: with the core count beside it, the same count twice (it ran twice and
+  // printed a "scaling" between the two).
+  const std::string cores = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
+  const auto dup = run_llmport({"bench", m, "--no-roofline", "-t", cores + ",0"});
+  EXPECT_EQ(dup.exit_code, 2) << dup.out << dup.err;
+  EXPECT_EQ(dup.err, "error: --threads: '" + cores + ",0' gives " + cores + " threads twice (0 = all " + cores +
+                         " cores); give each count once\n");
   // A good list still makes one run per count.
   const auto ok = run_llmport({"bench", m, "--no-roofline", "-p", "4", "-n", "1", "-r", "1", "-t", "1,2", "-o", "json"});
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
