@@ -64,13 +64,16 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
       // Hashes match: the sizes and mtimes `status` compares are current again (a file
       // copied back in place keeps its content but not its mtime).
       m.file_stats = stats;
-      FileLock lock(device_lock(m.target));  // one deployment per device at a time
-      fs::path dir = fresh_dir(ws.verify_reports(), "regress");
-      fs::remove(dir);
-      EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
-      VerifyOptions vo = deployment_verify_options(m, eo, dir);
-      vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
+      // Anything one deployment's files make fail (a damaged registry file, a report
+      // directory it cannot write) is that deployment's ERROR: the others are still
+      // re-verified (it stopped the whole run, exit 2, no summary).
       try {
+        FileLock lock(device_lock(m.target));  // one deployment per device at a time
+        fs::path dir = fresh_dir(ws.verify_reports(), "regress");
+        fs::remove(dir);
+        EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
+        VerifyOptions vo = deployment_verify_options(m, eo, dir);
+        vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
         VerifyResult r = run_verify(m.model_dir, vo);
         pass = r.pass;
         line = verify_summary(r);

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "deploy/manifest.hpp"
 #include "deploy/workspace.hpp"
 #include "support/test_support.hpp"
@@ -59,6 +61,30 @@ TEST(RegressUnreadable, ContinuesWithTheOthersAndExits1) {
   EXPECT_NE(r.out.find("UNREADABLE: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("SKIP"), std::string::npos) << r.out;  // "good" was still looked at
   EXPECT_NE(r.out.find("regress: 1 of 2 deployments FAIL or unreadable"), std::string::npos) << r.out;
+}
+
+// A deployed workspace where one deployment's registry file is damaged: that one is an
+// ERROR naming the file, the other is still re-verified (regress stopped at the damaged
+// file with exit 2 and no summary).
+TEST(RegressUnreadable, ADamagedRegistryFileIsThatDeploymentsError) {
+  TempDir t;
+  const std::string ws = (t.path() / "ws").string();
+  const std::string golden = "golden:" + llmport::test::shared_path("models/stories260K/golden/public.json").string();
+  for (const char* name : {"a", "b"}) {
+    const auto d = run_llmport({"deploy", llmport::test::shared_path("models/stories260K").string(), "--workspace", ws,
+                                "--name", name, "--reference", golden, "--threads", "1", "--quick"});
+    ASSERT_EQ(d.exit_code, 0) << d.out << d.err;
+  }
+  const fs::path damaged = fs::path(ws) / "a" / "registry" / "gemm_fp32.json";
+  ASSERT_TRUE(fs::exists(damaged));
+  write_file(damaged, "{bad");
+  const auto r = run_llmport({"regress", "--workspace", ws});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("ERROR: " + damaged.string()), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("regress: 1 of 2 deployments FAIL or unreadable"), std::string::npos) << r.out;
+  // b was re-verified: its last regress is recorded as a PASS.
+  const auto b = nlohmann::json::parse(read_file(fs::path(ws) / "b" / "deployment.json"));
+  EXPECT_NE(b.dump().find(" PASS\""), std::string::npos) << b.dump();
 }
 
 // `llmport COMMAND` run in `dir` (so the default ./deployments is dir's), stdout and stderr
