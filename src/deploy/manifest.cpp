@@ -9,6 +9,7 @@
 
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
 
 namespace llmport::deploy {
@@ -64,6 +65,10 @@ nlohmann::json Manifest::to_json() const {
 }
 
 Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
+  // A record that is no object ("[]") or has a field of the wrong type named that way, not
+  // as nlohmann's "[json.exception.type_error.306] cannot use value() with array".
+  if (!j.is_object())
+    throw ConfigError(file.string() + ": expected a JSON object (a deployment record), got " + j.type_name());
   try {
     if (j.value("format", "") != kFormat)
       throw ConfigError(file.string() + ": format is not " + std::string(kFormat));
@@ -124,7 +129,7 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
       if (!known.contains(k)) m.user_keys[k] = v;
     return m;
   } catch (const nlohmann::json::exception& e) {
-    throw ConfigError(file.string() + ": " + e.what());
+    throw ConfigError(file.string() + ": not a valid deployment record: " + json_error_text(e, false));
   }
 }
 

@@ -148,6 +148,21 @@ TEST(DeployManifest, RoundTripsThroughJson) {
   EXPECT_NE(combine_hashes(h2), m.content_hash);
   llmport::test::write_file(t.path() / "bad.json", "{\"format\": \"other\"}");
   EXPECT_THROW(Manifest::load(t.path() / "bad.json"), ConfigError);
+  // A record of the wrong shape is named in llmport's words, not nlohmann's
+  // "[json.exception.type_error.306] cannot use value() with array".
+  const fs::path f = t.path() / "shape.json";
+  auto message = [&](const std::string& text) {
+    llmport::test::write_file(f, text);
+    try {
+      Manifest::load(f);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("[]"), f.string() + ": expected a JSON object (a deployment record), got array");
+  EXPECT_EQ(message("{\"format\": \"llmport-deployment/1\", \"phases\": \"x\"}"),
+            f.string() + ": not a valid deployment record: key 'name' not found");
 }
 
 TEST(DeployEvaluationReport, VerdictIsTheLineAfterTheTitle) {
