@@ -337,9 +337,21 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
       runner.prefill(p.ids);
       int pos = static_cast<int>(p.ids.size());
       const int n = static_cast<int>(steps.size());
+      // Entries still to compare after step k (at most top_k per step).
+      std::vector<int64_t> left(static_cast<std::size_t>(n) + 1, 0);
+      for (int k = n - 1; k >= 0; --k)
+        left[static_cast<std::size_t>(k)] =
+            left[static_cast<std::size_t>(k) + 1] +
+            std::min<int64_t>(top_k, static_cast<int64_t>(steps[static_cast<std::size_t>(k)].top.size()));
       for (int k = 0; k < n; ++k) {
         if (k > 0) runner.decode_step(steps[static_cast<std::size_t>(k - 1)].token, pos++);
         count_self_match(steps[static_cast<std::size_t>(k)], runner.last_logits(), m, top_k);
+        // Stop once kSelfMatchShare is out of reach even if every entry left matched: the
+        // finding cannot change, and the counts so far stay below it. An honest sequence
+        // is compared a little over half way; a copied tail still runs to its end.
+        const int64_t rest = left[static_cast<std::size_t>(k) + 1];
+        if (static_cast<double>(m.identical + m.shifted + rest) < kSelfMatchShare * static_cast<double>(m.compared + rest))
+          break;
       }
       out.push_back(m);
     }
