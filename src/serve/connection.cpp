@@ -18,6 +18,13 @@ PeerState peer_state(int fd) {
   return n == 0 ? PeerState::HalfClosed : PeerState::Open;
 }
 
+bool client_gone(int fd, bool& probed, const std::function<bool()>& probe) {
+  const PeerState ps = peer_state(fd);
+  if (ps != PeerState::HalfClosed || probed) return ps == PeerState::Gone;
+  probed = true;
+  return !probe();
+}
+
 bool send_interim_continue(int fd) {
   static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
   return send(fd, kContinue, std::strlen(kContinue), MSG_NOSIGNAL) == static_cast<ssize_t>(std::strlen(kContinue));

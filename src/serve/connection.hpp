@@ -9,6 +9,7 @@
 // not ask for) and cancels only on the reset. An HTTP/1.0 client may get no 1xx: its probe
 // is the first bytes of its own response, "HTTP/1.1 " (send_response_prefix,
 // serve/http_connection.hpp), the rest following when the answer is ready.
+#include <functional>
 
 namespace llmport::serve {
 
@@ -20,6 +21,11 @@ enum class PeerState {
 
 /// The state of the peer of socket `fd`. Does not block and does not consume data.
 PeerState peer_state(int fd);
+
+/// Whether the client of socket `fd` is gone: a reset or socket error is; at the first FIN
+/// (`probed` false) `probe` writes something the client tolerates and its failure is, the
+/// reset to that write showing on a later call. Sets `probed` once it probed.
+bool client_gone(int fd, bool& probed, const std::function<bool()>& probe);
 
 /// Writes the interim response "HTTP/1.1 100 Continue" to `fd`; false if the write fails.
 bool send_interim_continue(int fd);

@@ -19,8 +19,9 @@
 
 #include <httplib.h>
 
-#include "llmport/file_io.hpp"
+#include "chat/ustr.hpp"
 #include "llmport/chat_template.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
@@ -161,15 +162,6 @@ bool body_left_unread(const httplib::Request& req) {
     if (req.method == m) return false;
   return req.has_header("Transfer-Encoding") ||
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-}
-
-// text_offset counts characters (code points), as OpenAI's and vLLM's do (Python string
-// indices): byte offsets put a client slicing its text in the wrong place after the first
-// non-ASCII character. Bytes that are not UTF-8 continuation bytes start a character.
-int utf8_chars(const std::string& s) {
-  int n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
 }
 
 // The text of --chat-template-file. A directory, an unreadable file or one with no template
@@ -728,18 +720,17 @@ class Server {
     std::vector<int> offsets;
     int n_gen = 0;
     int prev = prompt.back();
+    // text_offset counts characters (Python len), as OpenAI's and vLLM's: byte offsets put a
+    // client slicing its text in the wrong place after the first non-ASCII character.
     int decoded = 0;  // characters the tokens so far added (text_offset)
     TokenEvent ev;
     for (;;) {
       const auto w = gen->next(ev, kClientCheck);
       if (client_fd >= 0 && Clock::now() >= next_check) {
         next_check = Clock::now() + kClientCheck;
-        const PeerState ps = peer_state(client_fd);
-        bool gone = ps == PeerState::Gone;
-        if (ps == PeerState::HalfClosed && !probed) {
-          probed = true;
-          gone = interim ? !send_interim_continue(client_fd) : !send_response_prefix(*conn);
-        }
+        const bool gone = client_gone(client_fd, probed, [&] {
+          return interim ? send_interim_continue(client_fd) : send_response_prefix(*conn);
+        });
         if (gone) {
           gen->cancel();
           return send_error(res, 499, "the client closed the connection");  // never delivered
@@ -752,7 +743,7 @@ class Server {
       if (r.logprobs) {
         offsets.push_back(decoded);
         lps.push_back(token_logprob(prev, pipe.last_text(), ev));
-        decoded += utf8_chars(pipe.last_text());
+        decoded += static_cast<int>(jinja::ustr::length(pipe.last_text()));
       }
       prev = ev.id;
       if (pipe.stopped()) {
@@ -807,13 +798,10 @@ class Server {
           TokenEvent ev;
           const auto w = gen->next(ev, std::chrono::milliseconds(100));
           if (w == Generation::Wait::Timeout) {
-            const PeerState ps = client_fd >= 0 ? peer_state(client_fd) : PeerState::Open;
-            bool gone = ps == PeerState::Gone;
-            if (ps == PeerState::HalfClosed && !st->probed) {
-              st->probed = true;
+            const bool gone = client_fd >= 0 && client_gone(client_fd, st->probed, [&] {
               static const char kProbe[] = ": waiting\n\n";
-              gone = !sink.write(kProbe, sizeof kProbe - 1);
-            }
+              return sink.write(kProbe, sizeof kProbe - 1);
+            });
             if (gone) gen->cancel();  // its queue place or slot is free at once
             return !gone;
           }
@@ -823,7 +811,7 @@ class Server {
             json lp = nullptr;
             if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(st->prev, st->pipe.last_text(), ev)}, {st->offset});
             st->prev = ev.id;
-            st->offset += utf8_chars(st->pipe.last_text());
+            st->offset += static_cast<int>(jinja::ustr::length(st->pipe.last_text()));
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
               if (!send(chunk_body(head, piece, lp, ""))) {
                 gen->cancel();  // the client went away: free its slot

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 
 #include "deploy/evaluation_report.hpp"
 #include "deploy/manifest.hpp"
@@ -195,6 +196,21 @@ TEST(DeployLock, ExcludesASecondHolder) {
   EXPECT_TRUE(FileLock::try_probe(f));
 }
 
+// The exit code of `child` run in a forked process as uid/gid 65534 when this one is root
+// (as this user otherwise); 3 when root could not drop, -1 when the child did not exit.
+int exit_code_as_nobody(const std::function<int()>& child) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (::geteuid() == 0 && (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0))
+      ::_exit(3);
+    ::_exit(child());
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
 // A lock file this user may not write (another user's 0644 device lock in /tmp) still
 // locks: flock needs only a descriptor. Root may write anything, so as root the child
 // drops to uid 65534 first; otherwise the file is made read-only for its owner.
@@ -204,25 +220,18 @@ TEST(Workspace, LockFileOfAnotherUserStillLocks) {
   const fs::path f = t.path() / "dev.lock";
   { std::ofstream(f) << ""; }
   fs::permissions(f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (::geteuid() == 0 && ::setresgid(65534, 65534, 65534) != 0) ::_exit(3);
-    if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
-    if (::access(f.c_str(), R_OK) != 0) ::_exit(5);  // TMPDIR not reachable by uid 65534
-    if (::access(f.c_str(), W_OK) == 0) ::_exit(4);  // the case under test did not arise
+  const int code = exit_code_as_nobody([&] {
+    if (::access(f.c_str(), R_OK) != 0) return 5;  // TMPDIR not reachable by uid 65534
+    if (::access(f.c_str(), W_OK) == 0) return 4;  // the case under test did not arise
     try {
       { FileLock l(f); }
-      ::_exit(FileLock::try_lock(f) ? 0 : 2);
+      return FileLock::try_lock(f) ? 0 : 2;
     } catch (const std::exception&) {
-      ::_exit(1);
+      return 1;
     }
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the read-only lock file was refused; 2: try_lock found it held; 3: could not drop root; 4: still writable";
+  });
+  if (code == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
+  EXPECT_EQ(code, 0) << "1: the read-only lock file was refused; 2: try_lock found it held; 3: could not drop root; 4: still writable";
   FileLock mine(f);  // and this process can take it after the child is gone
 }
 
@@ -235,24 +244,17 @@ TEST(Workspace, ALockFileThatCannotBeCreatedSaysPermissionDenied) {
   fs::create_directories(ro);
   fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
                           fs::perms::others_read | fs::perms::others_exec);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (::geteuid() == 0 && ::setresgid(65534, 65534, 65534) != 0) ::_exit(3);
-    if (::geteuid() == 0 && ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
-    if (::access(ro.c_str(), X_OK) != 0) ::_exit(5);  // TMPDIR not reachable by uid 65534
+  const int code = exit_code_as_nobody([&] {
+    if (::access(ro.c_str(), X_OK) != 0) return 5;  // TMPDIR not reachable by uid 65534
     try {
       FileLock l(ro / "x.lock");
-      ::_exit(4);
+      return 4;
     } catch (const std::exception& e) {
-      ::_exit(std::string(e.what()).find(": cannot open lock file: Permission denied") != std::string::npos ? 0 : 1);
+      return std::string(e.what()).find(": cannot open lock file: Permission denied") != std::string::npos ? 0 : 1;
     }
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another reason given; 3: could not drop root; 4: the lock was taken";
+  });
+  if (code == 5) GTEST_SKIP() << t.path() << " is not reachable by uid 65534 (TMPDIR)";
+  EXPECT_EQ(code, 0) << "1: another reason given; 3: could not drop root; 4: the lock was taken";
 }
 
 // A workspace under a directory this user may not search exists but cannot be looked at:
@@ -264,23 +266,16 @@ TEST(Workspace, UnsearchableWorkspaceIsNotCalledMissing) {
   const fs::path ws = t.path() / "private" / "ws";
   fs::create_directories(ws);
   fs::permissions(t.path() / "private", fs::perms::owner_all);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    if (::setresgid(65534, 65534, 65534) != 0 || ::setresuid(65534, 65534, 65534) != 0) ::_exit(3);
+  const int code = exit_code_as_nobody([&] {
     try {
       require_workspace_dir(ws);
-      ::_exit(4);
+      return 4;
     } catch (const UsageError& e) {
-      const std::string m = e.what();
-      ::_exit(m.find("cannot be read: Permission denied") != std::string::npos ? 0 : 1);
+      return std::string(e.what()).find("cannot be read: Permission denied") != std::string::npos ? 0 : 1;
     }
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  if (WEXITSTATUS(status) == 3) GTEST_SKIP() << "could not drop to uid 65534";
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: another message (\"does not exist\"?); 4: no error";
+  });
+  if (code == 3) GTEST_SKIP() << "could not drop to uid 65534";
+  EXPECT_EQ(code, 0) << "1: another message (\"does not exist\"?); 4: no error";
   EXPECT_NO_THROW(require_workspace_dir(ws));  // root can
   EXPECT_THROW(require_workspace_dir(t.path() / "absent"), UsageError);
 }
