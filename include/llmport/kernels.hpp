@@ -115,6 +115,14 @@ class Backend {
   /// vdpbf16ps GEMV's. Default off; backends whose kernels are row-independent anyway
   /// (reference) ignore it.
   virtual void set_batch_invariant(bool on) { (void)on; }
+  /// The code a model whose linears are in `dtype` (F32, BF16, F16) runs on this backend,
+  /// as an opaque key: two backends with equal non-empty keys, at the same thread count
+  /// and with the same tile configs (default_tiles), compute bit-identical outputs, so
+  /// verify's self-match counts one computation once. Empty: unknown (never merged).
+  virtual std::string numerics_key(DType dtype) const {
+    (void)dtype;
+    return {};
+  }
 
   /// Whether this backend (at its ISA level) runs `op` natively; ops it does not support are
   /// errors, never a silent fallback. The op harness fails a backend that claims support for

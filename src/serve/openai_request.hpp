@@ -31,8 +31,8 @@ struct GenerationRequest {
   int top_logprobs = 0;                     ///< and this many alternatives per token
 };
 
-/// Most objects and arrays, and most values (containers included), a request body may
-/// hold: its parsed form is bounded by these, not only its bytes by --max-body.
+/// Most objects and arrays, and most scalar values (strings, numbers, booleans, nulls), a
+/// request body may hold: its parsed form is bounded by these, not only its bytes by --max-body.
 inline constexpr long kMaxJsonContainers = 1L << 16;
 inline constexpr long kMaxJsonValues = 1L << 20;
 

@@ -16,6 +16,7 @@
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
 #include "verify/reference_program.hpp"
+#include "verify/self_match_sides.hpp"
 
 namespace llmport {
 namespace fs = std::filesystem;
@@ -104,8 +105,8 @@ std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
 // the reference's top-k logits they reproduce bit for bit: a golden copied from llmport's
 // own output, in whole or in part, matches one of them exactly on the copied sequences; an
 // independent one almost nowhere. Sides: the oracle and the cpu engine in fp32, bf16 and
-// fp16 at every ISA level this machine runs (the engine under test is counted along the
-// gate's own teacher-forced run). Every step of every sequence: on the first few steps
+// fp16 at every ISA level this machine runs, each distinct computation once (the engine
+// under test is counted along the gate's own teacher-forced run). Every step of every sequence: on the first few steps
 // alone, a golden whose first steps were honest and the rest the oracle's (or another ISA
 // level's) was a plain PASS. The cost is a teacher-forced run per side, as long as the
 // gate's own.
@@ -325,6 +326,10 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
   return plan;
 }
 
+// Whether the engine under test runs its backend's default tile configs (no registry entry
+// used): then the side of its level and dtype computes what it computed.
+bool engine_on_default_configs(const EngineOptions& o) { return !o.kernels || o.kernels->registry_used.empty(); }
+
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, const RunnerInfo& engine,
                                                       const std::vector<Prepared>& prompts, int top_k) {
@@ -359,21 +364,18 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
   count_side("oracle", *make_oracle_runner(cfg, weights, engine_opt.threads));
   // Every cpu level this machine runs, not only the engine's: a golden written by
   // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
-  // would otherwise pass as independent. One side at a time, so only one extra copy of the
-  // packed weights is alive.
-  const std::vector<std::string> levels = backend_levels("cpu");
-  for (const std::string& level : levels)
-    for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
-      const std::string name(dtype_name(dt));
-      if (engine.backend == "cpu" && engine.dtype == name && engine.isa == level) continue;  // the engine itself
-      EngineOptions o;
-      o.backend = "cpu";
-      o.backend_level = level;
-      o.dtype = dt;
-      o.threads = engine_opt.threads;
-      EngineRunner runner(cfg, weights, o, "engine");
-      count_side("cpu " + name + " engine" + (level == levels.front() ? "" : " (" + level + ")"), runner);
-    }
+  // would otherwise pass as independent. Each distinct computation once (self_match_sides);
+  // one side at a time, so only one extra copy of the packed weights is alive.
+  for (const verify_detail::SelfMatchSide& side :
+       verify_detail::self_match_sides(engine, engine_on_default_configs(engine_opt), engine_opt.threads, weights)) {
+    EngineOptions o;
+    o.backend = "cpu";
+    o.backend_level = side.level;
+    o.dtype = side.dtype;
+    o.threads = engine_opt.threads;
+    EngineRunner runner(cfg, weights, o, "engine");
+    count_side(side.name, runner);
+  }
   return out;
 }
 

@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "llmport/architecture.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
@@ -215,6 +217,58 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
   for (auto& s : diluted.sequences) s.steps[0].logits.assign(static_cast<std::size_t>(cfg.vocab_size), 0.0f);
   write_record_file(t.path() / "diluted.json", diluted);
   EXPECT_TRUE(has_cap(verify_golden(stories_dir(), t.path() / "diluted.json"), "content:"));
+}
+
+// A registry's tuned tile configs may change the engine's bits (the bf16 GEMM on fp32 FMAs
+// or vdpbf16ps; the other keys only block the same sums), so on tuned configs the engine's
+// own teacher-forced run no longer stands for its level's default-config output (a plain
+// `llmport run`): that side is compared too. On default configs it is the engine itself.
+TEST(VerifyVerdict, AnEngineOnTunedConfigsStillComparesItsLevelsDefaultOutput) {
+  TempDir t;
+  const ModelConfig cfg = load_model_config(stories_dir());
+  const WeightStore w = WeightStore::open(stories_dir(), cfg);
+  auto be = make_backend("cpu", 1);
+  {
+    // Every linear's prefill GEMM measured "here" on the other bf16 path.
+    KernelRegistry reg(t.path() / "none", t.path() / "reg");
+    using R = TensorRole;
+    for (R role : {R::Wq, R::Wk, R::Wv, R::Wo, R::WGate, R::WUp, R::WDown, R::LmHead}) {
+      const TensorView& tv = w.get(role, role == R::LmHead ? -1 : 0);
+      RegistryEntry e;
+      e.kernel = "gemm";
+      e.dtype = "bf16";
+      e.isa = be->isa();
+      e.shape = {{"m", 512}, {"n", static_cast<int>(tv.shape[0])}, {"k", static_cast<int>(tv.shape[1])}};
+      e.best = be->default_tiles(OpDesc{OpKind::Gemm, DType::BF16, e.shape});
+      e.best["fma"] = e.best.count("fma") ? 1 - e.best["fma"] : 0;
+      Candidate c;
+      c.config = e.best;
+      c.gflops = 1;
+      e.candidates = {c};
+      e.used_by = {"tuned"};
+      e.provenance = Provenance::current(1);
+      reg.record(e);
+    }
+    reg.save();
+  }
+  for (bool tuned : {false, true}) {
+    SCOPED_TRACE(tuned ? "tuned" : "default configs");
+    VerifyOptions o;
+    o.reference = "golden:" + stories_golden().string();
+    o.engine.backend = "cpu";
+    o.engine.threads = 1;
+    o.engine.dtype = DType::BF16;
+    if (tuned) {
+      o.engine.kernels = std::make_shared<KernelSelection>();
+      o.engine.kernels->registry = std::make_shared<KernelRegistry>(t.path() / "none", t.path() / "reg");
+    }
+    const VerifyResult r = run_verify(stories_dir(), o);
+    EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+    EXPECT_EQ(tuned, o.engine.kernels && !o.engine.kernels->registry_used.empty());
+    int twin = 0;
+    for (const auto& m : r.self_matches) twin += m.against == "cpu bf16 engine";
+    EXPECT_EQ(twin, tuned ? static_cast<int>(r.prompts.size()) : 0);
+  }
 }
 
 // Softmax, so every KL gate, is blind to one constant added to a step's logits: llmport's

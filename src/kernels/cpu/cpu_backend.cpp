@@ -11,6 +11,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -115,6 +116,20 @@ class CpuBackend final : public Backend {
   int threads() const override { return threads_; }
 
   void set_batch_invariant(bool on) override { batch_invariant_ = on; }
+  // The kernel table's entries a `dtype` model calls, as code addresses: the AVX-512 and
+  // AVX512_BF16 tables share every fp32 and fp16 kernel, so those levels share the key.
+  // Both bf16 GEMMs count (the tile config's "fma" picks one per weight).
+  std::string numerics_key(DType dtype) const override {
+    const auto addr = [](auto fn) { return std::to_string(reinterpret_cast<std::uintptr_t>(fn)); };
+    std::string key = "cpu";
+    if (dtype == DType::BF16)
+      key += " " + addr(k_.linear_bf16) + " " + addr(k_.linear_bf16_fma);
+    else
+      key += " " + addr(dtype == DType::F16 ? k_.linear_f16 : k_.linear_f32);
+    for (const std::string& a : {addr(k_.rmsnorm), addr(k_.rope), addr(k_.swiglu), addr(k_.add), addr(k_.attention)})
+      key += " " + a;
+    return key;
+  }
 
   // Every op in the fp dtypes at every level (scalar included); the fma GEMM path is a tile
   // config of bf16 gemm at the AVX-512 levels. q8_0/q4_0 weights (32-blocks, fp32

@@ -1,0 +1,47 @@
+#include "verify/self_match_sides.hpp"
+
+#include <set>
+
+#include "llmport/architecture.hpp"
+
+namespace llmport::verify_detail {
+
+std::string side_key(const Backend& be, DType dtype, const WeightStore& weights) {
+  std::string key = be.numerics_key(dtype);
+  if (key.empty()) return key;
+  // Every layer has layer 0's shapes, so its configs stand for all.
+  using R = TensorRole;
+  for (R role : {R::Wq, R::Wk, R::Wv, R::Wo, R::WGate, R::WUp, R::WDown, R::LmHead}) {
+    const TensorView& w = weights.get(role, role == R::LmHead ? -1 : 0);
+    if (w.shape.size() != 2) continue;
+    const OpShape shape{{"m", 512}, {"n", static_cast<int>(w.shape[0])}, {"k", static_cast<int>(w.shape[1])}};
+    key += " |";
+    for (const auto& [name, v] : be.default_tiles(OpDesc{OpKind::Gemm, dtype, shape}))
+      key += " " + name + "=" + std::to_string(v);
+  }
+  return key;
+}
+
+std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engine_default_configs, int threads,
+                                            const WeightStore& weights) {
+  constexpr DType kDtypes[] = {DType::F32, DType::BF16, DType::F16};
+  const bool engine_default = engine.backend == "cpu" && engine_default_configs;
+  std::set<std::string> counted;
+  for (DType dt : kDtypes)
+    if (engine_default && engine.dtype == dtype_name(dt))
+      if (std::string key = side_key(*make_backend_at("cpu", engine.isa, threads), dt, weights); !key.empty())
+        counted.insert(key);
+  std::vector<SelfMatchSide> out;
+  const std::vector<std::string> levels = backend_levels("cpu");
+  for (const std::string& level : levels)
+    for (DType dt : kDtypes) {
+      const std::string name(dtype_name(dt));
+      const std::string key = side_key(*make_backend_at("cpu", level, threads), dt, weights);
+      const bool engine_itself = engine_default && engine.dtype == name && engine.isa == level;
+      if (engine_itself || (!key.empty() && !counted.insert(key).second)) continue;
+      out.push_back({"cpu " + name + " engine" + (level == levels.front() ? "" : " (" + level + ")"), level, dt});
+    }
+  return out;
+}
+
+}  // namespace llmport::verify_detail

@@ -1,0 +1,38 @@
+#pragma once
+// Which of llmport's own computations verify's self-match teacher-forces along a golden
+// (docs/verification.md "Independence"): every cpu level this machine runs in fp32, bf16
+// and fp16, each distinct computation once.
+#include <string>
+#include <vector>
+
+#include "llmport/dtype.hpp"
+#include "llmport/kernels.hpp"
+#include "llmport/runner.hpp"
+#include "llmport/weights.hpp"
+
+namespace llmport::verify_detail {
+
+/// One computation: the cpu backend at ISA level `level` ("avx2", ...) with `dtype`
+/// linears on their default tile configs. `name` is what reports call it, e.g.
+/// "cpu fp16 engine (avx2)" (the best level this machine runs is unnamed: "cpu fp16 engine").
+struct SelfMatchSide {
+  std::string name;
+  std::string level;
+  DType dtype = DType::F32;
+};
+
+/// What a side computes: Backend::numerics_key(dtype) and the default tile config of each
+/// linear of the model in `weights` (q/k/v/o, gate/up/down of layer 0, lm_head). Equal
+/// non-empty keys at the same thread count compute bit-identical logits; "" when the
+/// backend has no numerics key (never merged).
+std::string side_key(const Backend& be, DType dtype, const WeightStore& weights);
+
+/// The sides to run, in report order: every level of backend_levels("cpu") x fp32, bf16,
+/// fp16, less the engine under test when it is that very computation (`engine` on the cpu
+/// backend with `engine_default_configs`, i.e. no registry entry used: its own teacher-forced
+/// run already counts) and less every side whose side_key an earlier side or the engine
+/// had. Throws what make_backend_at throws.
+std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engine_default_configs, int threads,
+                                            const WeightStore& weights);
+
+}  // namespace llmport::verify_detail

@@ -1,0 +1,114 @@
+// verify's self-match teacher-forces each distinct llmport computation once
+// (verify/self_match_sides.hpp). Merging two sides is safe only when they compute the same
+// bits: every pair of (ISA level, dtype) sides with one key is run along a golden sequence
+// and compared bit for bit, on every shared model (QKV bias, q/k norm, tied lm_head).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "llmport/kernels.hpp"
+#include "llmport/records.hpp"
+#include "llmport/runner.hpp"
+#include "llmport/weights.hpp"
+#include "verify/self_match_sides.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport::verify_detail {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr DType kDtypes[] = {DType::F32, DType::BF16, DType::F16};
+
+std::vector<fs::path> shared_models() {
+  std::vector<fs::path> models = {test::stories_dir()};
+  for (const auto& m : test::synthetic_models()) models.push_back(m);
+  return models;
+}
+
+fs::path golden_of(const fs::path& model) {
+  return model == test::stories_dir() ? test::stories_golden() : model / "golden.json";
+}
+
+// Logits of every step of `seq` teacher-forced on the cpu engine at `level` with `dtype`.
+std::vector<float> teacher_forced(const ModelConfig& cfg, const WeightStore& w, const std::string& level, DType dtype,
+                                  const RecordSequence& seq) {
+  EngineOptions o;
+  o.backend = "cpu";
+  o.backend_level = level;
+  o.dtype = dtype;
+  o.threads = 2;
+  EngineRunner r(cfg, w, o, "engine");
+  r.prefill(seq.prompt_ids);
+  std::vector<float> out(r.last_logits().begin(), r.last_logits().end());
+  int pos = static_cast<int>(seq.prompt_ids.size());
+  for (std::size_t k = 0; k + 1 < seq.steps.size(); ++k) {
+    r.decode_step(seq.steps[k].token, pos++);
+    out.insert(out.end(), r.last_logits().begin(), r.last_logits().end());
+  }
+  return out;
+}
+
+TEST(SelfMatchSides, SidesWithOneKeyComputeTheSameBits) {
+  int merged = 0;
+  for (const fs::path& model : shared_models()) {
+    SCOPED_TRACE(model.filename().string());
+    const ModelConfig cfg = load_model_config(model);
+    const WeightStore w = WeightStore::open(model, cfg);
+    const RecordSequence seq = read_record_file(golden_of(model)).sequences.front();
+    std::map<std::string, std::pair<std::string, DType>> first;  // key -> its first side
+    for (const std::string& level : backend_levels("cpu"))
+      for (DType dt : kDtypes) {
+        const std::string key = side_key(*make_backend_at("cpu", level, 2), dt, w);
+        ASSERT_FALSE(key.empty()) << level;
+        const auto [it, fresh] = first.try_emplace(key, level, dt);
+        if (fresh) continue;
+        SCOPED_TRACE(level + " " + std::string(dtype_name(dt)) + " vs " + it->second.first + " " +
+                     std::string(dtype_name(it->second.second)));
+        EXPECT_EQ(teacher_forced(cfg, w, level, dt, seq),
+                  teacher_forced(cfg, w, it->second.first, it->second.second, seq));
+        ++merged;
+      }
+  }
+  // With AVX512_BF16 both AVX-512 levels run the same fp32 and fp16 kernels on the same
+  // tiles: two merges per model.
+  const auto levels = backend_levels("cpu");
+  if (std::find(levels.begin(), levels.end(), "avx512bf16") != levels.end()) {
+    EXPECT_EQ(merged, 2 * static_cast<int>(shared_models().size()));
+  }
+}
+
+// The list holds every distinct computation once, less the engine's own when it runs on
+// default configs; on tuned configs the engine's level and dtype are a side of their own.
+TEST(SelfMatchSides, EveryDistinctComputationOnceLessTheEngines) {
+  const ModelConfig cfg = load_model_config(test::stories_dir());
+  const WeightStore w = WeightStore::open(test::stories_dir(), cfg);
+  const std::vector<std::string> levels = backend_levels("cpu");
+  std::map<std::pair<std::string, DType>, std::string> key_of;
+  for (const std::string& level : levels)
+    for (DType dt : kDtypes) key_of[{level, dt}] = side_key(*make_backend_at("cpu", level, 2), dt, w);
+  for (DType engine_dt : kDtypes)
+    for (bool engine_default : {true, false}) {
+      SCOPED_TRACE(std::string(dtype_name(engine_dt)) + (engine_default ? " default configs" : " tuned configs"));
+      RunnerInfo engine;
+      engine.kind = "engine";
+      engine.backend = "cpu";
+      engine.isa = levels.front();
+      engine.dtype = dtype_name(engine_dt);
+      const auto sides = self_match_sides(engine, engine_default, 2, w);
+      std::set<std::string> want;
+      for (const auto& [side, key] : key_of) want.insert(key);
+      if (engine_default) want.erase(key_of.at({levels.front(), engine_dt}));
+      std::set<std::string> got;
+      for (const auto& s : sides) EXPECT_TRUE(got.insert(key_of.at({s.level, s.dtype})).second) << s.name << " twice";
+      EXPECT_EQ(got, want);
+      const std::string engine_side = "cpu " + std::string(dtype_name(engine_dt)) + " engine";
+      bool has_engine_side = false;
+      for (const auto& s : sides) has_engine_side = has_engine_side || s.name == engine_side;
+      EXPECT_EQ(has_engine_side, !engine_default);
+    }
+}
+
+}  // namespace
+}  // namespace llmport::verify_detail
