@@ -35,8 +35,29 @@ inline uint16_t f32_to_bf16(float f) noexcept {
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
-/// IEEE half -> fp32 (exact, handles subnormals, inf, NaN).
-float f16_to_f32(uint16_t h) noexcept;
+/// IEEE half -> fp32 (exact, handles subnormals, inf, NaN). Inline: the scalar kernels
+/// convert every fp16 weight they read through it.
+inline float f16_to_f32(uint16_t h) noexcept {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  const uint32_t mant = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0) {
+    if (mant == 0) {
+      u = sign;
+    } else {  // subnormal: mant * 2^-24, exact in fp32
+      const float f = static_cast<float>(mant) * 0x1p-24f;
+      return sign ? -f : f;
+    }
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | (mant << 13);
+  } else {
+    u = sign | ((exp + 112) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 /// fp32 -> IEEE half, round-to-nearest-even, overflow to inf.
 uint16_t f32_to_f16(float f) noexcept;
 

@@ -49,8 +49,16 @@ struct SynthOptions {
   std::optional<int> vocab_size;        ///< overrides the preset's (the tokenizer's size)
   std::optional<int> bos_token_id;      ///< overrides (from the tokenizer)
   std::vector<int> eos_token_ids;       ///< overrides when non-empty (from the tokenizer)
-  bool force = false;                   ///< allow writing into a non-empty directory
+  /// Allow writing into a non-empty directory: the model there is replaced, so its
+  /// tokenizer files this run does not write (kSynthTokenizerFiles) are removed
+  /// (SynthResult::removed) rather than read beside the new model.
+  bool force = false;
 };
+
+/// The tokenizer files a model directory is read with; synth writes or copies a subset.
+inline constexpr const char* kSynthTokenizerFiles[] = {"tokenizer.json", "tokenizer_config.json",
+                                                       "special_tokens_map.json", "chat_template.jinja",
+                                                       "tokenizer.model"};
 
 /// What was written.
 struct SynthResult {
@@ -58,6 +66,8 @@ struct SynthResult {
   uint64_t n_params = 0;       ///< values written
   uint64_t bytes = 0;          ///< size of model.safetensors (bytes)
   nlohmann::json config;       ///< the config.json written
+  /// Files of the replaced model removed under `force` (full paths), for the user to be told.
+  std::vector<std::filesystem::path> removed;
 };
 
 /// Writes the model directory, streaming the weights; the tensor set is expected_tensors()

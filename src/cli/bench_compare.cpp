@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,7 @@ LlamaBenchRow parse_row(const nlohmann::json& row, const std::string& where) {
   LlamaBenchRow r;
   r.n_prompt = int_field(row, "n_prompt", where);
   r.n_gen = int_field(row, "n_gen", where);
+  if (row.contains("n_depth")) r.n_depth = int_field(row, "n_depth", where);
   r.n_threads = int_field(row, "n_threads", where);
   if (!row.contains("avg_ts") || !row["avg_ts"].is_number())
     throw UsageError(where + ": field 'avg_ts' is missing or not a number");
@@ -65,6 +67,15 @@ std::vector<LlamaBenchRow> read_llama_bench(const std::filesystem::path& file) {
     throw UsageError(std::string(e.what()) + " (expected llama-bench -o json or -o jsonl)");
   }
   if (rows.empty()) throw UsageError(name + ": no llama-bench results in the file");
+  std::set<std::string> models;
+  for (const auto& r : rows)
+    if (!r.model_type.empty()) models.insert(r.model_type);
+  if (models.size() > 1) {
+    std::string list;
+    for (const auto& m : models) list += (list.empty() ? "" : ", ") + ("'" + m + "'");
+    throw UsageError(name + ": results of " + std::to_string(models.size()) + " models (model_type " + list +
+                     "); give a file with this model's runs only");
+  }
   return rows;
 }
 
@@ -72,7 +83,7 @@ std::optional<double> llama_bench_best(const std::vector<LlamaBenchRow>& rows, i
                                        int threads) {
   std::optional<double> best;
   for (const auto& r : rows)
-    if (r.n_prompt == n_prompt && r.n_gen == n_gen && r.n_threads == threads)
+    if (r.n_prompt == n_prompt && r.n_gen == n_gen && r.n_threads == threads && r.n_depth == 0)
       best = std::max(best.value_or(0.0), r.avg_ts);
   return best;
 }

@@ -51,9 +51,12 @@ Registrar deploy_cmd{Command{
       sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");
       sub.add_option("--reference", o->reference, "golden:FILE | hf | numpy | oracle")->default_val("oracle");
       sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
-      sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
-          ->check(in_range(0, deploy::kNumPhases - 1));
-      sub.add_flag("--resume", o->d.resume, "resume an existing deployment at its first unpassed phase");
+      CLI::Option* from_opt =
+          sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
+              ->check(in_range(0, deploy::kNumPhases - 1));
+      // Two answers to "where does it resume" (the first unpassed phase, or N): one only.
+      sub.add_flag("--resume", o->d.resume, "resume an existing deployment at its first unpassed phase")
+          ->excludes(from_opt);
       sub.add_flag("--interactive", o->d.interactive, "ask before advancing past each PASS");
       sub.add_option("--max-seq", o->d.max_seq, "cap the context (tokens); a sliding window >= N is then accepted")
           ->check(at_least(1));

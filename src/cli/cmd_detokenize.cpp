@@ -1,5 +1,6 @@
 // `llmport detokenize MODEL 1 2 3`: prints the decoded text. Ids may also be given as one
-// JSON array ("[1,2,3]"), so `tokenize` output can be passed back.
+// JSON array ("[1,2,3]"), so `tokenize` output can be passed back; `--jsonl FILE` decodes
+// one JSON array per line (what `tokenize --jsonl` prints) with one tokenizer load.
 #include <cctype>
 #include <iostream>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/jsonl_input.hpp"
 #include "cli/option_checks.hpp"
 #include "cli/tokenizer_dir.hpp"
 #include "llmport/error.hpp"
@@ -20,6 +22,7 @@ struct DetokenizeArgs {
   std::string model;
   std::vector<std::string> ids;
   std::vector<std::string> leading_ids;  // ids given before --model (add_model_arg)
+  std::string jsonl;
   bool skip_special = false;
   bool json = false;
 };
@@ -53,23 +56,50 @@ std::vector<int> parse_ids(const std::vector<std::string>& args) {
   return ids;
 }
 
+// `ids` checked against the vocabulary (`where` names them in the error).
+void check_ids(const Tokenizer& tok, const std::vector<int>& ids, const std::string& where) {
+  for (int id : ids)
+    if (id >= tok.vocab_size())
+      throw UsageError(where + ": token id " + std::to_string(id) + " is out of range (vocab size " +
+                       std::to_string(tok.vocab_size()) + ")");
+}
+
+std::string json_text(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// One JSON array of ids per line -> one JSON string per line.
+void detokenize_jsonl(const Tokenizer& tok, const DetokenizeArgs& a) {
+  for_each_jsonl_line(a.jsonl, "a JSON array of token ids", [&](const nlohmann::json& j, const std::string& where) {
+    if (!j.is_array()) throw UsageError(where + ": not a JSON array of token ids");
+    std::vector<int> ids;
+    for (const auto& v : j) {
+      try {
+        ids.push_back(static_cast<int>(json_integer(v, where, 0, 0x7fffffff)));
+      } catch (const ConfigError& e) {
+        throw UsageError(e.what());
+      }
+    }
+    check_ids(tok, ids, where);
+    std::cout << json_text(tok.decode(ids, a.skip_special)) << '\n';
+  });
+}
+
 int run_detokenize(const DetokenizeArgs& a) {
+  if (!a.jsonl.empty()) {
+    if (!a.ids.empty()) throw UsageError("detokenize: give either IDS or --jsonl FILE, not both");
+    detokenize_jsonl(*Tokenizer::load(tokenizer_dir(a.model)), a);
+    return kExitOk;
+  }
   // No IDS at all is a forgotten argument (or ids piped to stdin, which is not read), not
   // a request to decode nothing; an explicit "[]" still decodes to "".
   if (a.ids.empty())
-    throw UsageError("detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\")");
+    throw UsageError("detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\"; or --jsonl FILE)");
   auto tok = Tokenizer::load(tokenizer_dir(a.model));
   std::vector<int> ids = parse_ids(a.ids);
-  for (int id : ids)
-    if (id >= tok->vocab_size())
-      throw UsageError("detokenize: token id " + std::to_string(id) + " is out of range (vocab size " +
-                       std::to_string(tok->vocab_size()) + ")");
+  check_ids(*tok, ids, "detokenize");
   std::string text = tok->decode(ids, a.skip_special);
-  if (a.json) {
-    std::cout << nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
-  } else {
-    std::cout << text << '\n';
-  }
+  std::cout << (a.json ? json_text(text) : text) << '\n';
   return kExitOk;
 }
 
@@ -87,6 +117,8 @@ const Registrar reg{Command{
                  "(\"[1, 2, 3]\")");
       sub.add_flag("--skip-special", a->skip_special, "drop special tokens (skip_special_tokens=true)");
       sub.add_flag("--json", a->json, "print the text as a JSON string (exact, escaped)");
+      sub.add_option("--jsonl", a->jsonl,
+                     "file with one JSON array of token ids per line ('-' = stdin); prints one JSON string per line");
       CLI::App* app = &sub;
       return [a, app] {
         a->ids = a->leading_ids;

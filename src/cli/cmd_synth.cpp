@@ -51,6 +51,8 @@ int run_synth(const SynthArgs& a) {
       o.eos_token_ids = {*id};
   }
   const auto r = write_synthetic_model(o);
+  for (const auto& f : r.removed)
+    std::cerr << "synth: removed " << f.string() << " (the replaced model's; --force)\n";
   std::cout << fmt::format("wrote {} ({} preset, seed {}): {} parameters, {:.1f} MB model.safetensors\n",
                            r.dir.string(), a.preset, a.seed, r.n_params, r.bytes / 1e6);
   return kExitOk;

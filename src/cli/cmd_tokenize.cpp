@@ -1,7 +1,5 @@
 // `llmport tokenize MODEL "text"`: prints the token ids as one JSON array line.
 // `--jsonl FILE` encodes one JSON string per line (one tokenizer load for the whole file).
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -9,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.hpp"
+#include "cli/jsonl_input.hpp"
 #include "cli/tokenizer_dir.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
@@ -35,27 +34,10 @@ int run_tokenize(const TokenizeArgs& a) {
   opt.split_special_tokens = a.split_special;
   if (!a.jsonl.empty()) {
     if (a.have_text) throw UsageError("tokenize: give either TEXT or --jsonl FILE, not both");
-    std::ifstream file;
-    std::istream* in = &std::cin;
-    if (a.jsonl != "-") {
-      // An ifstream "opens" a directory and then reads nothing: refuse it like read_text_file does.
-      if (std::filesystem::is_directory(a.jsonl))
-        throw UsageError("--jsonl " + a.jsonl + ": is a directory, expected a file");
-      file.open(a.jsonl, std::ios::binary);
-      if (!file) throw UsageError("--jsonl " + a.jsonl + ": cannot open");
-      in = &file;
-    }
-    std::string line;
-    for (std::size_t n = 1; std::getline(*in, line); ++n) {
-      nlohmann::json j;
-      try {
-        j = parse_json_text(line, a.jsonl + ":" + std::to_string(n));
-      } catch (const ConfigError& e) {
-        throw UsageError(std::string(e.what()) + " (expected a JSON string)");
-      }
-      if (!j.is_string()) throw UsageError(a.jsonl + ":" + std::to_string(n) + ": not a JSON string");
+    for_each_jsonl_line(a.jsonl, "a JSON string", [&](const nlohmann::json& j, const std::string& where) {
+      if (!j.is_string()) throw UsageError(where + ": not a JSON string");
       std::cout << ids_json(tok->encode(j.get<std::string>(), opt)) << '\n';
-    }
+    });
     return kExitOk;
   }
   std::string text = a.text;

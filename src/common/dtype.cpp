@@ -33,28 +33,6 @@ DType parse_dtype(std::string_view s) {
   throw UsageError("unknown dtype '" + std::string(s) + "' (expected bf16, fp16 or fp32)");
 }
 
-float f16_to_f32(uint16_t h) noexcept {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  uint32_t u;
-  if (exp == 0) {
-    if (mant == 0) {
-      u = sign;
-    } else {  // subnormal: value = mant * 2^-24
-      float f = std::ldexp(static_cast<float>(mant), -24);
-      return sign ? -f : f;
-    }
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | (mant << 13);
-  } else {
-    u = sign | ((exp + 112) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 uint16_t f32_to_f16(float f) noexcept {
   uint32_t u;
   std::memcpy(&u, &f, 4);

@@ -3,6 +3,7 @@
 // writes docs/evaluation_report.md; this phase reads back its verdict.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <iostream>
 
 #include "deploy/evaluation_report.hpp"
@@ -15,6 +16,15 @@
 namespace llmport::deploy {
 namespace fs = std::filesystem;
 namespace {
+
+// ": <the log's last line starting with "error: ">", or "" when it has none.
+std::string last_error_line(const fs::path& log) {
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (line.rfind("error: ", 0) == 0) last = line.substr(7);
+  return last.empty() ? "" : ": " + last;
+}
 
 class Phase7 : public Phase {
  public:
@@ -35,11 +45,14 @@ class Phase7 : public Phase {
     int rc = run_process(argv, log);
     ctx.runtime_s += sw.seconds();
     nlohmann::json num = {{"evaluator_exit", rc}, {"log", "phases/phase7/evaluate.log"}};
+    // No report: the evaluation did not happen (an unwritable docs/ or reports directory, a
+    // killed process), which says nothing about the model: BLOCKED, with the evaluator's own
+    // error, not a FAIL that asks a human to review the deployment.
     if (!fs::exists(report))
-      return make_result(7, PhaseStatus::Fail,
-                         fmt::format("the evaluator (exit {}) wrote no docs/evaluation_report.md; see "
+      return make_result(7, PhaseStatus::Blocked,
+                         fmt::format("the evaluator (exit {}) wrote no docs/evaluation_report.md{}; see "
                                      "phases/phase7/evaluate.log",
-                                     rc),
+                                     rc, last_error_line(log)),
                          num);
     std::string verdict = read_verdict(report);
     num["verdict"] = verdict;

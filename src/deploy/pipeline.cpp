@@ -431,6 +431,21 @@ std::string default_deployment_name(const std::string& model_arg, const fs::path
   return n.empty() ? std::string("model") : n;
 }
 
+namespace {
+// " (deployments in WORKSPACE: a, b)", or "" when it holds none.
+std::string existing_deployments(const fs::path& workspace) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(workspace, ec), end; !ec && it != end; it.increment(ec))
+    if (Workspace(it->path()).is_deployment()) names.push_back(it->path().filename().string());
+  if (names.empty()) return "";
+  std::sort(names.begin(), names.end());
+  std::string list;
+  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+  return " (deployments in " + workspace.string() + ": " + list + ")";
+}
+}  // namespace
+
 int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
   const Validated v = validate_options(opt);  // nothing is written before this passes
   Workspace ws(opt.workspace / opt.name);
@@ -454,6 +469,11 @@ int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
     // at another count (a PASS turned FAIL by a resume without the flag).
     if (!opt.threads_given && start > 0) opt.threads = m.threads;
   } else {
+    // A resume of a deployment that is not there (a mistyped --name or --workspace) would
+    // start a new one from phase 0 under that name.
+    if (opt.resume)
+      throw UsageError(fmt::format("--resume: no deployment at {}{}; start without --resume", ws.dir().string(),
+                                   existing_deployments(opt.workspace)));
     if (opt.from_phase.value_or(0) > 0)
       throw UsageError(fmt::format("--from-phase {}: no deployment at {} yet, so phase 0 has not "
                                    "passed; start without --from-phase",

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -342,18 +343,24 @@ SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& pr
   json gen = {{"bos_token_id", cfg["bos_token_id"]}, {"eos_token_id", cfg["eos_token_id"]},
               {"do_sample", false}};
   write_json(opt.out / "generation_config.json", gen);
+  std::set<std::string> written;  // tokenizer files of the new model
   if (!opt.tokenizer_dir.empty()) {
     if (!fs::is_regular_file(opt.tokenizer_dir / "tokenizer.json"))
       throw UsageError(opt.tokenizer_dir.string() + ": no tokenizer.json to copy");
-    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                          "chat_template.jinja", "tokenizer.model"})
-      if (fs::is_regular_file(opt.tokenizer_dir / f))  // never a FIFO (a blocking read)
+    for (const char* f : kSynthTokenizerFiles)
+      if (fs::is_regular_file(opt.tokenizer_dir / f)) {  // never a FIFO (a blocking read)
         fs::copy_file(opt.tokenizer_dir / f, opt.out / f, fs::copy_options::overwrite_existing);
+        // A read-only source (a snapshot, shared data) would make the copy read-only too,
+        // and the next --force could not replace it.
+        fs::permissions(opt.out / f, fs::perms::owner_write, fs::perm_options::add);
+        written.insert(f);
+      }
   }
   if (tok) {
     // Compact: the real-shape vocabularies (150k ids) would be tens of MB indented.
     write_output_file(opt.out / "tokenizer.json", tok->tokenizer.dump() + "\n", Overwrite::Always);
     write_json(opt.out / "tokenizer_config.json", tok->tokenizer_config);
+    written.insert({"tokenizer.json", "tokenizer_config.json"});
   }
 
   const auto plan = plan_tensors(resolved, dtype, preset.out_scale, preset.logit_std);
@@ -367,6 +374,13 @@ SynthResult write_synthetic_model(const SynthOptions& opt, const SynthPreset& pr
       opt.out / "model.safetensors", metas,
       [&](std::size_t i, std::ostream& os) { write_tensor(plan[i], opt.seed, os); },
       {{"format", "pt"}, {"llmport_synth_preset", preset.name}, {"llmport_synth_seed", std::to_string(opt.seed)}});
+  // The replaced model's tokenizer files would be read with this one (a tokenizer larger
+  // than the vocabulary, another chat template); removed once the new model is complete.
+  for (const char* f : kSynthTokenizerFiles) {
+    const auto st = fs::symlink_status(opt.out / f);  // a link goes, never its target
+    if (!written.count(f) && (fs::is_regular_file(st) || fs::is_symlink(st)) && fs::remove(opt.out / f))
+      r.removed.push_back(opt.out / f);
+  }
   r.dir = opt.out;
   r.bytes = fs::file_size(opt.out / "model.safetensors");
   r.config = cfg;

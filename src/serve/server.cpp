@@ -752,7 +752,11 @@ class Server {
       }
     }
     std::string reason = pipe.stopped() ? "stop" : gen->finish_reason();
-    if (reason == "cancelled") return send_error(res, 503, "the server is shutting down");
+    if (reason == "cancelled") {
+      // Past the shutdown grace: the server is going, so is this connection.
+      close_after_response(req);
+      return send_error(res, 503, "the server is shutting down");
+    }
     if (reason == "error") return send_error(res, 500, "generation failed: " + gen->error());
     if (!pipe.stopped()) text += pipe.finish();
     const json lp = r.logprobs ? logprobs_json(ep, lps, offsets) : json(nullptr);

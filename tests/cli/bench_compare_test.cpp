@@ -45,6 +45,31 @@ TEST(BenchCompare, ReadsJsonAndJsonlAndTakesTheBestRun) {
   EXPECT_EQ(read_llama_bench(t.path() / "lb.jsonl").size(), 4u);
 }
 
+// A row at KV depth > 0 (llama-bench -d) is another test than bench's depth-0 one; a file of
+// two models' runs is refused, naming them (the best of both was compared before).
+TEST(BenchCompare, DepthRowsAreNotMatchedAndTwoModelsAreRefused) {
+  TempDir t;
+  write_file(t.path() / "depth.json", R"([
+    {"model_type": "llama 1B BF16", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 0, "avg_ts": 100.0},
+    {"model_type": "llama 1B BF16", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "n_depth": 4096, "avg_ts": 40.0},
+    {"model_type": "llama 1B BF16", "n_threads": 1, "n_prompt": 0, "n_gen": 4, "n_depth": 512, "avg_ts": 30.0}])");
+  const auto rows = read_llama_bench(t.path() / "depth.json");
+  EXPECT_EQ(rows[1].n_depth, 4096);
+  EXPECT_EQ(llama_bench_best(rows, 8, 0, 1), 100.0);
+  EXPECT_FALSE(llama_bench_best(rows, 0, 4, 1).has_value());
+  write_file(t.path() / "two.json", R"([
+    {"model_type": "llama 1B BF16", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "avg_ts": 100.0},
+    {"model_type": "qwen3 0.6B BF16", "n_threads": 1, "n_prompt": 8, "n_gen": 0, "avg_ts": 300.0}])");
+  try {
+    read_llama_bench(t.path() / "two.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--compare " + (t.path() / "two.json").string() +
+                                         ": results of 2 models (model_type 'llama 1B BF16', 'qwen3 0.6B BF16'); "
+                                         "give a file with this model's runs only");
+  }
+}
+
 TEST(BenchCompare, DamagedFilesNameTheFileAndField) {
   TempDir t;
   struct Case {
@@ -55,6 +80,7 @@ TEST(BenchCompare, DamagedFilesNameTheFileAndField) {
                         Case{R"([{"n_prompt": 8, "n_gen": 0, "n_threads": 1, "avg_ts": -1}])", "avg_ts"},
                         Case{R"([{"n_prompt": 8, "n_gen": 0, "n_threads": 1, "avg_ts": "fast"}])", "avg_ts"},
                         Case{R"([{"n_prompt": 1e40, "n_gen": 0, "n_threads": 1, "avg_ts": 1}])", "n_prompt"},
+                        Case{R"([{"n_prompt": 8, "n_gen": 0, "n_depth": -1, "n_threads": 1, "avg_ts": 1}])", "n_depth"},
                         Case{std::string(200, '[') + std::string(200, ']'), "deeper"}}) {
     write_file(t.path() / "bad.json", c.text);
     try {

@@ -81,7 +81,7 @@ TEST(CliPositionals, TokenizeTakesTextAfterDashDashAndAfterModelOption) {
 TEST(CliPositionals, DetokenizeWithoutIdsIsRefused) {
   const std::string m = stories();
   expect_usage_error(run_llmport({"detokenize", m}),
-                     "error: detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\")\n");
+                     "error: detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\"; or --jsonl FILE)\n");
   const auto empty = run_llmport({"detokenize", m, "[]"});
   EXPECT_EQ(empty.exit_code, 0) << empty.err;
   EXPECT_EQ(empty.out, "\n");

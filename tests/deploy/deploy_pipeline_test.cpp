@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deploy/workspace.hpp"
+#include "llmport/deploy.hpp"
 #include "llmport/records.hpp"
 #include "support/test_support.hpp"
 
@@ -512,6 +513,33 @@ TEST(DeployPipeline, EvaluationFailMarksNeedsHumanReview) {
   // Restore the golden, lose the tuned registry: the evaluator's own re-run cannot use the
   // deployment's tuned kernels, so phase 7 FAILs.
   fs::copy_file(shared_path("models/stories260K/golden/public.json"), golden, fs::copy_options::overwrite_existing);
+  // An evaluator that cannot write its report (here one that says so and exits 2, as an
+  // unwritable docs/ makes it) evaluated nothing: phase 7 is BLOCKED with its error, not a
+  // FAIL that asks for a human review of the model. (The CLI always runs itself as the
+  // evaluator: the library, as an embedding program calls it, takes LLMPORT_EXE.)
+  {
+    const fs::path fake = t.path() / "fake-llmport";
+    llmport::test::write_file(fake, "#!/bin/sh\necho 'error: docs/evaluation_report.md: Permission denied' >&2\nexit 2\n");
+    fs::permissions(fake, fs::perms::owner_all);
+    const llmport::test::ScopedEnv exe("LLMPORT_EXE", fake.string());
+    llmport::deploy::DeployOptions o;
+    o.model = model;
+    o.model_dir = model;
+    o.reference = "golden:" + golden.string();
+    o.workspace = ws;
+    o.from_phase = 7;
+    o.threads = 1;
+    o.threads_given = true;
+    o.quick = true;
+    std::istringstream in;
+    std::ostringstream out;
+    EXPECT_EQ(llmport::deploy::run_deploy(o, in, out), 1) << out.str();
+    json bm = load(dir / "deployment.json");
+    EXPECT_EQ(status_of(bm, 7), "BLOCKED");
+    EXPECT_EQ(bm["phases"][7]["reason"], "the evaluator (exit 2) wrote no docs/evaluation_report.md: "
+                                         "docs/evaluation_report.md: Permission denied; see phases/phase7/evaluate.log");
+    EXPECT_FALSE(bm["needs_human_review"].get<bool>());
+  }
   fs::remove_all(dir / "registry");
   auto p7 = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
   EXPECT_EQ(p7.exit_code, 1) << p7.out << p7.err;

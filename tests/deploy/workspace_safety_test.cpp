@@ -107,6 +107,26 @@ TEST(DeployCli, UnsafeNamesAreRefusedBeforeAnythingIsWritten) {
   EXPECT_EQ(r.err.rfind("error: --name 'a b'", 0), 0u) << r.err;
 }
 
+// --resume of a deployment that is not there (a mistyped --name) started a new one from
+// phase 0; --resume and --from-phase together were accepted (two answers to where it
+// resumes). Both are one-line usage errors before anything is written.
+TEST(DeployCli, AResumeOfNoDeploymentOrWithFromPhaseIsRefused) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const fs::path ws = t.path() / "ws";
+  fs::create_directories(ws / "stories260k");
+  write_file(ws / "stories260k" / "deployment.json", "{}");
+  auto r = deploy({model, "--workspace", ws.string(), "--name", "storeis260k", "--resume"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err, "error: --resume: no deployment at " + (ws / "storeis260k").string() + " (deployments in " +
+                       ws.string() + ": stories260k); start without --resume\n");
+  EXPECT_FALSE(fs::exists(ws / "storeis260k"));
+  r = deploy({model, "--workspace", ws.string(), "--resume", "--from-phase", "3"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--from-phase and --resume cannot be given together"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 // A model directory and a workspace whose paths hold '$', command substitutions, quotes, a
 // backquote, a backslash, '#' and spaces deploy; the default name is sanitized; `make -n`
 // of every target and a real `make run` run nothing but llmport (the model is found, so

@@ -120,5 +120,36 @@ TEST(Synth, CliRefusesToOverwriteAndUnknownPresets) {
   EXPECT_EQ(r.err, "error: " + missing + ": no such file or directory (a tokenizer.json or its directory)\n");
 }
 
+// --force replaces the model in a directory: the old model's tokenizer files that the new
+// one does not write are removed and named (they were read with it: stories' 512-id
+// tokenizer.json beside a 256-id model); a read-only tokenizer source leaves writable
+// copies, so the next --force can replace them; other files stay.
+TEST(Synth, ForceReplacesTheOldModelsTokenizerFiles) {
+  TempDir tmp;
+  const auto out = tmp.path() / "m";
+  const fs::path ro = tmp.path() / "ro-tok";
+  fs::create_directories(ro);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    fs::copy_file(shared_path("models/stories260K") / f, ro / f);
+    fs::permissions(ro / f, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  }
+  auto r = run_llmport({"synth", "--preset", "tiny-llama", "--out", out.string(), "--tokenizer", ro.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(fs::status(out / "tokenizer.json").permissions() & fs::perms::owner_write, fs::perms::none);
+  write_file(out / "chat_template.jinja", "{{ messages }}");
+  write_file(out / "notes.txt", "mine");
+  r = run_llmport({"synth", "--preset", "tiny-llama", "--out", out.string(), "--tokenizer", ro.string(), "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "synth: removed " + (out / "chat_template.jinja").string() + " (the replaced model's; --force)\n");
+  r = run_llmport({"synth", "--preset", "tiny-llama", "--out", out.string(), "--force"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    EXPECT_FALSE(fs::exists(out / f)) << f;
+    EXPECT_NE(r.err.find("synth: removed " + (out / f).string()), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(read_file(out / "notes.txt"), "mine");
+  EXPECT_TRUE(fs::exists(out / "model.safetensors"));
+}
+
 }  // namespace
 }  // namespace llmport::test

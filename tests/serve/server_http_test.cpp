@@ -400,6 +400,25 @@ TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   EXPECT_EQ(json::parse(done.body)["usage"]["completion_tokens"], 30);
 }
 
+// A whole answer still running when the shutdown grace ends is a 503 in OpenAI's shape that
+// closes its connection (it said Keep-Alive: a client would reuse a connection the server
+// is about to drop).
+TEST(ServeSlow, AnAnswerCutByTheEndOfTheGraceIs503AndClosesItsConnection) {
+  ServerProcess s({stories(), "--parallel", "1", "--ctx-size", "512", "--threads", "1", "--test-step-delay-ms", "20",
+                   "--shutdown-grace", "1"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  auto cut = std::async(std::launch::async, [&] {
+    return curl("POST", s.url("/v1/completions"), R"({"prompt":"Once upon a time","max_tokens":450,"temperature":0})");
+  });
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_active", 1)) << s.stderr_text();
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 20), 0) << s.stderr_text();
+  const auto r = cut.get();
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(json::parse(r.body)["error"]["message"], "the server is shutting down");
+  EXPECT_NE(r.headers.find("Connection: close"), std::string::npos) << r.headers;
+  EXPECT_EQ(r.headers.find("Keep-Alive"), std::string::npos) << r.headers;
+}
+
 // A streamed request whose client hangs up while it is still queued gives its queue place
 // back: nothing was written to it while it waited, so the close went unseen and the next
 // client got a 429 until the queued stream had run (the whole-answer path looked at the

@@ -60,39 +60,71 @@ TEST(TokenizeCli, TokenizerOnlyDirectoryNeedsNoConfigJson) {
   EXPECT_EQ(json::parse(r.out), json({1, 22557, 1526}));
 }
 
+// Every golden case's ids of both decoders (SentencePiece-style mistral, byte-level qwen3),
+// one --jsonl process per tokenizer; the argument forms each once.
 TEST(DetokenizeCli, PrintsDecodedText) {
-  // One process per case: the small SentencePiece-style tokenizer keeps this fast.
-  auto sp_dir = shared_path("tokenizers/mistral_v0_1");
-  // Named: a range-for over read_json(...)["cases"] iterates a member of a destroyed
-  // temporary (use-after-free, found by ASan).
-  const json sp_golden = read_json(sp_dir / "golden.json");
-  for (const auto& c : sp_golden["cases"]) {
-    auto ids = c["ids"].get<std::vector<int>>();
-    std::vector<std::string> args{"detokenize", sp_dir.string(), "--json"};
-    for (int id : ids) args.push_back(std::to_string(id));
-    auto r = run_llmport(args);
+  for (const char* name : {"mistral_v0_1", "qwen3"}) {
+    SCOPED_TRACE(name);
+    const auto dir = shared_path(std::string("tokenizers/") + name);
+    // Named: a range-for over read_json(...)["cases"] iterates a member of a destroyed
+    // temporary (use-after-free, found by ASan).
+    const json golden = read_json(dir / "golden.json");
+    ASSERT_FALSE(golden["cases"].empty());
+    TempDir t;
+    std::string lines;
+    for (const auto& c : golden["cases"]) lines += c["ids"].dump() + "\n";
+    write_file(t.path() / "ids.jsonl", lines);
+    auto r = run_llmport({"detokenize", dir.string(), "--jsonl", (t.path() / "ids.jsonl").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(json::parse(r.out).get<std::string>(), c["decoded"].get<std::string>()) << c["id"];
-  }
-  auto dir = shared_path("tokenizers/qwen3");
-  json g = read_json(dir / "golden.json");
-  for (const auto& c : g["cases"]) {
-    std::string text = c["text"];
-    if (std::all_of(text.begin(), text.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; }))
-      continue;  // byte-level decoding of multi-byte text only
-    auto ids = c["ids"].get<std::vector<int>>();
+    std::istringstream out(r.out);
+    std::string line;
+    for (const auto& c : golden["cases"]) {
+      ASSERT_TRUE(std::getline(out, line)) << c["id"];
+      EXPECT_EQ(json::parse(line), c["decoded"]) << c["id"];
+    }
+    EXPECT_FALSE(std::getline(out, line)) << "extra output";
+    // One case as separate id arguments, --json.
+    const json& c = golden["cases"].back();
     std::vector<std::string> args{"detokenize", dir.string(), "--json"};
-    for (int id : ids) args.push_back(std::to_string(id));
-    auto r = run_llmport(args);
+    for (int id : c["ids"].get<std::vector<int>>()) args.push_back(std::to_string(id));
+    r = run_llmport(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_EQ(json::parse(r.out).get<std::string>(), c["decoded"].get<std::string>()) << c["id"];
+    EXPECT_EQ(json::parse(r.out), c["decoded"]) << c["id"];
   }
+  const auto dir = shared_path("tokenizers/qwen3");
   auto r = run_llmport({"detokenize", dir.string(), "[9707, 1879]"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Hello world\n");
   r = run_llmport({"detokenize", dir.string(), "151644", "9707", "--skip-special"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "Hello\n");
+  // --jsonl with --skip-special, from stdin; tokenize --jsonl output decodes back.
+  r = run_llmport({"detokenize", dir.string(), "--jsonl", "-", "--skip-special"}, "[151644, 9707]\n[]\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "\"Hello\"\n\"\"\n");
+}
+
+// A bad --jsonl line is one line naming FILE:LINE, exit 2; IDS and --jsonl together too.
+TEST(DetokenizeCli, BadJsonlLineNamesItsLine) {
+  const std::string dir = shared_path("tokenizers/qwen3").string();
+  TempDir t;
+  struct Case {
+    std::string second_line, error;
+  };
+  for (const Case& c : {Case{"\"text\"", "ids.jsonl:2: not a JSON array of token ids"},
+                        Case{"[1, \"x\"]", "ids.jsonl:2"}, Case{"[1, -3]", "ids.jsonl:2"},
+                        Case{"[99999999]", "ids.jsonl:2: token id 99999999 is out of range (vocab size"},
+                        Case{"[1,", "ids.jsonl:2"}}) {
+    SCOPED_TRACE(c.second_line);
+    write_file(t.path() / "ids.jsonl", "[9707]\n" + c.second_line + "\n");
+    const auto r = run_llmport({"detokenize", dir, "--jsonl", (t.path() / "ids.jsonl").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find(c.error), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  const auto r = run_llmport({"detokenize", dir, "1", "--jsonl", (t.path() / "ids.jsonl").string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give either IDS or --jsonl FILE, not both"), std::string::npos) << r.err;
 }
 
 TEST(TokenizeCli, BadInputExitsTwoWithOneLine) {
