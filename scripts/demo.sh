@@ -35,7 +35,10 @@ fi
 if [ -e "$MODEL" ]; then NAME=$(basename "$MODEL"); else NAME=$(echo "${MODEL%%@*}" | tr / _); fi
 NAME=$(echo "$NAME" | tr '[:upper:]' '[:lower:]')
 WS=./deployments/$NAME
-# --resume: a second run continues (or finds complete) the deployment instead of asking.
-$LLMPORT deploy "$MODEL" --workspace ./deployments --name "$NAME" --resume "${EXTRA[@]}"
+# A second run continues (or finds complete) the deployment instead of asking: --resume,
+# which llmport refuses for a deployment that is not there yet (a mistyped --name).
+RESUME=()
+[ -f "$WS/deployment.json" ] && RESUME=(--resume)
+$LLMPORT deploy "$MODEL" --workspace ./deployments --name "$NAME" "${RESUME[@]}" "${EXTRA[@]}"
 
 bash scripts/demo-report.sh "$WS"
