@@ -27,6 +27,17 @@ struct DetokenizeArgs {
   bool json = false;
 };
 
+// The ids of a JSON array (`where` names it in the error): each an integer in [0, 2^31).
+void append_json_ids(const nlohmann::json& array, const std::string& where, std::vector<int>& ids) {
+  for (const auto& v : array) {
+    try {
+      ids.push_back(static_cast<int>(json_integer(v, where, 0, 0x7fffffff)));
+    } catch (const ConfigError& e) {
+      throw UsageError(e.what());
+    }
+  }
+}
+
 // Each IDS argument is one id, a comma list ("1,2,3", parse_id_list's rule: no empty
 // element, blanks around an element ignored) or one JSON array ("[1, 2, 3]").
 std::vector<int> parse_ids(const std::vector<std::string>& args) {
@@ -42,13 +53,7 @@ std::vector<int> parse_ids(const std::vector<std::string>& args) {
         j = nullptr;  // reported below, naming the argument rather than the JSON parser's text
       }
       if (!j.is_array()) throw UsageError("IDS: '" + arg + "' is not a JSON array of token ids");
-      for (const auto& v : j) {
-        try {
-          ids.push_back(static_cast<int>(json_integer(v, "IDS", 0, 0x7fffffff)));
-        } catch (const ConfigError& e) {
-          throw UsageError(e.what());
-        }
-      }
+      append_json_ids(j, "IDS", ids);
       continue;
     }
     for (int id : parse_id_list(arg, "IDS")) ids.push_back(id);
@@ -73,13 +78,7 @@ void detokenize_jsonl(const Tokenizer& tok, const DetokenizeArgs& a) {
   for_each_jsonl_line(a.jsonl, "a JSON array of token ids", [&](const nlohmann::json& j, const std::string& where) {
     if (!j.is_array()) throw UsageError(where + ": not a JSON array of token ids");
     std::vector<int> ids;
-    for (const auto& v : j) {
-      try {
-        ids.push_back(static_cast<int>(json_integer(v, where, 0, 0x7fffffff)));
-      } catch (const ConfigError& e) {
-        throw UsageError(e.what());
-      }
-    }
+    append_json_ids(j, where, ids);
     check_ids(tok, ids, where);
     std::cout << json_text(tok.decode(ids, a.skip_special)) << '\n';
   });

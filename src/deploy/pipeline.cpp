@@ -440,9 +440,7 @@ std::string existing_deployments(const fs::path& workspace) {
     if (Workspace(it->path()).is_deployment()) names.push_back(it->path().filename().string());
   if (names.empty()) return "";
   std::sort(names.begin(), names.end());
-  std::string list;
-  for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-  return " (deployments in " + workspace.string() + ": " + list + ")";
+  return " (deployments in " + workspace.string() + ": " + join(names, ", ") + ")";
 }
 }  // namespace
 

@@ -30,17 +30,19 @@ std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engin
   for (DType dt : kDtypes)
     if (engine_default && engine.dtype == dtype_name(dt))
       if (std::string key = side_key(*make_backend_at("cpu", engine.isa, threads), dt, weights); !key.empty())
-        counted.insert(key);
+        counted.insert(key);  // at most one dtype matches: one backend
   std::vector<SelfMatchSide> out;
   const std::vector<std::string> levels = backend_levels("cpu");
-  for (const std::string& level : levels)
+  for (const std::string& level : levels) {
+    const auto be = make_backend_at("cpu", level, threads);  // one per level: it starts a worker pool
     for (DType dt : kDtypes) {
       const std::string name(dtype_name(dt));
-      const std::string key = side_key(*make_backend_at("cpu", level, threads), dt, weights);
+      const std::string key = side_key(*be, dt, weights);
       const bool engine_itself = engine_default && engine.dtype == name && engine.isa == level;
       if (engine_itself || (!key.empty() && !counted.insert(key).second)) continue;
       out.push_back({"cpu " + name + " engine" + (level == levels.front() ? "" : " (" + level + ")"), level, dt});
     }
+  }
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include "llmport/quant.hpp"
 #include "llmport/registry.hpp"
 
+#include "support/registry_entry.hpp"
 #include "support/test_support.hpp"
 
 namespace llmport::test {
@@ -511,19 +512,9 @@ TEST(KernelProbeDefaults, ThisMachinesRegistryEntryOverridesTheProbedDefault) {
   const cpu::Isa isa = cpu::detect_isa();
   auto be = cpu::make_cpu_backend_isa(2, isa);
   const auto measured = [&](int n, const MachineFingerprint& m) {
-    RegistryEntry e;
-    e.kernel = "gemm";
-    e.dtype = "bf16";
-    e.isa = be->isa();
-    e.shape = {{"m", 64}, {"n", n}, {"k", 80}};
-    e.best = {{"mr", 5}, {"np", 1}, {"kc", 256}, {"mc", 60}, {"nc", 256}};
-    if (isa == cpu::Isa::Avx512Bf16 || isa == cpu::Isa::Avx512) e.best["fma"] = 0;
-    Candidate cand;
-    cand.config = e.best;
-    cand.gflops = 10;
-    e.candidates = {cand};
-    e.used_by = {"m1"};
-    e.provenance = Provenance::current(2);
+    TileConfig best = {{"mr", 5}, {"np", 1}, {"kc", 256}, {"mc", 60}, {"nc", 256}};
+    if (isa == cpu::Isa::Avx512Bf16 || isa == cpu::Isa::Avx512) best["fma"] = 0;
+    RegistryEntry e = measured_entry("gemm", "bf16", be->isa(), {{"m", 64}, {"n", n}, {"k", 80}}, best, 10, "m1", 2);
     e.provenance.fingerprint = m;
     return e;
   };

@@ -17,6 +17,7 @@
 #include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
+#include "support/registry_entry.hpp"
 #include "verify/verify_support.hpp"
 
 namespace llmport {
@@ -234,20 +235,10 @@ TEST(VerifyVerdict, AnEngineOnTunedConfigsStillComparesItsLevelsDefaultOutput) {
     using R = TensorRole;
     for (R role : {R::Wq, R::Wk, R::Wv, R::Wo, R::WGate, R::WUp, R::WDown, R::LmHead}) {
       const TensorView& tv = w.get(role, role == R::LmHead ? -1 : 0);
-      RegistryEntry e;
-      e.kernel = "gemm";
-      e.dtype = "bf16";
-      e.isa = be->isa();
-      e.shape = {{"m", 512}, {"n", static_cast<int>(tv.shape[0])}, {"k", static_cast<int>(tv.shape[1])}};
-      e.best = be->default_tiles(OpDesc{OpKind::Gemm, DType::BF16, e.shape});
-      e.best["fma"] = e.best.count("fma") ? 1 - e.best["fma"] : 0;
-      Candidate c;
-      c.config = e.best;
-      c.gflops = 1;
-      e.candidates = {c};
-      e.used_by = {"tuned"};
-      e.provenance = Provenance::current(1);
-      reg.record(e);
+      const KernelShape shape{{"m", 512}, {"n", static_cast<int>(tv.shape[0])}, {"k", static_cast<int>(tv.shape[1])}};
+      TileConfig best = be->default_tiles(OpDesc{OpKind::Gemm, DType::BF16, shape});
+      best["fma"] = best.count("fma") ? 1 - best["fma"] : 0;
+      reg.record(test::measured_entry("gemm", "bf16", be->isa(), shape, best, 1, "tuned", 1));
     }
     reg.save();
   }
