@@ -27,13 +27,17 @@ struct DetokenizeArgs {
   bool json = false;
 };
 
-// The ids of a JSON array (`where` names it in the error): each an integer in [0, 2^31).
+// The ids of a JSON array (`where` names it in the error, with the element's index): each
+// an integer in [0, 2^31).
 void append_json_ids(const nlohmann::json& array, const std::string& where, std::vector<int>& ids) {
-  for (const auto& v : array) {
+  for (std::size_t i = 0; i < array.size(); ++i) {
     try {
-      ids.push_back(static_cast<int>(json_integer(v, where, 0, 0x7fffffff)));
-    } catch (const ConfigError& e) {
-      throw UsageError(e.what());
+      ids.push_back(static_cast<int>(json_integer(array[i], "id", 0, 0x7fffffff)));
+    } catch (const ConfigError&) {
+      std::string shown = array[i].dump();
+      if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+      throw UsageError(where + ": element " + std::to_string(i) + " (" + shown +
+                       ") is not a token id (an integer in [0, 2147483647])");
     }
   }
 }

@@ -112,7 +112,9 @@ TEST(DetokenizeCli, BadJsonlLineNamesItsLine) {
     std::string second_line, error;
   };
   for (const Case& c : {Case{"\"text\"", "ids.jsonl:2: not a JSON array of token ids"},
-                        Case{"[1, \"x\"]", "ids.jsonl:2"}, Case{"[1, -3]", "ids.jsonl:2"},
+                        Case{"[1, \"x\"]", "ids.jsonl:2: element 1 (\"x\") is not a token id"},
+                        Case{"[1, -3]", "ids.jsonl:2: element 1 (-3) is not a token id"},
+                        Case{"[2.5]", "ids.jsonl:2: element 0 (2.5) is not a token id"},
                         Case{"[99999999]", "ids.jsonl:2: token id 99999999 is out of range (vocab size"},
                         Case{"[1,", "ids.jsonl:2"}}) {
     SCOPED_TRACE(c.second_line);
