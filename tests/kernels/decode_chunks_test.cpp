@@ -1,6 +1,6 @@
 // DecodeChunks: the guided cut of a decode GEMV region covers every panel of every weight
 // exactly once, in order, never across two weights, with sizes from the formula in
-// decode_chunks.hpp: the uniform size while much work is left, one unit at the end.
+// decode_chunks.hpp: a share of what is left, one unit at the end.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -30,24 +30,28 @@ void expect_exact_cover(const DecodeChunks& ch, const std::vector<int>& panels) 
 
 TEST(DecodeChunks, QwenQkvGroupGuidedSizes) {
   // qwen3-0.6b q/k/v: 128 + 64 + 64 panels of 16 rows, 4 panel streams: 64 units. Two
-  // threads: uniform size 64 / (16 * 2) = 2 units; guided ceil(rem / 8) falls below 2 once
-  // 8 units remain, so the cut is 28 chunks of 2 units, then 8 of 1.
+  // threads: each chunk is ceil(remaining / 8) units, cut at the end of its weight: q 8, 7, 7, 6, then
+  // the 4 units q has left; k 4, 4, 3, 3, then 2 left; v 2, 2, 2, 2, then 1 unit each.
   const std::vector<int> panels = {128, 64, 64}, group = {4, 4, 4};
   const DecodeChunks ch(panels, group, 2);
   expect_exact_cover(ch, panels);
-  ASSERT_EQ(ch.size(), 36);
-  for (int c = 0; c < 28; ++c) EXPECT_EQ(ch[c].p1 - ch[c].p0, 8) << "chunk " << c;
-  for (int c = 28; c < 36; ++c) EXPECT_EQ(ch[c].p1 - ch[c].p0, 4) << "chunk " << c;
-  EXPECT_EQ(ch[15].part, 0);  // 16 chunks of q (128 panels / 8)
-  EXPECT_EQ(ch[16].part, 1);
+  const std::vector<int> want = {32, 28, 28, 24, 16, 16, 16, 12, 12, 8, 8,
+                                 8,  8,  8,  4,  4,  4,  4,  4,  4,  4, 4};
+  ASSERT_EQ(ch.size(), static_cast<int>(want.size()));
+  for (int c = 0; c < ch.size(); ++c) EXPECT_EQ(ch[c].p1 - ch[c].p0, want[c]) << "chunk " << c;
+  EXPECT_EQ(ch[4].part, 0);  // q: 32 + 28 + 28 + 24 + 16 = 128 panels
+  EXPECT_EQ(ch[5].part, 1);
+  EXPECT_EQ(ch[10].part, 2);
 }
 
 TEST(DecodeChunks, LargeWeightShrinksOnlyAtTheEnd) {
-  // lm_head of qwen3: 151936 rows = 9496 panels, 2374 units; uniform 2374 / 32 = 74 units.
+  // lm_head of qwen3: 151936 rows = 9496 panels, 2374 units; the first chunk is
+  // ceil(2374 / 8) = 297 units.
   const std::vector<int> panels = {9496}, group = {4};
   const DecodeChunks ch(panels, group, 2);
   expect_exact_cover(ch, panels);
-  EXPECT_EQ(ch[0].p1 - ch[0].p0, 74 * 4);
+  EXPECT_EQ(ch[0].p1 - ch[0].p0, 297 * 4);
+  EXPECT_EQ(ch[1].p1 - ch[1].p0, 260 * 4);  // ceil(2077 / 8)
   int prev = ch[0].p1 - ch[0].p0;
   for (int c = 1; c < ch.size(); ++c) {  // never grows
     const int n = ch[c].p1 - ch[c].p0;
@@ -56,6 +60,18 @@ TEST(DecodeChunks, LargeWeightShrinksOnlyAtTheEnd) {
   }
   EXPECT_EQ(ch[ch.size() - 1].p1 - ch[ch.size() - 1].p0, 4);
   EXPECT_LT(ch.size(), DecodeChunks::kMaxChunks);
+}
+
+// One thread, 64 units of one panel: a quarter of what is left each time, 16, 12, 9, 7, ...
+TEST(DecodeChunks, OneThreadTakesAQuarterOfWhatIsLeft) {
+  const std::vector<int> panels = {64}, group = {1};
+  const DecodeChunks ch(panels, group, 1);
+  expect_exact_cover(ch, panels);
+  ASSERT_GE(ch.size(), 4);
+  EXPECT_EQ(ch[0].p1 - ch[0].p0, 16);
+  EXPECT_EQ(ch[1].p1 - ch[1].p0, 12);
+  EXPECT_EQ(ch[2].p1 - ch[2].p0, 9);
+  EXPECT_EQ(ch[3].p1 - ch[3].p0, 7);
 }
 
 TEST(DecodeChunks, PartialUnitsOddGroupsOneThreadAndCapacity) {

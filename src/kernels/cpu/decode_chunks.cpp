@@ -16,12 +16,11 @@ DecodeChunks::DecodeChunks(std::span<const int> n_panels, std::span<const int> g
     const int g = std::max(1, group[i]);
     remaining += (std::max(0, n_panels[i]) + g - 1) / g;
   }
-  const long uniform = std::max(1L, remaining / (kChunksPerThread * nt));
   for (std::size_t i = 0; i < n_panels.size(); ++i) {
     const int g = std::max(1, group[i]), panels = std::max(0, n_panels[i]);
     for (int p = 0; p < panels;) {
       const long guided = (remaining + kGuidedDivisor * nt - 1) / (kGuidedDivisor * nt);
-      long units = std::clamp(guided, 1L, uniform);
+      long units = std::max(1L, guided);
       // The last slot takes whatever is left of every weight, chunk by weight.
       if (n_ >= kMaxChunks - static_cast<int>(n_panels.size() - i)) units = remaining;
       const int p1 = static_cast<int>(std::min<long>(panels, p + units * g));

@@ -4,15 +4,17 @@
 // in index order. Every output column is computed whole by one micro-kernel call, so the
 // cut changes which thread computes a column, never its value.
 //
-// Sizes are guided: chunk i holds ceil(remaining / (kGuidedDivisor * threads)) units of
-// `group` panels, capped at the uniform size (total units / (kChunksPerThread * threads))
-// and at least one unit. The early chunks therefore stay the uniform size (a descheduled
-// thread holding one stalls the region no longer than before), and the last ones shrink to
-// one unit, so the thread that finishes first waits for at most a unit instead of up to
-// a uniform chunk. qwen3-0.6b tg128 on Zen 5 with 2 threads, rdtsc around the caller's
-// join, three interleaved runs: the caller waited 16-20 k cycles (6-7 us) per q/k/v and
-// gate/up region with uniform chunks, 7-9 k with guided ones; tokens/s moved within the
-// run-to-run noise (0.88-0.93 of the read bound either way, at ~45 GB/s).
+// Sizes are guided (OpenMP's schedule(guided)): chunk i holds ceil(remaining /
+// (kGuidedDivisor * threads)) units of `group` panels, at least one, so with 2 threads the
+// first chunk is 1/8 of the region and the last ones shrink to one unit: the thread that
+// finishes first waits for at most a unit. Large early chunks matter because the GEMV runs
+// a chunk's panel streams through the whole chunk (linear_avx512_impl.inc run_gemv): a
+// longer chunk is fewer cold stream starts. Until session 23 the size was also capped at a
+// uniform 1/16 of each thread's share (a descheduled thread holding a chunk stalls the
+// region less), which kept qwen3-0.6b's chunks at 1-3 units; without the cap, on Zen 4 at
+// ~60 GB/s, BM_GemvFromDram 3072 x 1024 rose from 0.87 to 0.93-0.95 of the read bound and
+// qwen3-0.6b tg128 from 0.84-0.87 to 0.90-0.92 (interleaved runs; at ~35 GB/s both were
+// within noise, 0.95-0.98), bench/results/2026-12-06s23_issue18_zen4_three_shapes.md.
 #include <array>
 #include <span>
 
@@ -27,7 +29,7 @@ struct PanelChunk {
 
 class DecodeChunks {
  public:
-  static constexpr int kChunksPerThread = 16;
+  static constexpr int kChunksPerThread = 2;
   static constexpr int kGuidedDivisor = 4;
   static constexpr int kMaxChunks = 256;
 
