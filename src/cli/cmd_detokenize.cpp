@@ -67,10 +67,10 @@ std::vector<int> parse_ids(const std::vector<std::string>& args) {
 
 // `ids` checked against the vocabulary (`where` names them in the error).
 void check_ids(const Tokenizer& tok, const std::vector<int>& ids, const std::string& where) {
-  for (int id : ids)
-    if (id >= tok.vocab_size())
-      throw UsageError(where + ": token id " + std::to_string(id) + " is out of range (vocab size " +
-                       std::to_string(tok.vocab_size()) + ")");
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= tok.vocab_size())
+      throw UsageError(where + ": element " + std::to_string(i) + ": token id " + std::to_string(ids[i]) +
+                       " is out of range (vocab size " + std::to_string(tok.vocab_size()) + ")");
 }
 
 std::string json_text(const std::string& text) {
@@ -100,7 +100,7 @@ int run_detokenize(const DetokenizeArgs& a) {
     throw UsageError("detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\"; or --jsonl FILE)");
   auto tok = Tokenizer::load(tokenizer_dir(a.model));
   std::vector<int> ids = parse_ids(a.ids);
-  check_ids(*tok, ids, "detokenize");
+  check_ids(*tok, ids, "IDS");
   std::string text = tok->decode(ids, a.skip_special);
   std::cout << (a.json ? json_text(text) : text) << '\n';
   return kExitOk;

@@ -486,6 +486,7 @@ TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
       {{"bench", m, "--no-roofline", "-t", "1, ,2"}, "error: --threads: empty element 2 in '1, ,2'"},
       {{"detokenize", m, "1,,2"}, "error: IDS: empty element 2 in '1,,2'"},
       {{"detokenize", m, "1, 2x"}, "error: IDS: element '2x': expects a token id (a whole number >= 0), got '2x'"},
+      {{"detokenize", m, "1", "2,99999999"}, "error: IDS: element 2: token id 99999999 is out of range (vocab size "},
       {{"detokenize", m, "[1, true]"}, "error: IDS: element 1 (true) is not a token id (an integer in [0, 2147483647])"},
       {{"diagnosis", m, "--prompt", "1,,2", "--prompt-ids"}, "error: --prompt-ids: empty element 2 in '1,,2'"},
       {{"diagnosis", m, "--prompt", "1,2e0", "--prompt-ids"},
