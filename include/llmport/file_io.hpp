@@ -45,6 +45,9 @@ std::string json_error_text(const nlohmann::json::exception& e, bool with_line =
 /// error (never blocks on a FIFO: it is refused before it is opened).
 std::string read_text_file(const std::filesystem::path& file, std::uint64_t max_bytes = kMaxTextFileBytes);
 
+/// `v` serialized for an error message, cut to at most 40 characters ("..." ending a cut).
+std::string json_excerpt(const nlohmann::json& v);
+
 /// `v` as an integer in [lo, hi]: an integer, or an integral float. Throws ConfigError
 /// "field '<name>': ..." naming the field when it is not an integer or does not fit.
 long long json_integer(const nlohmann::json& v, const std::string& name, long long lo, long long hi);

@@ -34,9 +34,7 @@ void append_json_ids(const nlohmann::json& array, const std::string& where, std:
     try {
       ids.push_back(static_cast<int>(json_integer(array[i], "id", 0, 0x7fffffff)));
     } catch (const ConfigError&) {
-      std::string shown = array[i].dump();
-      if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
-      throw UsageError(where + ": element " + std::to_string(i) + " (" + shown +
+      throw UsageError(where + ": element " + std::to_string(i) + " (" + json_excerpt(array[i]) +
                        ") is not a token id (an integer in [0, 2147483647])");
     }
   }

@@ -121,10 +121,15 @@ std::string read_text_file(const fs::path& file, std::uint64_t max_bytes) {
   return out;
 }
 
+std::string json_excerpt(const nlohmann::json& v) {
+  std::string s = v.dump();
+  if (s.size() > 40) s = s.substr(0, 37) + "...";
+  return s;
+}
+
 long long json_integer(const nlohmann::json& v, const std::string& name, long long lo, long long hi) {
   auto range = [&] { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]"; };
-  std::string shown = v.dump();
-  if (shown.size() > 40) shown = shown.substr(0, 37) + "...";
+  const std::string shown = json_excerpt(v);
   if (v.is_number_unsigned()) {
     const auto u = v.get<std::uint64_t>();
     if (hi < 0 || u > static_cast<std::uint64_t>(hi))

@@ -101,7 +101,7 @@ std::vector<std::string> variant_problems(const json& c, const Architecture& row
     out.push_back("mlp_bias true (biases on gate/up/down_proj) is not implemented");
   // The RoPE init functions of transformers rotate int(head_dim * partial_rotary_factor) dims.
   if (auto f = lenient_double(c, "partial_rotary_factor"); f && *f != 1.0)
-    out.push_back("partial_rotary_factor " + show(*field(c, "partial_rotary_factor")) +
+    out.push_back("partial_rotary_factor " + json_excerpt(*field(c, "partial_rotary_factor")) +
                   " (RoPE on part of each head) is not implemented");
   if (const json* lt = field(c, "layer_types"))
     for (const json& t : *lt)
@@ -147,7 +147,7 @@ CompatResult check_compat(const json& config, std::optional<int> max_seq) {
   for (const char* k : {"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"}) {
     if (field(c, k)) {
       mla = true;
-      details.push_back(std::string("multi-head latent attention (") + k + " = " + show(*field(c, k)) + ")");
+      details.push_back(std::string("multi-head latent attention (") + k + " = " + json_excerpt(*field(c, k)) + ")");
       break;
     }
   }

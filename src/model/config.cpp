@@ -26,7 +26,7 @@ double positive_double(const json& j, const char* key, double dflt) {
   auto v = strict_double(j, key);
   if (!v) return dflt;
   if (!(*v > 0) || !std::isfinite(*v))
-    throw ConfigError(std::string("field '") + key + "': " + show(*field(j, key)) + " must be > 0");
+    throw ConfigError(std::string("field '") + key + "': " + json_excerpt(*field(j, key)) + " must be > 0");
   return *v;
 }
 
@@ -35,11 +35,11 @@ RopeScaling resolve_rope_scaling(const json& config, const Architecture& arch) {
   const json* r = rope_scaling_of(config);
   if (!r) return rs;
   const char* key = field(config, "rope_scaling") ? "rope_scaling" : "rope_parameters";
-  if (!r->is_object()) throw ConfigError(std::string("field '") + key + "': expected an object, got " + show(*r));
+  if (!r->is_object()) throw ConfigError(std::string("field '") + key + "': expected an object, got " + json_excerpt(*r));
   // transformers reads rope_scaling["rope_type"] (or legacy "type") and fails without one;
   // v5's rope_parameters is standardized with rope_type "default" when it has none.
   if (std::string(key) == "rope_scaling" && !field(*r, "rope_type") && !field(*r, "type"))
-    throw ConfigError("field 'rope_scaling': has no rope_type (or type), got " + show(*r));
+    throw ConfigError("field 'rope_scaling': has no rope_type (or type), got " + json_excerpt(*r));
   std::string type = rope_type_of(r);
   if (type.empty()) throw ConfigError(std::string("field '") + key + "': rope_type/type must be a string");
   const std::string unsupported =
@@ -52,7 +52,7 @@ RopeScaling resolve_rope_scaling(const json& config, const Architecture& arch) {
                                          type + " RoPE scaling)");
     auto v = lenient_double(*r, f);
     if (!v || !(*v > 0)) throw ConfigError(std::string("field '") + key + "." + f + "': expected a number > 0, got " +
-                                           show(*field(*r, f)));
+                                           json_excerpt(*field(*r, f)));
     return *v;
   };
   if (type == "linear") {
@@ -185,7 +185,7 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   cfg.rms_norm_eps = positive_double(config, "rms_norm_eps", 1e-6);
 
   if (const json* act = field(config, "hidden_act")) {
-    if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + show(*act));
+    if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + json_excerpt(*act));
     if (!activation_matches(act->get<std::string>(), arch.hidden_act))
       throw UnsupportedError("hidden_act '" + act->get<std::string>() + "' is not supported (" +
                              std::string(arch.hidden_act) + " only)");

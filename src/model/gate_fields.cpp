@@ -11,7 +11,7 @@ namespace llmport::detail {
 namespace {
 
 [[noreturn]] void bad(const std::string& key, const char* expected, const json& got) {
-  throw ConfigError("field '" + key + "': expected " + expected + ", got " + show(got));
+  throw ConfigError("field '" + key + "': expected " + expected + ", got " + json_excerpt(got));
 }
 
 /// The value of `key` when present, null included.

@@ -63,12 +63,6 @@ inline std::optional<long long> lenient_int_any(const json& j, std::initializer_
   return std::nullopt;
 }
 
-/// Short description of a JSON value for error messages (truncated).
-inline std::string show(const json& v) {
-  std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
 
 /// Integer field that must be present (when `required`) and an integer >= `min`.
 inline std::optional<long long> strict_int(const json& j, std::string_view key, bool required,
@@ -79,7 +73,7 @@ inline std::optional<long long> strict_int(const json& j, std::string_view key, 
     return std::nullopt;
   }
   auto i = lenient_int(j, key);
-  if (!i) throw ConfigError("field '" + std::string(key) + "': expected an integer, got " + show(*v));
+  if (!i) throw ConfigError("field '" + std::string(key) + "': expected an integer, got " + json_excerpt(*v));
   if (*i < min)
     throw ConfigError("field '" + std::string(key) + "': " + std::to_string(*i) + " must be >= " +
                       std::to_string(min));
@@ -91,14 +85,14 @@ inline std::optional<long long> strict_int(const json& j, std::string_view key, 
 inline std::optional<double> strict_double(const json& j, std::string_view key) {
   const json* v = field(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_number()) throw ConfigError("field '" + std::string(key) + "': expected a number, got " + show(*v));
+  if (!v->is_number()) throw ConfigError("field '" + std::string(key) + "': expected a number, got " + json_excerpt(*v));
   return v->get<double>();
 }
 
 inline std::optional<bool> strict_bool(const json& j, std::string_view key) {
   const json* v = field(j, key);
   if (!v) return std::nullopt;
-  if (!v->is_boolean()) throw ConfigError("field '" + std::string(key) + "': expected true/false, got " + show(*v));
+  if (!v->is_boolean()) throw ConfigError("field '" + std::string(key) + "': expected true/false, got " + json_excerpt(*v));
   return v->get<bool>();
 }
 
@@ -109,7 +103,7 @@ inline std::vector<int> strict_ids(const json& j, std::string_view key) {
   std::vector<int> out;
   if (!v) return out;
   auto bad = [&] {
-    return ConfigError("field '" + std::string(key) + "': expected a token id or a list of ids, got " + show(*v));
+    return ConfigError("field '" + std::string(key) + "': expected a token id or a list of ids, got " + json_excerpt(*v));
   };
   auto one = [&](const json& e, const std::string& name) {
     if (!e.is_number_integer()) throw bad();

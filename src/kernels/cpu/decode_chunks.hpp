@@ -29,7 +29,6 @@ struct PanelChunk {
 
 class DecodeChunks {
  public:
-  static constexpr int kChunksPerThread = 2;
   static constexpr int kGuidedDivisor = 4;
   static constexpr int kMaxChunks = 256;
 
