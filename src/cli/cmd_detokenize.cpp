@@ -27,48 +27,29 @@ struct DetokenizeArgs {
   bool json = false;
 };
 
-// The ids of a JSON array (`where` names it in the error, with the element's index): each
-// an integer in [0, 2^31).
-void append_json_ids(const nlohmann::json& array, const std::string& where, std::vector<int>& ids) {
-  for (std::size_t i = 0; i < array.size(); ++i) {
-    try {
-      ids.push_back(static_cast<int>(json_integer(array[i], "id", 0, 0x7fffffff)));
-    } catch (const ConfigError&) {
-      throw UsageError(where + ": element " + std::to_string(i) + " (" + json_excerpt(array[i]) +
-                       ") is not a token id (an integer in [0, 2147483647])");
-    }
-  }
+// `ids` (one IDS argument or --jsonl line, named by `where`) checked against the vocabulary;
+// the element counts from 1 within them, as parse_id_list counts, and is left out for a
+// lone id.
+void check_ids(const Tokenizer& tok, const std::vector<int>& ids, const std::string& where) {
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] >= tok.vocab_size())
+      throw UsageError(where + ": " + (ids.size() > 1 ? "element " + std::to_string(i + 1) + ": " : "") +
+                       "token id " + std::to_string(ids[i]) + " is out of range (vocab size " +
+                       std::to_string(tok.vocab_size()) + ")");
 }
 
-// Each IDS argument is one id, a comma list ("1,2,3", parse_id_list's rule: no empty
-// element, blanks around an element ignored) or one JSON array ("[1, 2, 3]").
-std::vector<int> parse_ids(const std::vector<std::string>& args) {
+// Each IDS argument is one id, a comma list ("1,2,3") or one JSON array ("[1, 2, 3]"):
+// parse_id_list's rule, the one --prompt-ids follows.
+std::vector<int> parse_ids(const Tokenizer& tok, const std::vector<std::string>& args) {
   std::vector<int> ids;
   for (const auto& arg : args) {
     if (arg.size() > 1 && arg[0] == '-' && !std::isdigit(static_cast<unsigned char>(arg[1])))
       throw UsageError("detokenize: unknown option '" + arg + "' (see llmport detokenize --help)");
-    if (!arg.empty() && arg.front() == '[') {
-      nlohmann::json j;
-      try {
-        j = parse_json_text(arg, "IDS");
-      } catch (const ConfigError&) {
-        j = nullptr;  // reported below, naming the argument rather than the JSON parser's text
-      }
-      if (!j.is_array()) throw UsageError("IDS: '" + arg + "' is not a JSON array of token ids");
-      append_json_ids(j, "IDS", ids);
-      continue;
-    }
-    for (int id : parse_id_list(arg, "IDS")) ids.push_back(id);
+    const std::vector<int> part = parse_id_list(arg, "IDS");
+    check_ids(tok, part, "IDS");
+    ids.insert(ids.end(), part.begin(), part.end());
   }
   return ids;
-}
-
-// `ids` checked against the vocabulary (`where` names them in the error).
-void check_ids(const Tokenizer& tok, const std::vector<int>& ids, const std::string& where) {
-  for (std::size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] >= tok.vocab_size())
-      throw UsageError(where + ": element " + std::to_string(i) + ": token id " + std::to_string(ids[i]) +
-                       " is out of range (vocab size " + std::to_string(tok.vocab_size()) + ")");
 }
 
 std::string json_text(const std::string& text) {
@@ -79,8 +60,7 @@ std::string json_text(const std::string& text) {
 void detokenize_jsonl(const Tokenizer& tok, const DetokenizeArgs& a) {
   for_each_jsonl_line(a.jsonl, "a JSON array of token ids", [&](const nlohmann::json& j, const std::string& where) {
     if (!j.is_array()) throw UsageError(where + ": not a JSON array of token ids");
-    std::vector<int> ids;
-    append_json_ids(j, where, ids);
+    const std::vector<int> ids = json_token_ids(j, where);
     check_ids(tok, ids, where);
     std::cout << json_text(tok.decode(ids, a.skip_special)) << '\n';
   });
@@ -97,8 +77,7 @@ int run_detokenize(const DetokenizeArgs& a) {
   if (a.ids.empty())
     throw UsageError("detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\"; or --jsonl FILE)");
   auto tok = Tokenizer::load(tokenizer_dir(a.model));
-  std::vector<int> ids = parse_ids(a.ids);
-  check_ids(*tok, ids, "IDS");
+  const std::vector<int> ids = parse_ids(*tok, a.ids);
   std::string text = tok->decode(ids, a.skip_special);
   std::cout << (a.json ? json_text(text) : text) << '\n';
   return kExitOk;

@@ -140,7 +140,7 @@ Registrar reg{Command{
       auto a = std::make_shared<DiagArgs>();
       add_model_arg(sub, &a->model);
       sub.add_option("-p,--prompt", a->prompt, "prompt text (or ids with --prompt-ids)");
-      sub.add_flag("--prompt-ids", a->prompt_is_ids, "--prompt holds token ids (\"1,2,3\")");
+      sub.add_flag("--prompt-ids", a->prompt_is_ids, "--prompt holds token ids (\"1,2,3\" or \"[1, 2, 3]\")");
       sub.add_option("--reference", a->reference, "oracle | golden:FILE")->capture_default_str();
       sub.add_flag("--json", a->json, "print JSON instead of the markdown table");
       sub.add_option("--svg", a->svg, "write an SVG plot of cosine per layer to FILE");

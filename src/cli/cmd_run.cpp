@@ -375,7 +375,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        auto a = std::make_shared<RunArgs>();
                        add_model_arg(sub, &a->model);
                        sub.add_option("-p,--prompt", a->prompt, "prompt text ('-' reads stdin)");
-                       sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
+                       sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids: 1,2,3 or a JSON array \"[1, 2, 3]\"");
                        sub.add_option("--n-tokens,-n", a->n_tokens, "maximum new tokens")
                            ->check(at_least(1));
                        sub.add_option("--temperature", a->temperature, "sampling temperature (0: greedy)")

@@ -230,8 +230,14 @@ std::string parse_error_text(const CLI::ParseError& e, const CLI::App& app, cons
     for (const CLI::App* s : app.get_subcommands())
       if (const std::string names = subcommand_names(*s); !names.empty())
         return "missing " + s->get_name() + " subcommand (expected " + names + ")";
-    // `llmport` alone: the same for the top level.
-    if (app.get_subcommands().empty()) return "missing subcommand (expected " + subcommand_names(app) + ")";
+    // `llmport` alone: the same for the top level; `llmport --bogus`: no command's option
+    // either (a command's option before its command is caught earlier), so it is named.
+    if (app.get_subcommands().empty()) {
+      if (!args.empty() && args.front().size() > 1 && args.front()[0] == '-')
+        return "unknown option '" + args.front().substr(0, args.front().find('=')) + "' (expected a command first: " +
+               subcommand_names(app) + ")";
+      return "missing subcommand (expected " + subcommand_names(app) + ")";
+    }
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) return extras_text(msg, args);
   if (msg.rfind(": ", 0) == 0) msg.erase(0, 2);

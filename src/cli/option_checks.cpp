@@ -3,6 +3,7 @@
 #include "cli/number_text.hpp"
 
 #include "llmport/error.hpp"
+#include "llmport/file_io.hpp"
 #include "llmport/kernels.hpp"
 
 #include <fmt/format.h>
@@ -142,7 +143,30 @@ CLI::Validator token_id() {
       "token id");
 }
 
+std::vector<int> json_token_ids(const nlohmann::json& array, const std::string& where) {
+  std::vector<int> ids;
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    try {
+      ids.push_back(static_cast<int>(json_integer(array[i], "id", 0, std::numeric_limits<std::int32_t>::max())));
+    } catch (const ConfigError&) {
+      throw UsageError(fmt::format("{}: element {} ({}) is not a token id (an integer in [0, {}])", where, i + 1,
+                                   json_excerpt(array[i]), std::numeric_limits<std::int32_t>::max()));
+    }
+  }
+  return ids;
+}
+
 std::vector<int> parse_id_list(const std::string& s, const std::string& name) {
+  if (const auto b = s.find_first_not_of(" \t"); b != std::string::npos && s[b] == '[') {
+    nlohmann::json j;
+    try {
+      j = parse_json_text(s, name);
+    } catch (const ConfigError&) {
+      j = nullptr;  // reported below, naming the argument rather than the JSON parser's text
+    }
+    if (!j.is_array()) throw UsageError(name + ": '" + s + "' is not a JSON array of token ids");
+    return json_token_ids(j, name);
+  }
   std::string text = s;
   if (std::string e = comma_list(token_id())(text); !e.empty()) throw UsageError(name + ": " + e);
   std::vector<int> ids;

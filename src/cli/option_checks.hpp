@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace llmport::cli {
 
@@ -34,10 +35,14 @@ CLI::Validator comma_list(CLI::Validator element, Repeats repeats = Repeats::All
 std::vector<std::string> split_commas(const std::string& s);
 /// Accepts a token id: a whole number (number_text.hpp's rule) in 0..2^31-1.
 CLI::Validator token_id();
-/// The ids of "1,2,3" (comma_list(token_id()): no empty element, blanks around an element
-/// ignored ("1, 2"), every element a
-/// whole number in range), for id lists not held by one option (diagnosis's --prompt with
-/// --prompt-ids, detokenize's IDS). Throws UsageError "<name>: <what is wrong>".
+/// The ids of a JSON array ("[1, 2, 3]"), each an integer in 0..2^31-1. Throws UsageError
+/// "<where>: element N (<value>) is not a token id (...)", N counting from 1 as in
+/// comma_list's errors.
+std::vector<int> json_token_ids(const nlohmann::json& array, const std::string& where);
+/// The ids of a comma list "1,2,3" (comma_list(token_id()): no empty element, blanks around
+/// an element ignored ("1, 2"), every element a whole number in range) or of one JSON array
+/// "[1, 2, 3]" (json_token_ids), for the id lists of run/diagnosis --prompt-ids and
+/// detokenize's IDS. Throws UsageError "<name>: <what is wrong>".
 std::vector<int> parse_id_list(const std::string& s, const std::string& name);
 
 }  // namespace llmport::cli

@@ -243,6 +243,18 @@ TEST(CliContract, NoSubcommandListsTheSubcommands) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
+// `llmport --bogus` is no command's option: named as an unknown option, not read as a
+// missing subcommand.
+TEST(CliContract, AnUnknownFirstOptionIsNamed) {
+  for (const std::string flag : {"--bogus", "--bogus=3", "-q"}) {
+    const auto r = run_llmport({flag});
+    const std::string name = flag.substr(0, flag.find('='));
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_TRUE(r.err.starts_with("error: unknown option '" + name + "' (expected a command first: bench, ")) << r.err;
+    EXPECT_TRUE(r.err.ends_with(", verify) (see llmport --help)\n")) << r.err;
+  }
+}
+
 // A JSON file that is no model config under another name (tokenizer.json copied as tok.json,
 // a golden) is bad input naming it, not a REJECT (exit 3) of "architecture (none given)".
 TEST(CliContract, AJsonFileThatIsNoModelConfigIsBadInput) {

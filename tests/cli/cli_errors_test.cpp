@@ -472,6 +472,21 @@ TEST(CliParseErrors, AWhitespaceOnlyValueIsRefusedLikeAnEmptyOne) {
   EXPECT_EQ(text.exit_code, 0) << text.err;
 }
 
+// --prompt-ids takes the JSON array detokenize and tokenize --json print, as the same ids
+// the comma list gives.
+TEST(CliParseErrors, PromptIdsTakeAJsonArrayAsTheSameIds) {
+  const std::string m = stories();
+  const auto list = run_llmport({"run", m, "--prompt-ids", "1,403,407", "-n", "4", "--json"});
+  const auto array = run_llmport({"run", m, "--prompt-ids", " [1, 403, 407]", "-n", "4", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_EQ(array.exit_code, 0) << array.err;
+  const auto a = nlohmann::json::parse(list.out), b = nlohmann::json::parse(array.out);
+  EXPECT_EQ(a.at("prompt_ids"), nlohmann::json({1, 403, 407}));
+  EXPECT_EQ(b.at("prompt_ids"), a.at("prompt_ids"));
+  EXPECT_EQ(b.at("generated_ids"), a.at("generated_ids"));
+  EXPECT_EQ(a.at("generated_ids").size(), 4u);
+}
+
 // Every comma list of whole numbers (token ids, thread counts) follows one rule: each
 // element a whole number (no "1e0"; blanks around it ignored), no empty or blank element,
 // the flag and the element named.
@@ -487,7 +502,13 @@ TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
       {{"detokenize", m, "1,,2"}, "error: IDS: empty element 2 in '1,,2'"},
       {{"detokenize", m, "1, 2x"}, "error: IDS: element '2x': expects a token id (a whole number >= 0), got '2x'"},
       {{"detokenize", m, "1", "2,99999999"}, "error: IDS: element 2: token id 99999999 is out of range (vocab size "},
-      {{"detokenize", m, "[1, true]"}, "error: IDS: element 1 (true) is not a token id (an integer in [0, 2147483647])"},
+      {{"detokenize", m, "[1, true]"}, "error: IDS: element 2 (true) is not a token id (an integer in [0, 2147483647])"},
+      {{"detokenize", m, "1", "99999999"}, "error: IDS: token id 99999999 is out of range (vocab size "},
+      {{"run", m, "--prompt-ids", "[1, true]"},
+       "error: --prompt-ids: element 2 (true) is not a token id (an integer in [0, 2147483647])"},
+      {{"run", m, "--prompt-ids", "[1,"}, "error: --prompt-ids: '[1,' is not a JSON array of token ids"},
+      {{"diagnosis", m, "--prompt", "[-1]", "--prompt-ids"},
+       "error: --prompt-ids: element 1 (-1) is not a token id (an integer in [0, 2147483647])"},
       {{"diagnosis", m, "--prompt", "1,,2", "--prompt-ids"}, "error: --prompt-ids: empty element 2 in '1,,2'"},
       {{"diagnosis", m, "--prompt", "1,2e0", "--prompt-ids"},
        "error: --prompt-ids: element '2e0': expects a token id (a whole number >= 0), got '2e0'"},

@@ -112,10 +112,10 @@ TEST(DetokenizeCli, BadJsonlLineNamesItsLine) {
     std::string second_line, error;
   };
   for (const Case& c : {Case{"\"text\"", "ids.jsonl:2: not a JSON array of token ids"},
-                        Case{"[1, \"x\"]", "ids.jsonl:2: element 1 (\"x\") is not a token id"},
-                        Case{"[1, -3]", "ids.jsonl:2: element 1 (-3) is not a token id"},
-                        Case{"[2.5]", "ids.jsonl:2: element 0 (2.5) is not a token id"},
-                        Case{"[5, 99999999]", "ids.jsonl:2: element 1: token id 99999999 is out of range (vocab size"},
+                        Case{"[1, \"x\"]", "ids.jsonl:2: element 2 (\"x\") is not a token id"},
+                        Case{"[1, -3]", "ids.jsonl:2: element 2 (-3) is not a token id"},
+                        Case{"[2.5]", "ids.jsonl:2: element 1 (2.5) is not a token id"},
+                        Case{"[5, 99999999]", "ids.jsonl:2: element 2: token id 99999999 is out of range (vocab size"},
                         Case{"[1,", "ids.jsonl:2"}}) {
     SCOPED_TRACE(c.second_line);
     write_file(t.path() / "ids.jsonl", "[9707]\n" + c.second_line + "\n");
