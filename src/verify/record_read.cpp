@@ -231,6 +231,28 @@ void check_step(const JsonField& f, const StepRecord& st) {
   if (!why.empty()) f.fail(why);
 }
 
+// The greedy steps of one sequence: `tokens` (the chosen ids) beside `steps` (each a top-k
+// of ids and logits, optionally logsumexp), both n_steps long (`count_name` names that
+// count in the error), each step checked consistent with its token.
+std::vector<StepRecord> read_steps(const JsonField& tokens_f, const JsonField& steps_f, int n_steps,
+                                   const std::string& count_name) {
+  const auto tokens = tokens_f.ints();
+  if (static_cast<int>(tokens.size()) != n_steps)
+    tokens_f.fail("has " + std::to_string(tokens.size()) + " tokens, " + count_name + " is " + std::to_string(n_steps));
+  if (static_cast<int>(steps_f.size()) != n_steps)
+    steps_f.fail("has " + std::to_string(steps_f.size()) + " steps, " + count_name + " is " + std::to_string(n_steps));
+  std::vector<StepRecord> steps;
+  for (std::size_t s = 0; s < steps_f.size(); ++s) {
+    const JsonField ef = steps_f.at(s);
+    StepRecord st;
+    st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
+    st.token = tokens[s];
+    if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").float32();
+    steps.push_back(std::move(st));
+  }
+  return steps;
+}
+
 // ------------------------------------------------------------------ stories260K golden
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
@@ -325,21 +347,8 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
                               : "seq" + std::to_string(i) + "_len" + std::to_string(seq.prompt_ids.size());
     seq.prompt_rendering = "ids";
     const JsonField g = sf.at("greedy");
-    const auto tokens = g.at("tokens").ints();
     const JsonField st5 = g.at("steps_top5");
-    if (static_cast<int>(tokens.size()) != rf.n_steps)
-      g.at("tokens").fail("has " + std::to_string(tokens.size()) + " tokens, max_new_tokens is " +
-                          std::to_string(rf.n_steps));
-    if (static_cast<int>(st5.size()) != rf.n_steps)
-      st5.fail("has " + std::to_string(st5.size()) + " steps, max_new_tokens is " + std::to_string(rf.n_steps));
-    for (std::size_t s = 0; s < st5.size(); ++s) {
-      const JsonField ef = st5.at(s);
-      StepRecord st;
-      st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
-      st.token = tokens[s];
-      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").float32();
-      seq.steps.push_back(std::move(st));
-    }
+    seq.steps = read_steps(g.at("tokens"), st5, rf.n_steps, "max_new_tokens");
     if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(st5.at(s), seq.steps[s]);
     if (sf.has("layer_hidden_last")) {
@@ -444,21 +453,8 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
                                                       : (seq.prompt ? "raw" : "ids");
     seq.prompt_ids = sf.at("prompt_ids").ints();
     if (seq.prompt_ids.empty()) sf.at("prompt_ids").fail("empty");
-    const auto tokens = sf.at("tokens").ints();
     const JsonField steps = sf.at("steps");
-    if (static_cast<int>(tokens.size()) != rf.n_steps)
-      sf.at("tokens").fail("has " + std::to_string(tokens.size()) + " tokens, n_steps is " +
-                           std::to_string(rf.n_steps));
-    if (static_cast<int>(steps.size()) != rf.n_steps)
-      steps.fail("has " + std::to_string(steps.size()) + " steps, n_steps is " + std::to_string(rf.n_steps));
-    for (std::size_t s = 0; s < steps.size(); ++s) {
-      const JsonField ef = steps.at(s);
-      StepRecord st;
-      st.top = top_from_arrays(ef.at("ids"), ef.at("logits"));
-      st.token = tokens[s];
-      if (ef.has("logsumexp")) st.logsumexp = ef.at("logsumexp").float32();
-      seq.steps.push_back(std::move(st));
-    }
+    seq.steps = read_steps(sf.at("tokens"), steps, rf.n_steps, "n_steps");
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
     rf.sequences.push_back(std::move(seq));
