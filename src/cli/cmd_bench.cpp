@@ -566,15 +566,23 @@ BenchRun measure_run(const BArgs& a, const Plan& p) {
 }
 
 // With several thread counts: each test's tokens/s at every count over the first count's
-// (the "2 threads >= 1.8x one thread on prefill" reads here).
+// (the "2 threads >= 1.8x one thread on prefill" reads here), and beside it the same
+// ratio of the bounds measured next to the repetitions: on a shared VM the second core is
+// not always free, and a bound that did not scale says so.
 void print_thread_scaling(const std::vector<BenchRun>& runs) {
   if (runs.size() < 2) return;
-  std::cout << "\nthread scaling (tokens/s over " << runs.front().f.threads << " thread(s)):\n";
+  const bool bounds = runs.front().results.empty() || runs.front().results.front().bound > 0;
+  std::cout << "\nthread scaling (tokens/s over " << runs.front().f.threads << " thread(s)"
+            << (bounds ? "; [bound: the same ratio of the bounds measured beside them]" : "") << "):\n";
+  auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
   for (std::size_t t = 0; t < runs.front().results.size(); ++t) {
-    std::string line = "  " + runs.front().results[t].test + ":";
-    for (std::size_t r = 1; r < runs.size(); ++r)
-      line += fmt::format(" {} threads {:.2f}x", runs[r].f.threads,
-                          runs.front().results[t].avg > 0 ? runs[r].results[t].avg / runs.front().results[t].avg : 0.0);
+    const TestResult& base = runs.front().results[t];
+    std::string line = "  " + base.test + ":";
+    for (std::size_t r = 1; r < runs.size(); ++r) {
+      const TestResult& x = runs[r].results[t];
+      line += fmt::format(" {} threads {:.2f}x", runs[r].f.threads, ratio(x.avg, base.avg));
+      if (x.bound > 0 && base.bound > 0) line += fmt::format(" [bound {:.2f}x]", ratio(x.bound, base.bound));
+    }
     std::cout << line << "\n";
   }
 }

@@ -313,6 +313,23 @@ TEST(CliBench, ThreadListRunsEveryTestAtEachCount) {
   ASSERT_EQ(md.exit_code, 0) << md.err;
   EXPECT_NE(md.out.find("thread scaling (tokens/s over 1 thread(s)):\n  pp8: 2 threads "), std::string::npos)
       << md.out;
+  // With the roofline, the bounds' own ratio stands beside the tokens/s ratio: the mean
+  // bounds each run prints ("pp8: bound X tokens/s"), 2 threads over 1.
+  auto roof = run_llmport({"bench", model, "-p", "8", "-n", "0", "-r", "1", "-t", "1,2"});
+  ASSERT_EQ(roof.exit_code, 0) << roof.err;
+  std::vector<double> bounds;
+  for (std::size_t at = 0; (at = roof.out.find("\npp8: bound ", at)) != std::string::npos; ++at)
+    bounds.push_back(std::stod(roof.out.substr(at + 12)));
+  ASSERT_EQ(bounds.size(), 2u) << roof.out;
+  const std::string want = "]):\n  pp8: 2 threads ";
+  const auto line_at = roof.out.find(want);
+  ASSERT_NE(line_at, std::string::npos) << roof.out;
+  const std::string line = roof.out.substr(line_at + 4, roof.out.find('\n', line_at + 4) - line_at - 4);
+  // Printed to 2 decimals from the unrounded bounds: within half a unit of the last digit.
+  const auto b = line.find(" [bound ");
+  ASSERT_NE(b, std::string::npos) << line;
+  EXPECT_TRUE(line.ends_with("x]")) << line;
+  EXPECT_NEAR(std::stod(line.substr(b + 8)), bounds[1] / bounds[0], 0.0051) << line;
   auto bad = run_llmport({"bench", model, "-t", "1,x", "--no-roofline"});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find("'x'"), std::string::npos) << bad.err;
