@@ -2,6 +2,8 @@
 // ISA level this machine runs, inputs rounded through each dtype, guard regions checked.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "kernels/backend_impls.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "llmport/error.hpp"
@@ -172,9 +174,9 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
       {16, 8, 128, 0, 130}, {8, 2, 48, 37, 17},  {3, 3, 17, 63, 1},   {6, 2, 96, 64, 1},
       {12, 4, 80, 20, 3},   {8, 1, 128, 127, 1}, {2, 2, 256, 10, 17}, {4, 1, 64, 64, 130},
       {8, 2, 128, 10, 70, 40.0f}, {4, 4, 80, 90, 1, 40.0f},
-      // Work items of <= 8 query rows score straight from the K rows (no transposed tile):
-      // decode at group 8 with a masked head_dim, and 3 tokens x group 2 whose causal
-      // limits differ and cross a key tile.
+      // Decode at a group of <= 8 scores straight from the K rows (no transposed tile):
+      // group 8 with a masked head_dim; 3 tokens x group 2 whose causal limits differ and
+      // cross a key tile (direct in batch-invariant mode, else transposed); group 16.
       {8, 1, 17, 40, 1},    {4, 2, 64, 62, 3},   {16, 2, 128, 200, 1},
       // Prefill work items hold up to 256 query rows (kAttnItemRows), fewer to give each
       // of the 2 threads 4 items: at group 2 and 2 kv heads, 300 tokens are 4 items of
@@ -220,6 +222,39 @@ TEST(CpuOps, AttentionMatchesReferencePrefillAndDecodeGqa) {
           ++cases;
         }
     }
+  EXPECT_GT(cases, 0);
+}
+
+// A row's attention output must not depend on the thread count: the work items (query
+// rows per item) follow it, so a score path chosen by the rows of an item made `run -t 1`
+// and `-t 2` differ in the last bits, and a golden written by either read as independent
+// of the other. Bit for bit at 1..4 threads, prefill (one item, several, a short prompt
+// split for 2 threads) and decode, in both modes.
+TEST(CpuOps, AttentionBitsDoNotDependOnTheThreadCount) {
+  const std::vector<AttnCase> cases_list = {{8, 4, 64, 0, 5},    {8, 4, 64, 0, 13},  {16, 8, 128, 0, 40},
+                                            {4, 2, 80, 30, 9},  {8, 2, 64, 0, 300}, {8, 1, 64, 40, 1},
+                                            {32, 2, 128, 70, 1}};
+  int cases = 0;
+  for (cpu::Isa isa : isas_under_test())
+    for (bool batch_invariant : {false, true})
+      for (const AttnCase& c : cases_list) {
+        const int max_seq = c.start_pos + c.m;
+        const std::size_t qn = static_cast<std::size_t>(c.m) * c.n_heads * c.head_dim;
+        const std::size_t kvn = static_cast<std::size_t>(c.n_kv_heads) * max_seq * c.head_dim;
+        const auto q = random_vec(qn, 1.0f, 61u), k = random_vec(kvn, 1.0f, 62u), v = random_vec(kvn, 1.0f, 63u);
+        std::vector<float> first;
+        for (int threads = 1; threads <= 4; ++threads) {
+          auto be = cpu::make_cpu_backend_isa(threads, isa);
+          be->set_batch_invariant(batch_invariant);
+          std::vector<float> out(qn);
+          run_attention(*be, c, max_seq, q, k, v, out.data());
+          if (threads == 1) first = out;
+          EXPECT_EQ(std::memcmp(out.data(), first.data(), qn * sizeof(float)), 0)
+              << cpu::isa_name(isa) << " m=" << c.m << " group=" << c.n_heads / c.n_kv_heads << " threads=" << threads
+              << (batch_invariant ? " batch-invariant" : "");
+        }
+        ++cases;
+      }
   EXPECT_GT(cases, 0);
 }
 

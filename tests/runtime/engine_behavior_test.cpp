@@ -1,6 +1,7 @@
 // Engine behaviour beyond the goldens: stop ids, context overflow before any work, Qwen2
 // bias (TRAPS #5), tied embeddings with a stray lm_head (#8), use_sliding_window false (#11),
-// probes, profiling, default dtype.
+// probes, profiling, default dtype, thread-count invariance.
+#include <cstring>
 #include <fstream>
 
 #include "llmport/error.hpp"
@@ -206,6 +207,38 @@ TEST(EngineDtype, Bf16ComputeKeepsStoriesTop1) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+// The cpu engine's logits do not depend on its thread count, bit for bit (prefill of a
+// prompt that 1 and 2 threads cut into different attention work items, then decode), for
+// every shared model in fp32 and bf16: a deployment reproduces at any -t, and verify's
+// self-match (which runs at the engine's count) sees a golden made at another.
+TEST(EngineThreads, LogitsDoNotDependOnTheThreadCount) {
+  std::vector<int> prompt;
+  for (int i = 0; i < 13; ++i) prompt.push_back(1 + 4 * i);
+  int checked = 0;
+  for (const char* name : {"stories260K", "synthetic/llama3-tiny", "synthetic/qwen2-tiny", "synthetic/qwen3-tiny",
+                           "synthetic/mistral-tiny"}) {
+    LoadedModel model(shared_path(std::string("models/") + name));
+    for (DType dt : {DType::F32, DType::BF16}) {
+      std::vector<std::vector<float>> first;
+      for (int threads : {1, 2, 3}) {
+        EngineOptions o;
+        o.backend = "cpu";
+        o.dtype = dt;
+        o.threads = threads;
+        Engine eng(model.cfg, *model.weights, o);
+        std::vector<std::vector<float>> steps{eng.prefill(prompt)};
+        for (int s = 0; s < 4; ++s) steps.push_back(eng.decode_step(7 + s));
+        if (threads == 1) first = steps;
+        for (std::size_t s = 0; s < steps.size(); ++s)
+          EXPECT_EQ(std::memcmp(steps[s].data(), first[s].data(), steps[s].size() * sizeof(float)), 0)
+              << name << " " << dtype_name(dt) << " threads " << threads << " step " << s;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 10);
 }
 
 }  // namespace

@@ -396,8 +396,11 @@ void attention_flash(const AttnArgs& a, int kvh, int t0, int t1, float* scratch)
   auto keys_of = [&](int r, int j0) { return imin(kTile, a.start_pos + t0 + r / group + 1 - j0); };
 
   const int kend = a.start_pos + t1;  // keys [0, kend) are needed by some row
-  // The two score paths sum q . k in different orders: batch-invariant mode takes one for all.
-  const bool direct = rows <= kDirectRows || a.direct_scores;
+  // The two score paths sum q . k in different orders, so the choice must not follow how
+  // the rows were cut into work items (that follows the thread count): decode (one query
+  // token, rows = the GQA group) scores direct when the group is small, a prefill always
+  // from the transposed tile, and batch-invariant mode takes the direct path for all.
+  const bool direct = a.direct_scores || (a.m == 1 && rows <= kDirectRows);
   // Only decode prefetches (the tile now, the next one while this one is computed): a
   // prefill tile is read by every query tile of its kv head and is mostly cache-resident,
   // where the prefetch loops cost ~3% of attention.

@@ -85,7 +85,9 @@ struct AttnArgs {
   int block_kv = 64;  ///< key positions per flash tile
   /// Every row's scores straight from the K rows, whatever the number of rows of a work
   /// item (batch-invariant mode): a row's output then does not depend on whether it was a
-  /// decode step or part of a prefill chunk. Otherwise only items of few rows (decode) do.
+  /// decode step or part of a prefill chunk. Otherwise only decode (m = 1) at a GQA group
+  /// of at most 8 does: never a choice by the rows of a work item, which follow the
+  /// thread count (a row's output must not depend on it).
   bool direct_scores = false;
 };
 /// Flash-style (online softmax) causal GQA attention for one kv head and query rows
