@@ -19,6 +19,12 @@ struct SelfMatchSide {
   std::string name;
   std::string level;
   DType dtype = DType::F32;
+  /// The engine under test computes exactly this (on the cpu backend with its default
+  /// configs): its own teacher-forced decode run already counts for the decode path.
+  bool is_engine = false;
+  /// lm_head's default config takes the bf16 fp32-FMA GEMM at m > 1, which sums unlike the
+  /// m = 1 GEMV: a prefill's last row then differs from the same row of a longer prefill.
+  bool lm_head_fma = false;
 };
 
 /// What a side computes: Backend::numerics_key(dtype) and the default tile config of each
@@ -28,10 +34,9 @@ struct SelfMatchSide {
 std::string side_key(const Backend& be, DType dtype, const WeightStore& weights);
 
 /// The sides to run, in report order: every level of backend_levels("cpu") x fp32, bf16,
-/// fp16, less the engine under test when it is that very computation (`engine` on the cpu
-/// backend with `engine_default_configs`, i.e. no registry entry used: its own teacher-forced
-/// run already counts) and less every side whose side_key an earlier side or the engine
-/// had. Throws what make_backend_at throws.
+/// fp16, each distinct side_key once; the one the engine under test computes (`engine` on
+/// the cpu backend with `engine_default_configs`, i.e. no registry entry used) is marked
+/// is_engine. Throws what make_backend_at throws.
 std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engine_default_configs, int threads,
                                             const WeightStore& weights);
 

@@ -330,51 +330,118 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
 // used): then the side of its level and dtype computes what it computed.
 bool engine_on_default_configs(const EngineOptions& o) { return !o.kernels || o.kernels->registry_used.empty(); }
 
+// Entries of a sequence's steps still to compare after step k (at most top_k per step),
+// for the early stop of a self-match side.
+std::vector<int64_t> entries_left(const std::vector<StepRecord>& steps, int top_k) {
+  const std::size_t n = steps.size();
+  std::vector<int64_t> left(n + 1, 0);
+  for (std::size_t k = n; k-- > 0;)
+    left[k] = left[k + 1] + std::min<int64_t>(top_k, static_cast<int64_t>(steps[k].top.size()));
+  return left;
+}
+
+// Whether a side may stop after step k: kSelfMatchShare is out of reach even if every entry
+// left matched, so the finding cannot change and the counts so far stay below it. An
+// honest sequence is compared a little over half way; a copied tail still runs to its end.
+bool share_out_of_reach(const SelfMatch& m, int64_t rest) {
+  return static_cast<double>(m.identical + m.shifted + rest) < kSelfMatchShare * static_cast<double>(m.compared + rest);
+}
+
+// Teacher-forced decode along one golden sequence: the prompt's prefill, then one decode
+// step per golden token (what `llmport run` computes).
+SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k) {
+  const auto& steps = p.golden->steps;
+  SelfMatch m{name, p.name, 0, 0};
+  const auto left = entries_left(steps, top_k);
+  runner.prefill(p.ids);
+  int pos = static_cast<int>(p.ids.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    if (k > 0) runner.decode_step(steps[k - 1].token, pos++);
+    count_self_match(steps[k], runner.last_logits(), m, top_k);
+    if (share_out_of_reach(m, left[k + 1])) break;
+  }
+  return m;
+}
+
+// The prefill path along one golden sequence: step k's logits as the last row of a prefill
+// of the prompt and the golden's first k tokens (what `llmport run --prompt-ids PREFIX -n 1`
+// computes, one run per step), which sums in other orders than decode. Every row of a
+// prefill equals the last row of the prefill of its prefix (tests/verify: per-row cpu
+// kernels, the transposed attention path at any m > 1), so one forward of the whole
+// sequence, in chunks of >= 2 rows, yields every step; except where the lm_head of a
+// single last row (a GEMV) sums unlike the all-rows GEMM (`literal`: the bf16 fp32-FMA
+// GEMM, or a registry entry): then one prefill per step.
+SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k,
+                             bool literal) {
+  const auto& steps = p.golden->steps;
+  SelfMatch m{name, p.name, 0, 0};
+  const auto left = entries_left(steps, top_k);
+  std::vector<int> seq = p.ids;
+  for (std::size_t k = 0; k + 1 < steps.size(); ++k) seq.push_back(steps[k].token);
+  const std::size_t first = p.ids.size() - 1;  // the row of step 0
+  const std::size_t vocab = static_cast<std::size_t>(runner.engine().config().vocab_size);
+  if (literal) {
+    for (std::size_t k = 0; k < steps.size(); ++k) {
+      runner.prefill(std::span<const int>(seq.data(), first + 1 + k));
+      count_self_match(steps[k], runner.last_logits(), m, top_k);
+      if (share_out_of_reach(m, left[k + 1])) break;
+    }
+    return m;
+  }
+  constexpr std::size_t kChunkRows = 64;  // bounds the [rows, vocab] logits held at once
+  Engine& eng = runner.engine();
+  eng.reset();
+  for (std::size_t at = 0; at < seq.size();) {
+    std::size_t len = std::min(kChunkRows, seq.size() - at);
+    if (seq.size() - at - len == 1) --len;  // a 1-row chunk would take the decode path
+    const auto rows = eng.forward(std::span<const int>(seq.data() + at, len), /*all_logits=*/true);
+    for (std::size_t r = 0; r < len; ++r) {
+      if (at + r < first) continue;
+      const std::size_t k = at + r - first;
+      count_self_match(steps[k], std::span<const float>(rows.data() + r * vocab, vocab), m, top_k);
+      if (share_out_of_reach(m, left[k + 1])) return m;
+    }
+    at += len;
+  }
+  return m;
+}
+
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, const RunnerInfo& engine,
                                                       const std::vector<Prepared>& prompts, int top_k) {
   std::vector<SelfMatch> out;
-  auto count_side = [&](const std::string& name, EngineRunner& runner) {
-    for (const Prepared& p : prompts) {
-      if (!p.golden) continue;
-      const auto& steps = p.golden->steps;
-      SelfMatch m{name, p.name, 0, 0};
-      runner.prefill(p.ids);
-      int pos = static_cast<int>(p.ids.size());
-      const int n = static_cast<int>(steps.size());
-      // Entries still to compare after step k (at most top_k per step).
-      std::vector<int64_t> left(static_cast<std::size_t>(n) + 1, 0);
-      for (int k = n - 1; k >= 0; --k)
-        left[static_cast<std::size_t>(k)] =
-            left[static_cast<std::size_t>(k) + 1] +
-            std::min<int64_t>(top_k, static_cast<int64_t>(steps[static_cast<std::size_t>(k)].top.size()));
-      for (int k = 0; k < n; ++k) {
-        if (k > 0) runner.decode_step(steps[static_cast<std::size_t>(k - 1)].token, pos++);
-        count_self_match(steps[static_cast<std::size_t>(k)], runner.last_logits(), m, top_k);
-        // Stop once kSelfMatchShare is out of reach even if every entry left matched: the
-        // finding cannot change, and the counts so far stay below it. An honest sequence
-        // is compared a little over half way; a copied tail still runs to its end.
-        const int64_t rest = left[static_cast<std::size_t>(k) + 1];
-        if (static_cast<double>(m.identical + m.shifted + rest) < kSelfMatchShare * static_cast<double>(m.compared + rest))
-          break;
-      }
-      out.push_back(m);
-    }
+  auto for_golden = [&](auto&& count) {
+    for (const Prepared& p : prompts)
+      if (p.golden) out.push_back(count(p));
   };
-  count_side("oracle", *make_oracle_runner(cfg, weights, engine_opt.threads));
+  auto oracle = make_oracle_runner(cfg, weights, engine_opt.threads);
+  // The oracle's rows do not depend on the path (reference kernels: one order for any m).
+  for_golden([&](const Prepared& p) { return self_match_decode(*oracle, p, "oracle", top_k); });
+  oracle.reset();
   // Every cpu level this machine runs, not only the engine's: a golden written by
   // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
   // would otherwise pass as independent. Each distinct computation once (self_match_sides);
-  // one side at a time, so only one extra copy of the packed weights is alive.
+  // one side at a time, so only one extra copy of the packed weights is alive. Each side's
+  // decode path (less the engine's own, already counted) and its prefill path.
+  const bool engine_default = engine_on_default_configs(engine_opt);
   for (const verify_detail::SelfMatchSide& side :
-       verify_detail::self_match_sides(engine, engine_on_default_configs(engine_opt), engine_opt.threads, weights)) {
+       verify_detail::self_match_sides(engine, engine_default, engine_opt.threads, weights)) {
     EngineOptions o;
     o.backend = "cpu";
     o.backend_level = side.level;
     o.dtype = side.dtype;
     o.threads = engine_opt.threads;
     EngineRunner runner(cfg, weights, o, "engine");
-    count_side(side.name, runner);
+    if (!side.is_engine) for_golden([&](const Prepared& p) { return self_match_decode(runner, p, side.name, top_k); });
+    for_golden([&](const Prepared& p) {
+      return self_match_prefill(runner, p, side.name + " (prefill path)", top_k, side.lm_head_fma);
+    });
+  }
+  // An engine on registry entries: its own prefill path, one prefill per step (an entry may
+  // give the last row's lm_head another config than the all-rows GEMM).
+  if (engine.backend == "cpu" && !engine_default) {
+    EngineRunner runner(cfg, weights, engine_opt, "engine");
+    for_golden([&](const Prepared& p) { return self_match_prefill(runner, p, "engine (prefill path)", top_k, true); });
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "llmport/engine.hpp"
 #include "llmport/kernels.hpp"
 #include "llmport/records.hpp"
 #include "llmport/runner.hpp"
@@ -79,9 +80,10 @@ TEST(SelfMatchSides, SidesWithOneKeyComputeTheSameBits) {
   }
 }
 
-// The list holds every distinct computation once, less the engine's own when it runs on
-// default configs; on tuned configs the engine's level and dtype are a side of their own.
-TEST(SelfMatchSides, EveryDistinctComputationOnceLessTheEngines) {
+// The list holds every distinct computation once; the engine's own is marked when it runs
+// on default configs (its decode run already counts; its prefill path does not), on tuned
+// configs none is.
+TEST(SelfMatchSides, EveryDistinctComputationOnceTheEnginesMarked) {
   const ModelConfig cfg = load_model_config(test::stories_dir());
   const WeightStore w = WeightStore::open(test::stories_dir(), cfg);
   const std::vector<std::string> levels = backend_levels("cpu");
@@ -99,15 +101,65 @@ TEST(SelfMatchSides, EveryDistinctComputationOnceLessTheEngines) {
       const auto sides = self_match_sides(engine, engine_default, 2, w);
       std::set<std::string> want;
       for (const auto& [side, key] : key_of) want.insert(key);
-      if (engine_default) want.erase(key_of.at({levels.front(), engine_dt}));
       std::set<std::string> got;
       for (const auto& s : sides) EXPECT_TRUE(got.insert(key_of.at({s.level, s.dtype})).second) << s.name << " twice";
       EXPECT_EQ(got, want);
-      const std::string engine_side = "cpu " + std::string(dtype_name(engine_dt)) + " engine";
-      bool has_engine_side = false;
-      for (const auto& s : sides) has_engine_side = has_engine_side || s.name == engine_side;
-      EXPECT_EQ(has_engine_side, !engine_default);
+      int marked = 0;
+      for (const auto& s : sides)
+        if (s.is_engine) {
+          ++marked;
+          EXPECT_EQ(key_of.at({s.level, s.dtype}), key_of.at({levels.front(), engine_dt})) << s.name;
+        }
+      EXPECT_EQ(marked, engine_default ? 1 : 0);
     }
+}
+
+// self_match_prefill reads every step of a golden sequence from one chunked all-rows
+// forward: that holds only while each row equals the last row of the prefill of its own
+// prefix (one `run --prompt-ids PREFIX -n 1` per step). Checked bit for bit on every shared
+// model, level and dtype whose lm_head takes no fp32-FMA GEMM (those run one prefill per
+// step), with chunks of 2..6 rows as well as one forward (a 1-row chunk is a decode step:
+// another path, which self_match_prefill never takes).
+TEST(SelfMatchSides, EveryPrefillRowEqualsThePrefillOfItsPrefix) {
+  int checked = 0;
+  for (const fs::path& model : shared_models()) {
+    SCOPED_TRACE(model.filename().string());
+    const ModelConfig cfg = load_model_config(model);
+    const WeightStore w = WeightStore::open(model, cfg);
+    const RecordSequence seq = read_record_file(golden_of(model)).sequences.front();
+    std::vector<int> ids = seq.prompt_ids;
+    for (std::size_t k = 0; k < 6 && k < seq.steps.size(); ++k) ids.push_back(seq.steps[k].token);
+    const std::size_t vocab = static_cast<std::size_t>(cfg.vocab_size);
+    RunnerInfo none;
+    for (const SelfMatchSide& side : self_match_sides(none, false, 2, w)) {
+      if (side.lm_head_fma) continue;
+      SCOPED_TRACE(side.name);
+      EngineOptions o;
+      o.backend = "cpu";
+      o.backend_level = side.level;
+      o.dtype = side.dtype;
+      o.threads = 2;
+      Engine eng(cfg, w, o);
+      eng.reset();
+      const std::vector<float> all = eng.forward(ids, true);
+      std::vector<float> chunked;
+      eng.reset();
+      for (std::size_t at = 0, len = 2; at < ids.size(); at += len, len = len % 4 + 2) {
+        len = std::min(len, ids.size() - at);
+        if (ids.size() - at - len == 1) ++len;  // a 1-row chunk is a decode step (another path)
+        const auto rows = eng.forward(std::span<const int>(ids.data() + at, len), true);
+        chunked.insert(chunked.end(), rows.begin(), rows.end());
+      }
+      EXPECT_EQ(chunked, all);
+      for (std::size_t n = 2; n <= ids.size(); ++n) {
+        const std::vector<float> last = eng.prefill(std::span<const int>(ids.data(), n));
+        EXPECT_TRUE(std::equal(last.begin(), last.end(), all.begin() + static_cast<std::ptrdiff_t>((n - 1) * vocab)))
+            << "prefix of " << n;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 10);
 }
 
 }  // namespace
