@@ -112,6 +112,17 @@ struct SelfMatch {
   double share() const { return compared ? static_cast<double>(identical + shifted) / compared : 0.0; }
 };
 
+/// Of two computations' values of the same entries, those that count as llmport's own.
+struct SelfMatchCount {
+  int64_t identical = 0;  ///< equal as fp32 bit patterns
+  int64_t shifted = 0;    ///< the others, when the whole span is llmport's plus one constant
+};
+/// Compares `reference` [n] with `llmport` [n] (the same entries, e.g. one step's top-k
+/// logits or one row of log-probs): bit-identical entries, and, when n >= 3 and every
+/// entry equals llmport's plus one constant c rounded once to float (reference ==
+/// float(llmport + c)) with |c| above 8 half-ulps of the reference, the rest as shifted.
+SelfMatchCount count_self_matching(std::span<const float> reference, std::span<const float> llmport);
+
 /// Counts the first k top entries of a reference step (the logits the gates read) that
 /// equal `logits` [vocab] exactly; adds to m. A step whose (at least 3) entries all equal
 /// `logits` plus one constant c, rounded once to float (reference == float(logits + c)),

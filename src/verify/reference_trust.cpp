@@ -276,30 +276,40 @@ double ulp_of(float v) {
 }
 }  // namespace
 
-void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
-  const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
-  int64_t compared = 0, identical = 0;
+SelfMatchCount count_self_matching(std::span<const float> reference, std::span<const float> llmport) {
+  SelfMatchCount c;
+  const std::size_t n = std::min(reference.size(), llmport.size());
   // The shifts c each entry allows: reference = float(llmport + c), the sum rounded once to
   // the nearest float (in float or in double alike), so c lies within half an ulp of the
   // reference value around d = reference - llmport; all entries' ranges must meet.
   double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity(), tol_max = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const TopEntry& e = reference.top[i];
-    if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
-    const float x = logits[static_cast<std::size_t>(e.id)];
-    identical += same_bits(e.logit, x) ? 1 : 0;
-    ++compared;
-    const double d = static_cast<double>(e.logit) - static_cast<double>(x), tol = 0.5 * ulp_of(e.logit) * (1 + 1e-9);
+    c.identical += same_bits(reference[i], llmport[i]) ? 1 : 0;
+    const double d = static_cast<double>(reference[i]) - static_cast<double>(llmport[i]);
+    const double tol = 0.5 * ulp_of(reference[i]) * (1 + 1e-9);
     lo = std::max(lo, d - tol);
     hi = std::min(hi, d + tol);
     tol_max = std::max(tol_max, tol);
   }
-  m.compared += compared;
-  m.identical += identical;
   // A shift within a few ulps is an independent computation's rounding, not a constant.
-  const bool shifted = compared >= 3 && lo <= hi && std::min(std::abs(lo), std::abs(hi)) > 8 * tol_max &&
-                       (lo > 0) == (hi > 0);
-  if (shifted) m.shifted += compared - identical;
+  const bool shifted = n >= 3 && lo <= hi && std::min(std::abs(lo), std::abs(hi)) > 8 * tol_max && (lo > 0) == (hi > 0);
+  if (shifted) c.shifted = static_cast<int64_t>(n) - c.identical;
+  return c;
+}
+
+void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
+  const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
+  std::vector<float> ref, own;
+  for (std::size_t i = 0; i < n; ++i) {
+    const TopEntry& e = reference.top[i];
+    if (e.id < 0 || static_cast<std::size_t>(e.id) >= logits.size()) continue;
+    ref.push_back(e.logit);
+    own.push_back(logits[static_cast<std::size_t>(e.id)]);
+  }
+  const SelfMatchCount c = count_self_matching(ref, own);
+  m.compared += static_cast<int64_t>(ref.size());
+  m.identical += c.identical;
+  m.shifted += c.shifted;
 }
 
 int VerifyResult::distinct_prompts() const {

@@ -317,28 +317,55 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
                                           h["generator"] = "llmport 0.3";
                                         }));
   EXPECT_EQ(generator.kl->base_label, "numpy reference fp32 (not independent)");
-  // llmport's own rows under another producer's name: the content gives them away.
-  const auto forged = run_perplexity(stories_dir(), ppl_text(), with_header("numpy", [](nlohmann::json& h) {
-                                       h["producer"] = "numpy reference";
-                                     }));
-  EXPECT_EQ(forged.kl->base_label, "numpy reference fp32 (not independent: every row is this run's, bit for bit)");
-  // The same file with one log-prob one ulp off is not this run's: the producer's label.
-  auto opt = with_header("numpy", [](nlohmann::json& h) { h["producer"] = "numpy reference"; });
-  {
-    std::fstream f(*opt.kl_base, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(8);
-    uint64_t len = 0;
-    f.read(reinterpret_cast<char*>(&len), 8);
-    const auto at = static_cast<std::streamoff>(16 + len);
-    float v = 0;
-    f.seekg(at);
-    f.read(reinterpret_cast<char*>(&v), 4);
-    v = std::nextafter(v, 0.0f);
-    f.seekp(at);
-    f.write(reinterpret_cast<const char*>(&v), 4);
-  }
-  const auto honest = run_perplexity(stories_dir(), ppl_text(), opt);
-  EXPECT_EQ(honest.kl->base_label, "numpy reference fp32");
+}
+
+// llmport's own rows under another producer's name: the content gives them away, as
+// verify's does (count_self_matching: kSelfMatchShare of the log-probs bit for bit, or rows
+// shifted by one constant), whole, with a value nudged by an ulp (once a plain label: the
+// rule wanted every row), or shifted (within the 1e-3 normalization check). Another
+// computation's rows (the reference backend's fp32 sums) keep the producer's label.
+TEST(Perplexity, ABaseWhoseRowsAreThisRunsIsNotIndependentWhateverItsProducer) {
+  TempDir t;
+  save_fp32_base(t.path() / "fp32.bin", 64);
+  const std::string good = llmport::test::read_file(t.path() / "fp32.bin");
+  uint64_t len = 0;
+  std::memcpy(&len, good.data() + 8, 8);
+  nlohmann::json header = nlohmann::json::parse(good.substr(16, len));
+  header["producer"] = "numpy reference";
+  // `rows` (good's or another file's float32 rows) under the renamed header, with `edit`.
+  auto base = [&](const std::string& name, std::string rows, const std::function<void(float*, std::size_t)>& edit) {
+    edit(reinterpret_cast<float*>(rows.data()), rows.size() / sizeof(float));
+    const std::string hs = header.dump();
+    const uint64_t n = hs.size();
+    std::string b = good.substr(0, 8);
+    b.append(reinterpret_cast<const char*>(&n), 8);
+    b += hs + rows;
+    const fs::path f = t.path() / (name + ".bin");
+    std::ofstream(f, std::ios::binary) << b;
+    auto opt = fp32_options(64);
+    opt.kl_base = f;
+    return run_perplexity(stories_dir(), ppl_text(), opt).kl->base_label;
+  };
+  const std::string own_rows = good.substr(16 + len);
+  EXPECT_EQ(base("copy", own_rows, [](float*, std::size_t) {}),
+            "numpy reference fp32 (not independent: 100% of its log-probs are this run's, bit for bit)");
+  const std::string nudged = base("nudged", own_rows, [](float* v, std::size_t) { v[0] = std::nextafter(v[0], 0.0f); });
+  EXPECT_TRUE(nudged.starts_with("numpy reference fp32 (not independent: 99.99% of")) << nudged;
+  EXPECT_TRUE(nudged.ends_with("% of its log-probs are this run's, bit for bit)")) << nudged;
+  EXPECT_EQ(base("shifted", own_rows, [](float* v, std::size_t n) {
+              for (std::size_t i = 0; i < n; ++i) v[i] -= 2e-5f;
+            }),
+            "numpy reference fp32 (not independent: 100% of its log-probs are this run's, bit for bit or shifted by a "
+            "constant)");
+  auto other = fp32_options(64);
+  other.engine.backend = "reference";
+  other.save_logits = t.path() / "reference.bin";
+  run_perplexity(stories_dir(), ppl_text(), other);
+  const std::string ref = llmport::test::read_file(t.path() / "reference.bin");
+  uint64_t ref_len = 0;
+  std::memcpy(&ref_len, ref.data() + 8, 8);
+  ASSERT_NE(ref.substr(16 + ref_len), own_rows);
+  EXPECT_EQ(base("other", ref.substr(16 + ref_len), [](float*, std::size_t) {}), "numpy reference fp32");
 }
 
 // Weight-only q8_0 / q4_0 (the seven projections; down_proj's input 172 is not a multiple of
