@@ -17,7 +17,8 @@
 namespace llmport {
 
 /// Flag thresholds (not a gate): per-position min cosine under kFlagMinCosine, or a median
-/// drop of more than kFlagMedianDrop from the previous layer (layer 0 compares with 1.0),
+/// drop of more than kFlagMedianDrop from the previous row (layer 0 compares with 1.0;
+/// final_norm, flagged by the same rules, with the last layer),
 /// or the median cosine of the layer's own update (block output minus block input) under
 /// kFlagUpdateMedianCosine (docs/verification.md gives the measurements).
 inline constexpr double kFlagMinCosine = 0.85;
@@ -46,7 +47,8 @@ struct DiagnosisResult {
   RunnerInfo engine, reference;
   int n_positions = 0;  ///< positions compared per layer (1 with a golden reference)
   std::vector<DiagnosisRow> rows;  ///< n_layers rows, then final_norm
-  int first_suspicious_layer = -1;  ///< -1 when nothing is flagged
+  int first_suspicious_layer = -1;  ///< -1 when no layer is flagged (final_norm alone may be)
+  std::string first_suspicious;     ///< name of the first flagged row ("layer 3", "final_norm"), "" if none
   int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
   std::string planted_fault;  ///< test-only fault planted in the engine ("" = none)
   /// Why the planted fault cannot show in this comparison ("" = it can): diagnosis compares

@@ -134,7 +134,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
 Registrar reg{Command{
     "diagnosis", "Per-layer cosine of the engine against a reference; flags the first suspicious layer",
     [](CLI::App& sub) -> std::function<int()> {
-      sub.footer("exit codes: 0 no layer flagged, 1 a layer flagged (the report names the first suspicious "
+      sub.footer("exit codes: 0 nothing flagged, 1 a layer or the final norm flagged (the report names the first suspicious "
                  "layer and why), 2 bad input (model, prompt, golden, output path, flag), 3 architecture "
                  "rejected");
       auto a = std::make_shared<DiagArgs>();

@@ -428,6 +428,10 @@ void log_phase(const Workspace& ws, const PhaseResult& r) {
       lesson += fmt::format("\n\nDiagnosis (phases/phase3/diagnosis.md): layer {} is the first whose output departs "
                             "from the reference; look there first.",
                             r.numbers["diagnosis_first_suspicious_layer"].get<int>());
+    else if (r.numbers.contains("diagnosis_first_suspicious") && r.numbers["diagnosis_first_suspicious"].is_string())
+      lesson += fmt::format("\n\nDiagnosis (phases/phase3/diagnosis.md): every layer's output agrees; {} is the "
+                            "first row that departs from the reference (its weight, epsilon or input).",
+                            r.numbers["diagnosis_first_suspicious"].get<std::string>());
     append_lesson(ws, lesson);
   }
 }

@@ -40,8 +40,11 @@ class Phase3 : public Phase {
       atomic_write(dir / "diagnosis.svg", d.to_svg());
       r.numbers["diagnosis_first_suspicious_layer"] = d.first_suspicious_layer;
       r.artifacts.push_back("phases/phase3/diagnosis.md");
+      if (!d.first_suspicious.empty()) r.numbers["diagnosis_first_suspicious"] = d.first_suspicious;
       if (!v.pass && d.first_suspicious_layer >= 0)
         r.reason += fmt::format("; diagnosis flags layer {} first", d.first_suspicious_layer);
+      else if (!v.pass && !d.first_suspicious.empty())
+        r.reason += "; diagnosis flags " + d.first_suspicious + " (every layer's output agrees)";
     } catch (const std::exception& e) {
       r.warnings.push_back(std::string("diagnosis not saved: ") + e.what());
     }

@@ -73,6 +73,29 @@ void check_pair(const HiddenStates& e, const HiddenStates& r) {
       throw UsageError("diagnosis: layer " + std::to_string(l) + " output missing or of the wrong size");
 }
 
+// Flags `row` by the rules of diagnosis.hpp (NaN/inf, per-position min cosine, a median
+// drop from the row before, the layer's own update), noting the first flagged row in d.
+void flag(DiagnosisRow& row, double prev_median, DiagnosisResult& d) {
+  using verify_detail::fmt_g;
+  std::string why;
+  if (row.stats.has_nan) why = "NaN/inf in the engine output";
+  else if (row.stats.min < kFlagMinCosine)
+    why = "per-position min cosine " + fmt_g(row.stats.min, 4) + " < " + fmt_g(kFlagMinCosine);
+  else if (prev_median - row.stats.median > kFlagMedianDrop)
+    why = "median cosine drops " + fmt_g(prev_median - row.stats.median, 3) + " from the previous " +
+          (row.layer >= 0 ? "layer" : "row") + " (> " + fmt_g(kFlagMedianDrop) + ")";
+  else if (row.has_update && row.update.median < kFlagUpdateMedianCosine)
+    why = "the layer's own update has median cosine " + fmt_g(row.update.median, 4) + " < " +
+          fmt_g(kFlagUpdateMedianCosine);
+  if (why.empty()) return;
+  row.flagged = true;
+  row.reason = why;
+  if (d.first_suspicious.empty()) {
+    d.first_suspicious = row.name;
+    d.first_suspicious_layer = row.layer;
+  }
+}
+
 }  // namespace
 
 DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference) {
@@ -98,31 +121,19 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
                               at, e.emb_dim);
       row.has_update = true;
     }
-    std::string why;
-    if (row.stats.has_nan) why = "NaN/inf in the engine output";
-    else if (row.stats.min < kFlagMinCosine)
-      why = "per-position min cosine " + verify_detail::fmt_g(row.stats.min, 4) + " < " +
-            verify_detail::fmt_g(kFlagMinCosine);
-    else if (prev_median - row.stats.median > kFlagMedianDrop)
-      why = "median cosine drops " + verify_detail::fmt_g(prev_median - row.stats.median, 3) +
-            " from the previous layer (> " + verify_detail::fmt_g(kFlagMedianDrop) + ")";
-    else if (row.has_update && row.update.median < kFlagUpdateMedianCosine)
-      why = "the layer's own update has median cosine " + verify_detail::fmt_g(row.update.median, 4) + " < " +
-            verify_detail::fmt_g(kFlagUpdateMedianCosine);
-    if (!why.empty()) {
-      row.flagged = true;
-      row.reason = why;
-      if (d.first_suspicious_layer < 0) d.first_suspicious_layer = row.layer;
-    }
+    flag(row, prev_median, d);
     prev_median = row.stats.median;
     d.rows.push_back(std::move(row));
   }
+  // The final norm is judged by the same rules (its input is the last layer's output, so a
+  // median drop from that layer is its own): a wrong norm weight or epsilon shows only here.
   const auto fe = final_norm_positions(e), fr = final_norm_positions(r);
   const auto fat = common(fe, fr);
   if (!fat.empty()) {
     DiagnosisRow row;
     row.name = "final_norm";
     row.stats = compare_at(e.final_norm, fe, r.final_norm, fr, fat, e.emb_dim);
+    flag(row, prev_median, d);
     d.rows.push_back(std::move(row));
   }
   return d;

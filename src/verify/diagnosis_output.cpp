@@ -57,6 +57,7 @@ nlohmann::json DiagnosisResult::to_json() const {
   j["engine_top1"] = engine_top1;
   j["reference_top1"] = reference_top1;
   j["first_suspicious_layer"] = first_suspicious_layer >= 0 ? nlohmann::json(first_suspicious_layer) : nlohmann::json(nullptr);
+  j["first_suspicious"] = first_suspicious.empty() ? nlohmann::json(nullptr) : nlohmann::json(first_suspicious);
   j["flag_rules"] = {{"min_cosine_below", kFlagMinCosine},
                      {"median_drop_above", kFlagMedianDrop},
                      {"update_median_cosine_below", kFlagUpdateMedianCosine}};
@@ -109,6 +110,8 @@ std::string DiagnosisResult::to_markdown() const {
   s += "\n";
   if (first_suspicious_layer >= 0)
     s += "First suspicious layer: **" + std::to_string(first_suspicious_layer) + "**\n";
+  else if (!first_suspicious.empty())
+    s += "First suspicious: **" + first_suspicious + "** (every layer's output agrees)\n";
   else
     s += "No layer flagged (min cosine >= " + fmt_g(kFlagMinCosine) + ", no median drop > " +
          fmt_g(kFlagMedianDrop) + ", update median cosine >= " + fmt_g(kFlagUpdateMedianCosine) + ").\n";

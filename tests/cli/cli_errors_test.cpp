@@ -277,7 +277,7 @@ TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
   EXPECT_NE(c.out.find("warn on |w| >= 65520 (rounds to Inf in fp16"), std::string::npos) << c.out;
   const auto d = run_llmport({"diagnosis", "--help"});
   EXPECT_EQ(d.exit_code, 0);
-  for (const char* s : {"0 no layer flagged", "1 a layer flagged", "2 bad input", "3 architecture rejected"})
+  for (const char* s : {"0 nothing flagged", "1 a layer or the final norm flagged", "2 bad input", "3 architecture rejected"})
     EXPECT_NE(d.out.find(s), std::string::npos) << s;
   const auto v = run_llmport({"verify", "--help"});
   EXPECT_EQ(v.exit_code, 0);

@@ -72,6 +72,41 @@ TEST(Diagnosis, MedianDropRuleFlagsAGradualDrift) {
   EXPECT_NE(d.rows[1].reason.find("median"), std::string::npos) << d.rows[1].reason;
 }
 
+// A fault of the final norm alone (its weight negated, a wrong epsilon) leaves every layer's
+// output equal: the final_norm row is judged by the same rules, and named when it is the
+// first flagged (the audit: "final_norm | -1 | ..." then "No layer flagged", exit 0).
+TEST(Diagnosis, TheFinalNormRowIsFlaggedByTheSameRules) {
+  const int dim = 64, rows = 5;
+  auto ref = make_record(3, rows, dim, 7);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& x : ref.hidden.final_norm) x = nd(rng);
+  auto negated = ref;
+  for (auto& x : negated.hidden.final_norm) x = -x;
+  auto d = diagnose(negated, ref);
+  ASSERT_EQ(d.rows.back().name, "final_norm");
+  EXPECT_TRUE(d.rows.back().flagged);
+  EXPECT_NE(d.rows.back().reason.find("min cosine -1 < 0.85"), std::string::npos) << d.rows.back().reason;
+  EXPECT_EQ(d.first_suspicious_layer, -1);
+  EXPECT_EQ(d.first_suspicious, "final_norm");
+  EXPECT_EQ(d.to_json()["first_suspicious"], "final_norm");
+  EXPECT_NE(d.to_markdown().find("First suspicious: **final_norm** (every layer's output agrees)"), std::string::npos);
+  // A drift (cosine ~0.9 at every position) trips the median rule against the last layer.
+  auto drifted = ref;
+  for (auto& x : drifted.hidden.final_norm) x += 0.45f * nd(rng);
+  d = diagnose(drifted, ref);
+  ASSERT_GE(d.rows.back().stats.min, kFlagMinCosine);
+  EXPECT_TRUE(d.rows.back().flagged);
+  EXPECT_NE(d.rows.back().reason.find("median cosine drops"), std::string::npos) << d.rows.back().reason;
+  // A layer flagged first stays the first suspicious row.
+  corrupt_from(negated, 1, 0, dim);
+  d = diagnose(negated, ref);
+  EXPECT_EQ(d.first_suspicious_layer, 1);
+  EXPECT_EQ(d.first_suspicious, "layer 1");
+  EXPECT_TRUE(d.rows.back().flagged);
+  EXPECT_TRUE(diagnose(ref, ref).first_suspicious.empty());
+}
+
 TEST(Diagnosis, GoldenWithLastPositionOnlyIsAlignedByPosition) {
   auto eng = make_record(2, 4, 8, 4);
   PrefillRecord ref;
