@@ -333,6 +333,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
+  rf.architecture = opt_str(root, "architecture");
   read_provenance(root, ordered, rf);
   rf.n_steps = root.at("max_new_tokens").integer();
   if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
@@ -438,6 +439,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
+  rf.architecture = opt_str(root, "architecture");
   read_provenance(root, ordered, rf);
   read_versions(root, rf);
   rf.n_steps = root.at("n_steps").integer();

@@ -74,6 +74,11 @@ void check_ids(const std::vector<int>& ids, const ModelConfig& cfg, int n_steps,
 // Every id a reference step names (its token and top entries) and every full-logits row
 // must fit the model's vocabulary, before any comparison indexes the engine's logits.
 void check_reference_ids(const RecordFile& ref, const ModelConfig& cfg) {
+  // A reference that states another architecture was made for another model: bad input
+  // naming both, not an engine failure (its logits would fail the gates as a wrong engine).
+  if (!ref.architecture.empty() && !cfg.architecture.empty() && ref.architecture != cfg.architecture)
+    throw UsageError(ref.path.string() + ": architecture: the reference states " + ref.architecture +
+                     ", the model is " + cfg.architecture + other_model_hint(&ref));
   for (const auto& seq : ref.sequences)
     for (std::size_t k = 0; k < seq.steps.size(); ++k) {
       const StepRecord& st = seq.steps[k];
@@ -100,16 +105,6 @@ std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
          std::to_string(s.reference_token) + "); engine top-5 " + format_top(s.engine_top) +
          ", reference top-5 " + format_top(s.reference_top);
 }
-
-// Teacher-forces llmport's other computations along every reference sequence and counts
-// the reference's top-k logits they reproduce bit for bit: a golden copied from llmport's
-// own output, in whole or in part, matches one of them exactly on the copied sequences; an
-// independent one almost nowhere. Sides: the oracle and the cpu engine in fp32, bf16 and
-// fp16 at every ISA level this machine runs, each distinct computation once (the engine
-// under test is counted along the gate's own teacher-forced run). Every step of every sequence: on the first few steps
-// alone, a golden whose first steps were honest and the rest the oracle's (or another ISA
-// level's) was a plain PASS. The cost is a teacher-forced run per side, as long as the
-// gate's own.
 
 // Independent = by kind (not the oracle), by provenance (assess_provenance) and by
 // content (no llmport computation reproduces any of its sequences bit for bit).
@@ -406,6 +401,15 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
   return m;
 }
 
+// Teacher-forces llmport's other computations along every reference sequence and counts
+// the reference's top-k logits they reproduce bit for bit: a golden copied from llmport's
+// own output, in whole or in part, matches one of them exactly on the copied sequences; an
+// independent one almost nowhere. Sides: the oracle and the cpu engine in fp32, bf16 and
+// fp16 at every ISA level this machine runs, each distinct computation once (the engine
+// under test's decode path is counted along the gate's own teacher-forced run), each cpu
+// side on its decode and its prefill path. Every step of every sequence until the share
+// is out of reach: on the first few steps alone, a golden whose first steps were honest
+// and the rest the oracle's (or another ISA level's) was a plain PASS.
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, const RunnerInfo& engine,
                                                       const std::vector<Prepared>& prompts, int top_k) {

@@ -203,6 +203,33 @@ TEST(CliVerify, GoldenIdsOutsideTheVocabularyAreNamed) {
   EXPECT_NE(o.err.find("a reference of another model?"), std::string::npos) << o.err;
 }
 
+// A golden that states another architecture than the model's (the synthetic goldens say
+// which) was made for another model: bad input naming both, before the gates would blame
+// the engine with a KL failure (exit 1) where the vocabularies happen to agree.
+TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
+  const auto models = test::synthetic_models();
+  ASSERT_GE(models.size(), 2u);
+  int checked = 0;
+  for (const fs::path& model : models)
+    for (const fs::path& other : models) {
+      const auto model_arch = nlohmann::json::parse(test::read_file(model / "config.json"))["architectures"][0];
+      const auto golden = nlohmann::json::parse(test::read_file(other / "golden.json"));
+      const std::string stated = golden.at("architecture").get<std::string>();
+      const auto r = run_llmport({"verify", model.string(), "--reference", "golden:" + (other / "golden.json").string()});
+      if (stated == model_arch.get<std::string>()) continue;
+      SCOPED_TRACE(model.filename().string() + " with " + other.filename().string() + "'s golden");
+      EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+      // Named as another model's reference: its architecture, or ids outside the vocabulary.
+      const bool named = r.err.find(": architecture: the reference states " + stated + ", the model is " +
+                                    model_arch.get<std::string>()) != std::string::npos ||
+                         r.err.find("outside the vocabulary") != std::string::npos;
+      EXPECT_TRUE(named) << r.err;
+      EXPECT_NE(r.err.find("a reference of another model?"), std::string::npos) << r.err;
+      ++checked;
+    }
+  EXPECT_GE(checked, 6);
+}
+
 TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
   // A python that cannot import transformers (here: none at all) -> exit 2, never a crash.
   test::TempDir tmp;
