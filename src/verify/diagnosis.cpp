@@ -155,9 +155,12 @@ double single_block_position_threshold(int head_dim) {
   return 0.97;
 }
 
-double single_block_rel_threshold() { return std::sqrt(2.0 * (1.0 - kSingleBlockCosine)); }
+double single_block_rel_threshold(double kl_bound) {
+  return std::sqrt(2.0 * (1.0 - kSingleBlockCosine)) * std::sqrt(kl_bound / kKlBoundBf16);
+}
 
-SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference, int head_dim) {
+SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStates& reference, int head_dim,
+                                    double kl_bound) {
   if (engine.layer_out.empty() || reference.layer_out.empty())
     throw UsageError("single-block gate: a side has no layer-0 output");
   if (engine.emb_dim != reference.emb_dim)
@@ -167,7 +170,7 @@ SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStat
   SingleBlockResult r;
   r.n_positions = static_cast<int>(at.size());
   r.position_threshold = single_block_position_threshold(head_dim);
-  const double rel_max = single_block_rel_threshold();
+  const double rel_max = single_block_rel_threshold(kl_bound);
   const CosineStats s = compare_at(engine.layer_out[0], engine.positions, reference.layer_out[0],
                                    reference.positions, at, engine.emb_dim);
   r.whole_cosine = s.whole;
@@ -199,10 +202,10 @@ SingleBlockResult single_block_gate(const HiddenStates& engine, const HiddenStat
 }
 
 SingleBlockResult run_single_block_gate(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids,
-                                        int head_dim) {
+                                        int head_dim, double kl_bound) {
   const PrefillRecord pe = engine.prefill(prompt_ids, true);
   const PrefillRecord pr = reference.prefill(prompt_ids, true);
-  return single_block_gate(pe.hidden, pr.hidden, head_dim);
+  return single_block_gate(pe.hidden, pr.hidden, head_dim, kl_bound);
 }
 
 nlohmann::json SingleBlockResult::to_json() const {

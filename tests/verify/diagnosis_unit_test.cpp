@@ -210,6 +210,11 @@ TEST(SingleBlock, ScaleAndTheEmbeddingAreChecked) {
   EXPECT_NE(big.message.find("relative error 0.999 (<= 0.141)"), std::string::npos) << big.message;
   EXPECT_TRUE(single_block_gate(scaled(1.1f).hidden, ref.hidden, 64).pass);
   EXPECT_FALSE(single_block_gate(scaled(1.2f).hidden, ref.hidden, 64).pass);
+  // fp32 against fp32 (kKlBoundFp32): the budget times sqrt(2e-6 / 2.5e-3) = 0.0040, so
+  // 1.1x fails while 1.003x (0.003) passes; measured honest fp32 layer-0 errors are ~4e-7.
+  EXPECT_NEAR(single_block_rel_threshold(kKlBoundFp32), std::sqrt(0.02) * std::sqrt(2e-6 / 2.5e-3), 1e-15);
+  EXPECT_FALSE(single_block_gate(scaled(1.1f).hidden, ref.hidden, 64, kKlBoundFp32).pass);
+  EXPECT_TRUE(single_block_gate(scaled(1.003f).hidden, ref.hidden, 64, kKlBoundFp32).pass);
   // Embedding rows, when both sides have them: equal passes, zeroed or scaled fails.
   auto with_emb = ref;
   with_emb.hidden.embedding = ref.hidden.layer_out[0];
