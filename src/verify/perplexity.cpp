@@ -94,6 +94,22 @@ bool header_mentions_llmport(const nlohmann::json& h) {
   return false;
 }
 
+// A base whose header records the model's files (model_files: {name: sha256}) for other
+// bytes than this model's was computed from other weights: comparable position by
+// position, but a KLD against it measures two models, not this run's numerics. Said in
+// the label (" (made for other weights: config.json, model.safetensors differ)").
+std::string other_weights_note(const nlohmann::json& h, const fs::path& dir) {
+  const auto it = h.find("model_files");
+  if (it == h.end() || !it->is_object()) return "";
+  const nlohmann::json ours = model_files(dir);
+  std::string differ;
+  for (const auto& [name, sha] : ours.items())
+    if (!it->contains(name) || (*it)[name] != sha) differ += (differ.empty() ? "" : ", ") + name;
+  for (const auto& [name, sha] : it->items())
+    if (!ours.contains(name)) differ += (differ.empty() ? "" : ", ") + name;
+  return differ.empty() ? "" : " (made for other weights: " + differ + " differ)";
+}
+
 // Refuses a base made for another text, ctx, vocab or tokenization (its positions would not
 // line up), or in another format. The scored tokens are compared one by one, as
 // llama-perplexity's --kl-divergence does: one text tokenized two ways has the same sha256,
@@ -299,6 +315,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     // file that names no producer, is not an independent base.
     if (producer.empty() || names_llmport(producer) || header_mentions_llmport(base->header))
       base_label += " (not independent)";
+    base_label += other_weights_note(base->header, dir);
   }
   // A run that fails part-way (non-finite logits, a damaged base) must not leave a header
   // and some rows behind: the file would block a rerun (never overwritten) and read later

@@ -366,6 +366,10 @@ TEST(Perplexity, ABaseWhoseRowsAreThisRunsIsNotIndependentWhateverItsProducer) {
   std::memcpy(&ref_len, ref.data() + 8, 8);
   ASSERT_NE(ref.substr(16 + ref_len), own_rows);
   EXPECT_EQ(base("other", ref.substr(16 + ref_len), [](float*, std::size_t) {}), "numpy reference fp32");
+  // A header whose model_files name other bytes: computed from other weights, said so.
+  header["model_files"]["model.safetensors"] = std::string(64, '0');
+  EXPECT_EQ(base("other_weights", ref.substr(16 + ref_len), [](float*, std::size_t) {}),
+            "numpy reference fp32 (made for other weights: model.safetensors differ)");
 }
 
 // Weight-only q8_0 / q4_0 (the seven projections; down_proj's input 172 is not a multiple of
