@@ -128,7 +128,9 @@ SelfMatchCount count_self_matching(std::span<const float> reference, std::span<c
 /// `logits` plus one constant c, rounded once to float (reference == float(logits + c)),
 /// with |c| beyond that rounding, counts its entries as `shifted`: softmax, so every KL
 /// gate, cannot see such a shift, and an independent reference is not off by one constant.
-void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k = kTopK);
+/// Returns true when every compared entry of the step counted (identical or shifted): the
+/// step is a whole copy of `logits`' computation.
+bool count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k = kTopK);
 
 // ---------------------------------------------------------------- comparators
 
@@ -321,6 +323,12 @@ struct VerifyResult {
   int reference_top_entries = 0;  ///< fewest top entries of any reference step (golden/hf)
   /// Bit-identity of the reference with llmport's own computations (golden/hf only).
   std::vector<SelfMatch> self_matches;
+  /// Per reference sequence, over steps instead of logits: `compared` = its steps,
+  /// `identical` = the steps whose compared top-k all equal one computation's (bit for
+  /// bit, or shifted by one constant), whichever computation each step's is. A golden
+  /// whose steps come from several of llmport's computations, none reaching
+  /// kSelfMatchShare of the logits alone, is not independent either.
+  std::vector<SelfMatch> self_match_steps;
   std::string fault;  ///< test-only fault planted in the engine ("" = none)
   // prompt set
   std::string prompt_set;        ///< "golden", "base", "instruct" or "file"

@@ -385,7 +385,7 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        sub.add_option("--min-p", a->min_p, "min-p in [0, 1] (0: off)")->check(in_range(0.0, 1.0));
                        sub.add_option("--repeat-penalty", a->repeat_penalty, "repetition penalty > 0 (1: off)")
                            ->check(above(0));
-                       sub.add_option("--seed", a->seed, "random seed for sampling");
+                       sub.add_option("--seed", a->seed, "random seed for sampling (default 0: a run repeats itself; serve draws one per request)");
                        sub.add_option("--backend", a->backend, "reference | cpu")
                            ->check(CLI::IsMember(available_backends()));
                        sub.add_option("--threads,-t", a->threads, "worker threads (0: all cores)")

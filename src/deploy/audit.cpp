@@ -111,6 +111,10 @@ AuditItem audit_reference_independence(const VerifyResult& r) {
     if (!worst.count(s.against) || s.share() > worst[s.against]->share()) worst[s.against] = &s;
   for (const auto& [against, s] : worst)
     detail += fmt::format("; at most {:.3g}% of a sequence's logits equal llmport's {}", 100.0 * s->share(), against);
+  double steps = 0;
+  for (const auto& s : r.self_match_steps) steps = std::max(steps, s.share());
+  if (!r.self_match_steps.empty())
+    detail += fmt::format("; at most {:.3g}% of a sequence's steps are whole copies of any of them", 100.0 * steps);
   if (r.reference_program.is_object()) detail += "; program: " + r.reference_program.dump();
   if (!r.reference_independent)
     detail = "not independent (" + r.independence_finding + "): the verdict is capped at PASS-with-warnings; " + detail;

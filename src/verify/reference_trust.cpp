@@ -297,7 +297,7 @@ SelfMatchCount count_self_matching(std::span<const float> reference, std::span<c
   return c;
 }
 
-void count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
+bool count_self_match(const StepRecord& reference, std::span<const float> logits, SelfMatch& m, int k) {
   const std::size_t n = std::min<std::size_t>(reference.top.size(), static_cast<std::size_t>(std::max(k, 0)));
   std::vector<float> ref, own;
   for (std::size_t i = 0; i < n; ++i) {
@@ -310,6 +310,7 @@ void count_self_match(const StepRecord& reference, std::span<const float> logits
   m.compared += static_cast<int64_t>(ref.size());
   m.identical += c.identical;
   m.shifted += c.shifted;
+  return !ref.empty() && c.identical + c.shifted == static_cast<int64_t>(ref.size());
 }
 
 int VerifyResult::distinct_prompts() const {

@@ -60,6 +60,9 @@ nlohmann::json VerifyResult::to_json() const {
                        {"identical", m.identical},
                        {"shifted", m.shifted},
                        {"share", m.share()}});
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& m : self_match_steps)
+    steps.push_back({{"sequence", m.sequence}, {"steps", m.compared}, {"copied_steps", m.identical}, {"share", m.share()}});
   j["reference"] = {{"kind", reference_kind},
                     {"source", reference_source},
                     {"producer", reference_producer},
@@ -68,7 +71,8 @@ nlohmann::json VerifyResult::to_json() const {
                     {"dtype", reference_dtype},
                     {"sequences", reference_sequences},
                     {"steps", reference_steps},
-                    {"self_matches", matches}};
+                    {"self_matches", matches},
+                    {"self_match_steps", steps}};
   if (reference_program.is_object()) j["reference"]["program"] = reference_program;
   j["prompt_set"] = {{"name", prompt_set},
                      {"rendering", prompt_rendering},

@@ -114,6 +114,13 @@ void decide_independence(VerifyResult& res) {
       res.independence_finding = "content: sequence " + m.sequence + ": " + fmt_g(100.0 * m.share(), 4) + "% of " +
                                  std::to_string(m.compared) + " compared logits equal llmport's " + m.against +
                                  " output bit for bit" + (m.shifted ? " or shifted by a constant" : "");
+  // No one computation reached the share: the steps each copied whole from some one of them.
+  for (const auto& m : res.self_match_steps)
+    if (m.compared > 0 && m.share() >= kSelfMatchShare && res.independence_finding.empty())
+      res.independence_finding = "content: sequence " + m.sequence + ": " + std::to_string(m.identical) + " of " +
+                                 std::to_string(m.compared) +
+                                 " steps have every compared logit equal to one of llmport's computations' (bit for "
+                                 "bit or shifted by a constant), the steps taken from several";
   res.reference_independent = res.independence_finding.empty();
 }
 
@@ -325,35 +332,29 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
 // used): then the side of its level and dtype computes what it computed.
 bool engine_on_default_configs(const EngineOptions& o) { return !o.kernels || o.kernels->registry_used.empty(); }
 
-// Entries of a sequence's steps still to compare after step k (at most top_k per step),
-// for the early stop of a self-match side.
-std::vector<int64_t> entries_left(const std::vector<StepRecord>& steps, int top_k) {
-  const std::size_t n = steps.size();
-  std::vector<int64_t> left(n + 1, 0);
-  for (std::size_t k = n; k-- > 0;)
-    left[k] = left[k + 1] + std::min<int64_t>(top_k, static_cast<int64_t>(steps[k].top.size()));
-  return left;
-}
+// Per golden sequence (keyed by its Prepared), the steps whose compared top-k all count as
+// one of llmport's computations' (count_self_match returns true): the union over every
+// computation, so a golden that takes each step from another one (the oracle, the engine,
+// its prefill path, another ISA level), none reaching kSelfMatchShare alone, is still seen.
+using CopiedSteps = std::map<const Prepared*, std::vector<char>>;
 
-// Whether a side may stop after step k: kSelfMatchShare is out of reach even if every entry
-// left matched, so the finding cannot change and the counts so far stay below it. An
-// honest sequence is compared a little over half way; a copied tail still runs to its end.
-bool share_out_of_reach(const SelfMatch& m, int64_t rest) {
-  return static_cast<double>(m.identical + m.shifted + rest) < kSelfMatchShare * static_cast<double>(m.compared + rest);
+void mark_copied(CopiedSteps& copied, const Prepared& p, std::size_t k, bool whole) {
+  auto& v = copied[&p];
+  v.resize(p.golden->steps.size(), 0);
+  if (whole) v[k] = 1;
 }
 
 // Teacher-forced decode along one golden sequence: the prompt's prefill, then one decode
-// step per golden token (what `llmport run` computes).
-SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k) {
+// step per golden token (what `llmport run` computes). Every step: the union needs them all.
+SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k,
+                            CopiedSteps& copied) {
   const auto& steps = p.golden->steps;
   SelfMatch m{name, p.name, 0, 0};
-  const auto left = entries_left(steps, top_k);
   runner.prefill(p.ids);
   int pos = static_cast<int>(p.ids.size());
   for (std::size_t k = 0; k < steps.size(); ++k) {
     if (k > 0) runner.decode_step(steps[k - 1].token, pos++);
-    count_self_match(steps[k], runner.last_logits(), m, top_k);
-    if (share_out_of_reach(m, left[k + 1])) break;
+    mark_copied(copied, p, k, count_self_match(steps[k], runner.last_logits(), m, top_k));
   }
   return m;
 }
@@ -365,12 +366,11 @@ SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::
 // kernels, the transposed attention path at any m > 1), so one forward of the whole
 // sequence, in chunks of >= 2 rows, yields every step; except where the lm_head of a
 // single last row (a GEMV) sums unlike the all-rows GEMM (`literal`: the bf16 fp32-FMA
-// GEMM, or a registry entry): then one prefill per step.
+// GEMM, a registry entry, quantized linears): then one prefill per step.
 SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k,
-                             bool literal) {
+                             bool literal, CopiedSteps& copied) {
   const auto& steps = p.golden->steps;
   SelfMatch m{name, p.name, 0, 0};
-  const auto left = entries_left(steps, top_k);
   std::vector<int> seq = p.ids;
   for (std::size_t k = 0; k + 1 < steps.size(); ++k) seq.push_back(steps[k].token);
   const std::size_t first = p.ids.size() - 1;  // the row of step 0
@@ -378,8 +378,7 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
   if (literal) {
     for (std::size_t k = 0; k < steps.size(); ++k) {
       runner.prefill(std::span<const int>(seq.data(), first + 1 + k));
-      count_self_match(steps[k], runner.last_logits(), m, top_k);
-      if (share_out_of_reach(m, left[k + 1])) break;
+      mark_copied(copied, p, k, count_self_match(steps[k], runner.last_logits(), m, top_k));
     }
     return m;
   }
@@ -393,8 +392,8 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
     for (std::size_t r = 0; r < len; ++r) {
       if (at + r < first) continue;
       const std::size_t k = at + r - first;
-      count_self_match(steps[k], std::span<const float>(rows.data() + r * vocab, vocab), m, top_k);
-      if (share_out_of_reach(m, left[k + 1])) return m;
+      const bool whole = count_self_match(steps[k], std::span<const float>(rows.data() + r * vocab, vocab), m, top_k);
+      mark_copied(copied, p, k, whole);
     }
     at += len;
   }
@@ -407,40 +406,70 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
 // independent one almost nowhere. Sides: the oracle and the cpu engine in fp32, bf16 and
 // fp16 at every ISA level this machine runs, each distinct computation once (the engine
 // under test's decode path is counted along the gate's own teacher-forced run), each cpu
-// side on its decode and its prefill path. Every step of every sequence until the share
-// is out of reach: on the first few steps alone, a golden whose first steps were honest
-// and the rest the oracle's (or another ISA level's) was a plain PASS.
+// side on its decode and its prefill path; a quantized engine's quantization at every
+// level and on the reference backend too. Every step of every sequence: on the first few
+// steps alone, a golden whose first steps were honest and the rest the oracle's was a
+// plain PASS, and the union of copied steps (`copied`) needs each computation's every step.
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, EngineRunner& engine_runner,
-                                                      const std::vector<Prepared>& prompts, int top_k) {
+                                                      const std::vector<Prepared>& prompts, int top_k,
+                                                      CopiedSteps& copied) {
   const RunnerInfo engine = engine_runner.info();
   std::vector<SelfMatch> out;
   auto for_golden = [&](auto&& count) {
     for (const Prepared& p : prompts)
       if (p.golden) out.push_back(count(p));
   };
-  auto oracle = make_oracle_runner(cfg, weights, engine_opt.threads);
-  // The oracle's rows do not depend on the path (reference kernels: one order for any m).
-  for_golden([&](const Prepared& p) { return self_match_decode(*oracle, p, "oracle", top_k); });
-  oracle.reset();
+  // Both paths of a runner (the decode one unless already counted); literal: the prefill
+  // path one prefill per step.
+  auto both_paths = [&](EngineRunner& runner, const std::string& name, bool decode, bool literal) {
+    if (decode) for_golden([&](const Prepared& p) { return self_match_decode(runner, p, name, top_k, copied); });
+    for_golden([&](const Prepared& p) {
+      return self_match_prefill(runner, p, name + " (prefill path)", top_k, literal, copied);
+    });
+  };
+  {
+    // The oracle's rows do not depend on the path (reference kernels: one order for any m).
+    auto oracle = make_oracle_runner(cfg, weights, engine_opt.threads);
+    for_golden([&](const Prepared& p) { return self_match_decode(*oracle, p, "oracle", top_k, copied); });
+  }
   // Every cpu level this machine runs, not only the engine's: a golden written by
   // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
   // would otherwise pass as independent. Each distinct computation once (self_match_sides);
-  // one side at a time, so only one extra copy of the packed weights is alive. Each side's
-  // decode path (less the engine's own, already counted) and its prefill path.
+  // one side at a time, so only one extra copy of the packed weights is alive.
   const bool engine_default = engine_on_default_configs(engine_opt);
+  const bool quantized = engine_opt.quant != QuantType::None;
   for (const verify_detail::SelfMatchSide& side :
-       verify_detail::self_match_sides(engine, engine_default, engine_opt.threads, weights)) {
+       verify_detail::self_match_sides(engine, engine_default && !quantized, engine_opt.threads, weights)) {
     EngineOptions o;
     o.backend = "cpu";
     o.backend_level = side.level;
     o.dtype = side.dtype;
     o.threads = engine_opt.threads;
     EngineRunner runner(cfg, weights, o, "engine");
-    if (!side.is_engine) for_golden([&](const Prepared& p) { return self_match_decode(runner, p, side.name, top_k); });
-    for_golden([&](const Prepared& p) {
-      return self_match_prefill(runner, p, side.name + " (prefill path)", top_k, side.lm_head_fma);
-    });
+    both_paths(runner, side.name, !side.is_engine, side.lm_head_fma);
+  }
+  // A quantized engine: its quantization at every level (`LLMPORT_CPU_ISA=avx2 llmport run
+  // --dtype q8_0`) and on the reference backend (`run --backend reference --dtype q8_0`).
+  if (quantized) {
+    const std::string q = precision_name(engine_opt.dtype.value_or(DType::F32), engine_opt.quant);
+    for (const std::string& level : backend_levels("cpu")) {
+      EngineOptions o = engine_opt;
+      o.kernels = nullptr;
+      o.fault = {};
+      o.backend = "cpu";
+      o.backend_level = level;
+      EngineRunner runner(cfg, weights, o, "engine");
+      const bool itself = engine_default && engine.backend == "cpu" && engine.isa == level;
+      both_paths(runner, "cpu " + q + " engine (" + level + ")", !itself, true);
+    }
+    EngineOptions o = engine_opt;
+    o.kernels = nullptr;
+    o.fault = {};
+    o.backend = "reference";
+    o.backend_level.clear();
+    EngineRunner runner(cfg, weights, o, "engine");
+    both_paths(runner, "reference " + q, true, true);
   }
   // An engine on registry entries: its own prefill path, one prefill per step (an entry may
   // give the last row's lm_head another config than the all-rows GEMM), on the runner the
@@ -448,7 +477,7 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
   // which the evaluator's audit counts as a cache hit of its re-run).
   if (engine.backend == "cpu" && !engine_default)
     for_golden([&](const Prepared& p) {
-      return self_match_prefill(engine_runner, p, "engine (prefill path)", top_k, true);
+      return self_match_prefill(engine_runner, p, "engine (prefill path)", top_k, true, copied);
     });
   return out;
 }
@@ -494,6 +523,7 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
 // Sums over the prompts of a run.
 struct Totals {
   std::vector<SelfMatch> engine_matches;  // one per golden sequence
+  CopiedSteps copied;                     // steps that are whole copies of a computation
   double kl_sum = 0.0;
   int64_t n_tf = 0, n_agree = 0;
   double kernel_kl_sum = 0.0;  // the kernel check of a quantized engine
@@ -595,7 +625,8 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
     }
     if (kc) kernel_check_step(p.name, k, kc.oracle->last_logits(), kc.twin->last_logits(), res, t);
     auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
-    if (p.golden) count_self_match(ref, engine.last_logits(), engine_match, res.top_k);
+    if (p.golden) mark_copied(t.copied, p, static_cast<std::size_t>(k),
+                              count_self_match(ref, engine.last_logits(), engine_match, res.top_k));
     p_kl += st.kl;
     pv.max_kl = std::max(pv.max_kl, st.kl);
     if (st.kl >= res.max_kl) {
@@ -782,8 +813,16 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     // The other computations' runs (most of a golden verify's time) can only deny an
     // independence that the provenance has not already denied.
     if (res.independence_finding.empty())
-      for (auto& m : self_matches_of_llmport_kernels(cfg, weights, opt.engine, engine, plan.prompts, res.top_k))
+      for (auto& m :
+           self_matches_of_llmport_kernels(cfg, weights, opt.engine, engine, plan.prompts, res.top_k, totals.copied))
         res.self_matches.push_back(m);
+    for (const Prepared& p : plan.prompts) {
+      if (!p.golden) continue;
+      const auto it = totals.copied.find(&p);
+      const auto n = static_cast<int64_t>(p.golden->steps.size());
+      const int64_t c = it == totals.copied.end() ? 0 : std::count(it->second.begin(), it->second.end(), 1);
+      res.self_match_steps.push_back({"llmport's computations, a step from any", p.name, n, c});
+    }
   }
   decide_independence(res);
   res.caps = verdict_caps(res, plan.builtin_set);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "llmport/error.hpp"
+#include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
+#include "llmport/weights.hpp"
 #include "support/test_support.hpp"
 #include "verify/verify_support.hpp"
 
@@ -124,6 +126,57 @@ TEST(KldGate, AScaleFaultTheQuantizationsOwnKldHidesFailsTheKernelCheck) {
     EXPECT_FALSE(r.pass);
     EXPECT_TRUE(has_failure(r, "quantized kernels: the KL from llmport's fp32 oracle holding the same q4_0 weights"));
     EXPECT_EQ(r.to_json()["gates"]["quantized_kernels"], "FAIL");
+  }
+}
+
+// A "golden" of the quantized engine's own output passed the KLD gate as independent: only
+// the engine's decode path was compared (the audit). Its quantization at every level, on
+// the reference backend, and on the prefill path (one `run --dtype q8_0 --prompt-ids
+// PREFIX -n 1` per step) are compared now.
+TEST(KldGate, AGoldenOfTheQuantizedEnginesOwnOutputIsNotIndependent) {
+  test::TempDir t;
+  const ModelConfig cfg = load_model_config(stories_dir());
+  const WeightStore w = WeightStore::open(stories_dir(), cfg);
+  const RecordFile honest = read_record_file(stories_golden());
+  auto forge = [&](const std::string& name, const std::string& backend, bool prefill_path) {
+    EngineOptions o;
+    o.backend = backend;
+    o.threads = 2;
+    set_dtype_flag(o, "q8_0");
+    EngineRunner runner(cfg, w, o);
+    RecordFile rf;
+    rf.model = "stories260K";
+    rf.producer = "hf_llama_reference.py (independent numpy forward)";
+    rf.compute_dtype = "float32";
+    rf.n_steps = honest.n_steps;
+    for (const auto& hs : honest.sequences) {
+      RecordSequence seq;
+      seq.name = hs.name;
+      seq.prompt_ids = hs.prompt_ids;
+      std::vector<int> ids = hs.prompt_ids;
+      if (!prefill_path) seq.steps = generate_greedy(runner, ids, honest.n_steps);
+      for (int k = 0; prefill_path && k < honest.n_steps; ++k) {
+        seq.steps.push_back(runner.prefill(ids).last);
+        ids.push_back(seq.steps.back().token);
+      }
+      rf.sequences.push_back(std::move(seq));
+    }
+    const fs::path f = t.path() / (name + ".json");
+    write_record_file(f, rf);
+    return f;
+  };
+  struct Case {
+    std::string name, backend;
+    bool prefill_path;
+    std::string against;
+  };
+  for (const Case& c : {Case{"cpu_prefill", "cpu", true, "cpu q8_0 engine"}, Case{"reference", "reference", false, "reference q8_0"}}) {
+    SCOPED_TRACE(c.name);
+    VerifyOptions o = quant_options("q8_0");
+    o.reference = "golden:" + forge(c.name, c.backend, c.prefill_path).string();
+    const VerifyResult r = run_verify(stories_dir(), o);
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings") << r.verdict_line();
+    EXPECT_NE(r.independence_finding.find("equal llmport's " + c.against), std::string::npos) << r.independence_finding;
   }
 }
 

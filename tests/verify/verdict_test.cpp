@@ -92,6 +92,10 @@ TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
     EXPECT_GT(m.compared, 0) << m.against;
     EXPECT_LT(m.share(), kSelfMatchShare) << m.against << " " << m.share();
   }
+  // No honest step has all its top-5 equal to one computation (measured: none, on every
+  // shared golden in fp32 and bf16), so the union over computations leaves it independent.
+  ASSERT_EQ(r.self_match_steps.size(), r.prompts.size());
+  for (const auto& m : r.self_match_steps) EXPECT_EQ(m.identical, 0) << m.sequence;
   auto models = test::synthetic_models();
   ASSERT_FALSE(models.empty());
   for (const auto& model : models) {
@@ -185,6 +189,32 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
         EXPECT_EQ(m.share(), 1.0) << name << " " << m.sequence;
       }
     EXPECT_EQ(rows, static_cast<int>(r.prompts.size())) << name;
+  }
+  // Each step from another computation (oracle, engine, its prefill path, another level:
+  // the audit's mix), none reaching half of a sequence alone: the union of whole-copied
+  // steps sees it.
+  {
+    std::vector<RecordFile> sources;
+    sources.push_back(read_record_file(forged_golden(t, "mix_oracle", *oracle)));
+    sources.push_back(read_record_file(forged_golden(t, "mix_engine", engine)));
+    sources.push_back(read_record_file(forged_golden(t, "mix_prefill", engine, true)));
+    EngineOptions other = eo;
+    other.dtype = DType::F16;
+    EngineRunner f16(cfg, w, other);
+    sources.push_back(read_record_file(forged_golden(t, "mix_f16", f16)));
+    RecordFile mix = sources.front();
+    for (std::size_t i = 0; i < mix.sequences.size(); ++i)
+      for (std::size_t k = 0; k < mix.sequences[i].steps.size(); ++k) {
+        const StepRecord& from = sources[k % sources.size()].sequences[i].steps[k];
+        ASSERT_EQ(from.token, mix.sequences[i].steps[k].token) << "the sources agree on every greedy token";
+        mix.sequences[i].steps[k] = from;
+      }
+    write_record_file(t.path() / "mix.json", mix);
+    auto r = verify_golden(stories_dir(), t.path() / "mix.json");
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings") << r.verdict_line();
+    EXPECT_TRUE(has_cap(r, " steps have every compared logit equal to one of llmport's computations'"))
+        << r.verdict_line();
+    for (const auto& m : r.self_matches) EXPECT_LT(m.share(), 1.0) << m.against << " " << m.sequence;
   }
   {
     EngineOptions other = eo;
