@@ -84,7 +84,9 @@ struct RecordFile {
   std::string format;  ///< "llmport-records/1", "stories-golden", "llmport-synthetic-golden/1"
   std::filesystem::path path;
   std::string model;        ///< model name the file states
-  std::string architecture;  ///< HF class the file states ("Qwen2ForCausalLM"), "" when unstated
+  /// HF classes the file states (`architecture` or `architectures`, a string or a list, at
+  /// the root or in its `reference` object: {"Qwen2ForCausalLM"}); empty when unstated.
+  std::vector<std::string> architectures;
   std::string producer;     ///< tool that produced it (e.g. numpy reference, transformers)
   std::string compute_dtype;  ///< e.g. "float32", "bfloat16" ("" when unstated)
   /// The file's statement: false when it says `"independent": false` (produced by llmport

@@ -23,6 +23,26 @@ std::string opt_str(const JsonField& f, const std::string& key) {
   return f.has(key) && f.raw().at(key).is_string() ? f.at(key).str() : std::string();
 }
 
+// The HF classes a file states, wherever the formats put them: `architecture` or
+// `architectures`, a string or a list of strings, at the root or in the `reference` object.
+// Anything else there is malformed (a statement that cannot be read is not no statement).
+void read_architectures(const JsonField& root, RecordFile& rf) {
+  auto read = [&](const JsonField& where) {
+    for (const char* key : {"architecture", "architectures"}) {
+      if (!where.has(key)) continue;
+      const JsonField f = where.at(key);
+      if (f.raw().is_string()) {
+        rf.architectures.push_back(f.str());
+        continue;
+      }
+      if (!f.raw().is_array() || f.size() == 0) f.fail("expected a class name or a list of them");
+      for (std::size_t i = 0; i < f.size(); ++i) rf.architectures.push_back(f.at(i).str());
+    }
+  };
+  read(root);
+  if (root.has("reference") && root.raw().at("reference").is_object()) read(root.at("reference"));
+}
+
 // A statement of independence (absent = not stated, which leaves the verdict to the producer
 // and content rules of assess_provenance). Only ever lowers it: one false anywhere wins.
 void read_independent(const JsonField& where, RecordFile& rf) {
@@ -260,6 +280,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
   rf.format = "stories-golden";
   rf.path = file;
   rf.model = opt_str(root, "model");
+  read_architectures(root, rf);
   read_provenance(root, ordered, rf);
   if (rf.compute_dtype.empty()) rf.compute_dtype = "float32";  // the format's numpy forward
   const JsonField cases = root.at("cases");
@@ -333,7 +354,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  rf.architecture = opt_str(root, "architecture");
+  read_architectures(root, rf);
   read_provenance(root, ordered, rf);
   rf.n_steps = root.at("max_new_tokens").integer();
   if (rf.n_steps <= 0) root.at("max_new_tokens").fail("must be > 0");
@@ -439,7 +460,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
   rf.format = root.at("format").str();
   rf.path = file;
   rf.model = opt_str(root, "model");
-  rf.architecture = opt_str(root, "architecture");
+  read_architectures(root, rf);
   read_provenance(root, ordered, rf);
   read_versions(root, rf);
   rf.n_steps = root.at("n_steps").integer();

@@ -15,7 +15,8 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
   nlohmann::ordered_json j;
   j["format"] = "llmport-records/1";
   j["model"] = rf.model;
-  if (!rf.architecture.empty()) j["architecture"] = rf.architecture;
+  if (rf.architectures.size() == 1) j["architecture"] = rf.architectures.front();
+  if (rf.architectures.size() > 1) j["architectures"] = rf.architectures;
   j["producer"] = rf.producer;
   j["compute_dtype"] = rf.compute_dtype;
   j["independent"] = rf.independent;

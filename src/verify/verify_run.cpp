@@ -76,9 +76,14 @@ void check_ids(const std::vector<int>& ids, const ModelConfig& cfg, int n_steps,
 void check_reference_ids(const RecordFile& ref, const ModelConfig& cfg) {
   // A reference that states another architecture was made for another model: bad input
   // naming both, not an engine failure (its logits would fail the gates as a wrong engine).
-  if (!ref.architecture.empty() && !cfg.architecture.empty() && ref.architecture != cfg.architecture)
-    throw UsageError(ref.path.string() + ": architecture: the reference states " + ref.architecture +
-                     ", the model is " + cfg.architecture + other_model_hint(&ref));
+  const auto& stated = ref.architectures;
+  if (!stated.empty() && !cfg.architecture.empty() &&
+      std::find(stated.begin(), stated.end(), cfg.architecture) == stated.end()) {
+    std::string names;
+    for (const auto& a : stated) names += (names.empty() ? "" : ", ") + a;
+    throw UsageError(ref.path.string() + ": architecture: the reference states " + names + ", the model is " +
+                     cfg.architecture + other_model_hint(&ref));
+  }
   for (const auto& seq : ref.sequences)
     for (std::size_t k = 0; k < seq.steps.size(); ++k) {
       const StepRecord& st = seq.steps[k];

@@ -228,6 +228,49 @@ TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
       ++checked;
     }
   EXPECT_GE(checked, 6);
+  // Wherever and however a format states it: the stories format's root, `architectures` as
+  // HF writes it, the `reference` object; a value that is no class name is malformed; the
+  // model's own class, stated any of these ways, is accepted.
+  test::TempDir tmp;
+  const nlohmann::json stories = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  const nlohmann::json synth = nlohmann::json::parse(test::read_file(models.front() / "golden.json"));
+  const std::string synth_arch = synth.at("architecture").get<std::string>();
+  struct Form {
+    std::string name;
+    nlohmann::json golden;
+    fs::path model;
+    int exit_code;
+    std::string says;
+  };
+  auto with = [](nlohmann::json j, const std::function<void(nlohmann::json&)>& edit) {
+    edit(j);
+    return j;
+  };
+  const std::vector<Form> forms = {
+      {"stories_root", with(stories, [](auto& j) { j["architecture"] = "Qwen2ForCausalLM"; }), test::stories_dir(), 2,
+       "architecture: the reference states Qwen2ForCausalLM, the model is LlamaForCausalLM"},
+      {"stories_list", with(stories, [](auto& j) { j["architectures"] = {"Qwen3ForCausalLM"}; }), test::stories_dir(), 2,
+       "the reference states Qwen3ForCausalLM, the model is LlamaForCausalLM"},
+      {"stories_own", with(stories, [](auto& j) { j["architectures"] = {"LlamaForCausalLM"}; }), test::stories_dir(), 0, ""},
+      {"synth_in_reference", with(synth, [](auto& j) {
+         j.erase("architecture");
+         j["reference"]["architecture"] = "Qwen3ForCausalLM";
+       }), models.front(), 2, "the reference states Qwen3ForCausalLM"},
+      {"synth_number", with(synth, [](auto& j) { j["architecture"] = 5; }), models.front(), 2,
+       "architecture: expected a class name or a list of them"},
+      {"synth_list_own", with(synth, [&](auto& j) { j["architecture"] = {synth_arch}; }), models.front(), 0, ""},
+  };
+  for (const Form& f : forms) {
+    SCOPED_TRACE(f.name);
+    const fs::path g = tmp.path() / (f.name + ".json");
+    test::write_file(g, f.golden.dump());
+    const auto r = run_llmport({"verify", f.model.string(), "--reference", "golden:" + g.string(), "--report-dir",
+                                (tmp.path() / ("r_" + f.name)).string()});
+    EXPECT_EQ(r.exit_code, f.exit_code) << r.out << r.err;
+    if (!f.says.empty()) {
+      EXPECT_NE(r.err.find(f.says), std::string::npos) << r.err;
+    }
+  }
 }
 
 TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
