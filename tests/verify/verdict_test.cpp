@@ -82,6 +82,15 @@ fs::path forged_golden(const TempDir& t, const std::string& name, Runner& runner
   return out;
 }
 
+// The record file at `f` cut to its first `n` sequences (in place): a forgery is judged
+// per sequence, and each verify of the full file runs every computation over all 8.
+fs::path first_sequences(const fs::path& f, std::size_t n) {
+  RecordFile rf = read_record_file(f);
+  rf.sequences.resize(std::min(n, rf.sequences.size()));
+  write_record_file(f, rf);
+  return f;
+}
+
 TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
   auto r = verify_golden(stories_dir(), stories_golden());
   EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures[0]);
@@ -92,10 +101,11 @@ TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
     EXPECT_GT(m.compared, 0) << m.against;
     EXPECT_LT(m.share(), kSelfMatchShare) << m.against << " " << m.share();
   }
-  // No honest step has all its top-5 equal to one computation (measured: none, on every
-  // shared golden in fp32 and bf16), so the union over computations leaves it independent.
+  // An honest step rarely has all its top-5 equal to one computation (measured: no step of
+  // any shared golden with gcc; 1 of stories' 32 "dialogue" steps with the clang ASan
+  // build), far under the half of a sequence the union needs.
   ASSERT_EQ(r.self_match_steps.size(), r.prompts.size());
-  for (const auto& m : r.self_match_steps) EXPECT_EQ(m.identical, 0) << m.sequence;
+  for (const auto& m : r.self_match_steps) EXPECT_LE(m.share(), 0.1) << m.sequence;
   auto models = test::synthetic_models();
   ASSERT_FALSE(models.empty());
   for (const auto& model : models) {
@@ -177,7 +187,7 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     other.threads = 2;
     EngineRunner forger(cfg, w, other);
     const std::string name(dtype_name(dt));
-    auto r = verify_golden(stories_dir(), forged_golden(t, "prefill_" + name, forger, true), name);
+    auto r = verify_golden(stories_dir(), first_sequences(forged_golden(t, "prefill_" + name, forger, true), 2), name);
     EXPECT_EQ(r.verdict(), "PASS-with-warnings") << name;
     EXPECT_TRUE(has_cap(r, "content: sequence")) << name << ": " << r.verdict_line();
     // The finding names the first side past the share (in bf16 the decode path shares most
@@ -203,6 +213,7 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     EngineRunner f16(cfg, w, other);
     sources.push_back(read_record_file(forged_golden(t, "mix_f16", f16)));
     RecordFile mix = sources.front();
+    mix.sequences.resize(2);
     for (std::size_t i = 0; i < mix.sequences.size(); ++i)
       for (std::size_t k = 0; k < mix.sequences[i].steps.size(); ++k) {
         const StepRecord& from = sources[k % sources.size()].sequences[i].steps[k];
@@ -220,7 +231,7 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     EngineOptions other = eo;
     other.threads = 2;
     EngineRunner forger(cfg, w, other);
-    auto r = verify_golden(stories_dir(), forged_golden(t, "threads_2", forger));
+    auto r = verify_golden(stories_dir(), first_sequences(forged_golden(t, "threads_2", forger), 2));
     EXPECT_TRUE(has_cap(r, ": 100% of")) << r.verdict_line();
     EXPECT_TRUE(has_cap(r, "llmport's engine output bit for bit")) << r.verdict_line();
   }
