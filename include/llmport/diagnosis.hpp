@@ -69,9 +69,14 @@ std::string diagnosis_blind_spot(const FaultInjection& fault);
 /// Compares two prefills' hidden states (engine vs reference). Rows are matched by
 /// position (a golden has only the last position). Throws UsageError when the two
 /// records share no position or have different layer counts / emb_dim.
-DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference);
+/// `kl_bound`: the run's KL bound (kl_bound_for), which sets the scale rule's budget
+/// single_block_rel_threshold(kl_bound): 0.141 (bf16/fp16/quantized), 0.0040 (fp32 vs fp32).
+DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference,
+                         double kl_bound = kKlBoundBf16);
 
 /// Prefills both runners on `prompt_ids` with hidden states and diagnoses.
+/// The scale rule's budget follows the two sides' precisions (RunnerInfo::dtype: fp32 on
+/// both, or a reference that states none, holds it to fp32's).
 DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids);
 
 /// Per-position min cosine threshold of the single-block gate by head_dim:

@@ -208,6 +208,9 @@ struct CosineStats {
   double max_rel = 0;      ///< max over positions of ||a - b|| / ||b||
   double mean_rel = 0;     ///< mean over positions of ||a - b|| / ||b||
   double whole_rel = 0;    ///< ||a - b|| / ||b|| of the flattened arrays (inf when b is 0 and a is not)
+  /// max over positions of | ||a|| / ||b|| - 1 |: a scale error, which cosine cannot see
+  /// (0 when both rows are zero, inf when only b is)
+  double max_norm_dev = 0;
   bool has_nan = false;    ///< any NaN/inf in a (the engine side) or b
   std::vector<double> per_position;  ///< [n_rows] cosine per position
 };

@@ -35,7 +35,7 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
     s.per_position.push_back(c);
     if (!std::isfinite(c)) s.has_nan = true;
     sorted.push_back(std::isfinite(c) ? c : -1.0);
-    double diff2 = 0.0, ref2 = 0.0;
+    double diff2 = 0.0, ref2 = 0.0, got2 = 0.0;
     for (std::size_t i = 0; i < d; ++i) {
       const double e = std::fabs(static_cast<double>(ar[i]) - br[i]);
       if (!std::isfinite(e)) s.has_nan = true;
@@ -43,7 +43,11 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
       sum_abs += e;
       diff2 += e * e;
       ref2 += static_cast<double>(br[i]) * br[i];
+      got2 += static_cast<double>(ar[i]) * ar[i];
     }
+    const double dev = ref2 > 0 ? std::fabs(std::sqrt(got2 / ref2) - 1.0)
+                                : (got2 > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+    s.max_norm_dev = std::max(s.max_norm_dev, std::isnan(dev) ? std::numeric_limits<double>::infinity() : dev);
     const double rel = ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? std::numeric_limits<double>::infinity() : 0.0);
     s.max_rel = std::max(s.max_rel, std::isnan(rel) ? std::numeric_limits<double>::infinity() : rel);
     sum_rel += rel;

@@ -75,7 +75,9 @@ void check_pair(const HiddenStates& e, const HiddenStates& r) {
 
 // Flags `row` by the rules of diagnosis.hpp (NaN/inf, per-position min cosine, a median
 // drop from the row before, the layer's own update), noting the first flagged row in d.
-void flag(DiagnosisRow& row, double prev_median, DiagnosisResult& d) {
+// scale_bound: the largest per-position norm deviation | ||e|| / ||r|| - 1 | (cosine is
+// blind to a scale: a final norm weight or epsilon off by a factor).
+void flag(DiagnosisRow& row, double prev_median, double scale_bound, DiagnosisResult& d) {
   using verify_detail::fmt_g;
   std::string why;
   if (row.stats.has_nan) why = "NaN/inf in the engine output";
@@ -87,6 +89,9 @@ void flag(DiagnosisRow& row, double prev_median, DiagnosisResult& d) {
   else if (row.has_update && row.update.median < kFlagUpdateMedianCosine)
     why = "the layer's own update has median cosine " + fmt_g(row.update.median, 4) + " < " +
           fmt_g(kFlagUpdateMedianCosine);
+  else if (row.stats.max_norm_dev > scale_bound)
+    why = "a position's norm is off by " + fmt_g(row.stats.max_norm_dev, 3) + " (> " + fmt_g(scale_bound, 3) +
+          ", a scale cosine cannot see)";
   if (why.empty()) return;
   row.flagged = true;
   row.reason = why;
@@ -98,7 +103,8 @@ void flag(DiagnosisRow& row, double prev_median, DiagnosisResult& d) {
 
 }  // namespace
 
-DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference) {
+DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference, double kl_bound) {
+  const double scale_bound = single_block_rel_threshold(kl_bound);
   const HiddenStates& e = engine.hidden;
   const HiddenStates& r = reference.hidden;
   check_pair(e, r);
@@ -121,7 +127,7 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
                               at, e.emb_dim);
       row.has_update = true;
     }
-    flag(row, prev_median, d);
+    flag(row, prev_median, scale_bound, d);
     prev_median = row.stats.median;
     d.rows.push_back(std::move(row));
   }
@@ -133,7 +139,7 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
     DiagnosisRow row;
     row.name = "final_norm";
     row.stats = compare_at(e.final_norm, fe, r.final_norm, fr, fat, e.emb_dim);
-    flag(row, prev_median, d);
+    flag(row, prev_median, scale_bound, d);
     d.rows.push_back(std::move(row));
   }
   return d;
@@ -142,7 +148,10 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
 DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids) {
   const PrefillRecord pe = engine.prefill(prompt_ids, true);
   const PrefillRecord pr = reference.prefill(prompt_ids, true);
-  DiagnosisResult d = diagnose(pe, pr);
+  const RunnerInfo ei = engine.info(), ri = reference.info();
+  // A quantized engine ("q8_0") or any non-fp32 side: the bf16 budget.
+  const double kl_bound = kl_bound_for(ei.dtype == "fp32" && ei.lm_head.empty() ? DType::F32 : DType::BF16, ri.dtype);
+  DiagnosisResult d = diagnose(pe, pr, kl_bound);
   d.prompt_ids = prompt_ids;
   d.engine = engine.info();
   d.reference = reference.info();

@@ -74,6 +74,7 @@ nlohmann::json DiagnosisResult::to_json() const {
                   {"max_abs", s.max_abs},
                   {"mean_abs", s.mean_abs},
                   {"max_rel", s.max_rel},
+                  {"max_norm_dev", s.max_norm_dev},
                   {"mean_rel", s.mean_rel},
                   {"has_nan", s.has_nan},
                   {"update_cos_min", r.has_update ? nlohmann::json(r.update.min) : nlohmann::json(nullptr)},
@@ -114,7 +115,8 @@ std::string DiagnosisResult::to_markdown() const {
     s += "First suspicious: **" + first_suspicious + "** (every layer's output agrees)\n";
   else
     s += "No layer flagged (min cosine >= " + fmt_g(kFlagMinCosine) + ", no median drop > " +
-         fmt_g(kFlagMedianDrop) + ", update median cosine >= " + fmt_g(kFlagUpdateMedianCosine) + ").\n";
+         fmt_g(kFlagMedianDrop) + ", update median cosine >= " + fmt_g(kFlagUpdateMedianCosine) +
+         ", every position's norm within the scale budget).\n";
   return s;
 }
 

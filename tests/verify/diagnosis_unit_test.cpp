@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "llmport/diagnosis.hpp"
 #include "llmport/error.hpp"
@@ -98,6 +99,22 @@ TEST(Diagnosis, TheFinalNormRowIsFlaggedByTheSameRules) {
   ASSERT_GE(d.rows.back().stats.min, kFlagMinCosine);
   EXPECT_TRUE(d.rows.back().flagged);
   EXPECT_NE(d.rows.back().reason.find("median cosine drops"), std::string::npos) << d.rows.back().reason;
+  // A scale (a norm weight or epsilon off by a factor) keeps every cosine at 1: the norm
+  // rule, whose budget follows the KL bound (0.141 bf16, 0.0040 fp32 against fp32).
+  for (const auto& [factor, bound, flagged] :
+       {std::tuple{2.0f, kKlBoundBf16, true}, std::tuple{1.05f, kKlBoundBf16, false},
+        std::tuple{1.05f, kKlBoundFp32, true}, std::tuple{1.003f, kKlBoundFp32, false}}) {
+    auto scaled = ref;
+    for (auto& x : scaled.hidden.final_norm) x *= factor;
+    const auto ds = diagnose(scaled, ref, bound);
+    SCOPED_TRACE(std::to_string(factor) + " at bound " + std::to_string(bound));
+    EXPECT_NEAR(ds.rows.back().stats.min, 1.0, 1e-6);
+    EXPECT_NEAR(ds.rows.back().stats.max_norm_dev, factor - 1.0, 1e-5);
+    EXPECT_EQ(ds.rows.back().flagged, flagged) << ds.rows.back().reason;
+    if (flagged) {
+      EXPECT_NE(ds.rows.back().reason.find("norm is off by"), std::string::npos) << ds.rows.back().reason;
+    }
+  }
   // A layer flagged first stays the first suspicious row.
   corrupt_from(negated, 1, 0, dim);
   d = diagnose(negated, ref);
