@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -102,9 +103,17 @@ std::string other_weights_note(const nlohmann::json& h, const fs::path& dir) {
   const auto it = h.find("model_files");
   if (it == h.end() || !it->is_object()) return "";
   const nlohmann::json ours = model_files(dir);
+  // Hex digests compare case-insensitively (a tool may print them upper-case).
+  auto same_digest = [](const nlohmann::json& a, const nlohmann::json& b) {
+    if (!a.is_string() || !b.is_string()) return false;
+    std::string x = a.get<std::string>(), y = b.get<std::string>();
+    for (auto* s : {&x, &y})
+      for (char& c : *s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return x == y;
+  };
   std::string differ;
   for (const auto& [name, sha] : ours.items())
-    if (!it->contains(name) || (*it)[name] != sha) differ += (differ.empty() ? "" : ", ") + name;
+    if (!it->contains(name) || !same_digest((*it)[name], sha)) differ += (differ.empty() ? "" : ", ") + name;
   for (const auto& [name, sha] : it->items())
     if (!ours.contains(name)) differ += (differ.empty() ? "" : ", ") + name;
   return differ.empty() ? "" : " (made for other weights: " + differ + " differ)";

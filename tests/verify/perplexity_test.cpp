@@ -3,6 +3,8 @@
 // the KL-divergence statistics, and every bad input as a one-line exit 2.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -366,6 +368,13 @@ TEST(Perplexity, ABaseWhoseRowsAreThisRunsIsNotIndependentWhateverItsProducer) {
   std::memcpy(&ref_len, ref.data() + 8, 8);
   ASSERT_NE(ref.substr(16 + ref_len), own_rows);
   EXPECT_EQ(base("other", ref.substr(16 + ref_len), [](float*, std::size_t) {}), "numpy reference fp32");
+  // The same digests in upper case are the same files.
+  for (auto& [name, sha] : header["model_files"].items()) {
+    std::string up = sha.get<std::string>();
+    for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    sha = up;
+  }
+  EXPECT_EQ(base("upper_case", ref.substr(16 + ref_len), [](float*, std::size_t) {}), "numpy reference fp32");
   // A header whose model_files name other bytes: computed from other weights, said so.
   header["model_files"]["model.safetensors"] = std::string(64, '0');
   EXPECT_EQ(base("other_weights", ref.substr(16 + ref_len), [](float*, std::size_t) {}),
