@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake --preset release >/dev/null
-cmake --build --preset release -j"$(nproc)" --target llmport
+# CMAKE_BUILD_PARALLEL_LEVEL limits the build's jobs (default: every core).
+cmake --build --preset release -j"${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target llmport
 LLMPORT=./build/llmport
 if [ $# -ge 1 ]; then
   MODEL="$1"; shift

@@ -165,6 +165,8 @@ Prompt build_prompt(const RunArgs& a, const ModelConfig& cfg, const std::string&
     throw UsageError("--system needs the chat template of an instruct model (and no --raw / --prompt-ids)");
   if (a.prompt_ids) {
     p.ids = parse_id_list(*a.prompt_ids, "--prompt-ids");
+    // Before the prompt echo: "[]" printed an empty line ahead of the error.
+    if (p.ids.empty()) throw UsageError("--prompt-ids: no token ids in '" + *a.prompt_ids + "' (at least one is needed)");
   } else {
     if (!tok) throw UsageError(dir + ": the model has no tokenizer.json; use --prompt-ids 1,2,3");
     p.text = *a.prompt == "-" ? read_stdin() : *a.prompt;

@@ -116,8 +116,10 @@ std::string excludes_text(const std::string& msg) {
 
 std::string subcommand_names(const CLI::App& cmd) {
   std::string names;
+  // Only what --help lists: a command in no group (`evaluate`, phase 7's
+  // internal evaluator) is hidden there and here.
   for (const CLI::App* c : cmd.get_subcommands([](const CLI::App*) { return true; }))
-    names += (names.empty() ? "" : ", ") + c->get_name();
+    if (!c->get_group().empty()) names += (names.empty() ? "" : ", ") + c->get_name();
   return names;
 }
 

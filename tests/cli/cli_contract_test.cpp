@@ -252,6 +252,8 @@ TEST(CliContract, AnUnknownFirstOptionIsNamed) {
     EXPECT_EQ(r.exit_code, 2) << flag;
     EXPECT_TRUE(r.err.starts_with("error: unknown option '" + name + "' (expected a command first: bench, ")) << r.err;
     EXPECT_TRUE(r.err.ends_with(", verify) (see llmport --help)\n")) << r.err;
+    // Only the commands --help lists: not phase 7's hidden `evaluate`.
+    EXPECT_EQ(r.err.find("evaluate"), std::string::npos) << r.err;
   }
 }
 

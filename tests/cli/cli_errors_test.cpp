@@ -507,6 +507,7 @@ TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
       {{"run", m, "--prompt-ids", "[1, true]"},
        "error: --prompt-ids: element 2 (true) is not a token id (an integer in [0, 2147483647])"},
       {{"run", m, "--prompt-ids", "[1,"}, "error: --prompt-ids: '[1,' is not a JSON array of token ids"},
+      {{"run", m, "--prompt-ids", "[]"}, "error: --prompt-ids: no token ids in '[]' (at least one is needed)"},
       {{"diagnosis", m, "--prompt", "[-1]", "--prompt-ids"},
        "error: --prompt-ids: element 1 (-1) is not a token id (an integer in [0, 2147483647])"},
       {{"diagnosis", m, "--prompt", "1,,2", "--prompt-ids"}, "error: --prompt-ids: empty element 2 in '1,,2'"},
@@ -522,6 +523,7 @@ TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(r.err.rfind(c.want, 0), 0u) << r.err;
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_EQ(r.out, "") << "nothing on stdout before the error";
   }
   // The JSON array form of detokenize keeps JSON's spacing.
   const auto json = run_llmport({"detokenize", m, "[1, 2]"});
