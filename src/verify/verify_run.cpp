@@ -458,22 +458,21 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
   // --dtype q8_0`) and on the reference backend (`run --backend reference --dtype q8_0`).
   if (quantized) {
     const std::string q = precision_name(engine_opt.dtype.value_or(DType::F32), engine_opt.quant);
-    for (const std::string& level : backend_levels("cpu")) {
+    // The engine's options on another backend / level: default configs, no planted fault.
+    auto quantized_side = [&](const std::string& backend, const std::string& level) {
       EngineOptions o = engine_opt;
       o.kernels = nullptr;
       o.fault = {};
-      o.backend = "cpu";
+      o.backend = backend;
       o.backend_level = level;
-      EngineRunner runner(cfg, weights, o, "engine");
+      return o;
+    };
+    for (const std::string& level : backend_levels("cpu")) {
+      EngineRunner runner(cfg, weights, quantized_side("cpu", level), "engine");
       const bool itself = engine_default && engine.backend == "cpu" && engine.isa == level;
       both_paths(runner, "cpu " + q + " engine (" + level + ")", !itself, true);
     }
-    EngineOptions o = engine_opt;
-    o.kernels = nullptr;
-    o.fault = {};
-    o.backend = "reference";
-    o.backend_level.clear();
-    EngineRunner runner(cfg, weights, o, "engine");
+    EngineRunner runner(cfg, weights, quantized_side("reference", ""), "engine");
     both_paths(runner, "reference " + q, true, true);
   }
   // An engine on registry entries: its own prefill path, one prefill per step (an entry may

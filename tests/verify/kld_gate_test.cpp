@@ -137,34 +137,13 @@ TEST(KldGate, AGoldenOfTheQuantizedEnginesOwnOutputIsNotIndependent) {
   test::TempDir t;
   const ModelConfig cfg = load_model_config(stories_dir());
   const WeightStore w = WeightStore::open(stories_dir(), cfg);
-  const RecordFile honest = read_record_file(stories_golden());
   auto forge = [&](const std::string& name, const std::string& backend, bool prefill_path) {
     EngineOptions o;
     o.backend = backend;
     o.threads = 2;
     set_dtype_flag(o, "q8_0");
     EngineRunner runner(cfg, w, o);
-    RecordFile rf;
-    rf.model = "stories260K";
-    rf.producer = "hf_llama_reference.py (independent numpy forward)";
-    rf.compute_dtype = "float32";
-    rf.n_steps = honest.n_steps;
-    for (std::size_t i = 0; i < 2; ++i) {  // two sequences: each is judged on its own
-      const RecordSequence& hs = honest.sequences[i];
-      RecordSequence seq;
-      seq.name = hs.name;
-      seq.prompt_ids = hs.prompt_ids;
-      std::vector<int> ids = hs.prompt_ids;
-      if (!prefill_path) seq.steps = generate_greedy(runner, ids, honest.n_steps);
-      for (int k = 0; prefill_path && k < honest.n_steps; ++k) {
-        seq.steps.push_back(runner.prefill(ids).last);
-        ids.push_back(seq.steps.back().token);
-      }
-      rf.sequences.push_back(std::move(seq));
-    }
-    const fs::path f = t.path() / (name + ".json");
-    write_record_file(f, rf);
-    return f;
+    return test::forged_stories_golden(t.path() / (name + ".json"), runner, prefill_path, 2);
   };
   struct Case {
     std::string name, backend;

@@ -49,46 +49,12 @@ fs::path rewritten_golden(const TempDir& t, const std::string& name, const std::
   return out;
 }
 
-// A "golden" whose every step is `runner`'s own greedy output on the stories prompts,
-// labelled as an independent numpy reference: a forgery only the content check can see.
-// prefill_path: each step is the last row of a prefill of the prompt and the steps before
-// it (one `llmport run --prompt-ids PREFIX -n 1` per step), not a decode step.
-fs::path forged_golden(const TempDir& t, const std::string& name, Runner& runner, bool prefill_path = false) {
-  const RecordFile honest = read_record_file(stories_golden());
-  RecordFile rf;
-  rf.model = "stories260K";
-  rf.producer = "hf_llama_reference.py (independent numpy forward)";
-  rf.compute_dtype = "float32";
-  rf.independent = true;
-  rf.n_steps = honest.n_steps;
-  for (const auto& s : honest.sequences) {
-    RecordSequence seq;
-    seq.name = s.name;
-    seq.prompt = s.prompt;
-    seq.prompt_ids = s.prompt_ids;
-    if (!prefill_path) {
-      seq.steps = generate_greedy(runner, s.prompt_ids, honest.n_steps);
-    } else {
-      std::vector<int> ids = s.prompt_ids;
-      for (int k = 0; k < honest.n_steps; ++k) {
-        seq.steps.push_back(runner.prefill(ids).last);
-        ids.push_back(seq.steps.back().token);
-      }
-    }
-    rf.sequences.push_back(std::move(seq));
-  }
-  const fs::path out = t.path() / (name + ".json");
-  write_record_file(out, rf);
-  return out;
-}
-
-// The record file at `f` cut to its first `n` sequences (in place): a forgery is judged
-// per sequence, and each verify of the full file runs every computation over all 8.
-fs::path first_sequences(const fs::path& f, std::size_t n) {
-  RecordFile rf = read_record_file(f);
-  rf.sequences.resize(std::min(n, rf.sequences.size()));
-  write_record_file(f, rf);
-  return f;
+// forged_stories_golden (verify_support.hpp) under `t` as <name>.json. A forgery is judged
+// per sequence, and each verify runs every computation over all of them: cases that need
+// one pass n = 2.
+fs::path forged_golden(const TempDir& t, const std::string& name, Runner& runner, bool prefill_path = false,
+                       std::size_t n = SIZE_MAX) {
+  return test::forged_stories_golden(t.path() / (name + ".json"), runner, prefill_path, n);
 }
 
 TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
@@ -187,7 +153,7 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     other.threads = 2;
     EngineRunner forger(cfg, w, other);
     const std::string name(dtype_name(dt));
-    auto r = verify_golden(stories_dir(), first_sequences(forged_golden(t, "prefill_" + name, forger, true), 2), name);
+    auto r = verify_golden(stories_dir(), forged_golden(t, "prefill_" + name, forger, true, 2), name);
     EXPECT_EQ(r.verdict(), "PASS-with-warnings") << name;
     EXPECT_TRUE(has_cap(r, "content: sequence")) << name << ": " << r.verdict_line();
     // The finding names the first side past the share (in bf16 the decode path shares most
@@ -231,7 +197,7 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
     EngineOptions other = eo;
     other.threads = 2;
     EngineRunner forger(cfg, w, other);
-    auto r = verify_golden(stories_dir(), first_sequences(forged_golden(t, "threads_2", forger), 2));
+    auto r = verify_golden(stories_dir(), forged_golden(t, "threads_2", forger, false, 2));
     EXPECT_TRUE(has_cap(r, ": 100% of")) << r.verdict_line();
     EXPECT_TRUE(has_cap(r, "llmport's engine output bit for bit")) << r.verdict_line();
   }

@@ -1,9 +1,12 @@
 #pragma once
 // Shared helpers of the verify integration tests.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "llmport/records.hpp"
+#include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
 #include "support/test_support.hpp"
 
@@ -18,6 +21,38 @@ inline std::vector<std::filesystem::path> synthetic_models() {
   for (const auto& e : std::filesystem::directory_iterator(shared_path("models/synthetic")))
     if (std::filesystem::exists(e.path() / "golden.json")) out.push_back(e.path());
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// A "golden" at `out` whose every step is `runner`'s own greedy output on the first
+/// `n_sequences` stories prompts, labelled as an independent numpy reference: a forgery
+/// only the content check can see. prefill_path: each step is the last row of a prefill of
+/// the prompt and the steps before it (one `llmport run --prompt-ids PREFIX -n 1` per
+/// step), not a decode step.
+inline std::filesystem::path forged_stories_golden(const std::filesystem::path& out, Runner& runner,
+                                                   bool prefill_path = false, std::size_t n_sequences = SIZE_MAX) {
+  const RecordFile honest = read_record_file(stories_golden());
+  RecordFile rf;
+  rf.model = "stories260K";
+  rf.producer = "hf_llama_reference.py (independent numpy forward)";
+  rf.compute_dtype = "float32";
+  rf.independent = true;
+  rf.n_steps = honest.n_steps;
+  for (std::size_t i = 0; i < honest.sequences.size() && i < n_sequences; ++i) {
+    const RecordSequence& s = honest.sequences[i];
+    RecordSequence seq;
+    seq.name = s.name;
+    seq.prompt = s.prompt;
+    seq.prompt_ids = s.prompt_ids;
+    if (!prefill_path) seq.steps = generate_greedy(runner, s.prompt_ids, honest.n_steps);
+    std::vector<int> ids = s.prompt_ids;
+    for (int k = 0; prefill_path && k < honest.n_steps; ++k) {
+      seq.steps.push_back(runner.prefill(ids).last);
+      ids.push_back(seq.steps.back().token);
+    }
+    rf.sequences.push_back(std::move(seq));
+  }
+  write_record_file(out, rf);
   return out;
 }
 
