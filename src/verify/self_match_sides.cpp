@@ -35,6 +35,10 @@ bool lm_head_takes_fma(const Backend& be, DType dtype, const WeightStore& weight
 
 }  // namespace
 
+bool lm_head_takes_fma(const std::string& level, DType dtype, const WeightStore& weights, int threads) {
+  return dtype == DType::BF16 && lm_head_takes_fma(*make_backend_at("cpu", level, threads), dtype, weights);
+}
+
 std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engine_default_configs, int threads,
                                             const WeightStore& weights) {
   constexpr DType kDtypes[] = {DType::F32, DType::BF16, DType::F16};
@@ -55,7 +59,7 @@ std::vector<SelfMatchSide> self_match_sides(const RunnerInfo& engine, bool engin
       const bool is_engine = engine_default && engine.dtype == name &&
                              (engine.isa == level || (!key.empty() && key == engine_key));
       out.push_back({"cpu " + name + " engine" + (level == levels.front() ? "" : " (" + level + ")"), level, dt,
-                     is_engine, lm_head_takes_fma(*be, dt, weights)});
+                     is_engine, lm_head_takes_fma(*be, dt, weights), key});
     }
   }
   return out;

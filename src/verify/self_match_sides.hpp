@@ -25,6 +25,8 @@ struct SelfMatchSide {
   /// lm_head's default config takes the bf16 fp32-FMA GEMM at m > 1, which sums unlike the
   /// m = 1 GEMV: a prefill's last row then differs from the same row of a longer prefill.
   bool lm_head_fma = false;
+  /// Its side_key: what it computes (empty when the backend has none).
+  std::string numerics;
 };
 
 /// What a side computes: Backend::numerics_key(dtype) and the default tile config of each
@@ -32,6 +34,11 @@ struct SelfMatchSide {
 /// non-empty keys at the same thread count compute bit-identical logits; "" when the
 /// backend has no numerics key (never merged).
 std::string side_key(const Backend& be, DType dtype, const WeightStore& weights);
+
+/// Whether the cpu backend at ISA level `level` gives a `dtype` lm_head of `weights` the
+/// bf16 fp32-FMA GEMM by default (SelfMatchSide::lm_head_fma): a quantized engine whose
+/// lm_head stays in its base dtype asks this of its level. Throws what make_backend_at throws.
+bool lm_head_takes_fma(const std::string& level, DType dtype, const WeightStore& weights, int threads);
 
 /// The sides to run, in report order: every level of backend_levels("cpu") x fp32, bf16,
 /// fp16, each distinct side_key once; the one the engine under test computes (`engine` on

@@ -2,6 +2,8 @@
 // teacher-forced runs -> verdict, counters and report.
 #include <chrono>
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <ctime>
 #include <limits>
 #include <memory>
@@ -9,6 +11,8 @@
 
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
+#include "llmport/kernel_cache.hpp"
+#include "llmport/quant.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/tokenizer.hpp"
@@ -16,6 +20,7 @@
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
 #include "verify/reference_program.hpp"
+#include "verify/self_match_memo.hpp"
 #include "verify/self_match_sides.hpp"
 
 namespace llmport {
@@ -369,9 +374,10 @@ SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::
 // computes, one run per step), which sums in other orders than decode. Every row of a
 // prefill equals the last row of the prefill of its prefix (tests/verify: per-row cpu
 // kernels, the transposed attention path at any m > 1), so one forward of the whole
-// sequence, in chunks of >= 2 rows, yields every step; except where the lm_head of a
-// single last row (a GEMV) sums unlike the all-rows GEMM (`literal`: the bf16 fp32-FMA
-// GEMM, a registry entry, quantized linears): then one prefill per step.
+// sequence, in chunks of >= 2 rows, yields every step (quantized linears included: their
+// "act" choice holds for every m); except where the lm_head of a single last row (a GEMV)
+// sums unlike the all-rows GEMM (`literal`: the bf16 fp32-FMA GEMM, a registry entry): then
+// one prefill per step.
 SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k,
                              bool literal, CopiedSteps& copied) {
   const auto& steps = p.golden->steps;
@@ -405,6 +411,84 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
   return m;
 }
 
+// The golden's part of a self-match memo key (verify/self_match_memo.hpp): every golden
+// sequence's name and prompt ids, and each step's token and compared top-k (ids and logit
+// bits), each field length-prefixed.
+std::string golden_content_key(const std::vector<Prepared>& prompts, int top_k) {
+  std::string bytes;
+  auto put = [&](const void* data, std::size_t n) {
+    bytes.append(reinterpret_cast<const char*>(&n), sizeof n);
+    bytes.append(static_cast<const char*>(data), n);
+  };
+  put(&top_k, sizeof top_k);
+  for (const Prepared& p : prompts) {
+    if (!p.golden) continue;
+    put(p.name.data(), p.name.size());
+    put(p.ids.data(), p.ids.size() * sizeof(int));
+    for (const StepRecord& st : p.golden->steps) {
+      put(&st.token, sizeof st.token);
+      const std::size_t n = std::min(st.top.size(), static_cast<std::size_t>(top_k));
+      for (std::size_t i = 0; i < n; ++i) {
+        put(&st.top[i].id, sizeof st.top[i].id);
+        put(&st.top[i].logit, sizeof st.top[i].logit);
+      }
+    }
+  }
+  return content_hash(bytes.data(), bytes.size());
+}
+
+// One verify's self-match computations: each (computation, path) is looked up in the
+// process's memo under `base` (model and golden content) and its own description, else run
+// along every golden sequence and kept. Rows go to `out`, copied steps into `copied`.
+using verify_detail::PathRun;
+using verify_detail::SelfMatchMemo;
+
+struct SideRuns {
+  const std::vector<Prepared>& prompts;
+  std::string base;
+  std::vector<SelfMatch>& out;
+  CopiedSteps& copied;
+  int hits = 0, runs = 0;
+
+  // count(p, marks) -> SelfMatch: one golden sequence, its copied steps into `marks`.
+  template <class Count>
+  void run(const std::string& what, Count&& count) {
+    SelfMatchMemo& memo = SelfMatchMemo::process();
+    const std::string key = base + " | " + what;
+    std::optional<PathRun> r = memo.find(key);
+    ++runs;
+    if (r) {
+      ++hits;
+    } else {
+      r.emplace();
+      CopiedSteps marks;
+      for (const Prepared& p : prompts)
+        if (p.golden) {
+          r->rows.push_back(count(p, marks));
+          r->copied.push_back(marks[&p]);
+        }
+      memo.put(key, *r);
+    }
+    out.insert(out.end(), r->rows.begin(), r->rows.end());
+    std::size_t i = 0;
+    for (const Prepared& p : prompts) {
+      if (!p.golden) continue;
+      const std::vector<char>& steps = r->copied[i++];
+      for (std::size_t k = 0; k < steps.size(); ++k) mark_copied(copied, p, k, steps[k] != 0);
+    }
+  }
+};
+
+// What a quantized side computes beyond its backend and level: the quantization, lm_head's,
+// the activations chosen, the base dtype.
+std::string quantized_numerics(const EngineOptions& o, DType base) {
+  std::string d = precision_name(base, o.quant) + " lm_head " + std::string(quant_name(o.quant_lm_head)) + " act " +
+                  (o.quant_act ? std::to_string(static_cast<int>(*o.quant_act)) : "default") + " base " +
+                  std::string(dtype_name(base));
+  for (const auto& [tensor, act] : o.quant_act_of_tensor) d += " " + tensor + "=" + std::to_string(static_cast<int>(act));
+  return d;
+}
+
 // Teacher-forces llmport's other computations along every reference sequence and counts
 // the reference's top-k logits they reproduce bit for bit: a golden copied from llmport's
 // own output, in whole or in part, matches one of them exactly on the copied sequences; an
@@ -415,29 +499,42 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
 // level and on the reference backend too. Every step of every sequence: on the first few
 // steps alone, a golden whose first steps were honest and the rest the oracle's was a
 // plain PASS, and the union of copied steps (`copied`) needs each computation's every step.
+// `memo_base`: the model's and golden's content key (SelfMatchMemo); `log` says how many
+// computations an earlier verify of this process had already run.
 std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, const WeightStore& weights,
                                                       const EngineOptions& engine_opt, EngineRunner& engine_runner,
                                                       const std::vector<Prepared>& prompts, int top_k,
-                                                      CopiedSteps& copied) {
+                                                      CopiedSteps& copied, const std::string& memo_base,
+                                                      const std::function<void(const std::string&)>& log) {
   const RunnerInfo engine = engine_runner.info();
   std::vector<SelfMatch> out;
-  auto for_golden = [&](auto&& count) {
-    for (const Prepared& p : prompts)
-      if (p.golden) out.push_back(count(p));
+  const int threads = engine_opt.threads;
+  SideRuns runs{prompts, memo_base + " threads " + std::to_string(threads), out, copied};
+  // Both paths of a computation (the decode one unless already counted; literal: the
+  // prefill path one prefill per step), its runner built only when the memo lacks a path.
+  using MakeRunner = std::function<std::unique_ptr<EngineRunner>()>;
+  auto both_paths = [&](const MakeRunner& make, const std::string& name, const std::string& numerics, bool decode,
+                        bool literal) {
+    std::unique_ptr<EngineRunner> runner;
+    auto get = [&]() -> EngineRunner& {
+      if (!runner) runner = make();
+      return *runner;
+    };
+    if (decode)
+      runs.run(name + " [" + numerics + "] decode", [&](const Prepared& p, CopiedSteps& marks) {
+        return self_match_decode(get(), p, name, top_k, marks);
+      });
+    runs.run(name + " [" + numerics + "] prefill" + (literal ? " literal" : ""),
+             [&](const Prepared& p, CopiedSteps& marks) {
+               return self_match_prefill(get(), p, name + " (prefill path)", top_k, literal, marks);
+             });
   };
-  // Both paths of a runner (the decode one unless already counted); literal: the prefill
-  // path one prefill per step.
-  auto both_paths = [&](EngineRunner& runner, const std::string& name, bool decode, bool literal) {
-    if (decode) for_golden([&](const Prepared& p) { return self_match_decode(runner, p, name, top_k, copied); });
-    for_golden([&](const Prepared& p) {
-      return self_match_prefill(runner, p, name + " (prefill path)", top_k, literal, copied);
-    });
-  };
-  {
-    // The oracle's rows do not depend on the path (reference kernels: one order for any m).
-    auto oracle = make_oracle_runner(cfg, weights, engine_opt.threads);
-    for_golden([&](const Prepared& p) { return self_match_decode(*oracle, p, "oracle", top_k, copied); });
-  }
+  // The oracle's rows do not depend on the path (reference kernels: one order for any m).
+  runs.run("oracle [reference fp32] decode", [&, oracle = std::unique_ptr<EngineRunner>()](
+                                                 const Prepared& p, CopiedSteps& marks) mutable {
+    if (!oracle) oracle = make_oracle_runner(cfg, weights, threads);
+    return self_match_decode(*oracle, p, "oracle", top_k, marks);
+  });
   // Every cpu level this machine runs, not only the engine's: a golden written by
   // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
   // would otherwise pass as independent. Each distinct computation once (self_match_sides);
@@ -445,19 +542,20 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
   const bool engine_default = engine_on_default_configs(engine_opt);
   const bool quantized = engine_opt.quant != QuantType::None;
   for (const verify_detail::SelfMatchSide& side :
-       verify_detail::self_match_sides(engine, engine_default && !quantized, engine_opt.threads, weights)) {
+       verify_detail::self_match_sides(engine, engine_default && !quantized, threads, weights)) {
     EngineOptions o;
     o.backend = "cpu";
     o.backend_level = side.level;
     o.dtype = side.dtype;
-    o.threads = engine_opt.threads;
-    EngineRunner runner(cfg, weights, o, "engine");
-    both_paths(runner, side.name, !side.is_engine, side.lm_head_fma);
+    o.threads = threads;
+    both_paths([&] { return std::make_unique<EngineRunner>(cfg, weights, o, "engine"); }, side.name,
+               "cpu " + side.level + " " + side.numerics, !side.is_engine, side.lm_head_fma);
   }
   // A quantized engine: its quantization at every level (`LLMPORT_CPU_ISA=avx2 llmport run
   // --dtype q8_0`) and on the reference backend (`run --backend reference --dtype q8_0`).
   if (quantized) {
-    const std::string q = precision_name(engine_opt.dtype.value_or(DType::F32), engine_opt.quant);
+    const DType base = engine_opt.dtype.value_or(checkpoint_dtype(cfg, weights));
+    const std::string q = precision_name(base, engine_opt.quant);
     // The engine's options on another backend / level: default configs, no planted fault.
     auto quantized_side = [&](const std::string& backend, const std::string& level) {
       EngineOptions o = engine_opt;
@@ -467,22 +565,29 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
       o.backend_level = level;
       return o;
     };
+    const std::string numerics = quantized_numerics(engine_opt, base);
+    // The unquantized lm_head of a bf16 base on the fp32-FMA GEMM: one prefill per step.
+    const bool lm_head_kept = engine_opt.quant_lm_head == QuantType::None;
     for (const std::string& level : backend_levels("cpu")) {
-      EngineRunner runner(cfg, weights, quantized_side("cpu", level), "engine");
       const bool itself = engine_default && engine.backend == "cpu" && engine.isa == level;
-      both_paths(runner, "cpu " + q + " engine (" + level + ")", !itself, true);
+      const bool literal = lm_head_kept && verify_detail::lm_head_takes_fma(level, base, weights, threads);
+      both_paths([&] { return std::make_unique<EngineRunner>(cfg, weights, quantized_side("cpu", level), "engine"); },
+                 "cpu " + q + " engine (" + level + ")", "cpu " + level + " " + numerics, !itself, literal);
     }
-    EngineRunner runner(cfg, weights, quantized_side("reference", ""), "engine");
-    both_paths(runner, "reference " + q, true, true);
+    both_paths([&] { return std::make_unique<EngineRunner>(cfg, weights, quantized_side("reference", ""), "engine"); },
+               "reference " + q, "reference " + numerics, true, false);
   }
   // An engine on registry entries: its own prefill path, one prefill per step (an entry may
   // give the last row's lm_head another config than the all-rows GEMM), on the runner the
   // gates used (a second engine would re-read its packed weights from the kernel cache,
-  // which the evaluator's audit counts as a cache hit of its re-run).
+  // which the evaluator's audit counts as a cache hit of its re-run). Its configs are its
+  // own: never from the memo.
   if (engine.backend == "cpu" && !engine_default)
-    for_golden([&](const Prepared& p) {
-      return self_match_prefill(engine_runner, p, "engine (prefill path)", top_k, true, copied);
-    });
+    for (const Prepared& p : prompts)
+      if (p.golden) out.push_back(self_match_prefill(engine_runner, p, "engine (prefill path)", top_k, true, copied));
+  if (runs.hits > 0)
+    log("self-match: " + std::to_string(runs.hits) + " of " + std::to_string(runs.runs) +
+        " computations reused from this process's earlier verify of the same weights and golden");
   return out;
 }
 
@@ -818,7 +923,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     // independence that the provenance has not already denied.
     if (res.independence_finding.empty())
       for (auto& m :
-           self_matches_of_llmport_kernels(cfg, weights, opt.engine, engine, plan.prompts, res.top_k, totals.copied))
+           self_matches_of_llmport_kernels(cfg, weights, opt.engine, engine, plan.prompts, res.top_k, totals.copied,
+                                           verify_detail::model_content_key(find_config_json(model_dir), cfg, weights) +
+                                               " " + golden_content_key(plan.prompts, res.top_k),
+                                           log))
         res.self_matches.push_back(m);
     for (const Prepared& p : plan.prompts) {
       if (!p.golden) continue;

@@ -27,22 +27,8 @@ using nlohmann::json;
 // Multiplies every value of the F32 tensor `name` of a safetensors file by `factor`, in
 // place: same size, same header, other weights.
 void scale_tensor(const fs::path& file, const std::string& name, float factor) {
-  std::string data = read_file(file);
-  uint64_t n = 0;
-  std::memcpy(&n, data.data(), 8);
-  const json header = json::parse(data.substr(8, n));
-  ASSERT_TRUE(header.contains(name)) << name;
-  ASSERT_EQ(header[name]["dtype"], "F32");
-  const uint64_t begin = 8 + n + header[name]["data_offsets"][0].get<uint64_t>();
-  const uint64_t end = 8 + n + header[name]["data_offsets"][1].get<uint64_t>();
-  for (uint64_t off = begin; off + 4 <= end; off += 4) {
-    float v;
-    std::memcpy(&v, data.data() + off, 4);
-    v *= factor;
-    std::memcpy(data.data() + off, &v, 4);
-  }
   const std::size_t size_before = fs::file_size(file);
-  write_file(file, data);
+  llmport::test::edit_f32_tensor(file, name, [&](float& v, std::size_t) { v *= factor; });
   ASSERT_EQ(fs::file_size(file), size_before);
 }
 

@@ -166,20 +166,36 @@ void ScopedEnv::set(const std::string& name, const std::optional<std::string>& v
     ::unsetenv(name.c_str());
 }
 
-void copy_stories_with_nan(const std::filesystem::path& dst, const std::string& name) {
+std::filesystem::path copy_stories(const std::filesystem::path& dst) {
+  std::filesystem::create_directories(dst);
   for (const auto& e : std::filesystem::directory_iterator(shared_path("models/stories260K")))
     if (e.is_regular_file()) std::filesystem::copy_file(e.path(), dst / e.path().filename());
-  const auto file = dst / "model.safetensors";
+  return dst;
+}
+
+void edit_f32_tensor(const std::filesystem::path& file, const std::string& name,
+                     const std::function<void(float&, std::size_t)>& edit) {
   std::string data = read_file(file);
   uint64_t n = 0;
   std::memcpy(&n, data.data(), 8);
   const auto header = nlohmann::json::parse(data.substr(8, n));
   if (!header.contains(name) || header.at(name).at("dtype") != "F32")
-    throw std::runtime_error("copy_stories_with_nan: " + name + " is not an F32 tensor of stories260K");
-  const auto off = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::memcpy(data.data() + off, &nan, sizeof nan);
+    throw std::runtime_error(file.string() + ": " + name + " is not an F32 tensor");
+  const auto begin = 8 + n + header.at(name).at("data_offsets").at(0).get<uint64_t>();
+  const auto end = 8 + n + header.at(name).at("data_offsets").at(1).get<uint64_t>();
+  for (uint64_t off = begin; off + sizeof(float) <= end; off += sizeof(float)) {
+    float v;
+    std::memcpy(&v, data.data() + off, sizeof v);
+    edit(v, (off - begin) / sizeof(float));
+    std::memcpy(data.data() + off, &v, sizeof v);
+  }
   write_file(file, data);
+}
+
+void copy_stories_with_nan(const std::filesystem::path& dst, const std::string& name) {
+  edit_f32_tensor(copy_stories(dst) / "model.safetensors", name, [](float& v, std::size_t i) {
+    if (i == 0) v = std::numeric_limits<float>::quiet_NaN();
+  });
 }
 
 }  // namespace llmport::test

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by all test executables.
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -63,9 +64,18 @@ void write_file(const std::filesystem::path& p, const std::string& data);
 /// /proc/self/smaps entry of the mapping that contains `p`, or "" when none does.
 std::string smaps_line(const void* p, const std::string& key);
 
-/// Copies the regular files of the stories260K model into `dst` and sets element 0 of its
-/// F32 tensor `name` to NaN (a damaged checkpoint for the non-finite checks). Throws
-/// std::runtime_error when `name` is missing or not F32.
+/// Copies the regular files of the stories260K model (not its golden/ folder) into `dst`
+/// (created). Returns dst.
+std::filesystem::path copy_stories(const std::filesystem::path& dst);
+
+/// Calls edit(value, index) on every value of the F32 tensor `name` of the safetensors
+/// `file` and writes it back in place (same size, same header). Throws std::runtime_error
+/// when `name` is missing or not F32.
+void edit_f32_tensor(const std::filesystem::path& file, const std::string& name,
+                     const std::function<void(float&, std::size_t)>& edit);
+
+/// copy_stories, then element 0 of its F32 tensor `name` set to NaN (a damaged checkpoint
+/// for the non-finite checks). Throws as edit_f32_tensor.
 void copy_stories_with_nan(const std::filesystem::path& dst, const std::string& name);
 
 }  // namespace llmport::test

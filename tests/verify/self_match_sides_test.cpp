@@ -10,6 +10,7 @@
 
 #include "llmport/engine.hpp"
 #include "llmport/kernels.hpp"
+#include "llmport/quant.hpp"
 #include "llmport/records.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/weights.hpp"
@@ -114,12 +115,38 @@ TEST(SelfMatchSides, EveryDistinctComputationOnceTheEnginesMarked) {
     }
 }
 
+// Whether every row of one chunked all-rows forward of `ids` (chunks of 2..6 rows, and one
+// forward) equals the last row of the prefill of its own prefix, bit for bit.
+void expect_rows_equal_their_prefix_prefill(const ModelConfig& cfg, const WeightStore& w, const EngineOptions& o,
+                                            const std::vector<int>& ids) {
+  const std::size_t vocab = static_cast<std::size_t>(cfg.vocab_size);
+  Engine eng(cfg, w, o);
+  eng.reset();
+  const std::vector<float> all = eng.forward(ids, true);
+  std::vector<float> chunked;
+  eng.reset();
+  for (std::size_t at = 0, len = 2; at < ids.size(); at += len, len = len % 4 + 2) {
+    len = std::min(len, ids.size() - at);
+    if (ids.size() - at - len == 1) ++len;  // a 1-row chunk is a decode step (another path)
+    const auto rows = eng.forward(std::span<const int>(ids.data() + at, len), true);
+    chunked.insert(chunked.end(), rows.begin(), rows.end());
+  }
+  EXPECT_EQ(chunked, all);
+  for (std::size_t n = 2; n <= ids.size(); ++n) {
+    const std::vector<float> last = eng.prefill(std::span<const int>(ids.data(), n));
+    EXPECT_TRUE(std::equal(last.begin(), last.end(), all.begin() + static_cast<std::ptrdiff_t>((n - 1) * vocab)))
+        << "prefix of " << n;
+  }
+}
+
 // self_match_prefill reads every step of a golden sequence from one chunked all-rows
 // forward: that holds only while each row equals the last row of the prefill of its own
 // prefix (one `run --prompt-ids PREFIX -n 1` per step). Checked bit for bit on every shared
 // model, level and dtype whose lm_head takes no fp32-FMA GEMM (those run one prefill per
-// step), with chunks of 2..6 rows as well as one forward (a 1-row chunk is a decode step:
-// another path, which self_match_prefill never takes).
+// step), and for the quantized engines (q8_0, q4_0; q8 and fp32 activations; lm_head kept or
+// quantized) at every level and on the reference backend, with chunks of 2..6 rows as well
+// as one forward (a 1-row chunk is a decode step: another path, which self_match_prefill
+// never takes).
 TEST(SelfMatchSides, EveryPrefillRowEqualsThePrefillOfItsPrefix) {
   int checked = 0;
   for (const fs::path& model : shared_models()) {
@@ -129,7 +156,6 @@ TEST(SelfMatchSides, EveryPrefillRowEqualsThePrefillOfItsPrefix) {
     const RecordSequence seq = read_record_file(golden_of(model)).sequences.front();
     std::vector<int> ids = seq.prompt_ids;
     for (std::size_t k = 0; k < 6 && k < seq.steps.size(); ++k) ids.push_back(seq.steps[k].token);
-    const std::size_t vocab = static_cast<std::size_t>(cfg.vocab_size);
     RunnerInfo none;
     for (const SelfMatchSide& side : self_match_sides(none, false, 2, w)) {
       if (side.lm_head_fma) continue;
@@ -139,27 +165,29 @@ TEST(SelfMatchSides, EveryPrefillRowEqualsThePrefillOfItsPrefix) {
       o.backend_level = side.level;
       o.dtype = side.dtype;
       o.threads = 2;
-      Engine eng(cfg, w, o);
-      eng.reset();
-      const std::vector<float> all = eng.forward(ids, true);
-      std::vector<float> chunked;
-      eng.reset();
-      for (std::size_t at = 0, len = 2; at < ids.size(); at += len, len = len % 4 + 2) {
-        len = std::min(len, ids.size() - at);
-        if (ids.size() - at - len == 1) ++len;  // a 1-row chunk is a decode step (another path)
-        const auto rows = eng.forward(std::span<const int>(ids.data() + at, len), true);
-        chunked.insert(chunked.end(), rows.begin(), rows.end());
-      }
-      EXPECT_EQ(chunked, all);
-      for (std::size_t n = 2; n <= ids.size(); ++n) {
-        const std::vector<float> last = eng.prefill(std::span<const int>(ids.data(), n));
-        EXPECT_TRUE(std::equal(last.begin(), last.end(), all.begin() + static_cast<std::ptrdiff_t>((n - 1) * vocab)))
-            << "prefix of " << n;
-      }
+      expect_rows_equal_their_prefix_prefill(cfg, w, o, ids);
       ++checked;
     }
+    std::vector<std::pair<std::string, std::string>> backends = {{"reference", ""}};
+    for (const std::string& level : backend_levels("cpu")) backends.emplace_back("cpu", level);
+    for (const auto& [backend, level] : backends)
+      for (QuantType q : {QuantType::Q8_0, QuantType::Q4_0})
+        for (ActQuant act : {ActQuant::Q8, ActQuant::F32})
+          for (bool lm_head : {false, true}) {
+            SCOPED_TRACE(backend + " " + level + " " + std::string(quant_name(q)) +
+                         (act == ActQuant::Q8 ? " q8-act" : " fp32-act") + (lm_head ? " lm_head" : ""));
+            EngineOptions o;
+            o.backend = backend;
+            o.backend_level = level;
+            o.threads = 2;
+            o.quant = q;
+            o.quant_act = act;
+            if (lm_head) o.quant_lm_head = q;
+            expect_rows_equal_their_prefix_prefill(cfg, w, o, ids);
+            ++checked;
+          }
   }
-  EXPECT_GT(checked, 10);
+  EXPECT_GT(checked, 50);
 }
 
 }  // namespace
