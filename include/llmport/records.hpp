@@ -105,6 +105,15 @@ struct RecordFile {
 /// inconsistent lengths (e.g. generated ids vs steps) or a missing/corrupt side file.
 RecordFile read_record_file(const std::filesystem::path& file);
 
+struct ModelConfig;
+
+/// Whether a record file was made for this model, before anything compares against it
+/// (verify, diagnosis, deploy): an `architectures` it states must include the model's
+/// class, and every id it names (prompt ids, tokens, top ids) must lie in [0, vocab_size),
+/// every full-logits row hold vocab_size values. Throws UsageError "<file>: <where>: ..."
+/// naming both sides and the model the file states, else returns.
+void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg);
+
 /// Writes `rf` as `llmport-records/1`: `file` (JSON: ids, top-k, logsumexp) plus, when any
 /// sequence carries full logits or hidden states, the side file `<file stem>.safetensors`
 /// next to it (tensors `seq<i>.logits` [n_steps, vocab], `seq<i>.embedding`,

@@ -62,6 +62,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   if (a.reference.rfind("golden:", 0) == 0) {
     if (a.reference.size() == 7) throw UsageError("--reference golden:FILE: FILE is empty");
     golden = std::make_shared<RecordFile>(read_record_file(a.reference.substr(7)));
+    check_record_fits_model(*golden, cfg);
   } else if (a.reference != "oracle") {
     throw UsageError("--reference: unknown value '" + a.reference + "' (expected oracle or golden:FILE)");
   }

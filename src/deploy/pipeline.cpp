@@ -169,7 +169,7 @@ Validated validate_options(DeployOptions& opt) {
   // as a BLOCKED phase 0 in a workspace just created for it.
   if (Tokenizer::exists(v.model_dir)) (void)Tokenizer::load(v.model_dir);
   v.ref = ReferenceSpec::parse(opt.reference);
-  if (v.ref.kind == "golden") (void)read_record_file(v.ref.file);
+  if (v.ref.kind == "golden") check_record_fits_model(read_record_file(v.ref.file), v.cfg);
   if (v.ref.kind == "hf" || v.ref.kind == "numpy") require_reference_program(v.ref.kind);
   check_prompts_file(opt, v.cfg, v.model_dir);
   if (!opt.fault.empty()) v.fault = FaultInjection::parse(opt.fault);

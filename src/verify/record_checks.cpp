@@ -5,6 +5,10 @@
 #include <cmath>
 #include <cstdint>
 
+#include <algorithm>
+
+#include "llmport/error.hpp"
+#include "llmport/model_config.hpp"
 #include "verify/format.hpp"
 
 namespace llmport::verify_detail {
@@ -66,4 +70,47 @@ std::string step_inconsistency(const StepRecord& st) {
   return "";
 }
 
+std::string other_model_hint(const RecordFile* ref) {
+  if (!ref) return "";
+  return ref->model.empty() ? " (a reference of another model?)"
+                            : " (the reference states model '" + ref->model + "': a reference of another model?)";
+}
+
 }  // namespace llmport::verify_detail
+
+namespace llmport {
+
+using verify_detail::other_model_hint;
+
+void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
+  // A reference that states another architecture was made for another model: bad input
+  // naming both, not an engine failure (its logits would fail the gates as a wrong engine,
+  // its hidden states phase 2 and diagnosis).
+  const auto& stated = ref.architectures;
+  if (!stated.empty() && !cfg.architecture.empty() &&
+      std::find(stated.begin(), stated.end(), cfg.architecture) == stated.end()) {
+    std::string names;
+    for (const auto& a : stated) names += (names.empty() ? "" : ", ") + a;
+    throw UsageError(ref.path.string() + ": architecture: the reference states " + names + ", the model is " +
+                     cfg.architecture + other_model_hint(&ref));
+  }
+  for (const auto& seq : ref.sequences) {
+    auto check = [&](const std::string& where, int id, const char* what) {
+      if (id < 0 || id >= cfg.vocab_size)
+        throw UsageError(where + ": " + what + " " + std::to_string(id) + " outside the vocabulary [0, " +
+                         std::to_string(cfg.vocab_size) + ")" + other_model_hint(&ref));
+    };
+    for (int id : seq.prompt_ids) check(ref.path.string() + ": sequence " + seq.name + " prompt", id, "token id");
+    for (std::size_t k = 0; k < seq.steps.size(); ++k) {
+      const StepRecord& st = seq.steps[k];
+      const std::string where = ref.path.string() + ": sequence " + seq.name + " step " + std::to_string(k);
+      check(where, st.token, "token id");
+      for (const auto& e : st.top) check(where, e.id, "top id");
+      if (!st.logits.empty() && st.logits.size() != static_cast<std::size_t>(cfg.vocab_size))
+        throw UsageError(where + ": " + std::to_string(st.logits.size()) + " full logits for a vocabulary of " +
+                         std::to_string(cfg.vocab_size) + other_model_hint(&ref));
+    }
+  }
+}
+
+}  // namespace llmport

@@ -22,4 +22,8 @@ std::string step_inconsistency(const StepRecord& st);
 
 inline constexpr double kMassSlack = 1e-4;
 
+/// " (a reference of another model?)", naming the model `ref` states when it does; "" for
+/// no reference. Appended to errors of ids that do not fit the model.
+std::string other_model_hint(const RecordFile* ref);
+
 }  // namespace llmport::verify_detail

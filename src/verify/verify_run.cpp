@@ -19,6 +19,7 @@
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
+#include "verify/record_checks.hpp"
 #include "verify/reference_program.hpp"
 #include "verify/self_match_memo.hpp"
 #include "verify/self_match_sides.hpp"
@@ -54,56 +55,18 @@ std::vector<int> encode_prompt(const Tokenizer& tok, const std::string& text, bo
   return instruct_prompt_ids(tok, "", text);
 }
 
-// A reference whose ids do not fit this model's vocabulary was made for another model: the
-// message names the model the file states.
-std::string other_model_hint(const RecordFile* ref) {
-  if (!ref) return "";
-  return ref->model.empty() ? " (a reference of another model?)"
-                            : " (the reference states model '" + ref->model + "': a reference of another model?)";
-}
-
 void check_ids(const std::vector<int>& ids, const ModelConfig& cfg, int n_steps, const std::string& where,
                const RecordFile* ref = nullptr) {
   if (ids.empty()) throw UsageError(where + ": empty prompt");
   for (int id : ids)
     if (id < 0 || id >= cfg.vocab_size)
       throw UsageError(where + ": token id " + std::to_string(id) + " outside the vocabulary [0, " +
-                       std::to_string(cfg.vocab_size) + ")" + other_model_hint(ref));
+                       std::to_string(cfg.vocab_size) + ")" + verify_detail::other_model_hint(ref));
   // The last generated token is never fed back: n_prompt + n_steps - 1 positions (as run).
   const int64_t need = static_cast<int64_t>(ids.size()) + n_steps - 1;
   if (cfg.max_seq > 0 && need > cfg.max_seq)
     throw UsageError(where + ": prompt of " + std::to_string(ids.size()) + " tokens + " + std::to_string(n_steps) +
                      " steps - 1 exceeds the context of " + std::to_string(cfg.max_seq) + " tokens");
-}
-
-// Every id a reference step names (its token and top entries) and every full-logits row
-// must fit the model's vocabulary, before any comparison indexes the engine's logits.
-void check_reference_ids(const RecordFile& ref, const ModelConfig& cfg) {
-  // A reference that states another architecture was made for another model: bad input
-  // naming both, not an engine failure (its logits would fail the gates as a wrong engine).
-  const auto& stated = ref.architectures;
-  if (!stated.empty() && !cfg.architecture.empty() &&
-      std::find(stated.begin(), stated.end(), cfg.architecture) == stated.end()) {
-    std::string names;
-    for (const auto& a : stated) names += (names.empty() ? "" : ", ") + a;
-    throw UsageError(ref.path.string() + ": architecture: the reference states " + names + ", the model is " +
-                     cfg.architecture + other_model_hint(&ref));
-  }
-  for (const auto& seq : ref.sequences)
-    for (std::size_t k = 0; k < seq.steps.size(); ++k) {
-      const StepRecord& st = seq.steps[k];
-      const std::string where = ref.path.string() + ": sequence " + seq.name + " step " + std::to_string(k);
-      auto check = [&](int id, const char* what) {
-        if (id < 0 || id >= cfg.vocab_size)
-          throw UsageError(where + ": " + what + " " + std::to_string(id) + " outside the vocabulary [0, " +
-                           std::to_string(cfg.vocab_size) + ")" + other_model_hint(&ref));
-      };
-      check(st.token, "token id");
-      for (const auto& e : st.top) check(e.id, "top id");
-      if (!st.logits.empty() && st.logits.size() != static_cast<std::size_t>(cfg.vocab_size))
-        throw UsageError(where + ": " + std::to_string(st.logits.size()) + " full logits for a vocabulary of " +
-                         std::to_string(cfg.vocab_size) + other_model_hint(&ref));
-    }
 }
 
 std::string tf_failure(const PromptVerdict& pv, const TeacherForcedStep& s) {
@@ -878,7 +841,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const auto& p : plan.prompts)
     check_ids(p.ids, cfg, plan.n_steps, (plan.golden ? plan.golden->path.string() + ": " : "") + "prompt " + p.name,
               plan.golden.get());
-  if (plan.golden) check_reference_ids(*plan.golden, cfg);
+  if (plan.golden) check_record_fits_model(*plan.golden, cfg);
 
   // ---- runners
   EngineRunner engine(cfg, weights, opt.engine, "engine");

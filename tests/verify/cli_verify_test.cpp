@@ -273,6 +273,42 @@ TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
   }
 }
 
+// diagnosis and deploy read a golden's hidden states and logits too (diagnosis, phase 2,
+// phases 3-7): another model's golden was blamed on the engine there ("First suspicious:
+// layer 0", a phase-2 FAIL). Both now refuse it as verify does: exit 2 naming both, and
+// deploy before a workspace exists.
+TEST(CliDiagnosis, AndDeployRefuseAGoldenMadeForAnotherModel) {
+  test::TempDir tmp;
+  nlohmann::json stories = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  const fs::path other_arch = tmp.path() / "qwen2.json";
+  stories["architectures"] = {"Qwen2ForCausalLM"};
+  test::write_file(other_arch, stories.dump());
+  stories.erase("architectures");
+  stories["cases"][1]["steps"][2]["top5"][4]["id"] = 900;  // outside stories' 512 ids
+  const fs::path other_vocab = tmp.path() / "vocab.json";
+  test::write_file(other_vocab, stories.dump());
+  struct Case {
+    fs::path golden;
+    std::string says;
+  };
+  for (const Case& c : {Case{other_arch, ": architecture: the reference states Qwen2ForCausalLM, the model is "
+                                          "LlamaForCausalLM"},
+                        Case{other_vocab, "the_little_dog step 2: top id 900 outside the vocabulary [0, 512)"}}) {
+    SCOPED_TRACE(c.golden.filename().string());
+    const auto d = run_llmport({"diagnosis", test::stories_dir().string(), "--reference", "golden:" + c.golden.string()});
+    EXPECT_EQ(d.exit_code, 2) << d.out << d.err;
+    EXPECT_NE(d.err.find("error: " + c.golden.string()), std::string::npos) << d.err;
+    EXPECT_NE(d.err.find(c.says), std::string::npos) << d.err;
+    EXPECT_EQ(d.out, "");
+    const fs::path ws = tmp.path() / ("ws_" + c.golden.stem().string());
+    const auto p = run_llmport({"deploy", test::stories_dir().string(), "--reference", "golden:" + c.golden.string(),
+                                "--workspace", ws.string(), "--threads", "1"});
+    EXPECT_EQ(p.exit_code, 2) << p.out << p.err;
+    EXPECT_NE(p.err.find(c.says), std::string::npos) << p.err;
+    EXPECT_FALSE(fs::exists(ws / "stories260k")) << "a workspace was created for a golden of another model";
+  }
+}
+
 TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
   // A python that cannot import transformers (here: none at all) -> exit 2, never a crash.
   test::TempDir tmp;
