@@ -49,6 +49,17 @@ struct DiagnosisResult {
   std::vector<DiagnosisRow> rows;  ///< n_layers rows, then final_norm
   int first_suspicious_layer = -1;  ///< -1 when no layer is flagged (final_norm alone may be)
   std::string first_suspicious;     ///< name of the first flagged row ("layer 3", "final_norm"), "" if none
+  /// Where a recorded hidden state contradicts the next one ("" = nowhere): the reference's
+  /// record (embedding, a layer's output, final_norm) holding NaN/inf, or both sides' records
+  /// differing (by the output rules) while the next record of the residual stream agrees
+  /// again (mean |e - r| 100x smaller; from the last layer to final_norm, a difference
+  /// cosine sees and the relative error): a computation's error carries on to the next
+  /// record, a damaged record (a golden's, or a side's capture) does not. That row, and the
+  /// next row's update (which reads it), are not flagged against the engine; the CLI asks
+  /// the oracle which side it is.
+  std::string record_inconsistency;
+  /// The layer whose record it names: -1 the embedding, n_layers final_norm, -2 none.
+  int inconsistent_layer = -2;
   int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
   std::string planted_fault;  ///< test-only fault planted in the engine ("" = none)
   /// Why the planted fault cannot show in this comparison ("" = it can): diagnosis compares
@@ -73,6 +84,12 @@ std::string diagnosis_blind_spot(const FaultInjection& fault);
 /// single_block_rel_threshold(kl_bound): 0.141 (bf16/fp16/quantized), 0.0040 (fp32 vs fp32).
 DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference,
                          double kl_bound = kKlBoundBf16);
+
+/// Whether the record inconsistency of `vs_golden` (an engine against a golden) is the
+/// golden's: its record holds NaN/inf, or `vs_oracle` (the same engine against llmport's
+/// oracle on the same prompt) finds no inconsistency and flags no row up to the record after
+/// it, so the golden is the odd one out. False when `vs_golden` has none.
+bool golden_record_damaged(const DiagnosisResult& vs_golden, const DiagnosisResult& vs_oracle);
 
 /// Prefills both runners on `prompt_ids` with hidden states and diagnoses.
 /// The scale rule's budget follows the two sides' precisions (RunnerInfo::dtype: fp32 on

@@ -111,6 +111,17 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
   else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head, engine.engine().quant_acts());
   DiagnosisResult d = run_diagnosis(engine, *ref, ids);
+  // A golden record that the next one contradicts is bad input when it is the golden's
+  // (the engine agrees with llmport's oracle there); else it stays the report's finding.
+  if (golden && !d.record_inconsistency.empty()) {
+    const auto oracle = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head, engine.engine().quant_acts());
+    if (golden_record_damaged(d, run_diagnosis(engine, *oracle, ids)))
+      throw UsageError(golden->path.string() + ": sequence " + golden->sequences[static_cast<std::size_t>(seq_index)].name +
+                       ": hidden states: " + d.record_inconsistency +
+                       (d.record_inconsistency.rfind("the reference's", 0) == 0
+                            ? ""
+                            : "; the engine agrees with llmport's oracle there, so the golden's record is the damaged one"));
+  }
   d.planted_fault = eo.fault.spec;
   d.blind_spot = diagnosis_blind_spot(eo.fault);
   if (!d.blind_spot.empty()) std::cerr << "warning: " << d.blind_spot << "\n";
@@ -128,7 +139,8 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   else std::cout << d.to_markdown();
   // A flagged layer is a failed check (the project's exit 1), so scripts and `make
   // diagnosis` see it without parsing the report.
-  const bool flagged = std::any_of(d.rows.begin(), d.rows.end(), [](const DiagnosisRow& r) { return r.flagged; });
+  const bool flagged = !d.record_inconsistency.empty() ||
+                       std::any_of(d.rows.begin(), d.rows.end(), [](const DiagnosisRow& r) { return r.flagged; });
   return flagged ? kExitCheckFailed : kExitOk;
 }
 

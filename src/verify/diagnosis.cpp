@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "llmport/diagnosis.hpp"
 #include "llmport/error.hpp"
@@ -101,6 +103,58 @@ void flag(DiagnosisRow& row, double prev_median, double scale_bound, DiagnosisRe
   }
 }
 
+// Whether a record's comparison breaks the output rules (NaN/inf, min cosine, scale).
+bool disagrees(const CosineStats& s, double scale_bound) {
+  return s.has_nan || s.min < kFlagMinCosine || s.max_norm_dev > scale_bound;
+}
+
+bool any_non_finite(const std::vector<float>& v) {
+  return std::any_of(v.begin(), v.end(), [](float x) { return !std::isfinite(x); });
+}
+
+// One recorded hidden state of both sides along the residual stream: the embedding, then
+// each layer's output.
+struct Record {
+  std::string name;
+  const std::vector<float>* e;
+  const std::vector<float>* r;
+  CosineStats stats;
+};
+
+// DiagnosisResult::record_inconsistency, and the index into `chain` of the record it names
+// (-1 for none). A computation's error at record i carries on through the residual stream
+// (record i + 1 = record i + the next layer's update), so it cannot vanish at the next
+// record; a damaged record (a golden's, or a side's capture of it) does.
+// `final_norm`: its comparison when both sides have one. It is RMSNorm of the last record,
+// which hides a scale: the last link counts only a difference cosine sees, and compares
+// relative errors.
+std::pair<std::string, int> record_inconsistency(const std::vector<Record>& chain, const CosineStats* final_norm,
+                                                    double scale_bound) {
+  using verify_detail::fmt_g;
+  constexpr double kVanishes = 100.0;  // the next record's mean |e - r| this many times smaller
+  for (std::size_t i = 0; i < chain.size(); ++i)
+    if (any_non_finite(*chain[i].r)) return {"the reference's " + chain[i].name + " holds NaN/inf", static_cast<int>(i)};
+  for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+    const CosineStats &a = chain[i].stats, &b = chain[i + 1].stats;
+    if (disagrees(a, scale_bound) && !disagrees(b, scale_bound) && a.mean_abs > kVanishes * b.mean_abs)
+      return {chain[i].name + ": the two sides differ (mean |e - r| " + fmt_g(a.mean_abs, 3) + ", min cosine " +
+                  fmt_g(a.min, 4) + ") but agree again at the " + chain[i + 1].name + " (" + fmt_g(b.mean_abs, 3) +
+                  "): a computation's error carries on through the residual stream, so one side's " + chain[i].name +
+                  " record is not what its forward pass used",
+              static_cast<int>(i)};
+  }
+  if (final_norm && !chain.empty()) {
+    const CosineStats& a = chain.back().stats;
+    if (a.min < kFlagMinCosine && !disagrees(*final_norm, scale_bound) && a.mean_rel > kVanishes * final_norm->mean_rel)
+      return {chain.back().name + ": the two sides differ (min cosine " + fmt_g(a.min, 4) +
+                  ", mean relative error " + fmt_g(a.mean_rel, 3) + ") but agree again at the final_norm (" +
+                  fmt_g(final_norm->mean_rel, 3) + "): a computation's error carries on through the final norm, " +
+                  "so one side's " + chain.back().name + " record is not what its forward pass used",
+              static_cast<int>(chain.size() - 1)};
+  }
+  return {"", -1};
+}
+
 }  // namespace
 
 DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& reference, double kl_bound) {
@@ -114,35 +168,78 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
   d.n_positions = static_cast<int>(at.size());
   d.engine_top1 = engine.last.token;
   d.reference_top1 = reference.last.token;
+  // The residual stream's records first: a record that the next one contradicts is a
+  // record's defect, not a computation's: neither its row nor the next row's update (which
+  // reads it) is blamed on the engine.
+  std::vector<Record> chain;
+  const bool with_embedding = !e.embedding.empty() && !r.embedding.empty() &&
+                              e.embedding.size() == e.layer_out[0].size() && r.embedding.size() == r.layer_out[0].size();
+  if (with_embedding) chain.push_back({"embedding", &e.embedding, &r.embedding, {}});
+  for (std::size_t l = 0; l < e.layer_out.size(); ++l)
+    chain.push_back({"layer " + std::to_string(l) + " output", &e.layer_out[l], &r.layer_out[l], {}});
+  for (Record& c : chain) c.stats = compare_at(*c.e, e.positions, *c.r, r.positions, at, e.emb_dim);
+  // The final norm's rows: the engine may normalize only the last positions.
+  const auto fe = final_norm_positions(e), fr = final_norm_positions(r);
+  const auto fat = common(fe, fr);
+  std::optional<CosineStats> fn;
+  if (!fat.empty()) fn = compare_at(e.final_norm, fe, r.final_norm, fr, fat, e.emb_dim);
+  const auto [inconsistency, bad] = record_inconsistency(chain, fn ? &*fn : nullptr, scale_bound);
+  d.record_inconsistency = inconsistency;
+  const int bad_layer = bad < 0 ? -2 : bad - (with_embedding ? 1 : 0);  // -1: the embedding
+  d.inconsistent_layer = bad_layer;
   double prev_median = 1.0;
   for (std::size_t l = 0; l < e.layer_out.size(); ++l) {
     DiagnosisRow row;
     row.layer = static_cast<int>(l);
     row.name = "layer " + std::to_string(l);
-    row.stats = compare_at(e.layer_out[l], e.positions, r.layer_out[l], r.positions, at, e.emb_dim);
-    const std::vector<float>* e_in = l > 0 ? &e.layer_out[l - 1] : (e.embedding.empty() ? nullptr : &e.embedding);
-    const std::vector<float>* r_in = l > 0 ? &r.layer_out[l - 1] : (r.embedding.empty() ? nullptr : &r.embedding);
-    if (e_in && r_in && e_in->size() == e.layer_out[l].size() && r_in->size() == r.layer_out[l].size()) {
+    row.stats = chain[l + (with_embedding ? 1 : 0)].stats;
+    const std::vector<float>* e_in = l > 0 ? &e.layer_out[l - 1] : (with_embedding ? &e.embedding : nullptr);
+    const std::vector<float>* r_in = l > 0 ? &r.layer_out[l - 1] : (with_embedding ? &r.embedding : nullptr);
+    if (e_in && r_in) {
       row.update = compare_at(minus(e.layer_out[l], *e_in), e.positions, minus(r.layer_out[l], *r_in), r.positions,
                               at, e.emb_dim);
       row.has_update = true;
     }
-    flag(row, prev_median, scale_bound, d);
+    if (row.layer == bad_layer) {
+      row.reason = "one side's record contradicts the next one (see below)";
+    } else if (row.layer == bad_layer + 1) {
+      DiagnosisRow judged = row;  // its update reads the reference's bad record
+      judged.has_update = false;
+      flag(judged, prev_median, scale_bound, d);
+      row.flagged = judged.flagged;
+      row.reason = judged.reason;
+    } else {
+      flag(row, prev_median, scale_bound, d);
+    }
     prev_median = row.stats.median;
     d.rows.push_back(std::move(row));
   }
   // The final norm is judged by the same rules (its input is the last layer's output, so a
   // median drop from that layer is its own): a wrong norm weight or epsilon shows only here.
-  const auto fe = final_norm_positions(e), fr = final_norm_positions(r);
-  const auto fat = common(fe, fr);
-  if (!fat.empty()) {
+  if (fn) {
     DiagnosisRow row;
     row.name = "final_norm";
-    row.stats = compare_at(e.final_norm, fe, r.final_norm, fr, fat, e.emb_dim);
-    flag(row, prev_median, scale_bound, d);
+    row.stats = *fn;
+    if (any_non_finite(r.final_norm) && d.record_inconsistency.empty()) {
+      d.record_inconsistency = "the reference's final_norm holds NaN/inf";
+      d.inconsistent_layer = static_cast<int>(e.layer_out.size());
+    }
+    if (any_non_finite(r.final_norm)) row.reason = "the reference's record holds NaN/inf (see below)";
+    else flag(row, prev_median, scale_bound, d);
     d.rows.push_back(std::move(row));
   }
   return d;
+}
+
+bool golden_record_damaged(const DiagnosisResult& vs_golden, const DiagnosisResult& vs_oracle) {
+  if (vs_golden.record_inconsistency.empty()) return false;
+  if (vs_golden.record_inconsistency.rfind("the reference's", 0) == 0) return true;  // NaN/inf in the golden
+  const int up_to = vs_golden.inconsistent_layer + 1;  // the record that agrees again
+  const int final_norm = static_cast<int>(vs_oracle.rows.size()) - 1;  // after every layer
+  return vs_oracle.record_inconsistency.empty() &&
+         std::none_of(vs_oracle.rows.begin(), vs_oracle.rows.end(), [&](const DiagnosisRow& r) {
+           return r.flagged && (r.layer >= 0 ? r.layer : final_norm) <= up_to;
+         });
 }
 
 DiagnosisResult run_diagnosis(Runner& engine, Runner& reference, const std::vector<int>& prompt_ids) {

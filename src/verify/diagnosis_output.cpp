@@ -58,6 +58,8 @@ nlohmann::json DiagnosisResult::to_json() const {
   j["reference_top1"] = reference_top1;
   j["first_suspicious_layer"] = first_suspicious_layer >= 0 ? nlohmann::json(first_suspicious_layer) : nlohmann::json(nullptr);
   j["first_suspicious"] = first_suspicious.empty() ? nlohmann::json(nullptr) : nlohmann::json(first_suspicious);
+  j["record_inconsistency"] =
+      record_inconsistency.empty() ? nlohmann::json(nullptr) : nlohmann::json(record_inconsistency);
   j["flag_rules"] = {{"min_cosine_below", kFlagMinCosine},
                      {"median_drop_above", kFlagMedianDrop},
                      {"update_median_cosine_below", kFlagUpdateMedianCosine}};
@@ -106,9 +108,10 @@ std::string DiagnosisResult::to_markdown() const {
     s += "| " + r.name + " | " + fmt_g(t.min, 6) + " | " + fmt_g(t.p5, 6) + " | " + fmt_g(t.median, 6) + " | " +
          fmt_g(t.mean, 6) + " | " + fmt_g(t.max_abs) + " | " + fmt_g(t.mean_abs) + " | " + fmt_g(t.max_rel) + " | " +
          fmt_g(t.mean_rel) + " | " + (r.has_update ? fmt_g(r.update.median, 6) : std::string("-")) + " | " +
-         (r.flagged ? "**" + r.reason + "**" : "") + " |\n";
+         (r.flagged ? "**" + r.reason + "**" : r.reason.empty() ? "" : "_" + r.reason + "_") + " |\n";
   }
   s += "\n";
+  if (!record_inconsistency.empty()) s += "A record contradicts the next one: " + record_inconsistency + ".\n";
   if (first_suspicious_layer >= 0)
     s += "First suspicious layer: **" + std::to_string(first_suspicious_layer) + "**\n";
   else if (!first_suspicious.empty())

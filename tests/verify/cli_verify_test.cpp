@@ -309,6 +309,61 @@ TEST(CliDiagnosis, AndDeployRefuseAGoldenMadeForAnotherModel) {
   }
 }
 
+// A golden whose recorded hidden states were damaged (one layer's output, the embedding,
+// the last layer's output against its final_norm) was blamed on the engine ("First
+// suspicious layer: 2", exit 1). The next record agreeing again shows a damaged record (an
+// engine's error would carry on), and the engine agreeing with llmport's oracle there
+// shows whose: exit 2 naming the golden. A damaged final_norm cannot be told from an
+// engine's final-norm error by the hidden states alone (documented); an engine fault
+// against the honest golden is still the engine's layer.
+TEST(CliDiagnosis, AGoldenWithADamagedHiddenStateIsNamedNotTheEngine) {
+  test::TempDir tmp;
+  const nlohmann::json honest = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  const std::string seq = honest["cases"][0]["name"].get<std::string>();
+  auto damaged = [&](const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json g = honest;
+    edit(g["cases"][0]["hidden_states_last_position"]);
+    const fs::path f = tmp.path() / (name + ".json");
+    test::write_file(f, g.dump());
+    return f;
+  };
+  auto scale = [](nlohmann::json& v, double factor) {
+    for (auto& x : v) x = x.get<double>() * factor;
+  };
+  struct Case {
+    fs::path golden;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {damaged("layer2", [&](nlohmann::json& h) { scale(h["layer_outputs"][2], 1.5); }), 2,
+       "hidden states: layer 2 output: the two sides differ"},
+      {damaged("embedding", [&](nlohmann::json& h) { scale(h["embedding"], 1.5); }), 2,
+       "hidden states: embedding: the two sides differ"},
+      {damaged("last_layer", [&](nlohmann::json& h) {
+         auto& v = h["layer_outputs"][4];
+         for (std::size_t i = 0; i < v.size(); i += 2) v[i] = -v[i].get<double>();
+       }), 2, "hidden states: layer 4 output: the two sides differ"},
+      {damaged("final_norm", [&](nlohmann::json& h) { scale(h["final_norm"], 1.5); }), 1, "First suspicious: **final_norm**"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.golden.filename().string());
+    const auto r = run_llmport({"diagnosis", test::stories_dir().string(), "--reference", "golden:" + c.golden.string()});
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.out << r.err;
+    EXPECT_NE((r.out + r.err).find(c.says), std::string::npos) << r.out << r.err;
+    if (c.exit_code == 2) {
+      EXPECT_NE(r.err.find("error: " + c.golden.string() + ": sequence " + seq + ": "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find("the golden's record is the damaged one"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
+  const auto fault = run_llmport({"diagnosis", test::stories_dir().string(), "--reference",
+                                  "golden:" + test::stories_golden().string(), "--inject-fault", "proj_scale@1=0.2"});
+  EXPECT_EQ(fault.exit_code, 1) << fault.out << fault.err;
+  EXPECT_NE(fault.out.find("First suspicious layer: **1**"), std::string::npos) << fault.out;
+  EXPECT_EQ(fault.out.find("contradicts"), std::string::npos) << fault.out;
+}
+
 TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
   // A python that cannot import transformers (here: none at all) -> exit 2, never a crash.
   test::TempDir tmp;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <tuple>
 
@@ -34,6 +35,12 @@ void corrupt_from(PrefillRecord& r, int il, int row, int dim) {
   for (std::size_t l = static_cast<std::size_t>(il); l < r.hidden.layer_out.size(); ++l)
     for (int i = 0; i < dim; ++i)
       r.hidden.layer_out[l][static_cast<std::size_t>(row * dim + i)] = (i % 2 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(i));
+}
+
+// corrupt_from through the final norm as well (an error carried on to the end).
+void corrupt_through_final_norm(PrefillRecord& r, int il, int row, int dim) {
+  corrupt_from(r, il, row, dim);
+  for (int i = 0; i < dim; ++i) r.hidden.final_norm[static_cast<std::size_t>(row * dim + i)] = i % 3 ? 0.1f : -2.0f;
 }
 
 TEST(Diagnosis, IdenticalSidesFlagNothing) {
@@ -164,6 +171,94 @@ TEST(Diagnosis, OutputsCarryTheRows) {
   EXPECT_NE(svg.find("<polyline"), std::string::npos);
   EXPECT_NE(svg.find("<circle"), std::string::npos);  // the flagged layer is marked
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+// A record that the next one contradicts is a record's defect, not a computation's: an
+// error of layer l carries on through the residual stream (corrupt_from), a damaged record
+// of one layer does not. Neither that row nor the next row's update is blamed on the engine.
+TEST(Diagnosis, ARecordTheNextOneContradictsIsNotBlamedOnTheEngine) {
+  const int dim = 16, rows = 6;
+  auto eng = make_record(4, rows, dim, 8);
+  eng.hidden.embedding.assign(static_cast<std::size_t>(rows * dim), 0.25f);
+  for (std::size_t i = 0; i < eng.hidden.embedding.size(); i += 3) eng.hidden.embedding[i] = -0.5f;
+  // A layer's record replaced at one position (cosine ~0 there), the next layer intact.
+  auto ref = eng;
+  corrupt_from(ref, 1, 3, dim);
+  ref.hidden.layer_out[2] = eng.hidden.layer_out[2];
+  ref.hidden.layer_out[3] = eng.hidden.layer_out[3];
+  auto d = diagnose(eng, ref);
+  EXPECT_EQ(d.inconsistent_layer, 1);
+  EXPECT_EQ(d.record_inconsistency.rfind("layer 1 output: the two sides differ", 0), 0u) << d.record_inconsistency;
+  EXPECT_NE(d.record_inconsistency.find("agree again at the layer 2 output"), std::string::npos);
+  EXPECT_TRUE(d.first_suspicious.empty()) << d.first_suspicious;
+  for (const auto& r : d.rows) EXPECT_FALSE(r.flagged) << r.name << ": " << r.reason;
+  EXPECT_NE(d.rows[1].reason.find("contradicts"), std::string::npos);
+  EXPECT_EQ(d.to_json()["record_inconsistency"], d.record_inconsistency);
+  EXPECT_NE(d.to_markdown().find("A record contradicts the next one: layer 1 output"), std::string::npos);
+  // The same error carried on to every later layer is the engine's layer 1.
+  auto carried = eng;
+  corrupt_through_final_norm(carried, 1, 3, dim);
+  d = diagnose(eng, carried);
+  EXPECT_TRUE(d.record_inconsistency.empty()) << d.record_inconsistency;
+  EXPECT_EQ(d.first_suspicious_layer, 1);
+  // A damaged embedding whose layer 0 agrees: layer 0's update (which reads it) not flagged.
+  auto emb = eng;
+  for (auto& x : emb.hidden.embedding) x *= 3.0f;
+  d = diagnose(eng, emb);
+  EXPECT_EQ(d.inconsistent_layer, -1);
+  EXPECT_EQ(d.record_inconsistency.rfind("embedding: the two sides differ", 0), 0u) << d.record_inconsistency;
+  EXPECT_FALSE(d.rows[0].flagged) << d.rows[0].reason;
+  // The last layer against final_norm (RMSNorm of it): a difference cosine sees...
+  auto last = eng;
+  corrupt_from(last, 3, 2, dim);
+  d = diagnose(eng, last);
+  EXPECT_EQ(d.inconsistent_layer, 3);
+  EXPECT_NE(d.record_inconsistency.find("agree again at the final_norm"), std::string::npos) << d.record_inconsistency;
+  // ... but not a scale, which the final norm removes from an engine's error as well.
+  auto scaled = eng;
+  for (auto& x : scaled.hidden.layer_out[3]) x *= 2.0f;
+  d = diagnose(eng, scaled);
+  EXPECT_TRUE(d.record_inconsistency.empty()) << d.record_inconsistency;
+  EXPECT_EQ(d.first_suspicious_layer, 3);
+  // NaN/inf in a reference record is the reference's whatever follows; in the engine's, the engine's.
+  auto nan = eng;
+  nan.hidden.layer_out[2][5] = std::numeric_limits<float>::quiet_NaN();
+  d = diagnose(eng, nan);
+  EXPECT_EQ(d.record_inconsistency, "the reference's layer 2 output holds NaN/inf");
+  EXPECT_FALSE(d.rows[2].flagged);
+  nan = eng;
+  nan.hidden.final_norm[0] = std::numeric_limits<float>::infinity();
+  d = diagnose(eng, nan);
+  EXPECT_EQ(d.record_inconsistency, "the reference's final_norm holds NaN/inf");
+  EXPECT_FALSE(d.rows.back().flagged);
+  d = diagnose(nan, eng);
+  EXPECT_TRUE(d.record_inconsistency.empty());
+  EXPECT_TRUE(d.rows.back().flagged);
+}
+
+// Which side a record inconsistency against a golden belongs to: the golden's when the same
+// engine agrees with llmport's oracle up to the record that agrees again.
+TEST(Diagnosis, AGoldenRecordIsDamagedWhenTheEngineAgreesWithTheOracle) {
+  const int dim = 16;
+  auto eng = make_record(4, 4, dim, 9);
+  auto golden = eng;
+  corrupt_from(golden, 1, 0, dim);
+  golden.hidden.layer_out[2] = eng.hidden.layer_out[2];
+  golden.hidden.layer_out[3] = eng.hidden.layer_out[3];
+  const auto vs_golden = diagnose(eng, golden);
+  ASSERT_EQ(vs_golden.inconsistent_layer, 1);
+  EXPECT_TRUE(golden_record_damaged(vs_golden, diagnose(eng, eng)));
+  // The engine disagrees with the oracle at layer 1 or 2 (its own record or its layer 2): not shown to be the golden's.
+  for (int il : {1, 2}) {
+    auto oracle = eng;
+    corrupt_through_final_norm(oracle, il, 0, dim);
+    EXPECT_FALSE(golden_record_damaged(vs_golden, diagnose(eng, oracle))) << il;
+  }
+  // A disagreement from layer 3 on lies past the record that agreed again.
+  auto late = eng;
+  corrupt_through_final_norm(late, 3, 0, dim);
+  EXPECT_TRUE(golden_record_damaged(vs_golden, diagnose(eng, late)));
+  EXPECT_FALSE(golden_record_damaged(diagnose(eng, eng), diagnose(eng, eng)));
 }
 
 TEST(SingleBlock, ThresholdsByHeadDim) {
