@@ -101,6 +101,10 @@ struct DeployOptions {
   /// --threads was given. Without it a resumed deployment keeps the count deployment.json
   /// records (its tuned registry entries were measured at that count).
   bool threads_given = false;
+  /// --reference was given. A resume (--resume, --from-phase) continues as deployed: an
+  /// option left out (--reference, --dtype, --quantize-lm-head, --kl-bound, --min-top1,
+  /// --max-seq, --prompts) takes deployment.json's value; one given that differs is refused.
+  bool reference_given = false;
   /// Test-only: planted engine fault (FaultInjection::parse syntax), applied to the
   /// target engine, never to the reference.
   std::string fault;

@@ -49,7 +49,9 @@ Registrar deploy_cmd{Command{
                      "quantized dtypes: the KLD gate's least share (0..1] of steps whose top-1 agrees (default q8_0 "
                      "0.97, q4_0 0.78)");
       sub.add_option("--workspace", o->workspace, "directory holding deployments")->default_val("deployments");
-      sub.add_option("--reference", o->reference, "golden:FILE | hf | numpy | oracle")->default_val("oracle");
+      CLI::Option* reference_opt = sub.add_option("--reference", o->reference,
+                                                  "golden:FILE | hf | numpy | oracle (a resume: as deployed)")
+                                       ->default_val("oracle");
       sub.add_option("--prompts", o->prompts, "prompt file for verify and the deployment's checks");
       CLI::Option* from_opt =
           sub.add_option("--from-phase", o->from_phase, "resume at phase N (every earlier phase must have passed)")
@@ -67,9 +69,10 @@ Registrar deploy_cmd{Command{
       sub.add_option("--inject-fault", o->d.fault, "test only: plant a fault kind[@layer][=value] in the engine")->group("");
       sub.add_flag("--quick", o->d.quick, "")->group("");
       sub.add_option("--last-phase", o->d.last_phase, "")->group("")->check(in_range(0, deploy::kNumPhases - 1));
-      return [o, threads_opt]() {
+      return [o, threads_opt, reference_opt]() {
         if (o->model.empty()) throw UsageError("MODEL is required (a model directory or org/name id)");
         o->d.threads_given = threads_opt->count() > 0;
+        o->d.reference_given = reference_opt->count() > 0;
         // The workspace receives the deployment's registry entries: never the shipped data.
         check_not_in_data_dir(o->workspace, "--workspace");
         // Before the model resolves: an HF id may download gigabytes a bad --name then wastes.

@@ -444,7 +444,33 @@ std::string existing_deployments(const fs::path& workspace) {
 }
 }  // namespace
 
+// A resume (--resume, --from-phase) continues the deployment as deployed: an option the
+// command line leaves out takes deployment.json's value, as --threads does, so `deploy MODEL
+// --resume` needs no repeat of --reference or --dtype (they read as the defaults, which
+// check_same_deployment then refused as a change). A value given that differs is still
+// refused there. A deployment that is not there or does not load is left to the checks.
+void resume_as_deployed(DeployOptions& opt) {
+  if (!opt.resume && !opt.from_phase) return;
+  const std::string name = opt.name.empty() ? default_deployment_name(opt.model, opt.model_dir) : opt.name;
+  const Workspace ws(opt.workspace / name);
+  if (!ws.is_deployment()) return;
+  Manifest m;
+  try {
+    m = Manifest::load(ws.manifest());
+  } catch (const Error&) {
+    return;
+  }
+  if (!opt.reference_given) opt.reference = m.reference.to_arg();
+  if (opt.dtype.empty()) opt.dtype = m.dtype;
+  if (opt.quantize_lm_head.empty()) opt.quantize_lm_head = m.quantize_lm_head;
+  if (!opt.kl_bound && m.verify_kl_bound > 0) opt.kl_bound = m.verify_kl_bound;
+  if (!opt.min_top1 && m.verify_min_top1 > 0) opt.min_top1 = m.verify_min_top1;
+  if (!opt.max_seq && m.max_seq > 0) opt.max_seq = m.max_seq;
+  if (opt.prompts.empty() && !m.prompts_file.empty()) opt.prompts = m.prompts_file;
+}
+
 int run_deploy(DeployOptions opt, std::istream& in, std::ostream& out) {
+  resume_as_deployed(opt);
   const Validated v = validate_options(opt);  // nothing is written before this passes
   Workspace ws(opt.workspace / opt.name);
   auto hashes = hash_model_files(v.model_dir);

@@ -315,4 +315,28 @@ TEST(DeployPipeline, AResumeWithoutThreadsKeepsTheDeployedCount) {
   EXPECT_EQ(nlohmann::json::parse(read_file(dir / "deployment.json"))["threads"], 1);
 }
 
+// A resume continues as deployed: `deploy MODEL --resume` without the --reference and
+// --dtype the deployment was made with read them as the defaults (oracle, the checkpoint's
+// dtype) and was refused as a change ("exists with a different reference ... -> oracle").
+// Left out, they are deployment.json's; given and different, still refused.
+TEST(DeployPipeline, APlainResumeContinuesWithTheDeployedReferenceAndDtype) {
+  TempDir t;
+  const std::string model = shared_path("models/stories260K").string();
+  const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  const auto first =
+      deploy({model, "--workspace", ws.string(), "--reference", golden, "--dtype", "bf16", "--last-phase", "3"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const auto resumed = deploy({model, "--workspace", ws.string(), "--resume"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
+  const auto m = nlohmann::json::parse(read_file(dir / "deployment.json"));
+  EXPECT_EQ(m["dtype"], "bf16");
+  EXPECT_NE(m["reference"].dump().find("public.json"), std::string::npos) << m["reference"].dump();
+  EXPECT_NE(resumed.out.find("phase 7 (Independent evaluation): PASS"), std::string::npos) << resumed.out;
+  const auto changed = deploy({model, "--workspace", ws.string(), "--from-phase", "7", "--reference", "oracle"});
+  EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
+  EXPECT_NE(changed.err.find("exists with a different reference " + golden + " -> oracle"), std::string::npos)
+      << changed.err;
+}
+
 }  // namespace
