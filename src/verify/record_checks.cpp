@@ -2,6 +2,7 @@
 #include "verify/record_checks.hpp"
 
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 
@@ -86,9 +87,17 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
   // A reference that states another architecture was made for another model: bad input
   // naming both, not an engine failure (its logits would fail the gates as a wrong engine,
   // its hidden states phase 2 and diagnosis).
+  // Every statement counts (root and `reference` object, both keys, each list entry): a
+  // file stating the model's class in one place and another class elsewhere is no file of
+  // this model. Class names compare case-insensitively.
   const auto& stated = ref.architectures;
-  if (!stated.empty() && !cfg.architecture.empty() &&
-      std::find(stated.begin(), stated.end(), cfg.architecture) == stated.end()) {
+  auto lower = [](std::string v) {
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v;
+  };
+  const std::string model_class = lower(cfg.architecture);
+  if (!cfg.architecture.empty() &&
+      std::any_of(stated.begin(), stated.end(), [&](const std::string& a) { return lower(a) != model_class; })) {
     std::string names;
     for (const auto& a : stated) names += (names.empty() ? "" : ", ") + a;
     throw UsageError(ref.path.string() + ": architecture: the reference states " + names + ", the model is " +

@@ -29,7 +29,7 @@ std::string opt_str(const JsonField& f, const std::string& key) {
 void read_architectures(const JsonField& root, RecordFile& rf) {
   auto read = [&](const JsonField& where) {
     for (const char* key : {"architecture", "architectures"}) {
-      if (!where.has(key)) continue;
+      if (!where.raw().is_object() || !where.raw().contains(key)) continue;  // null is no class name
       const JsonField f = where.at(key);
       if (f.raw().is_string()) {
         rf.architectures.push_back(f.str());

@@ -259,6 +259,16 @@ TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
       {"synth_number", with(synth, [](auto& j) { j["architecture"] = 5; }), models.front(), 2,
        "architecture: expected a class name or a list of them"},
       {"synth_list_own", with(synth, [&](auto& j) { j["architecture"] = {synth_arch}; }), models.front(), 0, ""},
+      // Every statement counts: the own class at the root and another elsewhere, or both in
+      // one list, is no file of this model; null is no class name.
+      {"synth_own_and_reference_other", with(synth, [&](auto& j) {
+         j["architecture"] = synth_arch;
+         j["reference"]["architectures"] = {"MistralForCausalLM"};
+       }), models.front(), 2, "the reference states " + synth_arch + ", MistralForCausalLM"},
+      {"synth_list_own_and_other", with(synth, [&](auto& j) { j["architecture"] = {synth_arch, "Qwen3ForCausalLM"}; }),
+       models.front(), 2, "the reference states " + synth_arch + ", Qwen3ForCausalLM"},
+      {"synth_null", with(synth, [](auto& j) { j["architecture"] = nullptr; }), models.front(), 2,
+       "architecture: expected a class name or a list of them"},
   };
   for (const Form& f : forms) {
     SCOPED_TRACE(f.name);
