@@ -51,9 +51,9 @@ struct DiagnosisResult {
   std::string first_suspicious;     ///< name of the first flagged row ("layer 3", "final_norm"), "" if none
   /// Where a recorded hidden state contradicts the next one ("" = nowhere): the reference's
   /// record (embedding, a layer's output, final_norm) holding NaN/inf, or both sides' records
-  /// differing (by the output rules) while the next record of the residual stream agrees
-  /// again (mean |e - r| 100x smaller; from the last layer to final_norm, a difference
-  /// cosine sees and the relative error): a computation's error carries on to the next
+  /// differing (a rule flags it, or the next row's update) while the next record of the
+  /// residual stream agrees again (mean |e - r| 10x smaller; from the last layer to
+  /// final_norm, a difference the cosine rules see, in relative error): a computation's error carries on to the next
   /// record, a damaged record (a golden's, or a side's capture) does not. That row, and the
   /// next row's update (which reads it), are not flagged against the engine; the CLI asks
   /// the oracle which side it is.

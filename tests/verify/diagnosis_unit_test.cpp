@@ -195,6 +195,18 @@ TEST(Diagnosis, ARecordTheNextOneContradictsIsNotBlamedOnTheEngine) {
   EXPECT_NE(d.rows[1].reason.find("contradicts"), std::string::npos);
   EXPECT_EQ(d.to_json()["record_inconsistency"], d.record_inconsistency);
   EXPECT_NE(d.to_markdown().find("A record contradicts the next one: layer 1 output"), std::string::npos);
+  // A difference only the update rule sees (a small rotation; cosine 0.99+, norm kept), and
+  // a next record that agrees only to a bf16-like noise 30x smaller, are the record's too.
+  auto rotated = eng;
+  for (std::size_t i = 0; i < rotated.hidden.layer_out[1].size(); ++i) {
+    rotated.hidden.layer_out[1][i] += (i % 2 ? 0.1f : -0.1f);
+    rotated.hidden.layer_out[2][i] += (i % 3 ? 0.003f : -0.003f);
+  }
+  d = diagnose(eng, rotated);
+  ASSERT_GT(d.rows[1].stats.min, kFlagMinCosine);  // no output rule fires: only the update rule
+  ASSERT_LT(d.rows[1].stats.max_norm_dev, single_block_rel_threshold(kKlBoundBf16));
+  EXPECT_EQ(d.inconsistent_layer, 1) << d.record_inconsistency;
+  EXPECT_TRUE(d.first_suspicious.empty()) << d.first_suspicious;
   // The same error carried on to every later layer is the engine's layer 1.
   auto carried = eng;
   corrupt_through_final_norm(carried, 1, 3, dim);
