@@ -110,7 +110,16 @@ int run_diagnosis_cmd(const DiagArgs& a) {
   // quantization's own error (which a golden of the unquantized model shows).
   if (golden) ref = std::make_unique<GoldenRunner>(golden, seq_index);
   else ref = make_oracle_runner(cfg, weights, a.threads, eo.quant, eo.quant_lm_head, engine.engine().quant_acts());
-  DiagnosisResult d = run_diagnosis(engine, *ref, ids);
+  DiagnosisResult d;
+  try {
+    d = run_diagnosis(engine, *ref, ids);
+  } catch (const UsageError& e) {
+    // A golden whose hidden states do not fit the model (another layer count, none at all):
+    // named by file and sequence.
+    if (!golden) throw;
+    throw UsageError(golden->path.string() + ": sequence " + golden->sequences[static_cast<std::size_t>(seq_index)].name +
+                     ": " + e.what());
+  }
   // A golden record that the next one contradicts is bad input when it is the golden's
   // (the engine agrees with llmport's oracle there); else it stays the report's finding.
   if (golden && !d.record_inconsistency.empty()) {
