@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "deploy/audit.hpp"
 #include "deploy/kernel_tuning.hpp"
 #include "deploy/util.hpp"
+#include "llmport/error.hpp"
 
 namespace llmport::deploy {
 namespace fs = std::filesystem;
@@ -31,6 +33,9 @@ VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& 
 }
 
 VerifyResult run_deployment_verify(Context& ctx, ConfigStage stage, const std::string& stem) {
+  // Every phase judges the golden the deployment recorded: one replaced between phases
+  // (an --interactive pause) would give phases 4-5 another verdict than phase 3's.
+  if (const AuditItem g = audit_golden_file(ctx.m); g.result == "FAIL") throw UsageError(g.detail);
   fs::path dir = fresh_dir(ctx.ws.verify_reports(), stem);
   fs::remove(dir);  // verify creates it and refuses to overwrite an existing report
   VerifyOptions v = deployment_verify_options(ctx.m, ctx.target_engine_options(stage), dir);

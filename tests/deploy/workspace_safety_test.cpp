@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
+#include <sstream>
+#include <streambuf>
 #include <string>
 #include <vector>
 
@@ -337,6 +340,59 @@ TEST(DeployPipeline, APlainResumeContinuesWithTheDeployedReferenceAndDtype) {
   EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
   EXPECT_NE(changed.err.find("exists with a different reference " + golden + " -> oracle"), std::string::npos)
       << changed.err;
+}
+
+// Answers "y" to each --interactive question, running `edit` before answering the n-th.
+class AnswerYes : public std::streambuf {
+ public:
+  AnswerYes(int n, std::function<void()> edit) : n_(n), edit_(std::move(edit)) {}
+
+ protected:
+  int_type underflow() override {
+    if (++asked_ == n_) edit_();
+    if (asked_ > 16) return traits_type::eof();
+    setg(yes_, yes_, yes_ + 2);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  int n_, asked_ = 0;
+  std::function<void()> edit_;
+  char yes_[2] = {'y', '\n'};
+};
+
+// A golden replaced while an --interactive deploy waits after phase 3 gave phases 4-5
+// verdicts on another file than phase 3's (a forgery then an honest file: PASS-with-
+// warnings, then PASS); only phase 6's audit noticed. Each phase's verify now checks the
+// recorded hash first: phase 4 is BLOCKED naming the file.
+TEST(DeployPipeline, AGoldenReplacedBetweenPhasesBlocksTheNextVerify) {
+  TempDir t;
+  const fs::path golden = t.path() / "golden.json";
+  const std::string honest = read_file(shared_path("models/stories260K/golden/public.json"));
+  write_file(golden, honest);
+  llmport::deploy::DeployOptions o;
+  o.model = shared_path("models/stories260K").string();
+  o.model_dir = o.model;
+  o.reference = "golden:" + golden.string();
+  o.workspace = t.path() / "ws";
+  o.interactive = true;
+  o.threads = 1;
+  o.threads_given = true;
+  o.quick = true;
+  o.last_phase = 5;  // phases 6-7 run this binary as llmport (self_executable): not in-process
+  // Questions follow phases 0, 1, 2, 3: the edit lands before phase 4 starts.
+  AnswerYes answers(4, [&] {
+    nlohmann::json g = nlohmann::json::parse(honest);
+    g["title"] = g.value("title", std::string()) + " (edited)";
+    write_file(golden, g.dump());
+  });
+  std::istream in(&answers);
+  std::ostringstream out;
+  const int rc = llmport::deploy::run_deploy(o, in, out);
+  EXPECT_NE(rc, 0) << out.str();
+  EXPECT_NE(out.str().find("phase 3 (Full model): PASS"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("phase 4 (Prefill optimization): BLOCKED"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(golden.string() + " changed since deployment"), std::string::npos) << out.str();
 }
 
 }  // namespace
