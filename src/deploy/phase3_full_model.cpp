@@ -33,6 +33,7 @@ class Phase3 : public Phase {
                                        engine.engine().quant_acts());
       Stopwatch sw;
       DiagnosisResult d = run_diagnosis(engine, *oracle, ids);
+      d.model = ctx.m.model_dir.string();
       ctx.runtime_s += sw.seconds();
       auto dir = ctx.ws.phase_dir(3);
       atomic_write(dir / "diagnosis.md", d.to_markdown());

@@ -86,6 +86,8 @@ void expect_deployed(const fs::path& dir, const std::string& expected) {
        {"\nrun:", "\nverify:", "\nverify-full:", "\ndiagnosis:", "\nprofile:", "\nbench:", "\ncompile:", "\nclean:"})
     EXPECT_NE(mk.find(t), std::string::npos) << t;
   EXPECT_TRUE(fs::is_regular_file(dir / "phases/phase3/diagnosis.md"));  // saved with phase 3
+  // ... naming the model it diagnosed, as `llmport diagnosis` does (it said "model: ``").
+  EXPECT_EQ(load(dir / "phases/phase3/diagnosis.json")["model"], m["model"]["path"]) << m["model"].dump();
   // Hashes of the deployed model files are recorded.
   EXPECT_EQ(m["model"]["content_hash"].get<std::string>().size(), 64u);
   EXPECT_TRUE(m["model"]["files"].contains("config.json"));
