@@ -60,6 +60,9 @@ struct DiagnosisResult {
   std::string record_inconsistency;
   /// The layer whose record it names: -1 the embedding, n_layers final_norm, -2 none.
   int inconsistent_layer = -2;
+  /// The record it names holds NaN/inf on the reference's side (the reference's defect
+  /// whatever the engine computes).
+  bool reference_non_finite = false;
   int engine_top1 = -1, reference_top1 = -1;  ///< at the last prompt position
   std::string planted_fault;  ///< test-only fault planted in the engine ("" = none)
   /// Why the planted fault cannot show in this comparison ("" = it can): diagnosis compares

@@ -127,7 +127,7 @@ int run_diagnosis_cmd(const DiagArgs& a) {
     if (golden_record_damaged(d, run_diagnosis(engine, *oracle, ids)))
       throw UsageError(golden->path.string() + ": sequence " + golden->sequences[static_cast<std::size_t>(seq_index)].name +
                        ": hidden states: " + d.record_inconsistency +
-                       (d.record_inconsistency.rfind("the reference's", 0) == 0
+                       (d.reference_non_finite
                             ? ""
                             : "; the engine agrees with llmport's oracle there, so the golden's record is the damaged one"));
   }

@@ -18,9 +18,7 @@ namespace fs = std::filesystem;
 TEST(WarningLines, HostileBytesAreEscapedOnOneLine) {
   const fs::path dir = fs::temp_directory_path() / ("llmport_warn_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
-    if (e.is_regular_file()) fs::copy_file(e.path(), dir / e.path().filename());
+  llmport::test::copy_stories(dir);
   auto cfg = nlohmann::json::parse(read_file(dir / "config.json"));
   cfg["torch_dtype"] = "float\x1b[2J\nwarning: forged";
   write_file(dir / "config.json", cfg.dump());

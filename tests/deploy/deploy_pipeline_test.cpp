@@ -296,10 +296,7 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
 // <file>.user-<time>, with a warning, instead of vanishing.
 TEST(DeployPipeline, PathsWithSpacesAndUserEditsOfGeneratedFiles) {
   TempDir t;
-  const fs::path model = t.path() / "my models #1" / "stories 260K";
-  fs::create_directories(model);
-  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
-    if (e.is_regular_file()) fs::copy_file(e.path(), model / e.path().filename());
+  const fs::path model = llmport::test::copy_stories(t.path() / "my models #1" / "stories 260K");
   const fs::path golden = t.path() / "my golden.json";
   fs::copy_file(shared_path("models/stories260K/golden/public.json"), golden);
   const fs::path ws = t.path() / "work space";

@@ -40,10 +40,7 @@ void set_mtime_ns(const fs::path& file, int64_t ns) {
 
 TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   TempDir t;
-  const fs::path model = t.path() / "m3";
-  fs::create_directories(model);
-  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
-    if (e.is_regular_file()) fs::copy_file(e.path(), model / e.path().filename());
+  const fs::path model = llmport::test::copy_stories(t.path() / "m3");
   const fs::path golden = shared_path("models/stories260K/golden/public.json");
   const std::string ws = (t.path() / "ws").string();
   auto d = run_llmport({"deploy", model.string(), "--dtype", "q8_0", "--workspace", ws, "--reference",

@@ -20,6 +20,7 @@
 namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
+using llmport::test::copy_stories;
 using llmport::test::run_llmport;
 using llmport::test::run_make;
 using llmport::test::RunResult;
@@ -42,11 +43,6 @@ std::vector<fs::path> files_named(const fs::path& root, const std::string& prefi
   return v;
 }
 
-void copy_stories(const fs::path& dst) {
-  fs::create_directories(dst);
-  for (const auto& e : fs::directory_iterator(shared_path("models/stories260K")))
-    if (e.is_regular_file()) fs::copy_file(e.path(), dst / e.path().filename());
-}
 
 // The one line of stderr starting with `prefix` ("" when none).
 std::string line_with(const std::string& err, const std::string& needle) {

@@ -237,11 +237,17 @@ TEST(Diagnosis, ARecordTheNextOneContradictsIsNotBlamedOnTheEngine) {
   nan.hidden.layer_out[2][5] = std::numeric_limits<float>::quiet_NaN();
   d = diagnose(eng, nan);
   EXPECT_EQ(d.record_inconsistency, "the reference's layer 2 output holds NaN/inf");
+  EXPECT_TRUE(d.reference_non_finite);
   EXPECT_FALSE(d.rows[2].flagged);
+  // The golden's whatever the engine does against the oracle.
+  auto faulty_oracle = eng;
+  corrupt_through_final_norm(faulty_oracle, 0, 0, dim);
+  EXPECT_TRUE(golden_record_damaged(d, diagnose(eng, faulty_oracle)));
   nan = eng;
   nan.hidden.final_norm[0] = std::numeric_limits<float>::infinity();
   d = diagnose(eng, nan);
   EXPECT_EQ(d.record_inconsistency, "the reference's final_norm holds NaN/inf");
+  EXPECT_TRUE(d.reference_non_finite);
   EXPECT_FALSE(d.rows.back().flagged);
   d = diagnose(nan, eng);
   EXPECT_TRUE(d.record_inconsistency.empty());
