@@ -1,7 +1,9 @@
 // Phase 3, full model: `verify` (free-running and teacher-forced gates) PASSES on the
-// target with the heuristic-default kernel configs; the diagnosis is saved alongside.
+// target with the heuristic-default kernel configs, and against a golden every layer's
+// recorded hidden state agrees; the diagnosis against the oracle is saved alongside.
 #include <fmt/format.h>
 
+#include "deploy/golden_layers.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/prompts.hpp"
 #include "deploy/util.hpp"
@@ -10,6 +12,62 @@
 
 namespace llmport::deploy {
 namespace {
+
+// The golden's recorded hidden states at every layer (golden_layers.hpp). A golden record
+// that contradicts itself BLOCKs the phase (bad input); the engine departing from the golden
+// fails it. A quantized engine is not held to the unquantized golden's layers (its
+// quantization error is the KLD gate's to judge): the plain fp32 oracle stands in for it,
+// to find the golden's own contradictions, and its departures are recorded only.
+void judge_golden_layers(Context& ctx, EngineRunner& engine, Runner& oracle, bool quantized, PhaseResult& r) {
+  const auto golden = golden_records(ctx.ref);
+  if (!golden) return;
+  const std::unique_ptr<EngineRunner> plain = quantized ? make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads) : nullptr;
+  Stopwatch sw;
+  const GoldenLayers g = compare_golden_layers(golden, plain ? *plain : static_cast<Runner&>(engine),
+                                               plain ? *plain : oracle);
+  ctx.runtime_s += sw.seconds();
+  r.numbers["golden_layers"] = {{"side", quantized ? "fp32 oracle (not gating)" : "engine"},
+                                {"n_sequences", g.n_sequences},
+                                {"golden_damaged", g.golden_damaged},
+                                {"departs", g.departs},
+                                {"sequences", g.per_sequence}};
+  if (!g.golden_damaged.empty()) {
+    r.status = PhaseStatus::Blocked;
+    r.reason = "golden " + g.golden_damaged;
+  } else if (!g.departs.empty() && !quantized) {
+    r.reason = (is_pass(r.status) ? "" : r.reason + "; ") + "every layer vs the golden: " + g.departs;
+    r.status = PhaseStatus::Fail;
+  } else if (g.n_sequences > 0) {
+    r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", quantized ? "fp32 oracle's" : "every layer's",
+                            g.n_sequences, g.n_sequences == 1 ? "" : "s",
+                            g.departs.empty() ? "agree" : "depart (not gating): " + g.departs);
+  }
+}
+
+// Diagnosis next to the verdict (not a gate): where along the depth the engine departs
+// from the oracle on the first prompt.
+void save_diagnosis(Context& ctx, EngineRunner& engine, Runner& oracle, bool passed, PhaseResult& r) {
+  try {
+    const std::vector<int> ids = first_prompt_ids(ctx);
+    Stopwatch sw;
+    DiagnosisResult d = run_diagnosis(engine, oracle, ids);
+    d.model = ctx.m.model_dir.string();
+    ctx.runtime_s += sw.seconds();
+    auto dir = ctx.ws.phase_dir(3);
+    atomic_write(dir / "diagnosis.md", d.to_markdown());
+    atomic_write(dir / "diagnosis.json", d.to_json().dump(2) + "\n");
+    atomic_write(dir / "diagnosis.svg", d.to_svg());
+    r.numbers["diagnosis_first_suspicious_layer"] = d.first_suspicious_layer;
+    r.artifacts.push_back("phases/phase3/diagnosis.md");
+    if (!d.first_suspicious.empty()) r.numbers["diagnosis_first_suspicious"] = d.first_suspicious;
+    if (!passed && d.first_suspicious_layer >= 0)
+      r.reason += fmt::format("; diagnosis flags layer {} first", d.first_suspicious_layer);
+    else if (!passed && !d.first_suspicious.empty())
+      r.reason += "; diagnosis flags " + d.first_suspicious + " (every layer's output agrees)";
+  } catch (const std::exception& e) {
+    r.warnings.push_back(std::string("diagnosis not saved: ") + e.what());
+  }
+}
 
 class Phase3 : public Phase {
  public:
@@ -23,32 +81,13 @@ class Phase3 : public Phase {
     PhaseResult r = make_result(3, verify_status(v), "verify " + verify_summary(v), num);
     r.warnings = v.caps;
     r.artifacts.push_back(num["verify"].value("report_dir", ""));
-    // Diagnosis next to it (not a gate): where along the depth the engine departs.
-    try {
-      std::vector<int> ids = first_prompt_ids(ctx);
-      const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
-      EngineRunner engine(ctx.cfg, ctx.weights(), target);
-      // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
-      auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
-                                       engine.engine().quant_acts());
-      Stopwatch sw;
-      DiagnosisResult d = run_diagnosis(engine, *oracle, ids);
-      d.model = ctx.m.model_dir.string();
-      ctx.runtime_s += sw.seconds();
-      auto dir = ctx.ws.phase_dir(3);
-      atomic_write(dir / "diagnosis.md", d.to_markdown());
-      atomic_write(dir / "diagnosis.json", d.to_json().dump(2) + "\n");
-      atomic_write(dir / "diagnosis.svg", d.to_svg());
-      r.numbers["diagnosis_first_suspicious_layer"] = d.first_suspicious_layer;
-      r.artifacts.push_back("phases/phase3/diagnosis.md");
-      if (!d.first_suspicious.empty()) r.numbers["diagnosis_first_suspicious"] = d.first_suspicious;
-      if (!v.pass && d.first_suspicious_layer >= 0)
-        r.reason += fmt::format("; diagnosis flags layer {} first", d.first_suspicious_layer);
-      else if (!v.pass && !d.first_suspicious.empty())
-        r.reason += "; diagnosis flags " + d.first_suspicious + " (every layer's output agrees)";
-    } catch (const std::exception& e) {
-      r.warnings.push_back(std::string("diagnosis not saved: ") + e.what());
-    }
+    const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
+    EngineRunner engine(ctx.cfg, ctx.weights(), target);
+    // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
+    auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
+                                     engine.engine().quant_acts());
+    judge_golden_layers(ctx, engine, *oracle, target.quant != QuantType::None, r);
+    save_diagnosis(ctx, engine, *oracle, is_pass(r.status), r);
     if (v.pass) {
       ctx.m.measured["verify mean KL (phase 3)"] = v.mean_kl;
       ctx.m.measured["verify top-1 agreement (phase 3)"] = v.top1_agreement;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -627,6 +628,69 @@ TEST(DeployPipeline, AGoldenWithAScaledLayerZeroStopsAtPhaseTwo) {
         << r.out;
     const std::string rel = std::string(name) == "scaled" ? "0.999" : "0.09091";  // 1 - 1/1.1
     EXPECT_NE(r.out.find("relative error " + rel + " (<= 0.004)"), std::string::npos) << r.out;
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Phase 3 compares every layer with the golden's recorded hidden states; verify gates the
+// logits alone and phase 2 layer 0, so a golden whose deeper records were damaged passed.
+// A record the next one contradicts (layer 2 of one sequence x1.5, a NaN final norm) is the
+// golden's: BLOCKED naming file, sequence and record, on an fp32 and a q8_0 deployment. A
+// consistent departure at depth (layers 3-4 x1.05 in every sequence) fails the fp32 phase
+// and is recorded, not gating, for q8_0. The honest golden, written the same way, passes.
+TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
+  TempDir t;
+  const llmport::RecordFile honest = llmport::read_record_file(shared_path("models/stories260K/golden/public.json"));
+  ASSERT_GE(honest.sequences.size(), 2u);
+  ASSERT_EQ(honest.sequences[1].hidden.layer_out.size(), 5u);
+  llmport::RecordFile record = honest;
+  for (float& x : record.sequences[1].hidden.layer_out[2]) x *= 1.5f;
+  llmport::RecordFile deep = honest;
+  for (auto& s : deep.sequences)
+    for (int l = 3; l < 5; ++l)
+      for (float& x : s.hidden.layer_out[static_cast<std::size_t>(l)]) x *= 1.05f;
+  llmport::RecordFile nan = honest;
+  nan.sequences[1].hidden.final_norm[7] = std::numeric_limits<float>::quiet_NaN();
+  const std::string model = shared_path("models/stories260K").string();
+  const std::string second = honest.sequences[1].name, first = honest.sequences[0].name;
+  const std::string n = std::to_string(honest.sequences.size());
+  struct Case {
+    const char* name;
+    const llmport::RecordFile* golden;
+    const char* dtype;
+    const char* status;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"honest", &honest, "fp32", "PASS", "every layer's hidden states of " + n + " golden sequences agree"},
+      {"honest_q8", &honest, "q8_0", "PASS", "fp32 oracle's hidden states of " + n + " golden sequences agree"},
+      {"record", &record, "fp32", "BLOCKED",
+       ": sequence " + second + ": hidden states: layer 2 output: the two sides differ"},
+      {"record_q8", &record, "q8_0", "BLOCKED", ": sequence " + second + ": hidden states: layer 2 output"},
+      {"nan", &nan, "fp32", "BLOCKED", ": sequence " + second + ": hidden states: the reference's final_norm holds NaN/inf"},
+      {"deep", &deep, "fp32", "FAIL", "every layer vs the golden: sequence " + first + ": layer 3: "},
+      {"deep_q8", &deep, "q8_0", "PASS", "depart (not gating): sequence " + first + ": layer 3: "},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const fs::path golden = t.path() / c.name / "golden.json";
+    fs::create_directories(golden.parent_path());
+    llmport::write_record_file(golden, *c.golden);
+    const std::string ws = (t.path() / c.name / "ws").string();
+    auto r = deploy({model, "--reference", "golden:" + golden.string(), "--dtype", c.dtype, "--workspace", ws,
+                     "--last-phase", "3"});
+    const json m = load(t.path() / c.name / "ws" / "stories260k" / "deployment.json");
+    EXPECT_EQ(r.exit_code, std::string(c.status) == "PASS" ? 0 : 1) << r.out << r.err;
+    EXPECT_EQ(status_of(m, 2), "PASS");
+    EXPECT_EQ(status_of(m, 3), c.status);
+    const std::string reason = m["phases"][3]["reason"];
+    EXPECT_NE(reason.find(c.says), std::string::npos) << reason;
+    if (std::string(c.status) == "BLOCKED") {
+      EXPECT_EQ(reason.rfind("golden " + golden.string() + ": sequence ", 0), 0u) << reason;
+    }
   }
 }
 

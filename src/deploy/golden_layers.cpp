@@ -1,0 +1,64 @@
+#include "deploy/golden_layers.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "llmport/diagnosis.hpp"
+#include "llmport/error.hpp"
+
+namespace llmport::deploy {
+namespace {
+
+bool any_flagged(const DiagnosisResult& d) {
+  return !d.record_inconsistency.empty() ||
+         std::any_of(d.rows.begin(), d.rows.end(), [](const DiagnosisRow& r) { return r.flagged; });
+}
+
+std::string first_flag(const DiagnosisResult& d) {
+  for (const auto& r : d.rows)
+    if (r.flagged) return r.name + ": " + r.reason;
+  return d.record_inconsistency;
+}
+
+}  // namespace
+
+GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side, Runner& oracle) {
+  GoldenLayers g;
+  for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
+    const RecordSequence& s = golden->sequences[i];
+    if (s.hidden.layer_out.empty()) continue;
+    const std::string where = golden->path.string() + ": sequence " + s.name;
+    GoldenRunner reference(golden, static_cast<int>(i));
+    DiagnosisResult d;
+    try {
+      d = run_diagnosis(side, reference, s.prompt_ids);
+    } catch (const UsageError& e) {
+      throw UsageError(where + ": " + e.what());  // another layer count, emb_dim
+    }
+    ++g.n_sequences;
+    g.per_sequence.push_back({{"sequence", s.name},
+                              {"first_suspicious", d.first_suspicious},
+                              {"record_inconsistency", d.record_inconsistency}});
+    if (!any_flagged(d)) continue;
+    // Same rule as `llmport diagnosis --reference golden:`: a contradicting record is the
+    // golden's when it holds NaN/inf or the side agrees with the oracle up to the record after it.
+    const bool self = &side == &oracle;
+    std::optional<DiagnosisResult> vs_oracle;
+    if (!self && !d.reference_non_finite) vs_oracle = run_diagnosis(side, oracle, s.prompt_ids);
+    const bool damaged = !d.record_inconsistency.empty() &&
+                         (self || d.reference_non_finite || golden_record_damaged(d, *vs_oracle));
+    if (damaged && g.golden_damaged.empty()) {
+      g.golden_damaged = where + ": hidden states: " + d.record_inconsistency;
+      if (!d.reference_non_finite)
+        g.golden_damaged += self ? "; llmport's fp32 oracle computed its own records, so the golden's record is the damaged one"
+                                 : "; the engine agrees with llmport's oracle there, so the golden's record is the damaged one";
+    } else if (!damaged && g.departs.empty()) {
+      g.departs = "sequence " + s.name + ": " + first_flag(d);
+      if (vs_oracle && !any_flagged(*vs_oracle))
+        g.departs += " (llmport's oracle, not independent, agrees with the engine at every layer)";
+    }
+  }
+  return g;
+}
+
+}  // namespace llmport::deploy

@@ -1,0 +1,37 @@
+#pragma once
+// Phase 3's depth check against a golden: every layer's output, the embedding and the final
+// norm of the target engine against the hidden states each golden sequence records (the
+// last prompt position). verify gates the logits only, and phase 2 layer 0 only: without
+// this a golden whose deeper hidden states were damaged passed a deployment that claims
+// the full model matches the reference.
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/records.hpp"
+#include "llmport/runner.hpp"
+
+namespace llmport::deploy {
+
+/// What the golden's hidden states say about one side, over every sequence that has them.
+struct GoldenLayers {
+  int n_sequences = 0;  ///< sequences compared (those recording hidden states)
+  /// "" or where the golden contradicts itself: "FILE: sequence S: hidden states: ..." (a
+  /// record holding NaN/inf, or one the next record disagrees with while the side agrees
+  /// with llmport's oracle there): bad input, not the engine's finding.
+  std::string golden_damaged;
+  /// "" or the first sequence where the side departs from the golden: "sequence S: layer K:
+  /// <diagnosis rule>".
+  std::string departs;
+  nlohmann::json per_sequence = nlohmann::json::array();  ///< name, first_suspicious, record_inconsistency
+};
+
+/// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
+/// rules; the budget follows the two sides' dtypes). `oracle` (llmport's fp32 oracle with
+/// the side's weights, not independent; may be `side` itself) decides whose a contradicting
+/// record is (golden_record_damaged): it can only blame the golden, never clear the side.
+/// Throws UsageError naming file and sequence for hidden states that do not fit the model.
+GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side, Runner& oracle);
+
+}  // namespace llmport::deploy
