@@ -273,4 +273,14 @@ AuditItem audit_rerun(const VerifyResult& r) {
   return row("verify re-run passes", r.pass, d);
 }
 
+AuditItem audit_golden_layers(const GoldenLayers& g) {
+  const std::string check = kGoldenLayersCheck;
+  if (!g.golden_damaged.empty()) return row(check, false, "golden " + g.golden_damaged);
+  if (!g.departs.empty() && g.gating) return row(check, false, "departs: " + g.departs);
+  return row(check, true,
+             fmt::format("{} of {} sequence{}: {}", g.gating ? "the engine's layers" : "the fp32 oracle's layers (quantized)",
+                         g.n_sequences, g.n_sequences == 1 ? "" : "s",
+                         g.departs.empty() ? "agree" : "depart, not gating: " + g.departs));
+}
+
 }  // namespace llmport::deploy

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "deploy/evaluation_report.hpp"
+#include "deploy/golden_layers.hpp"
 #include "deploy/manifest.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/verify.hpp"
@@ -68,6 +69,11 @@ AuditItem audit_kernel_cache(bool cleared, const KernelSelection& sel);
 AuditItem audit_counts(const VerifyResult& r, uint64_t calls_per_forward);
 /// No test-only fault in the deploy run the manifest records, nor in the re-run.
 AuditItem audit_fault(const Manifest& m, const VerifyResult& r);
+/// Against a golden recording hidden states, the re-run's engine (tuned kernel configs;
+/// phase 3 checked the defaults) at every layer (compare_target_golden_layers): FAIL on a
+/// contradicting golden record or a gating departure.
+AuditItem audit_golden_layers(const GoldenLayers& g);
+inline constexpr const char* kGoldenLayersCheck = "every layer agrees with the golden's hidden states";
 /// The re-run's own verdict: FAIL when its gate failed, warning when it is capped
 /// (PASS-with-warnings and its reasons).
 AuditItem audit_rerun(const VerifyResult& r);

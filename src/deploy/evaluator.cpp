@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "deploy/audit.hpp"
+#include "deploy/prompts.hpp"
 #include "deploy/evaluation_report.hpp"
 #include "deploy/generated_file.hpp"
 #include "deploy/kernel_tuning.hpp"
@@ -60,6 +61,23 @@ void add_model_rows(const Manifest& m, std::vector<AuditItem>& a) {
   a.push_back(audit_golden_file(m));
 }
 
+// Phase 3 held the engine on the default kernel configs to the golden's hidden states;
+// the tuned configs the deployment runs on are held to them here.
+void add_golden_layers_row(const Manifest& m, const ModelConfig& cfg, const WeightStore& w, const EngineOptions& eo,
+                           std::vector<AuditItem>& a) {
+  const auto golden = golden_records(m.reference);
+  if (!golden || std::none_of(golden->sequences.begin(), golden->sequences.end(),
+                              [](const RecordSequence& s) { return !s.hidden.layer_out.empty(); }))
+    return;
+  try {
+    EngineRunner engine(cfg, w, eo);
+    a.push_back(audit_golden_layers(
+        compare_target_golden_layers(golden, engine, eo.quant != QuantType::None, cfg, w, m.threads)));
+  } catch (const std::exception& e) {
+    a.push_back({kGoldenLayersCheck, "FAIL", e.what()});
+  }
+}
+
 void add_rerun_rows(const Manifest& m, const VerifyResult& r, const EngineOptions& eo, bool cache_cleared,
                     std::vector<AuditItem>& a) {
   a.push_back(audit_rerun(r));
@@ -75,13 +93,16 @@ void add_rerun_rows(const Manifest& m, const VerifyResult& r, const EngineOption
   a.push_back(audit_dispatch(r));
   a.push_back(audit_tuned_configs(m, r, *eo.kernels));
   a.push_back(audit_kernel_cache(cache_cleared, *eo.kernels));
+  std::optional<ModelConfig> cfg;
+  std::optional<WeightStore> w;
   try {
-    ModelConfig cfg = load_model_config(m.model_dir, m.max_seq > 0 ? std::optional<int>(m.max_seq) : std::nullopt);
-    WeightStore w = WeightStore::open(m.model_dir, cfg);
-    a.push_back(audit_counts(r, calls_per_forward(cfg, w, eo)));
+    cfg = load_model_config(m.model_dir, m.max_seq > 0 ? std::optional<int>(m.max_seq) : std::nullopt);
+    w = WeightStore::open(m.model_dir, *cfg);
+    a.push_back(audit_counts(r, calls_per_forward(*cfg, *w, eo)));
   } catch (const std::exception& e) {
     a.push_back({"token, forward and dispatch counts equal what the prompt set requires", "FAIL", e.what()});
   }
+  if (w) add_golden_layers_row(m, *cfg, *w, eo, a);
   a.push_back(audit_fault(m, r));
 }
 

@@ -61,4 +61,21 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
   return g;
 }
 
+nlohmann::json GoldenLayers::to_json() const {
+  return {{"side", gating ? "engine" : "fp32 oracle (not gating)"},
+          {"n_sequences", n_sequences},
+          {"golden_damaged", golden_damaged},
+          {"departs", departs},
+          {"sequences", per_sequence}};
+}
+
+GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
+                                          bool quantized, const ModelConfig& cfg, const WeightStore& weights,
+                                          int threads) {
+  const std::unique_ptr<EngineRunner> oracle = make_oracle_runner(cfg, weights, threads);
+  GoldenLayers g = compare_golden_layers(golden, quantized ? static_cast<Runner&>(*oracle) : engine, *oracle);
+  g.gating = !quantized;
+  return g;
+}
+
 }  // namespace llmport::deploy

@@ -25,6 +25,12 @@ struct GoldenLayers {
   /// <diagnosis rule>".
   std::string departs;
   nlohmann::json per_sequence = nlohmann::json::array();  ///< name, first_suspicious, record_inconsistency
+  /// Whether a departure fails the check: false when the plain fp32 oracle stood in for a
+  /// quantized engine (compare_target_golden_layers).
+  bool gating = true;
+
+  /// The manifest's / report's record of it.
+  nlohmann::json to_json() const;
 };
 
 /// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
@@ -33,5 +39,14 @@ struct GoldenLayers {
 /// record is (golden_record_damaged): it can only blame the golden, never clear the side.
 /// Throws UsageError naming file and sequence for hidden states that do not fit the model.
 GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side, Runner& oracle);
+
+/// A deployment's check (phase 3 with the default kernel configs, phase 7's re-run with the
+/// tuned ones): `engine` against the golden, the plain fp32 oracle of `cfg`/`weights`
+/// deciding whose a contradicting record is. A `quantized` engine differs from the
+/// unquantized golden by its quantization (KLD's to judge), so the oracle stands in for it:
+/// its contradictions of the golden still count, its departures do not (gating false).
+GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
+                                          bool quantized, const ModelConfig& cfg, const WeightStore& weights,
+                                          int threads);
 
 }  // namespace llmport::deploy

@@ -15,30 +15,22 @@ namespace {
 
 // The golden's recorded hidden states at every layer (golden_layers.hpp). A golden record
 // that contradicts itself BLOCKs the phase (bad input); the engine departing from the golden
-// fails it. A quantized engine is not held to the unquantized golden's layers (its
-// quantization error is the KLD gate's to judge): the plain fp32 oracle stands in for it,
-// to find the golden's own contradictions, and its departures are recorded only.
-void judge_golden_layers(Context& ctx, EngineRunner& engine, Runner& oracle, bool quantized, PhaseResult& r) {
+// fails it (a quantized engine's departures are recorded only).
+void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, PhaseResult& r) {
   const auto golden = golden_records(ctx.ref);
   if (!golden) return;
-  const std::unique_ptr<EngineRunner> plain = quantized ? make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads) : nullptr;
   Stopwatch sw;
-  const GoldenLayers g = compare_golden_layers(golden, plain ? *plain : static_cast<Runner&>(engine),
-                                               plain ? *plain : oracle);
+  const GoldenLayers g = compare_target_golden_layers(golden, engine, quantized, ctx.cfg, ctx.weights(), ctx.opt.threads);
   ctx.runtime_s += sw.seconds();
-  r.numbers["golden_layers"] = {{"side", quantized ? "fp32 oracle (not gating)" : "engine"},
-                                {"n_sequences", g.n_sequences},
-                                {"golden_damaged", g.golden_damaged},
-                                {"departs", g.departs},
-                                {"sequences", g.per_sequence}};
+  r.numbers["golden_layers"] = g.to_json();
   if (!g.golden_damaged.empty()) {
     r.status = PhaseStatus::Blocked;
     r.reason = "golden " + g.golden_damaged;
-  } else if (!g.departs.empty() && !quantized) {
+  } else if (!g.departs.empty() && g.gating) {
     r.reason = (is_pass(r.status) ? "" : r.reason + "; ") + "every layer vs the golden: " + g.departs;
     r.status = PhaseStatus::Fail;
   } else if (g.n_sequences > 0) {
-    r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", quantized ? "fp32 oracle's" : "every layer's",
+    r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", g.gating ? "every layer's" : "fp32 oracle's",
                             g.n_sequences, g.n_sequences == 1 ? "" : "s",
                             g.departs.empty() ? "agree" : "depart (not gating): " + g.departs);
   }
@@ -83,10 +75,10 @@ class Phase3 : public Phase {
     r.artifacts.push_back(num["verify"].value("report_dir", ""));
     const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
     EngineRunner engine(ctx.cfg, ctx.weights(), target);
+    judge_golden_layers(ctx, engine, target.quant != QuantType::None, r);
     // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
     auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
                                      engine.engine().quant_acts());
-    judge_golden_layers(ctx, engine, *oracle, target.quant != QuantType::None, r);
     save_diagnosis(ctx, engine, *oracle, is_pass(r.status), r);
     if (v.pass) {
       ctx.m.measured["verify mean KL (phase 3)"] = v.mean_kl;

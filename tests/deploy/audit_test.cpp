@@ -342,5 +342,28 @@ TEST(Audit, RerunRowFailsWhenTheGateFails) {
   EXPECT_NE(capped.detail.find("not the shipped"), std::string::npos) << capped.detail;
 }
 
+// Phase 7 holds the re-run's engine (tuned configs) to the golden's hidden states: a
+// contradicting golden record and a gating departure fail the row; a quantized deployment's
+// stand-in (the fp32 oracle) departing is recorded, not failed.
+TEST(Audit, GoldenLayersRowFailsOnADamagedRecordOrADeparture) {
+  GoldenLayers g;
+  g.n_sequences = 3;
+  const AuditItem clean = audit_golden_layers(g);
+  EXPECT_EQ(clean.result, "ok");
+  EXPECT_EQ(clean.detail, "the engine's layers of 3 sequences: agree");
+  GoldenLayers damaged = g;
+  damaged.golden_damaged = "g.json: sequence a: hidden states: layer 2 output: ...";
+  EXPECT_EQ(audit_golden_layers(damaged).result, "FAIL");
+  EXPECT_EQ(audit_golden_layers(damaged).detail, "golden g.json: sequence a: hidden states: layer 2 output: ...");
+  GoldenLayers departs = g;
+  departs.departs = "sequence a: layer 3: ...";
+  EXPECT_EQ(audit_golden_layers(departs).result, "FAIL");
+  departs.gating = false;
+  EXPECT_EQ(audit_golden_layers(departs).result, "ok");
+  EXPECT_NE(audit_golden_layers(departs).detail.find("depart, not gating: sequence a: layer 3"), std::string::npos);
+  damaged.gating = false;
+  EXPECT_EQ(audit_golden_layers(damaged).result, "FAIL");
+}
+
 }  // namespace
 }  // namespace llmport::deploy

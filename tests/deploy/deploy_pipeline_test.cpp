@@ -102,6 +102,9 @@ std::vector<fs::path> synthetic_models() {
   return v;
 }
 
+// Sequences of a golden file (stories260K's `cases`).
+std::size_t g_sequences(const fs::path& golden) { return llmport::read_record_file(golden).sequences.size(); }
+
 std::string join_ids(const json& ids) {
   std::string s;
   for (const auto& v : ids) {
@@ -248,6 +251,14 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
   EXPECT_NE(r.out.find("deploy stories260k: phases 0-7 passed; verdict PASS; workspace "), std::string::npos) << r.out;  // exactly: tuning that kept the previous configs is no warning
   EXPECT_EQ(load(dir / "deployment.json")["dtype"], "fp32");  // the checkpoint's torch_dtype
   EXPECT_NE(read_file(dir / "docs/evaluation_report.md").find("\nVerdict: PASS\n"), std::string::npos);
+  // Phase 3 (default configs) and the evaluator (tuned ones) held every layer to the golden.
+  const json m3 = load(dir / "deployment.json")["phases"][3]["numbers"]["golden_layers"];
+  EXPECT_EQ(m3["n_sequences"], json(g_sequences(golden)));
+  EXPECT_EQ(m3["departs"], "");
+  EXPECT_NE(read_file(dir / "docs/evaluation_report.md")
+                .find("| every layer agrees with the golden's hidden states | ok | the engine's layers of " +
+                      std::to_string(g_sequences(golden)) + " sequences: agree |"),
+            std::string::npos);
 
   // `make bench`: llama-bench style rows with the tuned configs, a bound beside each.
   auto mb = run_make({"-C", dir.string(), "bench", "BENCH_FLAGS=-p 16 -n 4 -r 1"});
