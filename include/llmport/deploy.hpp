@@ -167,6 +167,16 @@ int run_regress(const std::filesystem::path& workspace, std::ostream& out);
 std::string check_deployed_weights(const std::filesystem::path& deployment_dir,
                                    const std::filesystem::path& model_dir);
 
+/// `run --deployment DIR` (`make run`, `make profile`): "" when `model_dir` is DIR's model
+/// and each of its files has the size and mtime recorded when it was hashed (a stat per
+/// file, as `status`; hashed instead for a manifest that recorded no stats), else one line:
+/// "MODEL is not the deployed model M" or "weights changed? F: size or mtime differs from
+/// deployment (...)". Cheap by design: a differing stat is no proof of other bytes and a
+/// matching one no proof of the same; `make verify` hashes. Throws UsageError when DIR is
+/// not a deployment, ConfigError when its deployment.json is malformed.
+std::string deployed_model_drift(const std::filesystem::path& deployment_dir,
+                                 const std::filesystem::path& model_dir);
+
 /// Path of the running llmport executable (the evaluator and Makefile call it).
 std::filesystem::path self_executable();
 

@@ -23,6 +23,7 @@
 #include "cli/run_chat.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/chat_template.hpp"
+#include "llmport/deploy.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/hub.hpp"
@@ -56,6 +57,7 @@ struct RunArgs {
   std::optional<std::string> system;  // system message of the chat template
   bool raw = false;                   // --prompt as plain text even on an instruct model
   std::string registry;               // writable kernel registry looked up first (tuned configs)
+  std::string deployment;             // deployment whose model this run should be (make run): warns when it moved
 };
 
 
@@ -345,6 +347,12 @@ int run_run(const RunArgs& a) {
   const std::string dir = resolve_model_dir(a.model);
   const ModelConfig cfg = load_model_config(dir, context_cap(a.max_seq));
   if (!hub_id) check_mode(a);
+  // A deployment's `make run` says when the model is no longer the one its verdict covers:
+  // a warning, not a refusal (running edited weights on purpose is the user's call).
+  if (!a.deployment.empty())
+    if (const std::string drift = deploy::deployed_model_drift(a.deployment, dir); !drift.empty())
+      std::cerr << "warning: deployment " << a.deployment << ": " << printable(drift)
+                << "; its verdict does not cover this run (`make verify` re-checks)\n";
   const int context = model_context(cfg);
   if (!a.dtype)
     if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << printable(*w) << "\n";
@@ -405,6 +413,9 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                                     "interactive chat: one message per stdin line, /reset, Ctrl-D to leave");
                        sub.add_option("--system", a->system, "system message for the chat template");
                        sub.add_flag("--raw", a->raw, "use --prompt as plain text even on an instruct model");
+                       sub.add_option("--deployment", a->deployment,
+                                      "deployment directory (make run passes it): warn when MODEL is not its model "
+                                      "or a model file's size or mtime changed since deployment");
                        sub.add_option("--registry", a->registry,
                                       "kernel registry directory looked up before the shipped one "
                                       "(a deployment's registry/: its tuned tile configs)");

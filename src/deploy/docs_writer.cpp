@@ -151,7 +151,8 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
   // it has not measured yet fall back to the heuristic default, and reports say so).
   o << "REGISTRY := $(DEPLOY_DIR)/registry\n";
   o << "CONTEXT := " << (m.max_seq > 0 ? fmt::format("--max-seq {}", m.max_seq) : "") << "\n";
-  o << "RUN_REGISTRY := --registry \"$(REGISTRY)\" $(CONTEXT)\n";
+  // --deployment: run warns when MODEL's files moved since deployment (a stat, not a hash).
+  o << "RUN_REGISTRY := --registry \"$(REGISTRY)\" --deployment \"$(DEPLOY_DIR)\" $(CONTEXT)\n";
   // --deployment: verify first checks MODEL's files against the hashes deployment.json records.
   o << "VERIFY_FLAGS := --reference \"$(REFERENCE)\" --registry \"$(REGISTRY)\" --deployment \"$(DEPLOY_DIR)\" $(CONTEXT)";
   // A quantized deployment's own KLD-gate bounds (deploy --kl-bound / --min-top1).

@@ -41,13 +41,13 @@ std::string short_status(PhaseStatus s) {
 // that differs is no proof of other bytes, nor one that matches of the same bytes: regress
 // and `make verify` hash. A manifest without recorded stats (written before llmport
 // recorded them) is hashed instead, until a regress records them.
-std::string weights_changed(const Manifest& m) {
+std::string weights_changed(const Manifest& m, const fs::path& model_dir) {
   if (m.file_hashes.empty()) return "";  // nothing recorded to compare with (phase 6 requires it)
   if (m.file_stats.empty()) {
-    const AuditItem a = audit_model_files(m, m.model_dir);
+    const AuditItem a = audit_model_files(m, model_dir);
     return a.result == "ok" ? "" : a.detail;
   }
-  const auto changed = stat_changed_files(m, m.model_dir);
+  const auto changed = stat_changed_files(m, model_dir);
   if (changed.empty()) return "";
   return "weights changed? " + join(changed, ", ") +
          ": size or mtime differs from deployment (not verified: `llmport regress` checks the hashes)";
@@ -65,7 +65,7 @@ std::string state_of(const Manifest& m) {
     state = p.status == PhaseStatus::NotRun ? fmt::format("in progress (next: phase {})", fu)
                                             : fmt::format("stopped at phase {} ({})", fu, status_name(p.status));
   }
-  const std::string changed = weights_changed(m);
+  const std::string changed = weights_changed(m, m.model_dir);
   if (changed.empty()) return state;
   // A deployment whose weights moved is no longer known to be deployed: the word goes.
   return state == "deployed" ? changed : state + "; " + changed;
@@ -74,6 +74,17 @@ std::string state_of(const Manifest& m) {
 }  // namespace
 
 std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
+
+std::string deployed_model_drift(const fs::path& deployment_dir, const fs::path& model_dir) {
+  const Workspace ws(fs::weakly_canonical(fs::absolute(deployment_dir)));
+  if (!ws.is_deployment())
+    throw UsageError("--deployment " + deployment_dir.string() + ": not a deployment (no deployment.json)");
+  const Manifest m = Manifest::load(ws.manifest());
+  std::error_code ec;
+  if (!fs::equivalent(model_dir, m.model_dir, ec))
+    return model_dir.string() + " is not the deployed model " + m.model_dir.string();
+  return weights_changed(m, model_dir);
+}
 
 void require_workspace_dir(const fs::path& workspace) {
   std::error_code ec;

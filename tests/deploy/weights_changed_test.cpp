@@ -1,8 +1,8 @@
 // A deployment whose model weights change afterwards (one tensor scaled by 1.02, same file
 // size) is no longer the deployed model: `regress` and the deployment's `make verify` (verify
 // --deployment) hash the files against deployment.json and FAIL naming the file, and `status`
-// stops calling it deployed. Before, all three said PASS / deployed and only `evaluate`'s
-// weight-hash row noticed.
+// stops calling it deployed; `make run` still runs but warns. Before, all four said PASS /
+// deployed / nothing and only `evaluate`'s weight-hash row noticed.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -55,7 +55,28 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   ASSERT_NE(st.out.find("  deployed\n"), std::string::npos) << st.out;
 
   const std::string original = read_file(weights);
+  auto mr = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
+  ASSERT_EQ(mr.exit_code, 0) << mr.out << mr.err;
+  EXPECT_EQ(mr.err.find("warning"), std::string::npos) << mr.err;
   scale_tensor(weights, "model.layers.2.mlp.down_proj.weight", 1.02f);
+
+  // make run (run --deployment) still runs, and says the verdict does not cover it.
+  mr = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
+  EXPECT_EQ(mr.exit_code, 0) << mr.out << mr.err;
+  EXPECT_NE(mr.err.find("warning: deployment " + dir.string() + ": weights changed? model.safetensors: size or mtime "
+                        "differs from deployment"),
+            std::string::npos)
+      << mr.err;
+  EXPECT_NE(mr.err.find("its verdict does not cover this run"), std::string::npos) << mr.err;
+  auto other = run_llmport({"run", shared_path("models/stories260K").string(), "--deployment", dir.string(), "--prompt",
+                            "Once", "-n", "2"});
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_NE(other.err.find(shared_path("models/stories260K").string() + " is not the deployed model " + model.string()),
+            std::string::npos)
+      << other.err;
+  auto nowhere = run_llmport({"run", model.string(), "--deployment", t.path().string(), "--prompt", "Once", "-n", "2"});
+  EXPECT_EQ(nowhere.exit_code, 2) << nowhere.err;
+  EXPECT_EQ(nowhere.err.rfind("error: --deployment ", 0), 0u) << nowhere.err;
 
   // regress: FAIL naming the file, without re-running a gate on other weights.
   auto rg = run_llmport({"regress", "--workspace", ws});
