@@ -6,11 +6,13 @@
 // output in every sequence that records one. A quantized deployment's
 // oracle holds the same quantized projections, dequantized exactly, so this phase checks
 // its kernels; its layer 0 against the unquantized golden is recorded but does not decide
-// (quantization error is the KLD gate's to judge, in phases 3 and 7).
+// (quantization error is the KLD gate's to judge, in phases 3 and 7). A golden layer-0
+// record that the golden's own next record contradicts BLOCKs the phase as bad input.
 #include <fmt/format.h>
 
 #include <optional>
 
+#include "deploy/golden_layers.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/prompts.hpp"
 #include "deploy/util.hpp"
@@ -86,6 +88,12 @@ class Phase2 : public Phase {
         if (!shown->pass && pass && !quantized) {
           pass = false;
           fail_reason = "layer 0 vs the golden" + where + ": " + shown->message;
+          // The engine agreeing with the oracle, a golden layer-0 record that its own layer
+          // 1 contradicts is the golden's damage, not the engine's fault (golden_layers.hpp).
+          const GoldenLayers g =
+              compare_target_golden_layers(golden, engine, false, ctx.cfg, ctx.weights(), ctx.opt.threads);
+          if (!g.golden_damaged.empty())
+            return make_result(2, PhaseStatus::Blocked, "golden " + g.golden_damaged + " (" + fail_reason + ")", num);
         }
       } else {
         num["vs_golden"] = "golden has no layer outputs";
