@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +96,21 @@ std::string header_syntax_error(const std::string& raw_head) {
              "' and its colon";
   }
   return "";
+}
+
+std::string unimplemented_method(const std::string& raw_head) {
+  const std::string line = raw_head.substr(0, raw_head.find_first_of("\r\n"));
+  const std::size_t a = line.find(' '), b = a == std::string::npos ? a : line.find(' ', a + 1);
+  if (a == 0 || b == std::string::npos || b == a + 1 || line.find(' ', b + 1) != std::string::npos) return "";
+  if (line.compare(b + 1, 7, "HTTP/1.") != 0) return "";
+  const std::string method = line.substr(0, a);
+  // RFC 9110 5.6.2 tchar
+  const auto tchar = [](unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c); };
+  if (!std::all_of(method.begin(), method.end(), [&](char c) { return c != 0 && tchar(static_cast<unsigned char>(c)); }))
+    return "";
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"})
+    if (method == known) return "";
+  return method;
 }
 
 namespace {

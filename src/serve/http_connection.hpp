@@ -68,6 +68,12 @@ bool send_response_prefix(RequestReading& r);
 /// leave a body unread). The message names the header.
 std::string header_syntax_error(const std::string& raw_head);
 
+/// The method of a well-formed request line (`method SP target SP HTTP/1.x`, the method a
+/// token) that httplib does not know (it answers those 400 like garbage), else "": RFC 9110
+/// 9.1 has a server answer an unrecognized method 501, so a client can tell "not here" from
+/// "broken".
+std::string unimplemented_method(const std::string& raw_head);
+
 /// The request being handled on the calling thread: valid inside httplib's handlers, error
 /// handler and logger (they run on the connection's thread); nullptr elsewhere.
 RequestReading* current_request();

@@ -477,7 +477,8 @@ class Server {
       send_error(res, res.status, msg);
       // httplib's own 413 leaves the body unread; a request it could not parse (400, 408,
       // 414, 431) leaves the stream at an unknown point.
-      if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 431)
+      if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 431 ||
+          res.status == 501)
         close_after_response(req);
     });
     // The 408 of a request line that did not arrive in time (httplib answers nothing then).
@@ -559,7 +560,8 @@ class Server {
   }
 
   // Why httplib could not parse a request (its 400): a header line or section over the
-  // limit is 431, a head that did not arrive within the read timeout 408 (res.status set).
+  // limit is 431, a head that did not arrive within the read timeout 408, a well-formed
+  // request line with a method httplib does not know 501 (res.status set).
   std::string unparsed_request_message(httplib::Response& res) const {
     const RequestReading* r = current_request();
     if (r && r->headers_too_large) {
@@ -570,6 +572,10 @@ class Server {
     if (r && r->read_timed_out && !r->head_complete) {
       res.status = 408;
       return read_timeout_message("request headers");
+    }
+    if (const std::string m = r ? unimplemented_method(r->raw_head) : std::string(); !m.empty()) {
+      res.status = 501;
+      return "method " + m + " is not implemented (this server answers GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS)";
     }
     return "malformed HTTP request";
   }

@@ -153,7 +153,13 @@ TEST_F(ServeBodies, UnreadBodiesAndBadFramingAreAnsweredAtOnceAndCloseTheConnect
                {head + "Transfer-Encoding: gzip\r\n\r\n", 400, "unsupported Transfer-Encoding"},
                {head + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
                 "both Content-Length and Transfer-Encoding"},
-               {"NOT AN HTTP REQUEST\r\n\r\n", 400, "malformed HTTP request"}};
+               {"NOT AN HTTP REQUEST\r\n\r\n", 400, "malformed HTTP request"},
+               // A well-formed request line with a method no one implements: 501 (RFC 9110 9.1).
+               {"FOO /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501,
+                "\"method FOO is not implemented (this server answers GET, HEAD, POST, PUT, PATCH, DELETE and "
+                "OPTIONS)\",\"param\":null,\"type\":\"invalid_request_error\""},
+               {"F(O /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed HTTP request"},
+               {"FOO /v1/models HTTP/2\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed HTTP request"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.request.substr(0, c.request.find("\r\n\r\n")));
     const auto t0 = std::chrono::steady_clock::now();
