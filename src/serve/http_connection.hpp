@@ -49,6 +49,10 @@ struct RequestReading {
   bool body_malformed = false;     ///< the chunked body broke the chunked coding
   std::size_t response_prefix_sent = 0;  ///< bytes of kResponsePrefix sent (send_response_prefix)
   bool close_after = false;        ///< the connection ends after this response
+  /// The status the request counts as in the metrics when its status line no longer says
+  /// it (0 = the status line's): a stream whose client went away (499) or that ended with
+  /// an error event (its status); the 200 was sent before either was known.
+  int metrics_status = 0;
 };
 
 /// How every response this server writes begins (httplib writes "HTTP/1.1 %d %s").

@@ -497,7 +497,8 @@ class Server {
       send_error(res, 500, msg);
     });
     http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-      metrics_.request(route_label(req.path), res.status);
+      const RequestReading* r = current_request();
+      metrics_.request(route_label(req.path), r && r->metrics_status ? r->metrics_status : res.status);
     });
 
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -792,18 +793,22 @@ class Server {
     const int client_fd = conn ? conn->socket : -1;
     res.set_header("Cache-Control", "no-cache");
     auto provider =
-        [this, st, gen, head, n_prompt, client_fd, logprobs = r.logprobs, include_usage = r.include_usage](
+        [this, st, gen, head, n_prompt, conn, client_fd, logprobs = r.logprobs, include_usage = r.include_usage](
             std::size_t, httplib::DataSink& sink) {
           auto send = [&](const json& j) {
             const std::string e = sse_event(dump(j));
             return sink.write(e.data(), e.size());
           };
+          // The client went away mid-stream: counted as nginx's 499, as a whole answer is.
+          auto client_gone_now = [&] {
+            if (conn) conn->metrics_status = 499;
+            gen->cancel();  // its queue place or slot is free at once
+            return false;
+          };
           if (!st->started) {
             st->started = true;
-            if (head.endpoint == Endpoint::Chat && !send(chunk_body(head, "", nullptr, "", /*role=*/true))) {
-              gen->cancel();
-              return false;
-            }
+            if (head.endpoint == Endpoint::Chat && !send(chunk_body(head, "", nullptr, "", /*role=*/true)))
+              return client_gone_now();
           }
           TokenEvent ev;
           const auto w = gen->next(ev, std::chrono::milliseconds(100));
@@ -812,8 +817,7 @@ class Server {
               static const char kProbe[] = ": waiting\n\n";
               return sink.write(kProbe, sizeof kProbe - 1);
             });
-            if (gone) gen->cancel();  // its queue place or slot is free at once
-            return !gone;
+            return gone ? client_gone_now() : true;
           }
           if (w == Generation::Wait::Token) {
             ++st->n_gen;
@@ -823,10 +827,7 @@ class Server {
             st->prev = ev.id;
             st->offset += static_cast<int>(jinja::ustr::length(st->pipe.last_text()));
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
-              if (!send(chunk_body(head, piece, lp, ""))) {
-                gen->cancel();  // the client went away: free its slot
-                return false;
-              }
+              if (!send(chunk_body(head, piece, lp, ""))) return client_gone_now();
             }
             if (!st->pipe.stopped()) return true;
             gen->cancel();
@@ -835,7 +836,9 @@ class Server {
           std::string reason = st->pipe.stopped() ? "stop" : gen->finish_reason();
           if (reason == "cancelled" || reason == "error") {
             const std::string msg = reason == "error" ? "generation failed: " + gen->error() : "the server is shutting down";
-            send(error_body(reason == "error" ? 500 : 503, msg));
+            const int status = reason == "error" ? 500 : 503;
+            if (conn) conn->metrics_status = status;
+            send(error_body(status, msg));
             sink.done();
             return true;
           }

@@ -365,7 +365,8 @@ TEST(ServeSlow, DisconnectCancelsAndFreesTheSlotQueueFullIs429SigtermDrains) {
   // Its request ends and its slot is free again within a bounded time, long before 400
   // tokens x 20 ms. (The slot gauge alone reads 0 before the scheduler has taken the
   // request too, so the wait is for the request's end first.)
-  EXPECT_TRUE(wait_metric(s, R"(llmport_requests_total{endpoint="/v1/completions",status="200"})", 1));
+  // Counted as the client's hang-up (499, as a whole answer's), not as the 200 its status line said.
+  EXPECT_TRUE(wait_metric(s, R"(llmport_requests_total{endpoint="/v1/completions",status="499"})", 1));
   EXPECT_TRUE(wait_metric(s, "llmport_kv_cache_slots_in_use", 0));
   const double generated = metric(curl("GET", s.url("/metrics")).body, "llmport_generated_tokens_total");
   EXPECT_LT(generated, 200);
@@ -443,6 +444,8 @@ TEST(ServeSlow, AQueuedStreamWhoseClientHangsUpLeavesTheQueue) {
   // The queue place is there for the next client.
   const auto next = curl("POST", s.url("/v1/completions"), R"({"prompt":"Once","max_tokens":2,"temperature":0})");
   EXPECT_EQ(next.status, 200) << next.body;
+  EXPECT_TRUE(wait_metric(s, R"(llmport_requests_total{endpoint="/v1/completions",status="499"})", 1))
+      << curl("GET", s.url("/metrics")).body;  // the hung-up stream, not a 200
   EXPECT_EQ(running.get().status, 200);
 }
 
