@@ -474,11 +474,16 @@ class Server {
         msg = over_limit_message();
       if (res.status == 400) msg = unparsed_request_message(res);
       if (res.status == 414) msg = "request line longer than " + std::to_string(kMaxRequestLineBytes) + " bytes";
+      // httplib refuses a Range it cannot parse before the pre-routing hook that drops a
+      // valid one (prepare_request), so only a malformed one gets here.
+      if (res.status == 416)
+        msg = "malformed Range header '" + printable(req.get_header_value("Range")) +
+              "' (a valid Range is ignored: send one or none)";
       send_error(res, res.status, msg);
-      // httplib's own 413 leaves the body unread; a request it could not parse (400, 408,
-      // 414, 431) leaves the stream at an unknown point.
-      if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 431 ||
-          res.status == 501)
+      // httplib's own 413 and 416 leave the body unread; a request it could not parse (400,
+      // 408, 414, 431, 501) leaves the stream at an unknown point.
+      if (res.status == 400 || res.status == 408 || res.status == 413 || res.status == 414 || res.status == 416 ||
+          res.status == 431 || res.status == 501)
         close_after_response(req);
     });
     // The 408 of a request line that did not arrive in time (httplib answers nothing then).

@@ -81,6 +81,20 @@ TEST_F(ServeHostileClient, ARangeHeaderIsIgnored) {
       port(), "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nRange: bytes=0-3\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(health.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << health;
   EXPECT_NE(health.find(kHealthOk), std::string::npos) << health;
+  // A Range httplib cannot parse it refuses (416) before the request is routed; that answer
+  // said only "HTTP 416" and kept the connection with the body unread (its bytes read as the
+  // head of a next request). Now: the header named, and the connection ends.
+  const std::string bad = fmt::format(
+      "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k3y\r\nRange: bytes=abc\r\n"
+      "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+      body.size(), body);
+  const std::string refused = exchange_bytes(port(), bad, 8);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 416 ", 0), 0u) << refused;
+  EXPECT_NE(refused.find("\"message\":\"malformed Range header 'bytes=abc' (a valid Range is ignored: send one or none)\""),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.find("Connection: close"), std::string::npos) << refused;
+  EXPECT_EQ(count_of(refused, "HTTP/1.1 "), 1u) << refused;  // the body is no second request
 }
 
 // An HTTP/1.0 client's stream came chunked ("aa\r\n" before each event, read as data by a
