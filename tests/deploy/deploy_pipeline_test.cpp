@@ -655,8 +655,9 @@ namespace {
 
 // Phase 3 compares every layer with the golden's recorded hidden states; verify gates the
 // logits alone and phase 2 layer 0, so a golden whose deeper records were damaged passed.
-// A record the next one contradicts (layer 2 of one sequence x1.5, a NaN final norm) is the
-// golden's: BLOCKED naming file, sequence and record, on an fp32 and a q8_0 deployment. A
+// A record the next one contradicts (layer 2 of one sequence x1.5, or x1.1 against bf16, a
+// NaN final norm) is the golden's: BLOCKED naming file, sequence and record, on fp32, bf16
+// and q8_0 deployments. A
 // consistent departure at depth (layers 3-4 x1.05 in every sequence) fails the fp32 phase
 // and is recorded, not gating, for q8_0. The honest golden, written the same way, passes.
 TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
@@ -666,6 +667,10 @@ TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
   ASSERT_EQ(honest.sequences[1].hidden.layer_out.size(), 5u);
   llmport::RecordFile record = honest;
   for (float& x : record.sequences[1].hidden.layer_out[2]) x *= 1.5f;
+  // x1.1 against a bf16 engine: 8.9x its own rounding at the next record (the first
+  // vanishing bound, 10x, called it the engine's layer).
+  llmport::RecordFile slight = honest;
+  for (float& x : slight.sequences[1].hidden.layer_out[2]) x *= 1.1f;
   llmport::RecordFile deep = honest;
   for (auto& s : deep.sequences)
     for (int l = 3; l < 5; ++l)
@@ -688,6 +693,7 @@ TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
       {"record", &record, "fp32", "BLOCKED",
        ": sequence " + second + ": hidden states: layer 2 output: the two sides differ"},
       {"record_q8", &record, "q8_0", "BLOCKED", ": sequence " + second + ": hidden states: layer 2 output"},
+      {"slight_bf16", &slight, "bf16", "BLOCKED", ": sequence " + second + ": hidden states: layer 2 output"},
       {"nan", &nan, "fp32", "BLOCKED", ": sequence " + second + ": hidden states: the reference's final_norm holds NaN/inf"},
       {"deep", &deep, "fp32", "FAIL", "every layer vs the golden: sequence " + first + ": layer 3: "},
       {"deep_q8", &deep, "q8_0", "PASS", "depart (not gating): sequence " + first + ": layer 3: "},
