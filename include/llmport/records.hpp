@@ -109,8 +109,10 @@ struct ModelConfig;
 
 /// Whether a record file was made for this model, before anything compares against it
 /// (verify, diagnosis, deploy): an `architectures` it states must include the model's
-/// class, and every id it names (prompt ids, tokens, top ids) must lie in [0, vocab_size),
-/// every full-logits row hold vocab_size values. Throws UsageError "<file>: <where>: ..."
+/// class, every id it names (prompt ids, tokens, top ids) must lie in [0, vocab_size),
+/// every full-logits row hold vocab_size values, and recorded hidden states be hidden_size
+/// wide with one output per layer ([n_layers][n_rows, emb_dim]; embedding and final_norm
+/// [n_rows, emb_dim] when present). Throws UsageError "<file>: <where>: ..."
 /// naming both sides and the model the file states, else returns.
 void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg);
 

@@ -83,6 +83,35 @@ namespace llmport {
 
 using verify_detail::other_model_hint;
 
+namespace {
+
+// Recorded hidden states, if any, are the model's shape: hidden_size wide, one output per
+// layer, every record one row per position. Phases 2-3 and diagnosis compare them record
+// by record; a set of another shape (an empty layer list beside an embedding and a final
+// norm, a width cut by one) was skipped or failed mid-deploy instead of refused.
+void check_hidden_fits(const RecordFile& ref, const RecordSequence& seq, const ModelConfig& cfg) {
+  const HiddenStates& h = seq.hidden;
+  if (h.embedding.empty() && h.layer_out.empty() && h.final_norm.empty()) return;
+  const std::string where = ref.path.string() + ": sequence " + seq.name + ": hidden states";
+  if (h.emb_dim != cfg.emb_dim)
+    throw UsageError(where + " are " + std::to_string(h.emb_dim) + " values wide, the model's hidden_size is " +
+                     std::to_string(cfg.emb_dim) + other_model_hint(&ref));
+  if (static_cast<int>(h.layer_out.size()) != cfg.n_layers)
+    throw UsageError(where + ": " + std::to_string(h.layer_out.size()) + " layer outputs, the model has " +
+                     std::to_string(cfg.n_layers) + " layers" + other_model_hint(&ref));
+  const std::size_t rows = h.positions.size() * static_cast<std::size_t>(h.emb_dim);
+  auto sized = [&](const std::vector<float>& v, const std::string& name) {
+    if (!v.empty() && v.size() != rows)
+      throw UsageError(where + ": " + name + " has " + std::to_string(v.size()) + " values, " +
+                       std::to_string(h.positions.size()) + " position(s) x " + std::to_string(h.emb_dim) + " expected");
+  };
+  sized(h.embedding, "embedding");
+  for (std::size_t l = 0; l < h.layer_out.size(); ++l) sized(h.layer_out[l], "layer " + std::to_string(l) + " output");
+  sized(h.final_norm, "final_norm");
+}
+
+}  // namespace
+
 void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
   // A reference that states another architecture was made for another model: bad input
   // naming both, not an engine failure (its logits would fail the gates as a wrong engine,
@@ -104,6 +133,7 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
                      cfg.architecture + other_model_hint(&ref));
   }
   for (const auto& seq : ref.sequences) {
+    check_hidden_fits(ref, seq, cfg);
     auto check = [&](const std::string& where, int id, const char* what) {
       if (id < 0 || id >= cfg.vocab_size)
         throw UsageError(where + ": " + what + " " + std::to_string(id) + " outside the vocabulary [0, " +

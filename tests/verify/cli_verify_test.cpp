@@ -285,8 +285,8 @@ TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
 
 // diagnosis and deploy read a golden's hidden states and logits too (diagnosis, phase 2,
 // phases 3-7): another model's golden was blamed on the engine there ("First suspicious:
-// layer 0", a phase-2 FAIL). Both now refuse it as verify does: exit 2 naming both, and
-// deploy before a workspace exists.
+// layer 0", a phase-2 FAIL). All three refuse it: exit 2 naming both, and deploy before a
+// workspace exists; so are hidden states of another shape than the model's.
 TEST(CliDiagnosis, AndDeployRefuseAGoldenMadeForAnotherModel) {
   test::TempDir tmp;
   nlohmann::json stories = nlohmann::json::parse(test::read_file(test::stories_golden()));
@@ -297,14 +297,35 @@ TEST(CliDiagnosis, AndDeployRefuseAGoldenMadeForAnotherModel) {
   stories["cases"][1]["steps"][2]["top5"][4]["id"] = 900;  // outside stories' 512 ids
   const fs::path other_vocab = tmp.path() / "vocab.json";
   test::write_file(other_vocab, stories.dump());
+  // Hidden states of another shape: an empty layer list beside the embedding and final
+  // norm (phases 2-3 skipped the sequence, so a damaged final norm passed), one value cut
+  // from every record of a sequence (a phase-2 BLOCK naming neither file nor sequence).
+  nlohmann::json no_layers = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  for (auto& c : no_layers["cases"]) c["hidden_states_last_position"]["layer_outputs"] = nlohmann::json::array();
+  const fs::path empty_layers = tmp.path() / "no_layers.json";
+  test::write_file(empty_layers, no_layers.dump());
+  nlohmann::json cut = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  auto& h = cut["cases"][1]["hidden_states_last_position"];
+  for (auto* v : {&h["embedding"], &h["final_norm"]}) v->erase(v->size() - 1);
+  for (auto& v : h["layer_outputs"]) v.erase(v.size() - 1);
+  const fs::path narrow = tmp.path() / "narrow.json";
+  test::write_file(narrow, cut.dump());
   struct Case {
     fs::path golden;
     std::string says;
   };
   for (const Case& c : {Case{other_arch, ": architecture: the reference states Qwen2ForCausalLM, the model is "
                                           "LlamaForCausalLM"},
-                        Case{other_vocab, "the_little_dog step 2: top id 900 outside the vocabulary [0, 512)"}}) {
+                        Case{other_vocab, "the_little_dog step 2: top id 900 outside the vocabulary [0, 512)"},
+                        Case{empty_layers, ": sequence once_upon_a_time: hidden states: 0 layer outputs, the model has "
+                                           "5 layers"},
+                        Case{narrow, ": sequence the_little_dog: hidden states are 63 values wide, the model's "
+                                     "hidden_size is 64"}}) {
     SCOPED_TRACE(c.golden.filename().string());
+    const auto v = run_llmport({"verify", test::stories_dir().string(), "--reference", "golden:" + c.golden.string(),
+                                "--report-dir", (tmp.path() / ("r_" + c.golden.stem().string())).string()});
+    EXPECT_EQ(v.exit_code, 2) << v.out << v.err;
+    EXPECT_NE(v.err.find(c.says), std::string::npos) << v.err;
     const auto d = run_llmport({"diagnosis", test::stories_dir().string(), "--reference", "golden:" + c.golden.string()});
     EXPECT_EQ(d.exit_code, 2) << d.out << d.err;
     EXPECT_NE(d.err.find("error: " + c.golden.string()), std::string::npos) << d.err;
@@ -357,7 +378,7 @@ TEST(CliDiagnosis, AGoldenWithADamagedHiddenStateIsNamedNotTheEngine) {
       {damaged("final_norm", [&](nlohmann::json& h) { scale(h["final_norm"], 1.5); }), 1, "First suspicious: **final_norm**"},
       // Hidden states that do not fit the model are named by file and sequence too.
       {damaged("four_layers", [&](nlohmann::json& h) { h["layer_outputs"].erase(4); }), 2,
-       "engine has 5 layer outputs, reference 4"},
+       "hidden states: 4 layer outputs, the model has 5 layers"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.golden.filename().string());
