@@ -237,13 +237,13 @@ void write_readme(const Workspace& ws, const Manifest& m) {
     o << "Not measured yet (phases 4-6 fill this in).\n\n";
   } else {
     o << "| measure | value |\n|---|---|\n";
-    for (const auto& [k, v] : m.measured.items()) o << "| " << k << " | " << fmt_num(v) << " |\n";
+    for (const auto& [k, v] : m.measured.items()) o << "| " << md_cell(k) << " | " << md_cell(fmt_num(v)) << " |\n";
     o << "\n";
   }
   o << "## Phases\n\n| phase | name | status | reason |\n|---|---|---|---|\n";
   for (const auto& p : m.phases)
     o << "| " << p.phase << " | " << phase_name(p.phase) << " | " << status_name(p.status) << " | "
-      << p.reason << " |\n";
+      << md_cell(p.reason) << " |\n";
   o << "\nSee TODO.md (checklist, blockers), ARCHITECTURE.md (config, kernels), "
        "docs/development_progress/ (logs, timing) and docs/evaluation_report.md.\n";
   write_generated(ws, ws.readme(), o.str());

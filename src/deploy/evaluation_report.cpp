@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "deploy/util.hpp"
+
 namespace llmport::deploy {
 
 std::string EvaluationReport::verdict_of(const std::vector<AuditItem>& audit) {
@@ -14,13 +16,6 @@ std::string EvaluationReport::verdict_of(const std::vector<AuditItem>& audit) {
   return warn ? "PASS-with-warnings" : "PASS";
 }
 
-namespace {
-std::string cell(std::string s) {
-  for (auto& c : s)
-    if (c == '|' || c == '\n') c = ' ';
-  return s;
-}
-}  // namespace
 
 std::string EvaluationReport::to_markdown() const {
   std::ostringstream o;
@@ -29,7 +24,7 @@ std::string EvaluationReport::to_markdown() const {
   o << "Independent evaluation by a fresh llmport process that read only the deployment "
        "(deployment.json, registry/, the model it names), generated " << generated_at << ".\n\n";
   o << "## Gate audit\n\n| check | result | detail |\n|---|---|---|\n";
-  for (const auto& a : audit) o << "| " << cell(a.check) << " | " << a.result << " | " << cell(a.detail) << " |\n";
+  for (const auto& a : audit) o << "| " << md_cell(a.check) << " | " << a.result << " | " << md_cell(a.detail) << " |\n";
   o << "\n## Re-run\n\n" << rerun_markdown << "\n";
   o << "## Reproduce\n\n```sh\n";
   for (const auto& c : reproduce) o << c << "\n";
@@ -58,7 +53,7 @@ std::vector<std::string> read_report_warnings(const std::filesystem::path& repor
       std::string detail = line.substr(p + 12);
       if (!detail.empty() && detail.back() == '|') detail.pop_back();
       while (!detail.empty() && detail.back() == ' ') detail.pop_back();
-      w.push_back(check + ": " + detail);
+      w.push_back(md_uncell(check) + ": " + md_uncell(detail));
     }
   }
   return w;

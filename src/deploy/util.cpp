@@ -52,6 +52,22 @@ struct MdCtx {
 };
 }  // namespace
 
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += '\\';
+    out += c == '\n' ? ' ' : c;
+  }
+  return out;
+}
+
+std::string md_uncell(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (!(s[i] == '\\' && i + 1 < s.size() && s[i + 1] == '|')) out += s[i];
+  return out;
+}
+
 std::string join(const std::vector<std::string>& v, const std::string& sep) {
   std::string s;
   for (std::size_t i = 0; i < v.size(); ++i) {

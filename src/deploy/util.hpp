@@ -40,6 +40,12 @@ std::filesystem::path set_aside_unknown_files(const std::filesystem::path& dir,
                                               const std::function<bool(const std::filesystem::path&)>& ours,
                                               const std::string& why, std::ostream& warn);
 
+/// `s` as one markdown table cell: '|' escaped as "\|" (GFM), a newline as a space, so a
+/// message's "|e - r|" neither splits the row nor loses its bars.
+std::string md_cell(const std::string& s);
+/// md_cell undone ("\|" back to '|'), for text read back out of a generated table.
+std::string md_uncell(const std::string& s);
+
 /// Elements joined by `sep`.
 std::string join(const std::vector<std::string>& v, const std::string& sep);
 

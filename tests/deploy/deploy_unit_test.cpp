@@ -170,17 +170,19 @@ TEST(DeployEvaluationReport, VerdictIsTheLineAfterTheTitle) {
   TempDir t;
   EvaluationReport r;
   r.name = "x";
-  r.audit = {{"a", "ok", "fine"}, {"b", "warning", "oracle reference"}};
+  // A message's "|e - r|" stays itself in the table ("\|") and in the warning read back.
+  r.audit = {{"a", "ok", "mean |e - r| 0.2\nsecond line"}, {"b", "warning", "oracle reference |x|"}};
   r.verdict = EvaluationReport::verdict_of(r.audit);
   EXPECT_EQ(r.verdict, "PASS-with-warnings");
   std::string md = r.to_markdown();
   EXPECT_EQ(md.substr(0, md.find('\n', md.find('\n') + 1)), "# Evaluation report: x\nVerdict: PASS-with-warnings");
   for (const char* s : {"## Gate audit", "## Re-run", "## Reproduce"}) EXPECT_NE(md.find(s), std::string::npos) << s;
+  EXPECT_NE(md.find("| a | ok | mean \\|e - r\\| 0.2 second line |\n"), std::string::npos) << md;
   llmport::test::write_file(t.path() / "r.md", md);
   EXPECT_EQ(read_verdict(t.path() / "r.md"), "PASS-with-warnings");
   auto w = read_report_warnings(t.path() / "r.md");
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0], "b: oracle reference");
+  EXPECT_EQ(w[0], "b: oracle reference |x|");
   EXPECT_EQ(EvaluationReport::verdict_of({{"a", "ok", ""}, {"b", "FAIL", ""}, {"c", "warning", ""}}), "FAIL");
   EXPECT_EQ(EvaluationReport::verdict_of({{"a", "ok", ""}}), "PASS");
 }
