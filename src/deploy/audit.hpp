@@ -71,7 +71,8 @@ AuditItem audit_counts(const VerifyResult& r, uint64_t calls_per_forward);
 AuditItem audit_fault(const Manifest& m, const VerifyResult& r);
 /// Against a golden recording hidden states, the re-run's engine (tuned kernel configs;
 /// phase 3 checked the defaults) at every layer (compare_target_golden_layers): FAIL on a
-/// contradicting golden record or a gating departure.
+/// contradicting golden record or a gating departure, warning on a departure that does not
+/// gate (a quantized deployment's fp32-oracle stand-in).
 AuditItem audit_golden_layers(const GoldenLayers& g);
 inline constexpr const char* kGoldenLayersCheck = "every layer agrees with the golden's hidden states";
 /// The re-run's own verdict: FAIL when its gate failed, warning when it is capped

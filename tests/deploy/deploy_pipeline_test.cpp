@@ -659,7 +659,7 @@ namespace {
 // NaN final norm) is the golden's: BLOCKED naming file, sequence and record, on fp32, bf16
 // and q8_0 deployments. A
 // consistent departure at depth (layers 3-4 x1.05 in every sequence) fails the fp32 phase
-// and is recorded, not gating, for q8_0. The honest golden, written the same way, passes.
+// and caps the q8_0 one (PASS-with-warnings: not gating, but not silent either). The honest golden, written the same way, passes.
 TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
   TempDir t;
   const llmport::RecordFile honest = llmport::read_record_file(shared_path("models/stories260K/golden/public.json"));
@@ -696,7 +696,7 @@ TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
       {"slight_bf16", &slight, "bf16", "BLOCKED", ": sequence " + second + ": hidden states: layer 2 output"},
       {"nan", &nan, "fp32", "BLOCKED", ": sequence " + second + ": hidden states: the reference's final_norm holds NaN/inf"},
       {"deep", &deep, "fp32", "FAIL", "every layer vs the golden: sequence " + first + ": layer 3: "},
-      {"deep_q8", &deep, "q8_0", "PASS", "depart (not gating): sequence " + first + ": layer 3: "},
+      {"deep_q8", &deep, "q8_0", "PASS-with-warnings", "depart (not gating): sequence " + first + ": layer 3: "},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -707,13 +707,19 @@ TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
     auto r = deploy({model, "--reference", "golden:" + golden.string(), "--dtype", c.dtype, "--workspace", ws,
                      "--last-phase", "3"});
     const json m = load(t.path() / c.name / "ws" / "stories260k" / "deployment.json");
-    EXPECT_EQ(r.exit_code, std::string(c.status) == "PASS" ? 0 : 1) << r.out << r.err;
+    EXPECT_EQ(r.exit_code, std::string(c.status).rfind("PASS", 0) == 0 ? 0 : 1) << r.out << r.err;
     EXPECT_EQ(status_of(m, 2), "PASS");
     EXPECT_EQ(status_of(m, 3), c.status);
     const std::string reason = m["phases"][3]["reason"];
     EXPECT_NE(reason.find(c.says), std::string::npos) << reason;
     if (std::string(c.status) == "BLOCKED") {
       EXPECT_EQ(reason.rfind("golden " + golden.string() + ": sequence ", 0), 0u) << reason;
+    }
+    if (std::string(c.status) == "PASS-with-warnings") {
+      EXPECT_NE(m["phases"][3]["warnings"][0].get<std::string>().find("the golden's hidden states depart from llmport's "
+                                                                      "fp32 oracle (not gating for a quantized deployment)"),
+                std::string::npos)
+          << m["phases"][3].dump();
     }
     if (std::string(c.name) == "record") {  // README's phase table keeps the row and the bars
       EXPECT_NE(read_file(t.path() / c.name / "ws" / "stories260k" / "README.md").find("| 3 | Full model | BLOCKED | golden "),
