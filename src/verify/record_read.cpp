@@ -240,6 +240,23 @@ std::vector<TopEntry> top_from_arrays(const JsonField& ids_f, const JsonField& l
   return top;
 }
 
+// The width most of a sequence's hidden-state records have (ties: the first recorded):
+// the one that is cut or padded is then the one named, not every record after it.
+int common_width(const HiddenStates& h) {
+  std::vector<std::size_t> sizes;
+  if (!h.embedding.empty()) sizes.push_back(h.embedding.size());
+  for (const auto& l : h.layer_out) sizes.push_back(l.size());
+  if (!h.final_norm.empty()) sizes.push_back(h.final_norm.size());
+  std::size_t best = 0;
+  std::ptrdiff_t best_n = 0;
+  for (std::size_t s : sizes)
+    if (const auto n = std::count(sizes.begin(), sizes.end(), s); n > best_n) {
+      best = s;
+      best_n = n;
+    }
+  return static_cast<int>(best);
+}
+
 void check_vector(const JsonField& f, const std::vector<float>& v, int emb_dim) {
   if (emb_dim > 0 && static_cast<int>(v.size()) != emb_dim)
     f.fail("has " + std::to_string(v.size()) + " values, expected emb_dim " + std::to_string(emb_dim));
@@ -336,8 +353,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
       const JsonField lo = hf.at("layer_outputs");
       for (std::size_t l = 0; l < lo.size(); ++l) seq.hidden.layer_out.push_back(lo.at(l).floats());
       if (hf.has("final_norm")) seq.hidden.final_norm = hf.at("final_norm").floats();
-      seq.hidden.emb_dim = seq.hidden.layer_out.empty() ? static_cast<int>(seq.hidden.final_norm.size())
-                                                        : static_cast<int>(seq.hidden.layer_out[0].size());
+      seq.hidden.emb_dim = common_width(seq.hidden);
       for (std::size_t l = 0; l < lo.size(); ++l) check_vector(lo.at(l), seq.hidden.layer_out[l], seq.hidden.emb_dim);
       if (hf.has("embedding")) check_vector(hf.at("embedding"), seq.hidden.embedding, seq.hidden.emb_dim);
       if (hf.has("final_norm")) check_vector(hf.at("final_norm"), seq.hidden.final_norm, seq.hidden.emb_dim);
@@ -379,7 +395,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
       for (std::size_t l = 0; l < lh.size(); ++l) seq.hidden.layer_out.push_back(lh.at(l).floats());
       if (sf.has("embedding_last")) seq.hidden.embedding = sf.at("embedding_last").floats();
       if (sf.has("final_norm_hidden_last")) seq.hidden.final_norm = sf.at("final_norm_hidden_last").floats();
-      seq.hidden.emb_dim = seq.hidden.layer_out.empty() ? 0 : static_cast<int>(seq.hidden.layer_out[0].size());
+      seq.hidden.emb_dim = common_width(seq.hidden);
       for (std::size_t l = 0; l < lh.size(); ++l) check_vector(lh.at(l), seq.hidden.layer_out[l], seq.hidden.emb_dim);
       if (sf.has("embedding_last")) check_vector(sf.at("embedding_last"), seq.hidden.embedding, seq.hidden.emb_dim);
       if (sf.has("final_norm_hidden_last"))

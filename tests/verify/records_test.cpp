@@ -181,6 +181,16 @@ TEST(Records, MalformedFilesNameTheFieldAtFault) {
       "sequences": [{"prompt_ids": [1], "tokens": [2], "steps": [{"ids": [2], "logits": [1.0]}]}]})",
                       "side file");
   expect_config_error(R"({"format": "llmport-records/2"})", "unsupported version");
+  // A record one value short is the one named, whichever comes first (the width most of
+  // the sequence's records have), not every record after it; both golden formats.
+  expect_config_error(R"({"steps": 1, "cases": [{"name": "a", "n_steps": 1, "prompt_ids": [1], "generated_ids": [2],
+      "steps": [{"top5": [{"id": 2, "logit": 1.0}]}], "hidden_states_last_position": {"embedding": [1, 2, 3],
+      "layer_outputs": [[1, 2], [1, 2, 3], [1, 2, 3]], "final_norm": [1, 2, 3]}}]})",
+                      "cases[0].hidden_states_last_position.layer_outputs[0]: has 2 values, expected emb_dim 3");
+  expect_config_error(R"({"format": "llmport-synthetic-golden/1", "max_new_tokens": 1,
+      "sequences": [{"input_ids": [1], "greedy": {"tokens": [1], "steps_top5": [{"ids": [1], "logits": [1.0]}]},
+      "embedding_last": [1, 2, 3], "layer_hidden_last": [[1, 2, 3, 4], [1, 2, 3]], "final_norm_hidden_last": [1, 2, 3]}]})",
+                      "sequences[0].layer_hidden_last[0]: has 4 values, expected emb_dim 3");
 }
 
 TEST(Records, MissingFileIsAConfigError) {
