@@ -352,7 +352,7 @@ int run_run(const RunArgs& a) {
   if (!a.deployment.empty())
     if (const std::string drift = deploy::deployed_model_drift(a.deployment, dir); !drift.empty())
       std::cerr << "warning: deployment " << a.deployment << ": " << printable(drift)
-                << "; its verdict does not cover this run (`make verify` re-checks)\n";
+                << "; the deployment's verdict may not cover this run\n";
   const int context = model_context(cfg);
   if (!a.dtype)
     if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << printable(*w) << "\n";

@@ -186,6 +186,17 @@ std::map<std::string, std::string> hash_model_files(const fs::path& model_dir, s
   return out;
 }
 
+Manifest load_deployment_arg(const fs::path& arg) {
+  std::error_code ec;
+  fs::path dir = fs::weakly_canonical(fs::absolute(arg), ec);
+  if (ec) dir = fs::absolute(arg);
+  if (dir.filename() == "deployment.json" && fs::is_regular_file(dir)) dir = dir.parent_path();
+  const fs::path file = dir / "deployment.json";
+  if (!fs::is_regular_file(file))
+    throw UsageError("--deployment " + arg.string() + ": not a deployment (no deployment.json)");
+  return Manifest::load(file);
+}
+
 std::optional<FileStat> stat_file(const fs::path& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) return std::nullopt;

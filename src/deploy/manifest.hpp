@@ -93,6 +93,10 @@ std::vector<std::string> model_file_names(const std::filesystem::path& model_dir
 /// file written while it was hashed then differs from its recorded stat).
 std::map<std::string, std::string> hash_model_files(const std::filesystem::path& model_dir,
                                                     std::map<std::string, FileStat>* stats = nullptr);
+/// The manifest a `--deployment` argument names: a deployment directory, or its
+/// deployment.json itself. Throws UsageError "--deployment ARG: not a deployment (no
+/// deployment.json)", ConfigError when the file is malformed.
+Manifest load_deployment_arg(const std::filesystem::path& arg);
 /// FileStat of one file; nullopt when it cannot be stat'ed.
 std::optional<FileStat> stat_file(const std::filesystem::path& file);
 /// FileStat of each of `names` in model_dir (the ones that can be stat'ed).

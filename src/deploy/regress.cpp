@@ -92,10 +92,7 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
 }
 
 std::string check_deployed_weights(const fs::path& deployment_dir, const fs::path& model_dir) {
-  Workspace ws(fs::weakly_canonical(fs::absolute(deployment_dir)));
-  if (!ws.is_deployment())
-    throw UsageError("--deployment " + deployment_dir.string() + ": not a deployment (no deployment.json)");
-  const Manifest m = Manifest::load(ws.manifest());
+  const Manifest m = load_deployment_arg(deployment_dir);
   const AuditItem weights = audit_model_files(m, model_dir);
   if (weights.result != "ok") return weights.detail;
   const AuditItem golden = audit_golden_file(m);

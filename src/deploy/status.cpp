@@ -76,14 +76,12 @@ std::string state_of(const Manifest& m) {
 std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
 
 std::string deployed_model_drift(const fs::path& deployment_dir, const fs::path& model_dir) {
-  const Workspace ws(fs::weakly_canonical(fs::absolute(deployment_dir)));
-  if (!ws.is_deployment())
-    throw UsageError("--deployment " + deployment_dir.string() + ": not a deployment (no deployment.json)");
-  const Manifest m = Manifest::load(ws.manifest());
+  const Manifest m = load_deployment_arg(deployment_dir);
+  // MODEL may name the model's config.json, as every command accepts.
+  const fs::path dir = fs::is_regular_file(model_dir) ? model_dir.parent_path() : model_dir;
   std::error_code ec;
-  if (!fs::equivalent(model_dir, m.model_dir, ec))
-    return model_dir.string() + " is not the deployed model " + m.model_dir.string();
-  return weights_changed(m, model_dir);
+  if (!fs::equivalent(dir, m.model_dir, ec)) return dir.string() + " is not the deployed model " + m.model_dir.string();
+  return weights_changed(m, dir);
 }
 
 void require_workspace_dir(const fs::path& workspace) {

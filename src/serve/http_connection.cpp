@@ -108,7 +108,8 @@ std::string unimplemented_method(const std::string& raw_head) {
   const auto tchar = [](unsigned char c) { return std::isalnum(c) || std::strchr("!#$%&'*+-.^_`|~", c); };
   if (!std::all_of(method.begin(), method.end(), [&](char c) { return c != 0 && tchar(static_cast<unsigned char>(c)); }))
     return "";
-  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "PRI"})
+  // The methods httplib routes; it answers TRACE and CONNECT 400 too (no handler exists).
+  for (const char* known : {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
     if (method == known) return "";
   return method;
 }

@@ -73,9 +73,9 @@ bool send_response_prefix(RequestReading& r);
 std::string header_syntax_error(const std::string& raw_head);
 
 /// The method of a well-formed request line (`method SP target SP HTTP/1.x`, the method a
-/// token) that httplib does not know (it answers those 400 like garbage), else "": RFC 9110
-/// 9.1 has a server answer an unrecognized method 501, so a client can tell "not here" from
-/// "broken".
+/// token) that httplib does not route (anything but GET, HEAD, POST, PUT, DELETE, OPTIONS,
+/// PATCH: it answers those 400 like garbage), else "": RFC 9110 15.6.2 has a server answer
+/// a method it does not support 501, so a client can tell "not here" from "broken".
 std::string unimplemented_method(const std::string& raw_head);
 
 /// The request being handled on the calling thread: valid inside httplib's handlers, error

@@ -477,8 +477,8 @@ class Server {
       // httplib refuses a Range it cannot parse before the pre-routing hook that drops a
       // valid one (prepare_request), so only a malformed one gets here.
       if (res.status == 416)
-        msg = "malformed Range header '" + printable(req.get_header_value("Range")) +
-              "' (a valid Range is ignored: send one or none)";
+        msg = "Range header '" + printable(req.get_header_value("Range")) +
+              "' not understood (a well-formed, satisfiable Range is ignored: send one or none)";
       send_error(res, res.status, msg);
       // httplib's own 413 and 416 leave the body unread; a request it could not parse (400,
       // 408, 414, 431, 501) leaves the stream at an unknown point.
@@ -567,7 +567,7 @@ class Server {
 
   // Why httplib could not parse a request (its 400): a header line or section over the
   // limit is 431, a head that did not arrive within the read timeout 408, a well-formed
-  // request line with a method httplib does not know 501 (res.status set).
+  // request line with a method httplib does not route 501 (res.status set).
   std::string unparsed_request_message(httplib::Response& res) const {
     const RequestReading* r = current_request();
     if (r && r->headers_too_large) {

@@ -95,10 +95,12 @@ void check_hidden_fits(const RecordFile& ref, const RecordSequence& seq, const M
   const std::string where = ref.path.string() + ": sequence " + seq.name + ": hidden states";
   if (h.emb_dim != cfg.emb_dim)
     throw UsageError(where + " are " + std::to_string(h.emb_dim) + " values wide, the model's hidden_size is " +
-                     std::to_string(cfg.emb_dim) + other_model_hint(&ref));
+                     std::to_string(cfg.emb_dim));
+  // No "another model?" hint here: a damaged file is as likely (the ids and architecture
+  // checks, which another model's file fails first, carry it).
   if (static_cast<int>(h.layer_out.size()) != cfg.n_layers)
     throw UsageError(where + ": " + std::to_string(h.layer_out.size()) + " layer outputs, the model has " +
-                     std::to_string(cfg.n_layers) + " layers" + other_model_hint(&ref));
+                     std::to_string(cfg.n_layers) + " layers");
   const std::size_t rows = h.positions.size() * static_cast<std::size_t>(h.emb_dim);
   auto sized = [&](const std::vector<float>& v, const std::string& name) {
     if (!v.empty() && v.size() != rows)

@@ -67,7 +67,13 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
                         "differs from deployment"),
             std::string::npos)
       << mr.err;
-  EXPECT_NE(mr.err.find("its verdict does not cover this run"), std::string::npos) << mr.err;
+  EXPECT_NE(mr.err.find("the deployment's verdict may not cover this run"), std::string::npos) << mr.err;
+  // MODEL given as its config.json, the deployment as its deployment.json: the same ones.
+  auto by_files = run_llmport({"run", (model / "config.json").string(), "--deployment",
+                               (dir / "deployment.json").string(), "--prompt", "Once", "-n", "2"});
+  EXPECT_EQ(by_files.exit_code, 0) << by_files.err;
+  EXPECT_EQ(by_files.err.find("is not the deployed model"), std::string::npos) << by_files.err;
+  EXPECT_NE(by_files.err.find("weights changed? model.safetensors"), std::string::npos) << by_files.err;
   auto other = run_llmport({"run", shared_path("models/stories260K").string(), "--deployment", dir.string(), "--prompt",
                             "Once", "-n", "2"});
   EXPECT_EQ(other.exit_code, 0) << other.err;

@@ -158,6 +158,9 @@ TEST_F(ServeBodies, UnreadBodiesAndBadFramingAreAnsweredAtOnceAndCloseTheConnect
                {"FOO /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501,
                 "\"method FOO is not implemented (this server answers GET, HEAD, POST, PUT, PATCH, DELETE and "
                 "OPTIONS)\",\"param\":null,\"type\":\"invalid_request_error\""},
+               // httplib routes no TRACE or CONNECT either (it said 400 "malformed" to them too).
+               {"TRACE /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501, "method TRACE is not implemented"},
+               {"CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 501, "method CONNECT is not implemented"},
                {"F(O /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed HTTP request"},
                {"FOO /v1/models HTTP/2\r\nHost: 127.0.0.1\r\n\r\n", 400, "malformed HTTP request"}};
   for (const auto& c : cases) {
