@@ -15,7 +15,7 @@ namespace {
 
 // The golden's recorded hidden states at every layer (golden_layers.hpp). A golden record
 // that contradicts itself BLOCKs the phase (bad input); the engine departing from the golden
-// fails it (a quantized engine's departures are recorded only).
+// fails it (a quantized engine's fp32-oracle stand-in departing caps it with a warning).
 void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, PhaseResult& r) {
   const auto golden = golden_records(ctx.ref);
   if (!golden) return;
