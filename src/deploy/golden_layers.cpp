@@ -71,9 +71,13 @@ nlohmann::json GoldenLayers::to_json() const {
 
 GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
                                           bool quantized, const ModelConfig& cfg, const WeightStore& weights,
-                                          int threads) {
-  const std::unique_ptr<EngineRunner> oracle = make_oracle_runner(cfg, weights, threads);
-  GoldenLayers g = compare_golden_layers(golden, quantized ? static_cast<Runner&>(*oracle) : engine, *oracle);
+                                          int threads, Runner* plain_oracle) {
+  std::unique_ptr<EngineRunner> built;
+  if (!plain_oracle) {
+    built = make_oracle_runner(cfg, weights, threads);
+    plain_oracle = built.get();
+  }
+  GoldenLayers g = compare_golden_layers(golden, quantized ? *plain_oracle : static_cast<Runner&>(engine), *plain_oracle);
   g.gating = !quantized;
   return g;
 }

@@ -45,8 +45,10 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
 /// deciding whose a contradicting record is. A `quantized` engine differs from the
 /// unquantized golden by its quantization (KLD's to judge), so the oracle stands in for it:
 /// its contradictions of the golden still count, its departures do not (gating false).
+/// `plain_oracle`: that oracle when the caller holds one already (an unquantized target's
+/// phase oracle is it), else one is built (an fp32 copy of the weights).
 GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
                                           bool quantized, const ModelConfig& cfg, const WeightStore& weights,
-                                          int threads);
+                                          int threads, Runner* plain_oracle = nullptr);
 
 }  // namespace llmport::deploy

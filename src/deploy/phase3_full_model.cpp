@@ -16,11 +16,12 @@ namespace {
 // The golden's recorded hidden states at every layer (golden_layers.hpp). A golden record
 // that contradicts itself BLOCKs the phase (bad input); the engine departing from the golden
 // fails it (a quantized engine's fp32-oracle stand-in departing caps it with a warning).
-void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, PhaseResult& r) {
+void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Runner* plain_oracle, PhaseResult& r) {
   const auto golden = golden_records(ctx.ref);
   if (!golden) return;
   Stopwatch sw;
-  const GoldenLayers g = compare_target_golden_layers(golden, engine, quantized, ctx.cfg, ctx.weights(), ctx.opt.threads);
+  const GoldenLayers g =
+      compare_target_golden_layers(golden, engine, quantized, ctx.cfg, ctx.weights(), ctx.opt.threads, plain_oracle);
   ctx.runtime_s += sw.seconds();
   r.numbers["golden_layers"] = g.to_json();
   if (!g.golden_damaged.empty()) {
@@ -82,10 +83,12 @@ class Phase3 : public Phase {
     r.artifacts.push_back(num["verify"].value("report_dir", ""));
     const EngineOptions target = ctx.target_engine_options(ConfigStage::Default);
     EngineRunner engine(ctx.cfg, ctx.weights(), target);
-    judge_golden_layers(ctx, engine, target.quant != QuantType::None, r);
     // Same quantized weights on both sides: the per-layer cosines locate kernel faults.
     auto oracle = make_oracle_runner(ctx.cfg, ctx.weights(), ctx.opt.threads, target.quant, target.quant_lm_head,
                                      engine.engine().quant_acts());
+    const bool quantized = target.quant != QuantType::None;
+    // An unquantized target's oracle is the plain fp32 one the layer check needs.
+    judge_golden_layers(ctx, engine, quantized, quantized ? nullptr : oracle.get(), r);
     save_diagnosis(ctx, engine, *oracle, is_pass(r.status), r);
     if (v.pass) {
       ctx.m.measured["verify mean KL (phase 3)"] = v.mean_kl;
