@@ -56,6 +56,9 @@ struct HiddenStates {
   std::vector<float> final_norm;              ///< [n_rows, emb_dim] after model.norm
   int n_rows() const { return static_cast<int>(positions.size()); }
   bool empty() const { return layer_out.empty() && final_norm.empty(); }
+  /// Per-layer records present: what the layer checks against a golden compare (phase 2's
+  /// layer 0, phase 3's every layer, the phase-7 audit row).
+  bool has_layers() const { return !layer_out.empty(); }
 };
 
 /// Result of a prefill: the distribution at the last prompt position (step 0) and, when

@@ -67,7 +67,7 @@ void add_golden_layers_row(const Manifest& m, const ModelConfig& cfg, const Weig
                            std::vector<AuditItem>& a) {
   const auto golden = golden_records(m.reference);
   if (!golden || std::none_of(golden->sequences.begin(), golden->sequences.end(),
-                              [](const RecordSequence& s) { return !s.hidden.layer_out.empty(); }))
+                              [](const RecordSequence& s) { return s.hidden.has_layers(); }))
     return;
   try {
     EngineRunner engine(cfg, w, eo);
@@ -124,6 +124,12 @@ std::string rerun_markdown(const Manifest& m, const VerifyResult& r, const Works
      << fmt::format("- mean KL per step {:.4g} (bound {:.4g}), max {:.4g}; top-1 agreement {:.2f}%{}\n", r.mean_kl,
                     r.kl_bound, r.max_kl, 100.0 * r.top1_agreement,
                     r.gate == "kld" ? fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1) : std::string())
+     << (r.gate == "kld"
+             ? fmt::format("- predicted cost of {} rounding on this model (llmport's reference with random errors of "
+                           "the format's step; not independent, it sets the bounds): mean KL {:.4g}, top-1 agreement "
+                           "{:.2f}%\n",
+                           r.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1)
+             : std::string())
      << "- report: " << fs::relative(dir, ws.dir(), ec).string() << "/report.md\n";
   for (const auto& f : r.failures) rr << "- failure: " << f << "\n";
   for (const auto& c : r.caps) rr << "- capped: " << c << "\n";

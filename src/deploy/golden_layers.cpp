@@ -26,7 +26,7 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
   GoldenLayers g;
   for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
     const RecordSequence& s = golden->sequences[i];
-    if (s.hidden.layer_out.empty()) continue;
+    if (!s.hidden.has_layers()) continue;
     const std::string where = golden->path.string() + ": sequence " + s.name;
     GoldenRunner reference(golden, static_cast<int>(i));
     DiagnosisResult d;

@@ -68,7 +68,7 @@ class Phase2 : public Phase {
       std::string shown_name;
       for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
         const auto& gs = golden->sequences[i];
-        if (gs.hidden.layer_out.empty()) continue;
+        if (!gs.hidden.has_layers()) continue;
         const PrefillRecord ei = static_cast<int>(i) == seq ? e : engine.prefill(gs.prompt_ids, true);
         SingleBlockResult r =
             single_block_gate(ei.hidden, gs.hidden, ctx.cfg.head_dim, bound_against(golden->compute_dtype));
