@@ -129,9 +129,12 @@ Registrar reg{Command{
                      "gate (default: checkpoint dtype)");
       sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
       sub.add_option("--kl-bound", a->kl_bound,
-                     "bound on the mean KL per step (default: the dtype's: bf16 2.5e-3, fp32 2e-6, q8_0 2e-3, q4_0 0.15)");
+                     "bound on the mean KL per step (default: the dtype's: bf16 2.5e-3, fp32 2e-6, q8_0 2e-3, q4_0 0.15; a "
+                     "quantized dtype's widened to 3x the predicted cost of its rounding on the model where that is "
+                     "more)");
       sub.add_option("--min-top1", a->min_top1,
-                     "q8_0|q4_0 only: least share (0..1) of steps whose top-1 agrees (default q8_0 0.97, q4_0 0.78)");
+                     "q8_0|q4_0 only: least share (0..1] of steps whose top-1 agrees (default q8_0 0.97, q4_0 0.78, "
+                     "lowered to allow 3x the predicted disagreement of its rounding on the model, not below 0.25)");
       sub.add_option("--backend", a->backend, "engine backend (cpu, reference, ...)")->capture_default_str();
       sub.add_option("--threads", a->threads, "engine threads (0 = all cores)")->check(thread_count());
       sub.add_option("--report-dir", a->report_dir,

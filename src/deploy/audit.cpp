@@ -153,7 +153,9 @@ AuditItem audit_kld_gate(const VerifyResult& r, const Manifest& m) {
   const std::string check = "KLD gate of the quantized dtype, with the deployment's bounds";
   const QuantType q = parse_quant(m.dtype);
   if (q == QuantType::None) return row(check, false, "the deployment's dtype " + m.dtype + " is not quantized");
-  const KldGate d = kld_gate_defaults(q);
+  // The defaults are derived from the format's predicted cost on this model, which the
+  // re-run measured again (derived_kld_gate).
+  const KldGate d = derived_kld_gate(kld_gate_defaults(q), r.predicted_mean_kl, r.predicted_top1);
   const double kl = m.verify_kl_bound > 0 ? m.verify_kl_bound : d.max_mean_kl;
   const double top1 = m.verify_min_top1 > 0 ? m.verify_min_top1 : d.min_top1;
   const std::string ran = fmt::format("run with the {} gate, top-{}, mean KL <= {:.3g}, top-1 >= {:.1f}%", r.gate,
@@ -164,7 +166,8 @@ AuditItem audit_kld_gate(const VerifyResult& r, const Manifest& m) {
                                  100.0 * top1, kTopK));
   const bool defaults = kl == d.max_mean_kl && top1 == d.min_top1;
   return row(check, defaults,
-             ran + (defaults ? fmt::format(" (the {} defaults)", m.dtype)
+             ran + (defaults ? fmt::format(" (the {} defaults; its predicted cost here: mean KL {:.3g}, top-1 {:.1f}%)",
+                                           m.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1)
                              : fmt::format(": set by the deployment, the {} defaults are {:.3g} and {:.1f}%", m.dtype,
                                            d.max_mean_kl, 100.0 * d.min_top1)),
              /*warn_only=*/true);

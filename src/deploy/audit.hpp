@@ -50,8 +50,10 @@ AuditItem audit_reference_depth(const VerifyResult& r, const ExpectedDepth& expe
 /// The re-run's top-k and KL bound are the defaults for its dtypes (FAIL otherwise).
 AuditItem audit_tolerances(const VerifyResult& r, DType engine_dtype);
 /// A quantized deployment (m.dtype q8_0/q4_0): the re-run used the KLD gate with top-k
-/// kTopK and the bounds the manifest records (FAIL otherwise); bounds other than
-/// kld_gate_defaults (deploy --kl-bound / --min-top1) are a warning (caps the verdict).
+/// kTopK and the bounds the manifest records (FAIL otherwise); bounds other than the
+/// defaults derived from the re-run's predicted cost (derived_kld_gate of kld_gate_defaults,
+/// VerifyResult::predicted_mean_kl / predicted_top1; deploy --kl-bound / --min-top1) are a
+/// warning (caps the verdict).
 AuditItem audit_kld_gate(const VerifyResult& r, const Manifest& m);
 /// Runner, backend, dtype and ISA of the re-run are the deployment's.
 AuditItem audit_engine(const Manifest& m, const VerifyResult& r);

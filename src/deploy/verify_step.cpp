@@ -73,6 +73,11 @@ nlohmann::json verify_numbers(const VerifyResult& r, const fs::path& deployment_
                       {"kernel_configs", r.kernel_configs},
                       {"reference", r.reference_kind},
                       {"reference_independent", r.reference_independent}};
+  if (r.gate == "kld") {
+    j["min_top1"] = r.min_top1;
+    j["predicted_mean_kl"] = r.predicted_mean_kl;
+    j["predicted_top1"] = r.predicted_top1;
+  }
   if (!r.report_dir.empty()) {
     std::error_code ec;
     auto rel = fs::relative(r.report_dir, deployment_dir, ec);
@@ -86,7 +91,9 @@ std::string verify_summary(const VerifyResult& r) {
   std::string s = fmt::format("{}: {} prompts x {} steps, {}mean KL {:.3g} (bound {:.3g}), max KL {:.3g}, top-1 agreement {:.1f}%",
                               r.verdict_line(), r.n_prompts, r.n_steps, r.gate == "kld" ? r.dtype + " KLD gate: " : "",
                               r.mean_kl, r.kl_bound, r.max_kl, 100.0 * r.top1_agreement);
-  if (r.gate == "kld") s += fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1);
+  if (r.gate == "kld")
+    s += fmt::format(" (bound {:.1f}%; bounds from the predicted cost of {} rounding here: mean KL {:.3g}, top-1 {:.1f}%)",
+                     100.0 * r.min_top1, r.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1);
   if (!r.pass && !r.failures.empty()) s += "; " + r.failures.front();
   return s;
 }

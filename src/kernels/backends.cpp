@@ -142,6 +142,15 @@ std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::str
                                          int threads) {
   if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));
   if (name == "reference" && level == "scalar") return make_reference_backend(threads);
+  // Not a level backend_levels lists: it computes no model, it measures a format's cost.
+  // "rounding-noise/N" is the noise's realization N (make_rounding_noise_runner).
+  if (name == "reference" && level.rfind("rounding-noise", 0) == 0) {
+    const std::string draw = level.substr(std::string("rounding-noise").size());
+    if (draw.empty()) return make_reference_backend(threads, true);
+    if (draw.size() > 1 && draw.size() < 12 && draw[0] == '/' &&
+        draw.find_first_not_of("0123456789", 1) == std::string::npos)
+      return make_reference_backend(threads, true, std::stoull(draw.substr(1)));
+  }
   if (name == "reference")
     throw UsageError("backend 'reference' has one level, 'scalar' (got '" + level + "')");
   return make_backend(name, threads);  // throws for unknown names

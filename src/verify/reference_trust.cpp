@@ -70,6 +70,15 @@ KldGate kld_gate_defaults(QuantType quant) {
   throw UsageError("the KLD gate is for quantized dtypes (q8_0, q4_0) only");
 }
 
+KldGate derived_kld_gate(const KldGate& d, double predicted_mean_kl, double predicted_top1) {
+  KldGate g = d;
+  if (std::isfinite(predicted_mean_kl))
+    g.max_mean_kl = std::max(d.max_mean_kl, kQuantCostFactor * predicted_mean_kl);
+  if (std::isfinite(predicted_top1))
+    g.min_top1 = std::min(d.min_top1, std::max(kMinTop1Floor, 1.0 - kQuantCostFactor * (1.0 - predicted_top1)));
+  return g;
+}
+
 namespace {
 // One UTF-8 code point from s at i (advancing i); malformed bytes read as themselves.
 char32_t next_code_point(const std::string& s, std::size_t& i) {

@@ -84,6 +84,24 @@ std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const W
   return std::make_unique<EngineRunner>(cfg, weights, opt, "oracle", /*keep_logits=*/true);
 }
 
+std::unique_ptr<EngineRunner> make_rounding_noise_runner(const ModelConfig& cfg, const WeightStore& weights,
+                                                         int threads, DType base, QuantType quant,
+                                                         QuantType quant_lm_head,
+                                                         const std::map<std::string, ActQuant>& acts, int draw) {
+  if (quant == QuantType::None) throw UsageError("the rounding-noise oracle is for quantized dtypes (q8_0, q4_0) only");
+  EngineOptions opt;
+  opt.quant_act_of_tensor = acts;
+  opt.quant_act = ActQuant::F32;
+  opt.backend = "reference";
+  if (draw < 0) throw UsageError("the rounding-noise oracle's draw must be >= 0");
+  opt.backend_level = "rounding-noise/" + std::to_string(draw);
+  opt.dtype = base;  // the unquantized tensors round as the engine's do
+  opt.threads = threads;
+  opt.quant = quant;
+  opt.quant_lm_head = quant_lm_head;
+  return std::make_unique<EngineRunner>(cfg, weights, opt, "rounding-noise oracle", /*keep_logits=*/true);
+}
+
 std::vector<StepRecord> generate_greedy(Runner& r, std::span<const int> prompt_ids, int n_steps) {
   std::vector<StepRecord> steps;
   if (n_steps <= 0) return steps;

@@ -224,6 +224,30 @@ TEST(Audit, KldGateRowFailsOnAnotherGateOrBoundAndWarnsOnOwnBounds) {
   EXPECT_EQ(audit_kld_gate(plain.r, plain.m).result, "FAIL");
 }
 
+// The defaults of a model more sensitive to the rounding are derived from the re-run's
+// predicted cost (derived_kld_gate): a re-run gated by them is "the defaults"; one that
+// kept the dtype's fixed bounds instead, or widened past them, is not the deployment's.
+TEST(Audit, KldGateRowHoldsTheReRunToTheBoundsItsPredictedCostDerives) {
+  Clean c;
+  c.m.dtype = "q8_0";
+  c.r.dtype = "q8_0";
+  c.r.gate = "kld";
+  c.r.predicted_mean_kl = 4e-3;  // 3x: 1.2e-2
+  c.r.predicted_top1 = 0.98;     // 1 - 3 x 0.02: 0.94
+  c.r.kl_bound = 1.2e-2;
+  c.r.min_top1 = 0.94;
+  const AuditItem ok = audit_kld_gate(c.r, c.m);
+  EXPECT_EQ(ok.result, "ok") << ok.detail;
+  EXPECT_NE(ok.detail.find("predicted cost here: mean KL 0.004, top-1 98.0%"), std::string::npos) << ok.detail;
+  for (int i = 0; i < 3; ++i) {
+    Clean d = c;
+    if (i == 0) d.r.kl_bound = kld_gate_defaults(QuantType::Q8_0).max_mean_kl;
+    if (i == 1) d.r.min_top1 = kld_gate_defaults(QuantType::Q8_0).min_top1;
+    if (i == 2) d.r.predicted_mean_kl = 1e-2;  // a prediction that derives another bound
+    EXPECT_EQ(audit_kld_gate(d.r, d.m).result, "FAIL") << i << " " << audit_kld_gate(d.r, d.m).detail;
+  }
+}
+
 TEST(Audit, EngineRowFailsOnAnotherBackendDtypeIsaOrRunner) {
   Clean c;
   EXPECT_EQ(audit_engine(c.m, c.r).result, "ok");

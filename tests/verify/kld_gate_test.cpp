@@ -4,17 +4,21 @@
 // fails it; and the gate's options are refused where they mean nothing.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "llmport/error.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "support/test_support.hpp"
+#include "verify/format.hpp"
 #include "verify/verify_support.hpp"
 
 namespace llmport {
 namespace {
 using test::stories_dir;
 using test::stories_golden;
+using verify_detail::fmt_g;
 namespace fs = std::filesystem;
 
 VerifyOptions quant_options(const std::string& dtype) {
@@ -40,6 +44,49 @@ TEST(KldGate, DefaultsAreTheIssuesBounds) {
   EXPECT_THROW(kld_gate_defaults(QuantType::None), UsageError);
 }
 
+// The bounds widen with the predicted cost and only widen: 3x its mean KL and its top-1
+// disagreement, never a top-1 bound below 25%, and a NaN prediction changes nothing.
+TEST(KldGate, DerivedBoundsFollowThePredictedCost) {
+  const KldGate q8 = kld_gate_defaults(QuantType::Q8_0);
+  const KldGate low = derived_kld_gate(q8, 1e-4, 0.999);  // less sensitive than stories260K
+  EXPECT_EQ(low.max_mean_kl, 2e-3);
+  EXPECT_EQ(low.min_top1, 0.97);
+  const KldGate high = derived_kld_gate(q8, 4e-3, 0.98);
+  EXPECT_DOUBLE_EQ(high.max_mean_kl, 1.2e-2);
+  EXPECT_DOUBLE_EQ(high.min_top1, 0.94);
+  EXPECT_DOUBLE_EQ(derived_kld_gate(kld_gate_defaults(QuantType::Q4_0), 0.8, 0.8).min_top1, 0.4);
+  EXPECT_EQ(derived_kld_gate(kld_gate_defaults(QuantType::Q4_0), 0.8, 0.6).min_top1, 0.25);
+  const KldGate nan = derived_kld_gate(q8, std::nan(""), std::nan(""));
+  EXPECT_EQ(nan.max_mean_kl, 2e-3);
+  EXPECT_EQ(nan.min_top1, 0.97);
+}
+
+// Honest q8_0 / q4_0 engines of the four synthetic family models failed the gate whose
+// bounds were set on stories260K (llama3-tiny q8_0: mean KL 3.9e-3 against 2e-3; their
+// random weights with x5 output projections make them 5-10x more sensitive to rounding).
+// The bounds derived from each model's predicted cost pass every one. Logits 1.5x too sharp
+// still fail: in q8_0 on the mean KL gate itself; in q4_0, whose own cost is larger than
+// that (as on stories260K), on the kernel check.
+TEST(KldGate, SyntheticModelsPassWithBoundsDerivedFromTheirOwnRoundingCost) {
+  for (const char* model : {"llama3-tiny", "mistral-tiny", "qwen2-tiny", "qwen3-tiny"})
+    for (const char* dtype : {"q8_0", "q4_0"}) {
+      SCOPED_TRACE(std::string(model) + " " + dtype);
+      const fs::path dir = test::shared_path(std::string("models/synthetic/") + model);
+      VerifyOptions o = quant_options(dtype);
+      o.reference = "golden:" + (dir / "golden.json").string();
+      const VerifyResult r = run_verify(dir, o);
+      EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());
+      EXPECT_GT(r.predicted_mean_kl, 0.4 * r.mean_kl);
+      EXPECT_LT(r.predicted_mean_kl, 2.5 * r.mean_kl);
+      EXPECT_GE(r.kl_bound, kld_gate_defaults(parse_quant(dtype)).max_mean_kl);
+      o.engine.fault = FaultInjection::parse("logit_scale=1.5");
+      const VerifyResult bad = run_verify(dir, o);
+      EXPECT_FALSE(bad.pass);
+      EXPECT_TRUE(has_failure(bad, std::string(dtype) == "q8_0" ? "mean KL per step" : "quantized kernels"))
+          << bad.verdict_line();
+    }
+}
+
 // Both dtypes pass with the default bounds; then each bound, set just below the measured
 // figure, is what fails the same run.
 TEST(KldGate, QuantizedStoriesPassesAndEachBoundCanFailIt) {
@@ -49,9 +96,16 @@ TEST(KldGate, QuantizedStoriesPassesAndEachBoundCanFailIt) {
     ASSERT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());
     EXPECT_EQ(r.gate, "kld");
     EXPECT_EQ(r.dtype, dtype);
-    const KldGate d = kld_gate_defaults(parse_quant(dtype));
+    // The dtype's bounds, widened by the predicted cost of its rounding here (for q4_0 it
+    // predicts mean KL 0.056, 3x that is above 0.15); the prediction is the honest run's
+    // within 2x (measured 0.87-1.16x over four draws of the noise).
+    const KldGate d = derived_kld_gate(kld_gate_defaults(parse_quant(dtype)), r.predicted_mean_kl, r.predicted_top1);
     EXPECT_EQ(r.kl_bound, d.max_mean_kl);
     EXPECT_EQ(r.min_top1, d.min_top1);
+    EXPECT_EQ(r.default_kl_bound, d.max_mean_kl);
+    EXPECT_GT(r.predicted_mean_kl, 0.5 * r.mean_kl);
+    EXPECT_LT(r.predicted_mean_kl, 2.0 * r.mean_kl);
+    EXPECT_EQ(r.to_json()["predicted_cost"]["mean_kl"].get<double>(), r.predicted_mean_kl);
     EXPECT_GT(r.mean_kl, 0.0);  // quantization changes the logits
     EXPECT_LE(r.mean_kl, r.kl_bound);
     EXPECT_GE(r.top1_agreement, r.min_top1);
@@ -191,10 +245,13 @@ TEST(KldGate, LoosenedBoundsCapTheVerdict) {
   ASSERT_TRUE(loose.pass) << (loose.failures.empty() ? "" : loose.failures.front());
   EXPECT_EQ(loose.verdict(), "PASS-with-warnings");
   bool kl = false, top1 = false;
+  const std::string kl_cap = "bounds loosened by the user: mean KL <= 1e+03, above the q4_0 default " +
+                             fmt_g(loose.default_kl_bound);
+  const std::string top1_cap = "bounds loosened by the user: top-1 agreement >= 1%, below the q4_0 default " +
+                               fmt_g(100.0 * loose.default_min_top1, 4) + "%";
   for (const auto& c : loose.caps) {
-    kl = kl || c.find("bounds loosened by the user: mean KL <= 1e+03, above the q4_0 default 0.15") != std::string::npos;
-    top1 = top1 || c.find("bounds loosened by the user: top-1 agreement >= 1%, below the q4_0 default 78%") !=
-                       std::string::npos;
+    kl = kl || c.find(kl_cap) != std::string::npos;
+    top1 = top1 || c.find(top1_cap) != std::string::npos;
   }
   EXPECT_TRUE(kl && top1) << loose.verdict_line();
 }
