@@ -76,21 +76,21 @@ std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const W
                                                  QuantType quant_lm_head = QuantType::None,
                                                  const std::map<std::string, ActQuant>& acts = {});
 
-/// The rounding-noise oracle: the reference backend at level "rounding-noise" in the
+/// The rounding-noise oracle: the cpu backend at level "rounding-noise/<rounding>" in the
 /// engine's base dtype `base` (so its unquantized tensors round as the engine's do), whose
-/// `quant` projections (and lm_head with `quant_lm_head`) hold the weights plus a random
-/// error of the format's rounding step per value, and whose linears named in `acts` with Q8
-/// perturb their input the same way (src/kernels/reference/reference_ops.hpp): a model
-/// that rounding to the format costs as much as the real quantizer, computed without it.
-/// Its KL from the reference predicts the format's cost on this model (VerifyResult::
-/// predicted_mean_kl). Deterministic: the same model, prompts, steps and `draw` (which
-/// realization of the noise, >= 0) give the same logits at any thread count. Throws
-/// UsageError for QuantType::None or a negative draw.
+/// `quant` projections (and lm_head with `quant_lm_head`) are fp32 linears holding the
+/// weights as `rounding` leaves them, and whose linears named in `acts` with Q8 round their
+/// input the same way (src/kernels/rounding_noise.hpp): "0", "1", ...: a random error of
+/// the format's step per value, that realization of the noise; "quantizer": llmport's
+/// quantizer's rounding; "off": untouched (the plain side of a prediction). Against "off"
+/// it predicts the format's cost on this model (VerifyResult::predicted_mean_kl).
+/// Deterministic for the same model, prompts, steps, threads and `rounding`. Throws
+/// UsageError for QuantType::None or another `rounding`.
 std::unique_ptr<EngineRunner> make_rounding_noise_runner(const ModelConfig& cfg, const WeightStore& weights,
                                                          int threads, DType base, QuantType quant,
                                                          QuantType quant_lm_head = QuantType::None,
                                                          const std::map<std::string, ActQuant>& acts = {},
-                                                         int draw = 0);
+                                                         const std::string& rounding = "0");
 
 /// Replays one RecordSequence of a record file. prefill must be given the sequence's
 /// prompt ids and decode_step the sequence's own tokens in order (teacher forcing the

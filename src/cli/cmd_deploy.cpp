@@ -45,7 +45,7 @@ Registrar deploy_cmd{Command{
       sub.add_option("--quantize-lm-head", o->d.quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (quantized --dtype only)");
       sub.add_option("--kl-bound", o->kl_bound,
                      "quantized dtypes: the KLD gate's bound on mean KL per step (default q8_0 2e-3, q4_0 0.15, widened to "
-                     "3x the predicted cost of the rounding on the model where that is more)");
+                     "2x the predicted cost of the rounding on the model where that is more)");
       sub.add_option("--min-top1", o->min_top1,
                      "quantized dtypes: the KLD gate's least share (0..1] of steps whose top-1 agrees (default q8_0 "
                      "0.97, q4_0 0.78, lowered to allow 3x the predicted disagreement, not below 0.25)");

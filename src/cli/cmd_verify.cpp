@@ -130,7 +130,7 @@ Registrar reg{Command{
       sub.add_option("--quantize-lm-head", a->quantize_lm_head, "q8_0 | q4_0: quantize lm_head too (needs a quantized --dtype)");
       sub.add_option("--kl-bound", a->kl_bound,
                      "bound on the mean KL per step (default: the dtype's: bf16 2.5e-3, fp32 2e-6, q8_0 2e-3, q4_0 0.15; a "
-                     "quantized dtype's widened to 3x the predicted cost of its rounding on the model where that is "
+                     "quantized dtype's widened to 2x the predicted cost of its rounding on the model where that is "
                      "more)");
       sub.add_option("--min-top1", a->min_top1,
                      "q8_0|q4_0 only: least share (0..1] of steps whose top-1 agrees (default q8_0 0.97, q4_0 0.78, "

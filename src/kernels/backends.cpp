@@ -10,9 +10,13 @@
 #include "kernels/backend_impls.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/reference/reference_ops.hpp"
+#include "kernels/rounding_noise.hpp"
 #include "llmport/error.hpp"
 
 namespace llmport {
+namespace {
+const std::string kRoundingNoise = "rounding-noise";
+}  // namespace
 
 void check_linear_group(std::span<const LinearCall> calls) {
   for (const LinearCall& c : calls) {
@@ -140,17 +144,21 @@ std::vector<std::string> backend_built_levels(const std::string& name) {
 
 std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
                                          int threads) {
+  // Not a level backend_levels lists: it computes no model, it measures a format's cost.
+  // "rounding-noise/N": the noise's realization N over the default ISA; "/quantizer" the
+  // quantizer's rounding, "/off" neither (rounding_noise.hpp).
+  if (name == "cpu" && level.rfind(kRoundingNoise, 0) == 0) {
+    const std::string mode = level.substr(kRoundingNoise.size());
+    using M = Rounding::Mode;
+    if (mode == "/off") return make_rounding_noise_backend(make_cpu_backend(threads), {M::Off, 0});
+    if (mode == "/quantizer") return make_rounding_noise_backend(make_cpu_backend(threads), {M::Quantizer, 0});
+    if (mode.size() > 1 && mode.size() < 12 && mode[0] == '/' &&
+        mode.find_first_not_of("0123456789", 1) == std::string::npos)
+      return make_rounding_noise_backend(make_cpu_backend(threads), {M::Noise, std::stoull(mode.substr(1))});
+    throw UsageError("backend 'cpu': level '" + level + "' is not rounding-noise/N, /quantizer or /off");
+  }
   if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));
   if (name == "reference" && level == "scalar") return make_reference_backend(threads);
-  // Not a level backend_levels lists: it computes no model, it measures a format's cost.
-  // "rounding-noise/N" is the noise's realization N (make_rounding_noise_runner).
-  if (name == "reference" && level.rfind("rounding-noise", 0) == 0) {
-    const std::string draw = level.substr(std::string("rounding-noise").size());
-    if (draw.empty()) return make_reference_backend(threads, true);
-    if (draw.size() > 1 && draw.size() < 12 && draw[0] == '/' &&
-        draw.find_first_not_of("0123456789", 1) == std::string::npos)
-      return make_reference_backend(threads, true, std::stoull(draw.substr(1)));
-  }
   if (name == "reference")
     throw UsageError("backend 'reference' has one level, 'scalar' (got '" + level + "')");
   return make_backend(name, threads);  // throws for unknown names

@@ -73,9 +73,9 @@ KldGate kld_gate_defaults(QuantType quant) {
 KldGate derived_kld_gate(const KldGate& d, double predicted_mean_kl, double predicted_top1) {
   KldGate g = d;
   if (std::isfinite(predicted_mean_kl))
-    g.max_mean_kl = std::max(d.max_mean_kl, kQuantCostFactor * predicted_mean_kl);
+    g.max_mean_kl = std::max(d.max_mean_kl, kQuantCostKlFactor * predicted_mean_kl);
   if (std::isfinite(predicted_top1))
-    g.min_top1 = std::min(d.min_top1, std::max(kMinTop1Floor, 1.0 - kQuantCostFactor * (1.0 - predicted_top1)));
+    g.min_top1 = std::min(d.min_top1, std::max(kMinTop1Floor, 1.0 - kQuantCostTop1Factor * (1.0 - predicted_top1)));
   return g;
 }
 

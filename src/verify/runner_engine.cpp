@@ -87,14 +87,14 @@ std::unique_ptr<EngineRunner> make_oracle_runner(const ModelConfig& cfg, const W
 std::unique_ptr<EngineRunner> make_rounding_noise_runner(const ModelConfig& cfg, const WeightStore& weights,
                                                          int threads, DType base, QuantType quant,
                                                          QuantType quant_lm_head,
-                                                         const std::map<std::string, ActQuant>& acts, int draw) {
+                                                         const std::map<std::string, ActQuant>& acts,
+                                                         const std::string& rounding) {
   if (quant == QuantType::None) throw UsageError("the rounding-noise oracle is for quantized dtypes (q8_0, q4_0) only");
   EngineOptions opt;
   opt.quant_act_of_tensor = acts;
   opt.quant_act = ActQuant::F32;
-  opt.backend = "reference";
-  if (draw < 0) throw UsageError("the rounding-noise oracle's draw must be >= 0");
-  opt.backend_level = "rounding-noise/" + std::to_string(draw);
+  opt.backend = "cpu";
+  opt.backend_level = "rounding-noise/" + rounding;  // make_backend_at refuses another
   opt.dtype = base;  // the unquantized tensors round as the engine's do
   opt.threads = threads;
   opt.quant = quant;

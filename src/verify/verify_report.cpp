@@ -92,12 +92,16 @@ nlohmann::json VerifyResult::to_json() const {
     j["tolerances"]["kernel_kl_bound"] = kernel_kl_bound;
     j["tolerances"]["default_kl_bound"] = default_kl_bound;
     j["tolerances"]["default_min_top1_pct"] = 100.0 * default_min_top1;
-    j["predicted_cost"] = {{"statistic", "llmport's reference in the engine's base dtype against the same with a "
-                                         "random error of the format's rounding step on every quantized value "
-                                         "(not independent; it sets the bounds, it checks nothing)"},
+    j["predicted_cost"] = {{"statistic", "the smaller mean KL per teacher-forced step of two models of the "
+                                         "rounding (independent errors of the format's step; llmport's quantizer), "
+                                         "each against the same computation with nothing rounded (llmport's own: "
+                                         "not independent; it sets the bounds, it checks nothing)"},
                            {"mean_kl", predicted_mean_kl},
                            {"top1_agreement_pct", 100.0 * predicted_top1},
-                           {"factor", kQuantCostFactor},
+                           {"noise_mean_kl", predicted_noise_kl},
+                           {"quantizer_mean_kl", predicted_quantizer_kl},
+                           {"kl_factor", kQuantCostKlFactor},
+                           {"top1_factor", kQuantCostTop1Factor},
                            {"draws", kQuantCostDraws}};
     j["kernel_check"] = {{"statistic", "mean full-vocabulary KL(oracle || engine with fp32 activations) per "
                                        "teacher-forced step, the oracle holding the engine's own quantized weights "
@@ -180,10 +184,12 @@ std::string VerifyResult::to_markdown() const {
     s += "| gate | KLD gate of a quantized engine (" + dtype + "): mean KL per step <= " + fmt_g(kl_bound) + " (" +
          kl_kind_name(kl_kind) + ") and top-1 agreement >= " + fmt_g(100.0 * min_top1, 4) + "% |\n";
     s += "| predicted cost of " + dtype + " rounding on this model (not independent) | mean KL " +
-         fmt_g(predicted_mean_kl) + ", top-1 agreement " + fmt_g(100.0 * predicted_top1, 4) + "%: default bounds " +
+         fmt_g(predicted_mean_kl) + " (random errors of its step " + fmt_g(predicted_noise_kl) +
+         ", llmport's quantizer " + fmt_g(predicted_quantizer_kl) + "), top-1 agreement " +
+         fmt_g(100.0 * predicted_top1, 4) + "%: default bounds " +
          fmt_g(default_kl_bound) + " and " + fmt_g(100.0 * default_min_top1, 4) + "% (the " + dtype +
-         " bounds, widened to " + fmt_g(kQuantCostFactor) + "x the predicted KL and top-1 disagreement where that is "
-         "wider) |\n";
+         " bounds, widened to " + fmt_g(kQuantCostKlFactor) + "x the predicted KL and " + fmt_g(kQuantCostTop1Factor) +
+         "x its top-1 disagreement where that is wider) |\n";
     s += "| mean KL gate | " + std::string(mean_kl <= kl_bound ? "PASS" : "FAIL") + " |\n";
     s += "| top-1 agreement gate | " + std::string(top1_pass ? "PASS" : "FAIL") + " |\n";
     s += "| quantized kernels (fp32 activations) vs the fp32 oracle holding the same " + dtype +

@@ -755,6 +755,8 @@ void derive_kld_bounds(const ModelConfig& cfg, const WeightStore& weights, const
   const QuantCost cost = predict_quant_cost(cfg, weights, engine, opt.engine.threads, seqs);
   res.predicted_mean_kl = cost.mean_kl;
   res.predicted_top1 = cost.top1_agreement;
+  res.predicted_noise_kl = cost.noise_mean_kl;
+  res.predicted_quantizer_kl = cost.quantizer_mean_kl;
   const KldGate d = kld_gate_defaults(engine.quant());
   const KldGate derived = derived_kld_gate(d, cost.mean_kl, cost.top1_agreement);
   res.default_kl_bound = derived.max_mean_kl;
@@ -898,7 +900,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
   if (res.gate == "kld") {
-    quant_oracle.reset();  // the prediction builds its own fp32-sized copies of the weights
+    quant_oracle.reset();  // the prediction builds its own fp32-sized copies, one at a time
     kernel_twin.reset();
     oracle.reset();
     derive_kld_bounds(cfg, weights, engine.engine(), opt, res);

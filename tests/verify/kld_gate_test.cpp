@@ -44,7 +44,7 @@ TEST(KldGate, DefaultsAreTheIssuesBounds) {
   EXPECT_THROW(kld_gate_defaults(QuantType::None), UsageError);
 }
 
-// The bounds widen with the predicted cost and only widen: 3x its mean KL and its top-1
+// The bounds widen with the predicted cost and only widen: 2x its mean KL, 3x its top-1
 // disagreement, never a top-1 bound below 25%, and a NaN prediction changes nothing.
 TEST(KldGate, DerivedBoundsFollowThePredictedCost) {
   const KldGate q8 = kld_gate_defaults(QuantType::Q8_0);
@@ -52,7 +52,7 @@ TEST(KldGate, DerivedBoundsFollowThePredictedCost) {
   EXPECT_EQ(low.max_mean_kl, 2e-3);
   EXPECT_EQ(low.min_top1, 0.97);
   const KldGate high = derived_kld_gate(q8, 4e-3, 0.98);
-  EXPECT_DOUBLE_EQ(high.max_mean_kl, 1.2e-2);
+  EXPECT_DOUBLE_EQ(high.max_mean_kl, 8e-3);
   EXPECT_DOUBLE_EQ(high.min_top1, 0.94);
   EXPECT_DOUBLE_EQ(derived_kld_gate(kld_gate_defaults(QuantType::Q4_0), 0.8, 0.8).min_top1, 0.4);
   EXPECT_EQ(derived_kld_gate(kld_gate_defaults(QuantType::Q4_0), 0.8, 0.6).min_top1, 0.25);
@@ -96,9 +96,9 @@ TEST(KldGate, QuantizedStoriesPassesAndEachBoundCanFailIt) {
     ASSERT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures.front());
     EXPECT_EQ(r.gate, "kld");
     EXPECT_EQ(r.dtype, dtype);
-    // The dtype's bounds, widened by the predicted cost of its rounding here (for q4_0 it
-    // predicts mean KL 0.056, 3x that is above 0.15); the prediction is the honest run's
-    // within 2x (measured 0.87-1.16x over four draws of the noise).
+    // The dtype's bounds, widened by the predicted cost of its rounding here where that is
+    // wider (stories260K keeps the KL defaults: 2x its predicted 2.9e-4 / 0.059 is below
+    // them); the prediction is the honest run's within 2x (measured 0.77-0.92x).
     const KldGate d = derived_kld_gate(kld_gate_defaults(parse_quant(dtype)), r.predicted_mean_kl, r.predicted_top1);
     EXPECT_EQ(r.kl_bound, d.max_mean_kl);
     EXPECT_EQ(r.min_top1, d.min_top1);

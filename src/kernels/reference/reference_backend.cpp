@@ -18,13 +18,7 @@ class RefLinear final : public LinearWeight {
 
 class ReferenceBackend final : public Backend {
  public:
-  /// `rounding_noise`: quantized linears hold the weights plus the format's rounding error
-  /// drawn at random, and q8 activations likewise (reference_ops.hpp), instead of the
-  /// quantizer's values: the rounding-noise oracle, level "rounding-noise".
-  explicit ReferenceBackend(bool rounding_noise = false, uint64_t draw = 0)
-      : rounding_noise_(rounding_noise), draw_(draw) {}
   std::string name() const override { return "reference"; }
-  std::string isa() const override { return rounding_noise_ ? "rounding-noise" : "scalar"; }
   // Threads split a linear's output columns only (reference::linear): every value is the
   // same sequential fp32 sum at any count, so the oracle's outputs do not depend on it.
   void set_threads(int n) override { threads_ = resolve_backend_threads(n); }
@@ -65,11 +59,7 @@ class ReferenceBackend final : public Backend {
     for (int r = 0; r < rw.n_out; ++r) {
       float* row = rw.w.data() + static_cast<std::size_t>(r) * rw.n_in;
       try {
-        if (rounding_noise_)
-          reference::add_weight_rounding_noise(quant, row, rw.n_in,
-                                               reference::noise_seed(t.name.c_str(), static_cast<uint64_t>(r), draw_));
-        else
-          quantize_round_trip(quant, row, row, rw.n_in);
+        quantize_round_trip(quant, row, row, rw.n_in);
       } catch (const WeightsError& e) {
         throw WeightsError(t.file.string() + ": " + t.name + ": row " + std::to_string(r) + ": " + e.what());
       }
@@ -85,10 +75,7 @@ class ReferenceBackend final : public Backend {
     if (rw.quant != QuantType::None && act_of(rw.config) == ActQuant::Q8) {
       // The values an int8 dot product multiplies: the oracle of a q8-activation kernel.
       xq_.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(rw.n_in));
-      if (rounding_noise_)
-        reference::q8_activation_rounding_noise(x, m, rw.n_in, xq_.data(), reference::noise_seed("act", calls_++, draw_));
-      else
-        reference::q8_activation_round_trip(x, m, rw.n_in, xq_.data());
+      reference::q8_activation_round_trip(x, m, rw.n_in, xq_.data());
       x = xq_.data();
     }
     reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias, threads_);
@@ -129,15 +116,12 @@ class ReferenceBackend final : public Backend {
  private:
   std::vector<float> xq_;  // [m, n_in] q8 activation values of the current linear
   int threads_ = 1;
-  bool rounding_noise_ = false;
-  uint64_t draw_ = 0;
-  uint64_t calls_ = 0;  // q8-activation linears so far: each call's draws differ
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference_backend(int threads, bool rounding_noise, uint64_t draw) {
-  auto be = std::make_unique<ReferenceBackend>(rounding_noise, draw);
+std::unique_ptr<Backend> make_reference_backend(int threads) {
+  auto be = std::make_unique<ReferenceBackend>();
   be->set_threads(threads);
   return be;
 }

@@ -2,9 +2,6 @@
 // Scalar fp32 reference ops (the oracle). One .cpp per op; the reference Backend forwards
 // to these. Every function is deliberately a plain loop: obviously right, never optimized.
 #include <cstddef>
-#include <cstdint>
-
-#include "llmport/quant.hpp"
 
 namespace llmport::reference {
 
@@ -19,20 +16,6 @@ void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y
 /// even of x * (1 / d) (x / d where 1 / d overflows), value q * d; a block holding a NaN or Inf is all NaN (as the fp32 path
 /// would make every output that reads it). k a multiple of 32.
 void q8_activation_round_trip(const float* x, int m, int k, float* out);
-/// The rounding-noise oracle (reference level "rounding-noise"): what rounding to a block
-/// format costs a model, from the format's definition rather than llmport's quantizer.
-/// Rounding a value to a grid of step d errs by U[-d/2, d/2) (the uniform quantization-noise
-/// model, Widrow and Kollar, "Quantization Noise", 2008, ch. 4), so each value gets an
-/// independent draw of that error, d from its 32-value block as ggml-quants.c defines it:
-/// q8_0 d = max|x| / 127, q4_0 d = max|x| / 8 (what q4_0's clipping of +8d to +7d adds is
-/// not modelled). Deterministic: the draws depend on `seed` and the value's index only.
-/// A seed for the draws of tensor `name`, its part `n` (row or call), in draw `draw` (each
-/// draw is another independent realization of the whole noise).
-uint64_t noise_seed(const char* name, uint64_t n, uint64_t draw = 0);
-/// row[k] (k a multiple of 32) plus the rounding error of format `q` (Q8_0 or Q4_0).
-void add_weight_rounding_noise(QuantType q, float* row, int64_t k, uint64_t seed);
-/// x[m, k] plus the rounding error of q8 activation blocks, into out[m, k] (may alias x).
-void q8_activation_rounding_noise(const float* x, int m, int k, float* out, uint64_t seed);
 /// HF LlamaRMSNorm: y = x / sqrt(mean(x^2) + eps) * w, x/y: [m, dim] (y may alias x).
 void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps);
 /// Rotate-half RoPE (HF apply_rotary_pos_emb), x: [m, n_heads, head_dim] in place.
