@@ -79,10 +79,10 @@ inline constexpr double kMinTop1Floor = 0.25;
 KldGate derived_kld_gate(const KldGate& d, double predicted_mean_kl, double predicted_top1);
 
 /// Bound on the kernel check of a quantized engine (VerifyResult::kernel_mean_kl) whose
-/// unquantized tensors compute in `base` (the engine's dtype): kl_bound_for(base, ""), the
-/// dtype's own KL bound. The check's engine multiplies fp32 activations, so it and the
-/// oracle compute the same products and differ only by summation order and, for a bf16/fp16
-/// base, the base dtype's rounding of the unquantized linears' inputs.
+/// twin computes its unquantized tensors in `base`: kl_bound_for(base, ""), the dtype's own
+/// KL bound. verify's twin uses fp32 (so 2e-6): it multiplies fp32 activations and keeps
+/// its unquantized tensors in fp32, so it and the oracle compute the same products and
+/// differ only by summation order.
 double kernel_kl_bound_for(DType base);
 
 /// Steps generated per prompt without a golden (1 from prefill + 31 decode steps).
@@ -381,8 +381,9 @@ struct VerifyResult {
   bool top1_pass = true;    ///< "kld" gate only: top1_agreement >= min_top1
   /// "kld" gate only, the kernel check: llmport's fp32 oracle holding the engine's own
   /// quantized weights, dequantized exactly (make_oracle_runner with the engine's quant),
-  /// against a twin of the engine that differs only in multiplying fp32 activations
-  /// (EngineOptions::quant_act F32; the fault, if one is planted, planted too), both
+  /// against a twin of the engine that differs only in multiplying fp32 activations and
+  /// computing its unquantized tensors in fp32 (EngineOptions::quant_act F32, dtype F32; the
+  /// fault, if one is planted, planted too), both
   /// teacher-forced along the reference's tokens; per step the full-vocabulary
   /// KL(oracle || twin), nats. The KLD gate judges the quantization against the
   /// independent reference, but the q4_0 quantization's own KLD hides a wrong kernel (a x1.5
@@ -403,8 +404,8 @@ struct VerifyResult {
   double predicted_mean_kl = 0;
   double predicted_top1 = 1;
   double predicted_noise_kl = 0, predicted_quantizer_kl = 0;
-  std::string kernel_base_dtype;   ///< the engine's dtype of its unquantized tensors
-  /// Bound on kernel_mean_kl: kernel_kl_bound_for(engine base dtype).
+  std::string kernel_base_dtype;   ///< the twin's dtype of its unquantized tensors (fp32)
+  /// Bound on kernel_mean_kl: kernel_kl_bound_for(the twin's dtype), 2e-6.
   double kernel_kl_bound = 0;
   bool kernel_pass = true;         ///< kernel_mean_kl <= kernel_kl_bound
   std::string kernel_worst_where;  ///< the step of kernel_max_kl, with both top-5

@@ -166,9 +166,9 @@ AuditItem audit_kld_gate(const VerifyResult& r, const Manifest& m) {
                                  100.0 * top1, kTopK));
   const bool defaults = kl == d.max_mean_kl && top1 == d.min_top1;
   return row(check, defaults,
-             ran + (defaults ? fmt::format(" (the {} defaults; its predicted cost here: mean KL {:.3g}, top-1 {:.1f}%)",
+             ran + (defaults ? fmt::format(" (the {} bounds derived for this model from its predicted cost: mean KL {:.3g}, top-1 kept {:.1f}%)",
                                            m.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1)
-                             : fmt::format(": set by the deployment, the {} defaults are {:.3g} and {:.1f}%", m.dtype,
+                             : fmt::format(": set by the deployment, the {} bounds derived for this model are {:.3g} and {:.1f}%", m.dtype,
                                            d.max_mean_kl, 100.0 * d.min_top1)),
              /*warn_only=*/true);
 }

@@ -125,9 +125,10 @@ std::string rerun_markdown(const Manifest& m, const VerifyResult& r, const Works
                     r.kl_bound, r.max_kl, 100.0 * r.top1_agreement,
                     r.gate == "kld" ? fmt::format(" (bound {:.1f}%)", 100.0 * r.min_top1) : std::string())
      << (r.gate == "kld"
-             ? fmt::format("- predicted cost of {} rounding on this model (llmport's reference with random errors of "
-                           "the format's step; not independent, it sets the bounds): mean KL {:.4g}, top-1 agreement "
-                           "{:.2f}%\n",
+             ? fmt::format("- predicted cost of {} rounding on this model (the smaller of random errors of the "
+                           "format's step and llmport's quantizer, each against the same computation unrounded, "
+                           "on its own greedy path; llmport's own, not independent: it sets the bounds): mean KL "
+                           "{:.4g}, top-1 kept at {:.2f}% of steps\n",
                            r.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1)
              : std::string())
      << "- report: " << fs::relative(dir, ws.dir(), ec).string() << "/report.md\n";

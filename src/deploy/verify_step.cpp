@@ -92,7 +92,7 @@ std::string verify_summary(const VerifyResult& r) {
                               r.verdict_line(), r.n_prompts, r.n_steps, r.gate == "kld" ? r.dtype + " KLD gate: " : "",
                               r.mean_kl, r.kl_bound, r.max_kl, 100.0 * r.top1_agreement);
   if (r.gate == "kld")
-    s += fmt::format(" (bound {:.1f}%; bounds from the predicted cost of {} rounding here: mean KL {:.3g}, top-1 {:.1f}%)",
+    s += fmt::format(" (bound {:.1f}%; bounds from the predicted cost of {} rounding here: mean KL {:.3g}, top-1 kept {:.1f}%)",
                      100.0 * r.min_top1, r.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1);
   if (!r.pass && !r.failures.empty()) s += "; " + r.failures.front();
   return s;

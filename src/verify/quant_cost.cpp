@@ -15,7 +15,8 @@
 namespace llmport {
 
 namespace {
-// Calls `at_step` after the prompt and after each fed reference token, teacher-forcing `r`.
+// Teacher-forces `r` along `seqs` (prompt, then each token but the last), calling `at_step`
+// after the prompt and after each fed token.
 void teacher_force(EngineRunner& r, const std::vector<TeacherSequence>& seqs, const std::function<void()>& at_step) {
   for (const TeacherSequence& s : seqs) {
     if (s.tokens.empty()) continue;
@@ -29,24 +30,36 @@ void teacher_force(EngineRunner& r, const std::vector<TeacherSequence>& seqs, co
   }
 }
 
-// The logits of the rounding-noise oracle's computation with nothing rounded (the same fp32
-// projections, the same base dtype elsewhere), so each side it is compared with differs by
-// its rounding only. Kept, not run beside each side: one fp32-sized copy of the weights
-// lives at a time.
-std::vector<std::vector<float>> plain_logits(const ModelConfig& cfg, const WeightStore& weights, int threads,
-                                             const Engine& engine, const std::vector<TeacherSequence>& seqs) {
+// The rounding-noise oracle's computation with nothing rounded (the same fp32 projections,
+// the same base dtype elsewhere), run greedy from each prompt for as many steps as the
+// reference has: each step's record (logits kept) and, in `own`, the sequences of its own
+// tokens the other sides are teacher-forced along. Its own tokens, not the reference's: a
+// reference whose tokens were damaged would lead every side off the model's path, where
+// rounding costs more, and so widen the bounds it is judged by. Kept, not run beside each
+// side: one fp32-sized copy of the weights lives at a time.
+std::vector<StepRecord> plain_steps(const ModelConfig& cfg, const WeightStore& weights, int threads,
+                                    const Engine& engine, const std::vector<TeacherSequence>& seqs,
+                                    std::vector<TeacherSequence>& own) {
   auto plain = make_rounding_noise_runner(cfg, weights, threads, engine.dtype(), engine.quant(), engine.quant_lm_head(),
                                           engine.quant_acts(), "off");
-  std::vector<std::vector<float>> out;
-  teacher_force(*plain, seqs, [&] { out.push_back(plain->last_logits()); });
+  std::vector<StepRecord> out;
+  for (const TeacherSequence& s : seqs) {
+    if (s.tokens.empty()) continue;
+    TeacherSequence mine{s.prompt_ids, {}};
+    for (StepRecord& st : generate_greedy(*plain, s.prompt_ids, static_cast<int>(s.tokens.size()))) {
+      mine.tokens.push_back(st.token);
+      out.push_back(std::move(st));  // with its logits: the runner keeps them
+    }
+    own.push_back(std::move(mine));
+  }
   return out;
 }
 
-// Mean KL(plain || side) and top-1 agreement over every step of the `roundings` sides.
+// Mean KL(plain || side) per step (`kind` as the gate measures it) and top-1 agreement
+// over every step of the `roundings` sides.
 std::pair<double, double> cost_of(const ModelConfig& cfg, const WeightStore& weights, int threads, const Engine& engine,
-                                  const std::vector<TeacherSequence>& seqs,
-                                  const std::vector<std::vector<float>>& plain,
-                                  const std::vector<std::string>& roundings) {
+                                  const std::vector<TeacherSequence>& seqs, const std::vector<StepRecord>& plain,
+                                  KlKind kind, const std::vector<std::string>& roundings) {
   double kl_sum = 0;
   int64_t agree = 0, steps = 0;
   for (const std::string& rounding : roundings) {
@@ -54,9 +67,9 @@ std::pair<double, double> cost_of(const ModelConfig& cfg, const WeightStore& wei
                                            engine.quant_lm_head(), engine.quant_acts(), rounding);
     std::size_t k = 0;
     teacher_force(*side, seqs, [&] {
-      const std::vector<float>& p = plain[k++];
-      kl_sum += kl_full(p, side->last_logits());
-      agree += argmax_lowest_id(p) == argmax_lowest_id(side->last_logits()) ? 1 : 0;
+      const StepRecord& p = plain[k++];
+      kl_sum += kind == KlKind::Full ? kl_full(p.logits, side->last_logits()) : kl_coarsened(p, side->last_logits());
+      agree += p.token == argmax_lowest_id(side->last_logits()) ? 1 : 0;
       ++steps;
     });
   }
@@ -66,15 +79,16 @@ std::pair<double, double> cost_of(const ModelConfig& cfg, const WeightStore& wei
 }  // namespace
 
 QuantCost predict_quant_cost(const ModelConfig& cfg, const WeightStore& weights, const Engine& engine, int threads,
-                             const std::vector<TeacherSequence>& seqs) {
+                             const std::vector<TeacherSequence>& seqs, KlKind kind) {
   if (engine.quant() == QuantType::None)
     throw UsageError("the predicted quantization cost is for quantized engines (q8_0, q4_0) only");
-  const auto plain = plain_logits(cfg, weights, threads, engine, seqs);
+  std::vector<TeacherSequence> own;
+  const auto plain = plain_steps(cfg, weights, threads, engine, seqs, own);
   std::vector<std::string> draws;
   for (int d = 0; d < kQuantCostDraws; ++d) draws.push_back(std::to_string(d));
   QuantCost c;
-  std::tie(c.noise_mean_kl, c.noise_top1) = cost_of(cfg, weights, threads, engine, seqs, plain, draws);
-  std::tie(c.quantizer_mean_kl, c.quantizer_top1) = cost_of(cfg, weights, threads, engine, seqs, plain, {"quantizer"});
+  std::tie(c.noise_mean_kl, c.noise_top1) = cost_of(cfg, weights, threads, engine, own, plain, kind, draws);
+  std::tie(c.quantizer_mean_kl, c.quantizer_top1) = cost_of(cfg, weights, threads, engine, own, plain, kind, {"quantizer"});
   // NaN (a side that overflowed) leaves the other.
   c.mean_kl = std::fmin(c.noise_mean_kl, c.quantizer_mean_kl);
   c.top1_agreement = std::fmax(c.noise_top1, c.quantizer_top1);

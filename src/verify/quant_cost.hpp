@@ -6,21 +6,24 @@
 
 #include "llmport/engine.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 
 namespace llmport {
 
-/// One teacher-forced sequence: the prompt ids, then the reference's tokens fed one by one
-/// (the first step is the prompt's own distribution, so steps = 1 + teacher tokens used).
+/// One sequence: the prompt ids and the tokens fed after it one by one (all but the last;
+/// the first step is the prompt's own distribution, so steps = tokens.size()).
 struct TeacherSequence {
   std::vector<int> prompt_ids;
-  std::vector<int> tokens;  ///< reference tokens; all but the last are fed
+  std::vector<int> tokens;
 };
 
-/// The predicted cost of `engine`'s quantization on this model, teacher-forced along
-/// `seqs`, from two models of its rounding, each against the same computation with nothing
-/// rounded (make_rounding_noise_runner "off": fp32 projections, the engine's base dtype
-/// elsewhere): independent errors of the format's step (the noise, averaged over
+/// The predicted cost of `engine`'s quantization on this model, on the prompts of `seqs`
+/// for as many steps as each has tokens, from two models of its rounding, each against the
+/// same computation with nothing rounded (make_rounding_noise_runner "off": fp32
+/// projections, the engine's base dtype elsewhere), teacher-forced along that computation's
+/// own greedy tokens (not the reference's: damaged ones would widen the bounds), per step
+/// the KL the gate measures (`kind`: full, or coarsened to the plain side's top-5): independent errors of the format's step (the noise, averaged over
 /// kQuantCostDraws realizations), and llmport's quantizer itself. The prediction is the
 /// smaller cost: a quantizer bug cannot raise the noise's, and on a model that its real
 /// rounding costs less than random errors of the same size (a synthetic 0.6B qwen3 in
@@ -36,6 +39,6 @@ struct QuantCost {
 };
 /// Throws UsageError when the engine is not quantized; what the runners throw.
 QuantCost predict_quant_cost(const ModelConfig& cfg, const WeightStore& weights, const Engine& engine, int threads,
-                             const std::vector<TeacherSequence>& seqs);
+                             const std::vector<TeacherSequence>& seqs, KlKind kind);
 
 }  // namespace llmport

@@ -185,8 +185,8 @@ std::string VerifyResult::to_markdown() const {
          kl_kind_name(kl_kind) + ") and top-1 agreement >= " + fmt_g(100.0 * min_top1, 4) + "% |\n";
     s += "| predicted cost of " + dtype + " rounding on this model (not independent) | mean KL " +
          fmt_g(predicted_mean_kl) + " (random errors of its step " + fmt_g(predicted_noise_kl) +
-         ", llmport's quantizer " + fmt_g(predicted_quantizer_kl) + "), top-1 agreement " +
-         fmt_g(100.0 * predicted_top1, 4) + "%: default bounds " +
+         ", llmport's quantizer " + fmt_g(predicted_quantizer_kl) + "), top-1 kept at " +
+         fmt_g(100.0 * predicted_top1, 4) + "% of steps: default bounds " +
          fmt_g(default_kl_bound) + " and " + fmt_g(100.0 * default_min_top1, 4) + "% (the " + dtype +
          " bounds, widened to " + fmt_g(kQuantCostKlFactor) + "x the predicted KL and " + fmt_g(kQuantCostTop1Factor) +
          "x its top-1 disagreement where that is wider) |\n";
