@@ -401,6 +401,18 @@ struct VerifyResult {
   /// share llmport's forward, so it measures the rounding only): mean KL per step (nats)
   /// and top-1 agreement (0..1), and the two models' mean KL. The default bounds come from
   /// it (derived_kld_gate).
+  /// "kld" gate only, the reference check: llmport's computation with the quantized
+  /// projections unrounded (make_rounding_noise_runner "off", the engine's base dtype),
+  /// teacher-forced along the reference's tokens; mean KL(reference || it) per step, the KL
+  /// the gate measures, held to the base dtype's own bound against this reference
+  /// (kl_bound_for(base, reference_dtype)): what an unquantized engine must meet. Where the
+  /// format costs a model more than a reference's damage (q4_0 on the synthetic models:
+  /// bounds 0.4-1.6 nats), the gate cannot see the damage; this check can (a golden
+  /// re-tempered 1.2x, or with top-1/top-2 swapped at its closest steps). Not independent:
+  /// it can fail a run, never raise one.
+  double reference_check_mean_kl = 0, reference_check_bound = 0;
+  std::string reference_check_dtype;
+  bool reference_check_pass = true;
   double predicted_mean_kl = 0;
   double predicted_top1 = 1;
   double predicted_noise_kl = 0, predicted_quantizer_kl = 0;

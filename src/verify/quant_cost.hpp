@@ -25,14 +25,14 @@ struct TeacherSequence {
 /// own greedy tokens (not the reference's: damaged ones would widen the bounds), per step
 /// the KL the gate measures (`kind`: full, or coarsened to the plain side's top-5): independent errors of the format's step (the noise, averaged over
 /// kQuantCostDraws realizations), and llmport's quantizer itself. The prediction is the
-/// smaller cost: a quantizer bug cannot raise the noise's, and on a model that its real
+/// smaller cost (and the lower top-1 agreement, the top-1 gate being the weaker one): a quantizer bug cannot raise the noise's, and on a model that its real
 /// rounding costs less than random errors of the same size (a synthetic 0.6B qwen3 in
 /// q4_0: 0.0018 against 0.10) the quantizer's keeps the bound from widening.
 /// Both sides are llmport's own forward, so a fault of that forward appears on both and
 /// cancels: the prediction measures the format's rounding, not the model's correctness.
 struct QuantCost {
   double mean_kl = 0;         ///< min(noise_mean_kl, quantizer_mean_kl), nats per step
-  double top1_agreement = 1;  ///< max(noise_top1, quantizer_top1), 0..1
+  double top1_agreement = 1;  ///< min(noise_top1, quantizer_top1), 0..1
   double noise_mean_kl = 0, noise_top1 = 1;
   double quantizer_mean_kl = 0, quantizer_top1 = 1;
   int64_t steps = 0;          ///< teacher-forced steps of one side

@@ -92,6 +92,13 @@ nlohmann::json VerifyResult::to_json() const {
     j["tolerances"]["kernel_kl_bound"] = kernel_kl_bound;
     j["tolerances"]["default_kl_bound"] = default_kl_bound;
     j["tolerances"]["default_min_top1_pct"] = 100.0 * default_min_top1;
+    j["reference_check"] = {{"statistic", "mean KL(reference || llmport's computation with the quantized "
+                                          "projections unrounded) per teacher-forced step (not independent: it can "
+                                          "fail a run, never raise one)"},
+                            {"base_dtype", reference_check_dtype},
+                            {"mean_kl", reference_check_mean_kl},
+                            {"bound", reference_check_bound},
+                            {"pass", reference_check_pass}};
     j["predicted_cost"] = {{"statistic", "the smaller mean KL per teacher-forced step of two models of the "
                                          "rounding (independent errors of the format's step; llmport's quantizer), "
                                          "each against the same computation with nothing rounded (llmport's own: "
@@ -116,6 +123,7 @@ nlohmann::json VerifyResult::to_json() const {
     j["gates"] = {{"mean_kl", mean_kl <= kl_bound ? "PASS" : "FAIL"},
                   {"top1_agreement", top1_pass ? "PASS" : "FAIL"},
                   {"quantized_kernels", kernel_pass ? "PASS" : "FAIL"},
+                  {"reference_check", reference_check_pass ? "PASS" : "FAIL"},
                   {"free_running", std::string(free_running_pass ? "PASS" : "FAIL") + " (reported, not gating)"},
                   {"teacher_forced_top5", std::string(teacher_forced_pass ? "PASS" : "FAIL") + " (reported, not gating)"}};
   } else {
@@ -196,6 +204,9 @@ std::string VerifyResult::to_markdown() const {
          " weights (not independent) | " +
          std::string(kernel_pass ? "PASS" : "FAIL") + ": mean KL " + fmt_g(kernel_mean_kl) + " (max " +
          fmt_g(kernel_max_kl) + "), bound " + fmt_g(kernel_kl_bound) + " |\n";
+    s += "| the reference vs llmport's computation unquantized (" + reference_check_dtype +
+         ", not independent) | " + std::string(reference_check_pass ? "PASS" : "FAIL") + ": mean KL " +
+         fmt_g(reference_check_mean_kl) + ", bound " + fmt_g(reference_check_bound) + " |\n";
     s += "| free-running / teacher-forced top-" + std::to_string(top_k) + " | " +
          (free_running_pass ? "PASS" : "FAIL") + " / " + (teacher_forced_pass ? "PASS" : "FAIL") +
          " (reported, not gating) |\n";

@@ -603,6 +603,8 @@ struct Totals {
   int64_t n_tf = 0, n_agree = 0;
   double kernel_kl_sum = 0.0;  // the kernel check of a quantized engine
   int64_t n_kernel = 0;
+  double plain_kl_sum = 0.0;  // the reference check of a quantized engine
+  int64_t n_plain = 0;
   bool first_kind = true;
   std::string worst_kl_where;
 };
@@ -625,14 +627,17 @@ void kernel_check_step(const std::string& prompt, int k, const std::vector<float
 struct KernelCheck {
   EngineRunner* oracle = nullptr;
   EngineRunner* twin = nullptr;
-  explicit operator bool() const { return oracle && twin; }
+  EngineRunner* plain = nullptr;  // the reference check (VerifyResult::reference_check_mean_kl)
+  explicit operator bool() const { return oracle && twin && plain; }
   void prefill(std::span<const int> ids) {
     oracle->prefill(ids);
     twin->prefill(ids);
+    plain->prefill(ids);
   }
   void decode_step(int token, int pos) {
     oracle->decode_step(token, pos);
     twin->decode_step(token, pos);
+    plain->decode_step(token, pos);
   }
 };
 
@@ -698,7 +703,11 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
       engine.decode_step(token, pos++);
       res.engine_forward_calls += 1;
     }
-    if (kc) kernel_check_step(p.name, k, kc.oracle->last_logits(), kc.twin->last_logits(), res, t);
+    if (kc) {
+      kernel_check_step(p.name, k, kc.oracle->last_logits(), kc.twin->last_logits(), res, t);
+      t.plain_kl_sum += compare_step(k, ref, kc.plain->last_logits(), kind, res.top_k).kl;
+      t.n_plain += 1;
+    }
     auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
     if (p.golden) mark_copied(t.copied, p, static_cast<std::size_t>(k),
                               count_self_match(ref, engine.last_logits(), engine_match, res.top_k));
@@ -800,7 +809,15 @@ void summarize(const Totals& t, VerifyResult& res) {
                              " a step on average, exceeds the " + res.kernel_base_dtype + " bound " +
                              fmt_g(res.kernel_kl_bound) + " (max " + fmt_g(res.kernel_max_kl) + " at " +
                              res.kernel_worst_where + ")");
-    res.pass = kl_ok && res.top1_pass && res.kernel_pass && res.failures.empty();
+    res.reference_check_mean_kl = t.n_plain ? t.plain_kl_sum / static_cast<double>(t.n_plain) : 0.0;
+    res.reference_check_pass = t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound;  // NaN fails
+    if (!res.reference_check_pass)
+      res.failures.push_back("the reference disagrees with llmport's unquantized computation (" + res.dtype +
+                             "'s projections unrounded, not independent): mean KL " +
+                             fmt_g(res.reference_check_mean_kl) + " a step exceeds the " +
+                             res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) +
+                             ": a damaged reference, or a fault of the forward the quantized engine shares");
+    res.pass = kl_ok && res.top1_pass && res.kernel_pass && res.reference_check_pass && res.failures.empty();
     return;
   }
   res.pass = res.free_running_pass && res.teacher_forced_pass && res.failures.empty();
@@ -876,7 +893,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   if (res.reference_kind == "oracle") oracle = make_oracle_runner(cfg, weights, opt.engine.threads);
   // The kernel check (VerifyResult::kernel_mean_kl): the oracle with the same quantized
   // weights against the engine's fp32-activation twin.
-  std::unique_ptr<EngineRunner> quant_oracle, kernel_twin;
+  std::unique_ptr<EngineRunner> quant_oracle, kernel_twin, plain;
   if (res.gate == "kld") {
     quant_oracle = make_oracle_runner(cfg, weights, opt.engine.threads, opt.engine.quant, opt.engine.quant_lm_head);
     EngineOptions twin = opt.engine;
@@ -890,6 +907,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     kernel_twin = std::make_unique<EngineRunner>(cfg, weights, twin, "engine (fp32 activations)", true);
     res.kernel_base_dtype = dtype_name(kernel_twin->engine().dtype());
     res.kernel_kl_bound = kernel_kl_bound_for(kernel_twin->engine().dtype());
+    plain = make_rounding_noise_runner(cfg, weights, opt.engine.threads, engine.engine().dtype(), opt.engine.quant,
+                                       opt.engine.quant_lm_head, engine.engine().quant_acts(), "off");
+    res.reference_check_dtype = dtype_name(engine.engine().dtype());
+    res.reference_check_bound = kl_bound_for(engine.engine().dtype(), res.reference_dtype);
   }
   log("verify " + res.model_name + ": engine " + res.backend + "/" + res.dtype + " (" + res.isa + "), reference " +
       res.reference_kind +
@@ -901,7 +922,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   engine.engine().backend().reset_counters();
   Totals totals;
   for (const Prepared& p : plan.prompts) {
-    res.prompts.push_back(run_prompt(p, engine, oracle.get(), {quant_oracle.get(), kernel_twin.get()}, tok.get(),
+    res.prompts.push_back(run_prompt(p, engine, oracle.get(), {quant_oracle.get(), kernel_twin.get(), plain.get()}, tok.get(),
                                      plan.n_steps, res, totals));
     log(prompt_line(res.prompts.back()));
   }
@@ -909,6 +930,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   if (res.gate == "kld") {
     quant_oracle.reset();  // the prediction builds its own fp32-sized copies, one at a time
     kernel_twin.reset();
+    plain.reset();
     oracle.reset();
     derive_kld_bounds(cfg, weights, engine.engine(), opt, res);
   }
