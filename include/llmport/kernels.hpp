@@ -288,7 +288,10 @@ std::vector<std::string> backend_levels(const std::string& name);
 /// {"scalar"}. Throws UsageError for an unknown backend.
 std::vector<std::string> backend_built_levels(const std::string& name);
 /// make_backend at a forced level (one of backend_levels(name)). Throws UsageError naming
-/// the level when this machine cannot run it or the backend has no such level.
+/// the level when this machine cannot run it or the backend has no such level. Levels no
+/// engine computes, only verify: cpu "rounding-noise/N|quantizer|off" (a format's cost,
+/// kernels/rounding_noise.hpp), reference "fp64" (the oracle's formulas with fp64 sums and
+/// intermediates, each op's output rounded to fp32 once: the copy-direction check's F).
 std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::string& level,
                                          int threads = 0);
 

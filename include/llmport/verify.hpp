@@ -133,7 +133,54 @@ struct SelfMatch {
   int64_t identical = 0;   ///< of those, equal as fp32 bit patterns
   int64_t shifted = 0;     ///< of the others, in steps that are `logits` plus one constant
   double share() const { return compared ? static_cast<double>(identical + shifted) / compared : 0.0; }
+  /// The compared entries, step after step, as the reference holds them (`reference`) and as
+  /// this computation computed them (`own`); step_end[i] is one past step i's last entry.
+  /// Read by the copy-direction check (copy_directions); kept only for `fp32` computations.
+  std::vector<float> reference{}, own{};
+  std::vector<int> step_end{};
+  bool fp32 = false;  ///< an unquantized fp32 computation: the copy-direction check applies
 };
+
+/// The copy-direction check of one llmport fp32 computation C against a reference along one
+/// sequence (or all of them: sequence "all"). At the compared entries, each step centred on
+/// its own mean (softmax ignores a constant), d = reference - C and f = F - C, F being the
+/// same forward with fp64 sums and intermediates at fp32 op boundaries (the reference
+/// backend's level "fp64"). beta is the least-squares slope of d on f, se its standard
+/// error. An independent fp32 reference R = T + e_R (T exact) against C = T + e_C gives d =
+/// e_R - e_C and f = e_F - e_C, so beta = var(e_C) / (var(e_C) + var(e_F)), about 0.5 (both
+/// fp32 roundings alike; measured 0.43-0.60 on the shared goldens); a copy of C moved in its
+/// last bits (d = noise, an ulp, a scale of 1 + a few ulps, a 7-digit print) has beta = 0.
+struct CopyDirection {
+  std::string against;   ///< the llmport computation C (a SelfMatch::against)
+  std::string sequence;  ///< the reference sequence, or "all"
+  int64_t n = 0;         ///< entries compared
+  double beta = 0.0, se = 0.0;
+  double rms_d = 0.0, rms_f = 0.0;  ///< root mean square of d and f (logits)
+  /// beta + kCopyDirectionSigmas x se < kCopyDirectionBeta: C's output moved in its last bits.
+  bool copied() const;
+};
+
+/// A reference whose beta against some fp32 computation stays below this with
+/// kCopyDirectionSigmas standard errors to spare is that computation's output perturbed:
+/// halfway between a copy (0) and an independent fp32 reference (~0.5). Copies measured
+/// beta + 4 se <= 0.25 per sequence (4-ulp random walks); honest >= 0.59.
+inline constexpr double kCopyDirectionBeta = 0.25;
+inline constexpr double kCopyDirectionSigmas = 4.0;
+/// Fewer entries than this never decide (the slope is too loose to call).
+inline constexpr int64_t kCopyDirectionMinEntries = 40;
+
+/// The check of every fp32 computation in `rows` against the reference, per sequence and
+/// over all (rows of one against name), each against the row of `fp64` (SelfMatch::against
+/// of the F computation) of the same sequence. Rows without entries, without an F row or
+/// with f = 0 everywhere give nothing.
+std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, const std::string& fp64);
+
+/// Of the rows over all sequences ("all"), the one with the least beta + kCopyDirectionSigmas x
+/// se (the closest to a copy); null when there is none.
+const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows);
+
+/// The against name of the fp64 computation's SelfMatch rows.
+inline constexpr const char* kFp64Side = "fp64 oracle";
 
 /// Of two computations' values of the same entries, those that count as llmport's own.
 struct SelfMatchCount {
@@ -355,6 +402,9 @@ struct VerifyResult {
   /// whose steps come from several of llmport's computations, none reaching
   /// kSelfMatchShare of the logits alone, is not independent either.
   std::vector<SelfMatch> self_match_steps;
+  /// The copy-direction check of every fp32 computation (copy_directions), per sequence and
+  /// over all; one `copied()` denies independence.
+  std::vector<CopyDirection> copy_directions;
   std::string fault;  ///< test-only fault planted in the engine ("" = none)
   // prompt set
   std::string prompt_set;        ///< "golden", "base", "instruct" or "file"

@@ -115,6 +115,10 @@ AuditItem audit_reference_independence(const VerifyResult& r) {
   for (const auto& s : r.self_match_steps) steps = std::max(steps, s.share());
   if (!r.self_match_steps.empty())
     detail += fmt::format("; at most {:.3g}% of a sequence's steps are whole copies of any of them", 100.0 * steps);
+  if (const CopyDirection* c = least_copy_direction(r.copy_directions))
+    detail += fmt::format("; copy direction: least slope {:.3g} +- {:.2g} against llmport's {} (independent fp32 ~0.5, "
+                          "a copy moved in its last bits ~0)",
+                          c->beta, c->se, c->against);
   if (r.reference_program.is_object()) detail += "; program: " + r.reference_program.dump();
   if (!r.reference_independent)
     detail = "not independent (" + r.independence_finding + "): the verdict is capped at PASS-with-warnings; " + detail;

@@ -159,8 +159,10 @@ std::unique_ptr<Backend> make_backend_at(const std::string& name, const std::str
   }
   if (name == "cpu") return cpu::make_cpu_backend_isa(threads, cpu::parse_isa(level));
   if (name == "reference" && level == "scalar") return make_reference_backend(threads);
+  // Not a level backend_levels lists either: no engine computes it (copy_direction.hpp).
+  if (name == "reference" && level == "fp64") return make_reference_backend(threads, true);
   if (name == "reference")
-    throw UsageError("backend 'reference' has one level, 'scalar' (got '" + level + "')");
+    throw UsageError("backend 'reference' has levels 'scalar' and 'fp64' (got '" + level + "')");
   return make_backend(name, threads);  // throws for unknown names
 }
 

@@ -316,6 +316,11 @@ bool count_self_match(const StepRecord& reference, std::span<const float> logits
     own.push_back(logits[static_cast<std::size_t>(e.id)]);
   }
   const SelfMatchCount c = count_self_matching(ref, own);
+  if (m.fp32) {
+    m.reference.insert(m.reference.end(), ref.begin(), ref.end());
+    m.own.insert(m.own.end(), own.begin(), own.end());
+    m.step_end.push_back(static_cast<int>(m.own.size()));
+  }
   m.compared += static_cast<int64_t>(ref.size());
   m.identical += c.identical;
   m.shifted += c.shifted;

@@ -60,6 +60,16 @@ nlohmann::json VerifyResult::to_json() const {
                        {"identical", m.identical},
                        {"shifted", m.shifted},
                        {"share", m.share()}});
+  nlohmann::json directions = nlohmann::json::array();
+  for (const auto& c : copy_directions)
+    directions.push_back({{"against", c.against},
+                          {"sequence", c.sequence},
+                          {"entries", c.n},
+                          {"slope", c.beta},
+                          {"slope_se", c.se},
+                          {"rms_reference_minus_llmport", c.rms_d},
+                          {"rms_fp64_minus_llmport", c.rms_f},
+                          {"copied", c.copied()}});
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& m : self_match_steps)
     steps.push_back({{"sequence", m.sequence}, {"steps", m.compared}, {"copied_steps", m.identical}, {"share", m.share()}});
@@ -72,7 +82,11 @@ nlohmann::json VerifyResult::to_json() const {
                     {"sequences", reference_sequences},
                     {"steps", reference_steps},
                     {"self_matches", matches},
-                    {"self_match_steps", steps}};
+                    {"self_match_steps", steps},
+                    {"copy_directions", directions},
+                    {"copy_direction_rule", "copied when slope + " + fmt_g(kCopyDirectionSigmas) + " x se < " +
+                                                fmt_g(kCopyDirectionBeta) + " over >= " +
+                                                std::to_string(kCopyDirectionMinEntries) + " entries"}};
   if (reference_program.is_object()) j["reference"]["program"] = reference_program;
   j["prompt_set"] = {{"name", prompt_set},
                      {"rendering", prompt_rendering},
@@ -182,6 +196,11 @@ std::string VerifyResult::to_markdown() const {
   s += "| kernel configs | " + kernel_configs + (heuristic_default_configs ? " (heuristic defaults)" : "") + " |\n";
   s += "| reference | " + reference_kind + ": " + reference_source + " — " +
        (reference_independent ? "independent" : "**not independent** (" + independence_finding + ")") + " |\n";
+  if (const CopyDirection* c = least_copy_direction(copy_directions))
+    s += "| copy direction (the least slope over all sequences) | " + fmt_g(c->beta, 3) + " +- " + fmt_g(c->se, 2) +
+         " against llmport's " + c->against + " (" + std::to_string(c->n) +
+         " logits; an independent fp32 reference ~0.5, an fp64 one ~1, llmport output moved in its last bits ~0; copied below " +
+         fmt_g(kCopyDirectionBeta) + " with " + fmt_g(kCopyDirectionSigmas) + " se to spare) |\n";
   if (!fault.empty()) s += "| planted fault | **" + fault + "** (test only) |\n";
   s += "| prompt set | " + rendering_description(prompt_set, prompt_rendering) + ", " + std::to_string(n_prompts) + " prompts" +
        (full ? " (full)" : "") + " |\n";

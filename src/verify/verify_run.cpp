@@ -95,6 +95,15 @@ void decide_independence(VerifyResult& res) {
                                  std::to_string(m.compared) +
                                  " steps have every compared logit equal to one of llmport's computations' (bit for "
                                  "bit or shifted by a constant), the steps taken from several";
+  // Not bit for bit: moved in the last bits. The whole file's rows come after the sequences'.
+  for (const auto& c : res.copy_directions)
+    if (c.copied() && res.independence_finding.empty())
+      res.independence_finding =
+          "content: " + (c.sequence == "all" ? std::string("all sequences") : "sequence " + c.sequence) +
+          ": its logits differ from llmport's " + c.against + " output (rms " + fmt_g(c.rms_d, 3) +
+          ") in no relation to that computation's own rounding: slope " + fmt_g(c.beta, 2) + " +- " +
+          fmt_g(c.se, 2) + " on the fp64 computation's difference over " + std::to_string(c.n) +
+          " logits, where an independent fp32 reference measures ~0.5 (llmport output moved in its last bits)";
   res.reference_independent = res.independence_finding.empty();
 }
 
@@ -320,12 +329,19 @@ void mark_copied(CopiedSteps& copied, const Prepared& p, std::size_t k, bool who
   if (whole) v[k] = 1;
 }
 
+// Whether `e` is an unquantized fp32 computation, the kind the copy-direction check reads
+// (CopyDirection): a bf16 or quantized one is far from an fp32 reference by its own rounding.
+bool computes_fp32(const Engine& e) {
+  return e.dtype() == DType::F32 && e.quant() == QuantType::None && e.quant_lm_head() == QuantType::None;
+}
+
 // Teacher-forced decode along one golden sequence: the prompt's prefill, then one decode
 // step per golden token (what `llmport run` computes). Every step: the union needs them all.
 SelfMatch self_match_decode(EngineRunner& runner, const Prepared& p, const std::string& name, int top_k,
                             CopiedSteps& copied) {
   const auto& steps = p.golden->steps;
   SelfMatch m{name, p.name, 0, 0};
+  m.fp32 = computes_fp32(runner.engine());
   runner.prefill(p.ids);
   int pos = static_cast<int>(p.ids.size());
   for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -348,6 +364,7 @@ SelfMatch self_match_prefill(EngineRunner& runner, const Prepared& p, const std:
                              bool literal, CopiedSteps& copied) {
   const auto& steps = p.golden->steps;
   SelfMatch m{name, p.name, 0, 0};
+  m.fp32 = computes_fp32(runner.engine());
   std::vector<int> seq = p.ids;
   for (std::size_t k = 0; k + 1 < steps.size(); ++k) seq.push_back(steps[k].token);
   const std::size_t first = p.ids.size() - 1;  // the row of step 0
@@ -501,6 +518,22 @@ std::vector<SelfMatch> self_matches_of_llmport_kernels(const ModelConfig& cfg, c
     if (!oracle) oracle = make_oracle_runner(cfg, weights, threads);
     return self_match_decode(*oracle, p, "oracle", top_k, marks);
   });
+  // The oracle's formulas in fp64 at its fp32 op boundaries: the direction the fp32
+  // computations' rounding points away from (copy_directions). Not a side for bit-identity:
+  // any near-exact program rounds to its bits (an fp64 numpy reference matched ~55%).
+  runs.run(std::string(kFp64Side) + " [reference fp64] decode",
+           [&, fp64 = std::unique_ptr<EngineRunner>()](const Prepared& p, CopiedSteps&) mutable {
+             if (!fp64) {
+               EngineOptions o;
+               o.backend = "reference";
+               o.backend_level = "fp64";
+               o.dtype = DType::F32;
+               o.threads = threads;
+               fp64 = std::make_unique<EngineRunner>(cfg, weights, o, "oracle");
+             }
+             CopiedSteps no_marks;
+             return self_match_decode(*fp64, p, kFp64Side, top_k, no_marks);
+           });
   // Every cpu level this machine runs, not only the engine's: a golden written by
   // `LLMPORT_CPU_ISA=avx2 llmport run` differs from the avx512 engine in the last bits and
   // would otherwise pass as independent. Each distinct computation once (self_match_sides);
@@ -592,7 +625,7 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
       throw UsageError("verify: --min-top1 must be a share in (0, 1], got " + fmt_g(res.min_top1));
   }
   if (!(res.kl_bound > 0) || !std::isfinite(res.kl_bound))
-    throw UsageError("verify: the KL bound must be a finite number > 0");
+    throw UsageError("verify: --kl-bound must be a finite number > 0, got " + fmt_g(res.kl_bound));
 }
 
 // Sums over the prompts of a run.
@@ -693,6 +726,7 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
   if (kc) kc.prefill(p.ids);
   int pos = static_cast<int>(p.ids.size());
   SelfMatch engine_match{"engine", p.name, 0, 0};
+  engine_match.fp32 = computes_fp32(engine.engine());
   double p_kl = 0.0;
   int p_agree = 0;
   for (int k = 0; k < static_cast<int>(ref_steps.size()); ++k) {
@@ -746,12 +780,15 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
   return pv;
 }
 
-std::string prompt_line(const PromptVerdict& pv) {
-  return "  " + pv.name + ": free-running " + (pv.free_running.pass ? "PASS" : "FAIL") +
+// gating: the token checks decide the verdict (not under the KLD gate, which reports them
+// only: a FAIL there beside a PASS verdict would read as a contradiction).
+std::string prompt_line(const PromptVerdict& pv, bool gating) {
+  const std::string fail = gating ? "FAIL" : "FAIL (reported, not gating)";
+  return "  " + pv.name + ": free-running " + (pv.free_running.pass ? "PASS" : fail) +
          (pv.free_running.first_divergence >= 0
               ? " (diverged at step " + std::to_string(pv.free_running.first_divergence) + ")"
               : "") +
-         ", teacher-forced top-5 " + (pv.teacher_forced_top5_ok ? "ok" : "FAIL") + ", top-1 " +
+         ", teacher-forced top-5 " + (pv.teacher_forced_top5_ok ? "ok" : fail) + ", top-1 " +
          fmt_g(100.0 * pv.top1_agreement, 4) + "%, mean KL " + fmt_g(pv.mean_kl);
 }
 
@@ -924,7 +961,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const Prepared& p : plan.prompts) {
     res.prompts.push_back(run_prompt(p, engine, oracle.get(), {quant_oracle.get(), kernel_twin.get(), plain.get()}, tok.get(),
                                      plan.n_steps, res, totals));
-    log(prompt_line(res.prompts.back()));
+    log(prompt_line(res.prompts.back(), res.gate != "kld"));
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
   if (res.gate == "kld") {
@@ -955,6 +992,8 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       const int64_t c = it == totals.copied.end() ? 0 : std::count(it->second.begin(), it->second.end(), 1);
       res.self_match_steps.push_back({"llmport's computations, a step from any", p.name, n, c});
     }
+    res.copy_directions = copy_directions(res.self_matches, kFp64Side);
+    std::erase_if(res.self_matches, [](const SelfMatch& m) { return m.against == kFp64Side; });
   }
   decide_independence(res);
   res.caps = verdict_caps(res, plan.builtin_set);

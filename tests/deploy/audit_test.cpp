@@ -146,8 +146,16 @@ TEST(Audit, ReferenceFileRowFailsWhenTheGoldenChanged) {
 TEST(Audit, IndependenceRowWarnsForEveryFinding) {
   Clean c;
   EXPECT_EQ(audit_reference_independence(c.r).result, "ok");
+  // The row shows the least copy-direction slope of the re-run (over all sequences).
+  c.r.copy_directions = {{"oracle", "s0", 96, 0.1, 0.05}, {"oracle", "all", 384, 0.46, 0.04},
+                         {"engine", "all", 384, 0.53, 0.05}};
+  EXPECT_NE(audit_reference_independence(c.r).detail.find("least slope 0.46 +- 0.04 against llmport's oracle"),
+            std::string::npos)
+      << audit_reference_independence(c.r).detail;
   for (const char* finding : {"oracle", "provenance: produced by llmport (llmport 0.1)",
-                              "content: 100% of 1280 compared logits equal llmport's engine output bit for bit"}) {
+                              "content: 100% of 1280 compared logits equal llmport's engine output bit for bit",
+                              "content: sequence s0: its logits differ from llmport's oracle output (rms 1e-06) in no "
+                              "relation to that computation's own rounding"}) {
     c.r.reference_independent = false;
     c.r.independence_finding = finding;
     auto row = audit_reference_independence(c.r);

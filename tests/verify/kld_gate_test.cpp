@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -357,6 +358,10 @@ TEST(KldGate, OptionsAreRefusedWhereTheyMeanNothing) {
   auto bad_kl = quant_options("q4_0");
   bad_kl.kl_bound = -1;
   EXPECT_THROW(run_verify(stories_dir(), bad_kl), UsageError);
+  // The CLI's error names the flag and the value.
+  auto zero = test::run_llmport({"verify", stories_dir().string(), "--dtype", "q8_0", "--kl-bound", "0"});
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+  EXPECT_NE(zero.err.find("--kl-bound must be a finite number > 0, got 0"), std::string::npos) << zero.err;
 }
 
 TEST(KldGate, CliSaysWhichGateDecided) {
@@ -366,6 +371,13 @@ TEST(KldGate, CliSaysWhichGateDecided) {
                                (t.path() / "r").string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err << ok.out;
   EXPECT_NE(ok.out.find("q4_0 KLD gate: mean KL"), std::string::npos) << ok.out;
+  // The token checks only report under the KLD gate: a per-prompt FAIL says so beside the
+  // PASS verdict (stories q4_0 has two such prompts on an AVX-512 Zen 4).
+  std::istringstream lines(ok.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("  ", 0) == 0 && line.find("FAIL") != std::string::npos) {
+      EXPECT_NE(line.find("FAIL (reported, not gating)"), std::string::npos) << line;
+    }
   for (const std::vector<std::string>& bad :
        {std::vector<std::string>{"--dtype", "q4_0", "--min-top1", "1.5"},
         std::vector<std::string>{"--dtype", "bf16", "--min-top1", "0.9"},

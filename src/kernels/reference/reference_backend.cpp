@@ -18,7 +18,9 @@ class RefLinear final : public LinearWeight {
 
 class ReferenceBackend final : public Backend {
  public:
+  explicit ReferenceBackend(bool precise) : precise_(precise) {}
   std::string name() const override { return "reference"; }
+  std::string isa() const override { return precise_ ? "fp64" : "scalar"; }
   // Threads split a linear's output columns only (reference::linear): every value is the
   // same sequential fp32 sum at any count, so the oracle's outputs do not depend on it.
   void set_threads(int n) override { threads_ = resolve_backend_threads(n); }
@@ -78,7 +80,10 @@ class ReferenceBackend final : public Backend {
       reference::q8_activation_round_trip(x, m, rw.n_in, xq_.data());
       x = xq_.data();
     }
-    reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias, threads_);
+    if (precise_)
+      reference::precise::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias, threads_);
+    else
+      reference::linear(rw.w.data(), rw.n_out, rw.n_in, x, m, y, bias, threads_);
   }
   void gather_rows(const LinearWeight& w, const int* rows, int m, float* out, OpTag = {}) override {
     counters_.add("reference:gather_rows");
@@ -92,21 +97,28 @@ class ReferenceBackend final : public Backend {
   void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps,
                OpTag = {}) override {
     counters_.add("reference:rmsnorm");
-    reference::rmsnorm(x, w, y, m, dim, eps);
+    if (precise_)
+      reference::precise::rmsnorm(x, w, y, m, dim, eps);
+    else
+      reference::rmsnorm(x, w, y, m, dim, eps);
   }
   void rope(float* x, int m, int n_heads, int head_dim, const int* positions,
             const float* inv_freq, OpTag = {}) override {
     counters_.add("reference:rope");
-    reference::rope(x, m, n_heads, head_dim, positions, inv_freq);
+    if (precise_)
+      reference::precise::rope(x, m, n_heads, head_dim, positions, inv_freq);
+    else
+      reference::rope(x, m, n_heads, head_dim, positions, inv_freq);
   }
   void attention(const AttentionArgs& a, OpTag = {}) override {
     counters_.add(a.m == 1 ? "reference:attention_decode" : "reference:attention_prefill");
-    reference::attention(a.q, a.k_cache, a.v_cache, a.kv_capacity, a.start_pos, a.m, a.n_heads,
-                         a.n_kv_heads, a.head_dim, a.scale, a.out);
+    auto* op = precise_ ? &reference::precise::attention : &reference::attention;
+    op(a.q, a.k_cache, a.v_cache, a.kv_capacity, a.start_pos, a.m, a.n_heads, a.n_kv_heads, a.head_dim,
+       a.scale, a.out);
   }
   void swiglu(const float* gate, const float* up, float* out, std::size_t n, OpTag = {}) override {
     counters_.add("reference:swiglu");
-    reference::swiglu(gate, up, out, n);
+    (precise_ ? &reference::precise::swiglu : &reference::swiglu)(gate, up, out, n);
   }
   void add(float* x, const float* y, std::size_t n, OpTag = {}) override {
     counters_.add("reference:add");
@@ -116,12 +128,13 @@ class ReferenceBackend final : public Backend {
  private:
   std::vector<float> xq_;  // [m, n_in] q8 activation values of the current linear
   int threads_ = 1;
+  bool precise_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_reference_backend(int threads) {
-  auto be = std::make_unique<ReferenceBackend>();
+std::unique_ptr<Backend> make_reference_backend(int threads, bool precise) {
+  auto be = std::make_unique<ReferenceBackend>(precise);
   be->set_threads(threads);
   return be;
 }

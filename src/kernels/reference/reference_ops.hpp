@@ -31,4 +31,19 @@ void add(float* x, const float* y, std::size_t n);
 /// Max-subtracted softmax in place.
 void softmax(float* x, std::size_t n);
 
+
+/// The same ops with every sum and intermediate in fp64 and each output rounded to fp32
+/// once (shapes as above): the oracle's arithmetic made exact at its op boundaries. Not a
+/// reference (it is llmport's), the direction an fp32 computation's rounding points away
+/// from (verify's copy-direction check).
+namespace precise {
+void linear(const float* w, int n_out, int n_in, const float* x, int m, float* y, const float* bias,
+            int threads = 1);
+void rmsnorm(const float* x, const float* w, float* y, int m, int dim, float eps);
+void rope(float* x, int m, int n_heads, int head_dim, const int* positions, const float* inv_freq);
+void attention(const float* q, const float* k_cache, const float* v_cache, int max_seq, int start_pos, int m,
+               int n_heads, int n_kv_heads, int head_dim, float scale, float* out);
+void swiglu(const float* gate, const float* up, float* out, std::size_t n);
+}  // namespace precise
+
 }  // namespace llmport::reference

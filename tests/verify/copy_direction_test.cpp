@@ -1,0 +1,179 @@
+// The copy-direction check (llmport/verify.hpp, CopyDirection): llmport output moved in its
+// last bits (an ulp here and there, a scale of 1 + a few ulps, a 7-digit print) is no
+// bit-for-bit copy, yet its distance from llmport points nowhere in particular, where an
+// independent fp32 reference's points along llmport's own rounding (toward the fp64
+// computation). The slope on hand-made rows follows its formula; every honest shared golden
+// stays independent; perturbed copies of the oracle and of the engine under test do not.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "llmport/model_config.hpp"
+#include "llmport/runner.hpp"
+#include "llmport/verify.hpp"
+#include "llmport/weights.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+namespace fs = std::filesystem;
+using test::TempDir;
+using test::verify_golden;
+
+// One sequence's rows: `steps` steps of 3 entries; own = 0, the F row's f = (1, -1, 0), the
+// reference d = a x (1, -1, 0) + b x (1, 1, -2) (centred; the second part is orthogonal to f).
+std::vector<SelfMatch> rows_of(int steps, double a, double b) {
+  SelfMatch side{"oracle", "s0", 0, 0}, fp64{kFp64Side, "s0", 0, 0};
+  side.fp32 = fp64.fp32 = true;
+  for (int k = 0; k < steps; ++k) {
+    const float d[3] = {static_cast<float>(a + b), static_cast<float>(-a + b), static_cast<float>(-2 * b)};
+    const float f[3] = {1.0f, -1.0f, 0.0f};
+    for (int i = 0; i < 3; ++i) {
+      side.reference.push_back(d[i]);
+      fp64.reference.push_back(d[i]);
+      side.own.push_back(0.0f);
+      fp64.own.push_back(f[i]);
+    }
+    side.step_end.push_back(static_cast<int>(side.own.size()));
+    fp64.step_end.push_back(static_cast<int>(fp64.own.size()));
+  }
+  return {side, fp64};
+}
+
+TEST(CopyDirection, SlopeAndItsErrorFollowTheLeastSquaresFormula) {
+  // d = 0.5 f exactly: slope 0.5, no residual.
+  auto c = copy_directions(rows_of(20, 0.5, 0.0), kFp64Side);
+  ASSERT_EQ(c.size(), 2u);  // the sequence and "all"
+  EXPECT_EQ(c[0].sequence, "s0");
+  EXPECT_EQ(c[1].sequence, "all");
+  EXPECT_EQ(c[0].n, 40);  // 20 steps x (3 entries - 1 for the centring)
+  EXPECT_NEAR(c[0].beta, 0.5, 1e-12);
+  EXPECT_NEAR(c[0].se, 0.0, 1e-12);
+  EXPECT_NEAR(c[0].rms_f, std::sqrt(2.0 * 20 / 40), 1e-12);  // sum f^2 = 2 per step, over n
+  EXPECT_FALSE(c[0].copied());
+  // d orthogonal to f: slope 0; se = sqrt(sum d^2 / (n - 1) / sum f^2) = sqrt(6b^2 20 / 39 / 40).
+  c = copy_directions(rows_of(20, 0.0, 1e-3), kFp64Side);
+  EXPECT_NEAR(c[0].beta, 0.0, 1e-12);
+  EXPECT_NEAR(c[0].se, std::sqrt(6e-6 * 20 / 39 / 40), 1e-9);
+  EXPECT_TRUE(c[0].copied());
+  // Orthogonal but large: the slope is too loose to call a copy (0 + 4 se > 0.25).
+  c = copy_directions(rows_of(20, 0.0, 1.0), kFp64Side);
+  EXPECT_FALSE(c[0].copied()) << c[0].se;
+  // Too few entries never decide.
+  c = copy_directions(rows_of(5, 0.0, 1e-3), kFp64Side);
+  EXPECT_EQ(c[0].n, 10);
+  EXPECT_FALSE(c[0].copied());
+  // No F row of the same reference entries: nothing.
+  auto rows = rows_of(20, 0.0, 1e-3);
+  rows[1].reference[0] += 1.0f;
+  EXPECT_TRUE(copy_directions(rows, kFp64Side).empty());
+}
+
+// `runner`'s greedy output on the golden's prompts, every logit moved by `move`
+// (the full logits, so the top list, token and logsumexp stay consistent with them),
+// labelled an independent fp32 numpy reference.
+fs::path moved_copy(const fs::path& out, EngineRunner& runner, const fs::path& golden,
+                    const std::function<float(float, std::mt19937&)>& move) {
+  const RecordFile honest = read_record_file(golden);
+  RecordFile rf;
+  rf.model = honest.model;
+  rf.producer = "hf_reference_numpy.py (independent numpy forward)";
+  rf.compute_dtype = "float32";
+  rf.independent = true;
+  rf.n_steps = honest.n_steps;
+  std::mt19937 rng(11);
+  for (std::size_t i = 0; i < honest.sequences.size(); ++i) {
+    RecordSequence seq;
+    seq.name = honest.sequences[i].name;
+    seq.prompt_ids = honest.sequences[i].prompt_ids;
+    runner.prefill(seq.prompt_ids);
+    int pos = static_cast<int>(seq.prompt_ids.size());
+    for (int k = 0; k < honest.n_steps; ++k) {
+      if (k > 0) runner.decode_step(seq.steps.back().token, pos++);
+      std::vector<float> logits = runner.last_logits();
+      for (float& v : logits) v = move(v, rng);
+      seq.steps.push_back(StepRecord::from_logits(logits, true));
+    }
+    rf.sequences.push_back(std::move(seq));
+  }
+  write_record_file(out, rf);
+  return out;
+}
+
+float one_ulp(float v, std::mt19937& rng) { return std::nextafter(v, (rng() & 1) ? INFINITY : -INFINITY); }
+float scaled(float v, std::mt19937&) { return v * (1.0f + 3.0f * 0x1p-23f); }
+float seven_digits(float v, std::mt19937&) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.7g", v);
+  return std::strtof(b, nullptr);
+}
+
+// Whether the copy-direction check called a copy (whichever finding the verdict names first:
+// a scale of 1 + 3 ulps on near-equal top logits is also a shift the bit-identity check sees).
+bool direction_says_copied(const VerifyResult& r) {
+  for (const auto& c : r.copy_directions)
+    if (c.copied()) return true;
+  return false;
+}
+
+std::vector<std::pair<fs::path, fs::path>> shared_models_and_goldens() {
+  std::vector<std::pair<fs::path, fs::path>> out = {{test::stories_dir(), test::stories_golden()}};
+  for (const auto& m : test::synthetic_models()) out.push_back({m, m / "golden.json"});
+  return out;
+}
+
+TEST(CopyDirection, HonestSharedGoldensPointAlongLlmportsRounding) {
+  for (const auto& [model, golden] : shared_models_and_goldens())
+    for (const std::string dtype : {"fp32", "bf16"}) {
+      const VerifyResult r = verify_golden(model, golden, dtype);
+      SCOPED_TRACE(model.filename().string() + " " + dtype);
+      EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+      ASSERT_FALSE(r.copy_directions.empty());
+      for (const auto& c : r.copy_directions) {
+        EXPECT_FALSE(c.copied()) << c.against << " " << c.sequence << " " << c.beta << " +- " << c.se;
+        if (c.sequence == "all") {
+          EXPECT_GT(c.beta, kCopyDirectionBeta) << c.against;
+        }
+      }
+    }
+}
+
+TEST(CopyDirection, CopiesMovedInTheirLastBitsAreNotIndependent) {
+  TempDir t;
+  const std::pair<const char*, float (*)(float, std::mt19937&)> moves[] = {
+      {"one-ulp", one_ulp}, {"scaled", scaled}, {"seven-digits", seven_digits}};
+  for (const auto& [model, golden] : shared_models_and_goldens()) {
+    const ModelConfig cfg = load_model_config(model);
+    const WeightStore w = WeightStore::open(model, cfg);
+    auto oracle = make_oracle_runner(cfg, w, 1);
+    EngineOptions eo;
+    eo.backend = "cpu";
+    eo.dtype = DType::F32;
+    eo.threads = 1;
+    EngineRunner engine(cfg, w, eo, "engine", true);
+    for (const auto& [name, move] : moves) {
+      SCOPED_TRACE(model.filename().string() + " " + name);
+      // A copy of the oracle judges a bf16 engine too (the oracle is a side of every verify).
+      const fs::path of_oracle = moved_copy(t.path() / (std::string(name) + "-oracle.json"), *oracle, golden, move);
+      for (const std::string dtype : {"fp32", "bf16"}) {
+        if (dtype == "bf16" && std::string(name) != "one-ulp") continue;  // one move shows it
+        const VerifyResult r = verify_golden(model, of_oracle, dtype);
+        EXPECT_FALSE(r.reference_independent) << dtype << ": " << r.verdict_line();
+        EXPECT_TRUE(direction_says_copied(r)) << dtype << ": " << r.independence_finding;
+        EXPECT_NE(r.verdict(), "PASS");
+      }
+      // A copy of the engine under test (its decode path is the gate's own run).
+      const fs::path of_engine = moved_copy(t.path() / (std::string(name) + "-engine.json"), engine, golden, move);
+      const VerifyResult r = verify_golden(model, of_engine, "fp32");
+      EXPECT_FALSE(r.reference_independent) << r.verdict_line();
+      EXPECT_TRUE(direction_says_copied(r)) << r.independence_finding;
+      if (std::string(name) == "one-ulp") {  // no shift to see: only the direction tells
+        EXPECT_NE(r.independence_finding.find("moved in its last bits"), std::string::npos) << r.independence_finding;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmport
