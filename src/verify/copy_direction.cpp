@@ -14,46 +14,77 @@ namespace {
 
 struct Sums {
   double df = 0, ff = 0, dd = 0;
-  int64_t n = 0;
+  int64_t n = 0, far = 0;
   void add(const Sums& o) {
     df += o.df;
     ff += o.ff;
     dd += o.dd;
     n += o.n;
+    far += o.far;
   }
 };
 
-// Centred d and f of every step of `side`, against `fp64` (the same reference entries in
-// the same order).
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// d and f of every step of `side` against `fp64` (the same reference entries in the same
+// order), each step centred on its median (an entry moved far cannot drag its step's
+// other entries along, as it would a mean). Entries whose |d| exceeds kCopyDirectionFar
+// times the larger of the row's rms(f) and their own |f| are far: counted, not fitted (a
+// few large moves on a copy would otherwise inflate the slope's error until nothing is
+// decided; copied() decides only when they are few).
 Sums sums_of(const SelfMatch& side, const SelfMatch& fp64) {
-  Sums s;
+  std::vector<double> d(side.own.size()), f(side.own.size());
   int begin = 0;
+  double ff = 0;
   for (const int end : side.step_end) {
-    const int len = end - begin;
-    if (len >= 2) {
-      double md = 0, mf = 0;
+    std::vector<double> sd, sf;
+    for (int i = begin; i < end; ++i) {
+      sd.push_back(static_cast<double>(side.reference[i]) - side.own[i]);
+      sf.push_back(static_cast<double>(fp64.own[i]) - side.own[i]);
+    }
+    if (end - begin >= 2) {
+      const double md = median(sd), mf = median(sf);
       for (int i = begin; i < end; ++i) {
-        md += static_cast<double>(side.reference[i]) - side.own[i];
-        mf += static_cast<double>(fp64.own[i]) - side.own[i];
+        d[i] = sd[i - begin] - md;
+        f[i] = sf[i - begin] - mf;
+        ff += f[i] * f[i];
       }
-      md /= len;
-      mf /= len;
+    }
+    begin = end;
+  }
+  const double rms_f = side.own.empty() ? 0.0 : std::sqrt(ff / static_cast<double>(side.own.size()));
+  Sums s;
+  begin = 0;
+  for (const int end : side.step_end) {
+    if (end - begin >= 2) {
+      int kept = 0;
       for (int i = begin; i < end; ++i) {
-        const double d = static_cast<double>(side.reference[i]) - side.own[i] - md;
-        const double f = static_cast<double>(fp64.own[i]) - side.own[i] - mf;
-        s.df += d * f;
-        s.ff += f * f;
-        s.dd += d * d;
+        if (std::abs(d[i]) > kCopyDirectionFar * std::max(rms_f, std::abs(f[i]))) {
+          ++s.far;
+          continue;
+        }
+        s.df += d[i] * f[i];
+        s.ff += f[i] * f[i];
+        s.dd += d[i] * d[i];
+        ++kept;
       }
-      s.n += len - 1;  // centring takes one degree of freedom per step
+      s.n += std::max(kept - 1, 0);  // centring takes one degree of freedom per step
     }
     begin = end;
   }
   return s;
 }
 
+// Entries fitted and a direction to read (C computing F's very bits gives f = 0).
+bool readable(const Sums& s) { return s.n > 0 && s.ff > 0.0; }
+
 CopyDirection direction(const std::string& against, const std::string& sequence, const Sums& s) {
   CopyDirection c{against, sequence, s.n};
+  c.far = s.far;
   c.beta = s.df / s.ff;
   const double residual = std::max(0.0, s.dd - 2 * c.beta * s.df + c.beta * c.beta * s.ff);
   c.se = std::sqrt(residual / static_cast<double>(std::max<int64_t>(s.n - 1, 1)) / s.ff);
@@ -65,7 +96,8 @@ CopyDirection direction(const std::string& against, const std::string& sequence,
 }  // namespace
 
 bool CopyDirection::copied() const {
-  return n >= kCopyDirectionMinEntries && std::isfinite(beta) && std::isfinite(se) &&
+  const bool few_far = static_cast<double>(far) <= kCopyDirectionFarShare * static_cast<double>(n + far);
+  return n >= kCopyDirectionMinEntries && few_far && std::isfinite(beta) && std::isfinite(se) &&
          beta + kCopyDirectionSigmas * se < kCopyDirectionBeta;
 }
 
@@ -84,13 +116,13 @@ std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, c
     });
     if (f == exact.end()) continue;
     const Sums s = sums_of(r, **f);
-    if (s.ff <= 0.0 || s.n == 0) continue;  // C computed F's bits: no direction to read
-    out.push_back(direction(r.against, r.sequence, s));
     auto t = std::find_if(totals.begin(), totals.end(), [&](const auto& e) { return e.first == r.against; });
     if (t == totals.end()) t = totals.insert(totals.end(), {r.against, Sums{}});
     t->second.add(s);
+    if (readable(s)) out.push_back(direction(r.against, r.sequence, s));
   }
-  for (const auto& [against, s] : totals) out.push_back(direction(against, "all", s));
+  for (const auto& [against, s] : totals)
+    if (readable(s)) out.push_back(direction(against, "all", s));
   return out;
 }
 

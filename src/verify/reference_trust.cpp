@@ -324,7 +324,9 @@ bool count_self_match(const StepRecord& reference, std::span<const float> logits
   m.compared += static_cast<int64_t>(ref.size());
   m.identical += c.identical;
   m.shifted += c.shifted;
-  return !ref.empty() && c.identical + c.shifted == static_cast<int64_t>(ref.size());
+  // A whole-step copy needs 3 entries or more: one honest fp32 logit often equals one of
+  // ~10 computations' bit for bit, so a top-1-only golden read as copied step after step.
+  return ref.size() >= 3 && c.identical + c.shifted == static_cast<int64_t>(ref.size());
 }
 
 int VerifyResult::distinct_prompts() const {

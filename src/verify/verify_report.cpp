@@ -65,6 +65,7 @@ nlohmann::json VerifyResult::to_json() const {
     directions.push_back({{"against", c.against},
                           {"sequence", c.sequence},
                           {"entries", c.n},
+                          {"far_entries", c.far},
                           {"slope", c.beta},
                           {"slope_se", c.se},
                           {"rms_reference_minus_llmport", c.rms_d},
@@ -86,7 +87,9 @@ nlohmann::json VerifyResult::to_json() const {
                     {"copy_directions", directions},
                     {"copy_direction_rule", "copied when slope + " + fmt_g(kCopyDirectionSigmas) + " x se < " +
                                                 fmt_g(kCopyDirectionBeta) + " over >= " +
-                                                std::to_string(kCopyDirectionMinEntries) + " entries"}};
+                                                std::to_string(kCopyDirectionMinEntries) + " entries, of which at most " +
+                                                fmt_g(100 * kCopyDirectionFarShare) + "% far (|d| > " +
+                                                fmt_g(kCopyDirectionFar) + " x max(rms f, |f|), not fitted)"}};
   if (reference_program.is_object()) j["reference"]["program"] = reference_program;
   j["prompt_set"] = {{"name", prompt_set},
                      {"rendering", prompt_rendering},

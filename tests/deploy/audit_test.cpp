@@ -147,8 +147,8 @@ TEST(Audit, IndependenceRowWarnsForEveryFinding) {
   Clean c;
   EXPECT_EQ(audit_reference_independence(c.r).result, "ok");
   // The row shows the least copy-direction slope of the re-run (over all sequences).
-  c.r.copy_directions = {{"oracle", "s0", 96, 0.1, 0.05}, {"oracle", "all", 384, 0.46, 0.04},
-                         {"engine", "all", 384, 0.53, 0.05}};
+  c.r.copy_directions = {{"oracle", "s0", 96, 0, 0.1, 0.05}, {"oracle", "all", 384, 0, 0.46, 0.04},
+                         {"engine", "all", 384, 0, 0.53, 0.05}};
   EXPECT_NE(audit_reference_independence(c.r).detail.find("least slope 0.46 +- 0.04 against llmport's oracle"),
             std::string::npos)
       << audit_reference_independence(c.r).detail;

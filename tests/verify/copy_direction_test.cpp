@@ -22,7 +22,8 @@ using test::TempDir;
 using test::verify_golden;
 
 // One sequence's rows: `steps` steps of 3 entries; own = 0, the F row's f = (1, -1, 0), the
-// reference d = a x (1, -1, 0) + b x (1, 1, -2) (centred; the second part is orthogonal to f).
+// reference d = a x (1, -1, 0) + b x (1, 1, -2): centred on its median (a, b >= 0) d is
+// a x (1, -1, 0) + b x (0, 0, -3), its second part orthogonal to f.
 std::vector<SelfMatch> rows_of(int steps, double a, double b) {
   SelfMatch side{"oracle", "s0", 0, 0}, fp64{kFp64Side, "s0", 0, 0};
   side.fp32 = fp64.fp32 = true;
@@ -52,14 +53,38 @@ TEST(CopyDirection, SlopeAndItsErrorFollowTheLeastSquaresFormula) {
   EXPECT_NEAR(c[0].se, 0.0, 1e-12);
   EXPECT_NEAR(c[0].rms_f, std::sqrt(2.0 * 20 / 40), 1e-12);  // sum f^2 = 2 per step, over n
   EXPECT_FALSE(c[0].copied());
-  // d orthogonal to f: slope 0; se = sqrt(sum d^2 / (n - 1) / sum f^2) = sqrt(6b^2 20 / 39 / 40).
+  // d orthogonal to f: slope 0; se = sqrt(sum d^2 / (n - 1) / sum f^2) = sqrt(9b^2 20 / 39 / 40).
   c = copy_directions(rows_of(20, 0.0, 1e-3), kFp64Side);
   EXPECT_NEAR(c[0].beta, 0.0, 1e-12);
-  EXPECT_NEAR(c[0].se, std::sqrt(6e-6 * 20 / 39 / 40), 1e-9);
+  EXPECT_NEAR(c[0].se, std::sqrt(9e-6 * 20 / 39 / 40), 1e-9);
+  EXPECT_EQ(c[0].far, 0);
   EXPECT_TRUE(c[0].copied());
-  // Orthogonal but large: the slope is too loose to call a copy (0 + 4 se > 0.25).
+  // Orthogonal and as large as f (|d| = 3 under 4 x max(rms f = 0.82, |f| = 0)): fitted,
+  // and the slope is too loose to call a copy (0 + 4 se > 0.25).
   c = copy_directions(rows_of(20, 0.0, 1.0), kFp64Side);
+  EXPECT_EQ(c[0].far, 0);
   EXPECT_FALSE(c[0].copied()) << c[0].se;
+  // A copy with one entry moved far (by 10): not fitted, so it cannot loosen the slope;
+  // its step's median stays (a mean would have moved the step's other entries by 10/3).
+  auto moved = rows_of(40, 0.0, 1e-3);
+  moved[0].reference[0] += 10.0f;
+  moved[1].reference[0] += 10.0f;
+  c = copy_directions(moved, kFp64Side);
+  EXPECT_EQ(c[0].far, 1);
+  EXPECT_EQ(c[0].n, 79);  // 119 fitted entries less 40 steps
+  EXPECT_NEAR(c[0].beta, 0.0, 1e-9);
+  EXPECT_TRUE(c[0].copied());
+  // Far entries in more than a tenth of the entries (13 of 120) never decide: a fit over
+  // the near ones would select entries by d.
+  for (int k = 1; k < 13; ++k) {
+    moved[0].reference[3 * k] += 10.0f;
+    moved[1].reference[3 * k] += 10.0f;
+  }
+  c = copy_directions(moved, kFp64Side);
+  EXPECT_EQ(c[0].far, 13);
+  EXPECT_GE(c[0].n, kCopyDirectionMinEntries);
+  EXPECT_NEAR(c[0].beta, 0.0, 1e-9);
+  EXPECT_FALSE(c[0].copied());
   // Too few entries never decide.
   c = copy_directions(rows_of(5, 0.0, 1e-3), kFp64Side);
   EXPECT_EQ(c[0].n, 10);
@@ -102,6 +127,12 @@ fs::path moved_copy(const fs::path& out, EngineRunner& runner, const fs::path& g
 }
 
 float one_ulp(float v, std::mt19937& rng) { return std::nextafter(v, (rng() & 1) ? INFINITY : -INFINITY); }
+// One ulp, and 1 logit in 100 moved by 1e-3 (a few top entries per sequence): the audit's
+// way of hiding a copy behind a large slope error.
+float one_ulp_and_outliers(float v, std::mt19937& rng) {
+  const float u = one_ulp(v, rng);
+  return rng() % 100 == 0 ? u + 1e-3f : u;
+}
 float scaled(float v, std::mt19937&) { return v * (1.0f + 3.0f * 0x1p-23f); }
 float seven_digits(float v, std::mt19937&) {
   char b[32];
@@ -142,7 +173,7 @@ TEST(CopyDirection, HonestSharedGoldensPointAlongLlmportsRounding) {
 TEST(CopyDirection, CopiesMovedInTheirLastBitsAreNotIndependent) {
   TempDir t;
   const std::pair<const char*, float (*)(float, std::mt19937&)> moves[] = {
-      {"one-ulp", one_ulp}, {"scaled", scaled}, {"seven-digits", seven_digits}};
+      {"one-ulp", one_ulp}, {"scaled", scaled}, {"seven-digits", seven_digits}, {"outliers", one_ulp_and_outliers}};
   for (const auto& [model, golden] : shared_models_and_goldens()) {
     const ModelConfig cfg = load_model_config(model);
     const WeightStore w = WeightStore::open(model, cfg);

@@ -57,6 +57,25 @@ fs::path forged_golden(const TempDir& t, const std::string& name, Runner& runner
   return test::forged_stories_golden(t.path() / (name + ".json"), runner, prefill_path, n);
 }
 
+// A step of one compared logit is no evidence of a whole-step copy: an honest fp32 logit
+// often equals one of ~10 computations' bit for bit (the audit's top-1 cut of the stories
+// golden read "25 of 32 steps ... copied"). Capped for its depth of top entries only.
+TEST(VerifyVerdict, AnHonestGoldenCutToItsTop1IsNotCalledACopy) {
+  TempDir t;
+  const fs::path g = rewritten_golden(t, "top1", [](RecordFile& rf) {
+    for (auto& seq : rf.sequences)
+      for (auto& st : seq.steps) {
+        st.top.resize(1);
+        st.logits.clear();
+      }
+  });
+  const auto r = verify_golden(stories_dir(), g, "fp32");
+  EXPECT_TRUE(r.pass) << r.verdict_line();
+  EXPECT_TRUE(r.reference_independent) << r.independence_finding;
+  EXPECT_TRUE(has_cap(r, "holds only 1 top entries")) << r.verdict_line();
+  for (const auto& m : r.self_match_steps) EXPECT_EQ(m.identical, 0) << m.sequence;
+}
+
 TEST(VerifyVerdict, HonestSharedGoldensArePlainPass) {
   auto r = verify_golden(stories_dir(), stories_golden());
   EXPECT_TRUE(r.pass) << (r.failures.empty() ? "" : r.failures[0]);
