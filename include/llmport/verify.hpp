@@ -188,9 +188,10 @@ inline constexpr double kCopyDirectionFarShare = 0.1;
 /// with f = 0 everywhere give nothing.
 std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, const std::string& fp64);
 
-/// Of the rows over all sequences ("all"), the one with the least beta + kCopyDirectionSigmas x
-/// se (the closest to a copy); null when there is none.
-const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows);
+/// Of the rows pooled over all sequences ("all"), or with `pooled` false of the per-sequence
+/// rows, the one with the least beta + kCopyDirectionSigmas x se (the closest to a copy);
+/// null when there is none.
+const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows, bool pooled = true);
 
 /// The against name of the fp64 computation's SelfMatch rows.
 inline constexpr const char* kFp64Side = "fp64 oracle";

@@ -100,6 +100,10 @@ int run_diagnosis_cmd(const DiagArgs& a) {
     if (id < 0 || id >= cfg.vocab_size)
       throw UsageError("--prompt: token id " + std::to_string(id) + " outside the vocabulary [0, " +
                        std::to_string(cfg.vocab_size) + ")");
+  // As run says it (the KV cache's own overflow error reads as an engine fault).
+  if (cfg.max_seq > 0 && static_cast<int64_t>(ids.size()) > cfg.max_seq)
+    throw UsageError("the prompt is " + std::to_string(ids.size()) + " tokens, longer than the model context of " +
+                     std::to_string(cfg.max_seq) + " tokens");
 
   const EngineOptions eo =
       engine_options_from_flags({a.backend, a.threads, dtype_flag(a.dtype), /*registry=*/"", a.fault, a.quantize_lm_head});

@@ -31,11 +31,11 @@ double median(std::vector<double> v) {
 }
 
 // d and f of every step of `side` against `fp64` (the same reference entries in the same
-// order), each step centred on its median (an entry moved far cannot drag its step's
-// other entries along, as it would a mean). Entries whose |d| exceeds kCopyDirectionFar
-// times the larger of the row's rms(f) and their own |f| are far: counted, not fitted (a
-// few large moves on a copy would otherwise inflate the slope's error until nothing is
-// decided; copied() decides only when they are few).
+// order). Entries whose median-centred |d| exceeds kCopyDirectionFar times the larger of
+// the row's rms(f) and their own |f| are far: counted, not fitted (a few large moves on a
+// copy would otherwise inflate the slope's error until nothing is decided; copied()
+// decides only when they are few; a median, so a far entry cannot drag its step's others
+// along as a mean would).
 Sums sums_of(const SelfMatch& side, const SelfMatch& fp64) {
   std::vector<double> d(side.own.size()), f(side.own.size());
   int begin = 0;
@@ -57,22 +57,33 @@ Sums sums_of(const SelfMatch& side, const SelfMatch& fp64) {
     begin = end;
   }
   const double rms_f = side.own.empty() ? 0.0 : std::sqrt(ff / static_cast<double>(side.own.size()));
+  // Far entries judged on the median-centred values; the fit re-centres each step on the
+  // mean of its near entries (a median makes the middle entry's d exactly 0, which would
+  // pull an honest slope toward 0 by about one entry in a step's five).
   Sums s;
   begin = 0;
   for (const int end : side.step_end) {
     if (end - begin >= 2) {
-      int kept = 0;
+      std::vector<int> near;
       for (int i = begin; i < end; ++i) {
-        if (std::abs(d[i]) > kCopyDirectionFar * std::max(rms_f, std::abs(f[i]))) {
+        if (std::abs(d[i]) > kCopyDirectionFar * std::max(rms_f, std::abs(f[i])))
           ++s.far;
-          continue;
-        }
-        s.df += d[i] * f[i];
-        s.ff += f[i] * f[i];
-        s.dd += d[i] * d[i];
-        ++kept;
+        else
+          near.push_back(i);
       }
-      s.n += std::max(kept - 1, 0);  // centring takes one degree of freedom per step
+      double md = 0, mf = 0;
+      for (const int i : near) {
+        md += d[i];
+        mf += f[i];
+      }
+      md /= std::max<std::size_t>(near.size(), 1);
+      mf /= std::max<std::size_t>(near.size(), 1);
+      for (const int i : near) {
+        s.df += (d[i] - md) * (f[i] - mf);
+        s.ff += (f[i] - mf) * (f[i] - mf);
+        s.dd += (d[i] - md) * (d[i] - md);
+      }
+      s.n += std::max<int64_t>(static_cast<int64_t>(near.size()) - 1, 0);  // one degree per step
     }
     begin = end;
   }
@@ -126,11 +137,11 @@ std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, c
   return out;
 }
 
-const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows) {
+const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows, bool pooled) {
   const CopyDirection* least = nullptr;
   auto upper = [](const CopyDirection& c) { return c.beta + kCopyDirectionSigmas * c.se; };
   for (const auto& c : rows)
-    if (c.sequence == "all" && (!least || upper(c) < upper(*least))) least = &c;
+    if ((c.sequence == "all") == pooled && (!least || upper(c) < upper(*least))) least = &c;
   return least;
 }
 

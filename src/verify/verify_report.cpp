@@ -196,14 +196,24 @@ std::string VerifyResult::to_markdown() const {
   s += "| | |\n|---|---|\n";
   s += "| model | `" + model + "` |\n";
   s += "| engine runner | " + runner_kind + ", backend `" + backend + "` (" + isa + "), dtype " + dtype + " |\n";
-  s += "| kernel configs | " + kernel_configs + (heuristic_default_configs ? " (heuristic defaults)" : "") + " |\n";
+  // kernel_configs already reads "heuristic-default" when it is; say it only beside others.
+  const bool say_heuristic = heuristic_default_configs && kernel_configs.find("heuristic") == std::string::npos;
+  s += "| kernel configs | " + kernel_configs + (say_heuristic ? " (heuristic defaults)" : "") + " |\n";
   s += "| reference | " + reference_kind + ": " + reference_source + " — " +
        (reference_independent ? "independent" : "**not independent** (" + independence_finding + ")") + " |\n";
-  if (const CopyDirection* c = least_copy_direction(copy_directions))
-    s += "| copy direction (the least slope over all sequences) | " + fmt_g(c->beta, 3) + " +- " + fmt_g(c->se, 2) +
-         " against llmport's " + c->against + " (" + std::to_string(c->n) +
-         " logits; an independent fp32 reference ~0.5, an fp64 one ~1, llmport output moved in its last bits ~0; copied below " +
-         fmt_g(kCopyDirectionBeta) + " with " + fmt_g(kCopyDirectionSigmas) + " se to spare) |\n";
+  if (const CopyDirection* c = least_copy_direction(copy_directions)) {
+    // The computation closest to a copy, pooled and per sequence: slope + 4 se decides.
+    auto row = [](const CopyDirection& d) {
+      return fmt_g(d.beta, 3) + " +- " + fmt_g(d.se, 2) + " against llmport's " + d.against + " (" +
+             std::to_string(d.n) + " logits" + (d.far ? ", " + std::to_string(d.far) + " far" : std::string()) + ")";
+    };
+    s += "| copy direction: slope of (reference - llmport) on (fp64 - llmport) | closest to a copy, all sequences "
+         "pooled: " + row(*c);
+    if (const CopyDirection* q = least_copy_direction(copy_directions, false))
+      s += "; one sequence (" + q->sequence + "): " + row(*q);
+    s += ". An independent fp32 reference ~0.5, an fp64 one ~1, llmport output moved in its last bits ~0; a copy when "
+         "slope + " + fmt_g(kCopyDirectionSigmas) + " se < " + fmt_g(kCopyDirectionBeta) + " |\n";
+  }
   if (!fault.empty()) s += "| planted fault | **" + fault + "** (test only) |\n";
   s += "| prompt set | " + rendering_description(prompt_set, prompt_rendering) + ", " + std::to_string(n_prompts) + " prompts" +
        (full ? " (full)" : "") + " |\n";

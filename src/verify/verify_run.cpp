@@ -101,9 +101,10 @@ void decide_independence(VerifyResult& res) {
       res.independence_finding =
           "content: " + (c.sequence == "all" ? std::string("all sequences") : "sequence " + c.sequence) +
           ": its logits differ from llmport's " + c.against + " output (rms " + fmt_g(c.rms_d, 3) +
-          ") in no relation to that computation's own rounding: slope " + fmt_g(c.beta, 2) + " +- " +
-          fmt_g(c.se, 2) + " on the fp64 computation's difference over " + std::to_string(c.n) +
-          " logits, where an independent fp32 reference measures ~0.5 (llmport output moved in its last bits)";
+          ") in no relation to that computation's own rounding: the slope of (reference - " + c.against +
+          ") on (fp64 computation - " + c.against + ") is " + fmt_g(c.beta, 2) + " +- " + fmt_g(c.se, 2) + " over " +
+          std::to_string(c.n) + " logits, where an independent fp32 reference measures ~0.5 (llmport output moved "
+          "in its last bits)";
   res.reference_independent = res.independence_finding.empty();
 }
 

@@ -453,6 +453,16 @@ TEST(CliDiagnosis, GoldenReferenceAndPromptIds) {
   const auto text = run_llmport({"diagnosis", model.string(), "--prompt", "hello"});
   EXPECT_EQ(text.exit_code, 2);
   EXPECT_NE(text.err.find("--prompt-ids"), std::string::npos) << text.err;
+  // A prompt past the context: said as `run` says it, before any work.
+  const ModelConfig cfg = load_model_config(model);
+  std::string many = "3";
+  for (int64_t i = 1; i <= cfg.max_seq; ++i) many += ",3";
+  const auto too_long = run_llmport({"diagnosis", model.string(), "--prompt", many, "--prompt-ids"});
+  EXPECT_EQ(too_long.exit_code, 2) << too_long.err;
+  EXPECT_NE(too_long.err.find("the prompt is " + std::to_string(cfg.max_seq + 1) +
+                              " tokens, longer than the model context of " + std::to_string(cfg.max_seq) + " tokens"),
+            std::string::npos)
+      << too_long.err;
 }
 
 }  // namespace
