@@ -39,6 +39,15 @@ struct StepRecord {
   std::vector<TopEntry> top;        ///< top-k, sorted (logit desc, id asc)
   std::optional<double> logsumexp;  ///< over the whole vocabulary, when known
   std::vector<float> logits;        ///< [vocab] full logits; empty when not recorded
+  /// Half a unit in the last digit its file printed its logsumexp with, and the largest
+  /// such half unit among its top logits (nats; "%.6g" at ~35: 5e-5 each; exact float32
+  /// values written in full: ~1e-15). Set by read_record_file from the digits of the
+  /// numbers; 0 for records llmport computes. The coarsened KL gate lets the values move
+  /// that far (kl_coarsened_within_print) and the reader's consistency checks allow it.
+  double lse_half_unit = 0.0, logit_half_unit = 0.0;
+  /// How far (nats) a printed log-probability logit - logsumexp may lie from the value the
+  /// reference computed: lse_half_unit + logit_half_unit.
+  double print_resolution() const { return lse_half_unit + logit_half_unit; }
   /// Builds a record from full logits: token = argmax (ties -> smaller id), top-k,
   /// logsumexp; keeps the logits only when keep_logits.
   static StepRecord from_logits(std::span<const float> logits, bool keep_logits, int k = kTopK);

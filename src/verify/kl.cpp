@@ -27,11 +27,17 @@ double kl_full(std::span<const float> reference_logits, std::span<const float> e
   return kl;
 }
 
-double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+namespace {
+
+// The coarsened KL with the reference's logsumexp taken as logsumexp - shift (its
+// log-probabilities raised by shift) and each top log-probability moved toward the
+// engine's by up to logit_slack (its logit's own printed half unit); lse_q is the engine's
+// logsumexp. shift = logit_slack = 0 is kl_coarsened's formula as it always was.
+double coarse_kl(const StepRecord& reference, std::span<const float> engine_logits, double lse_q, int k,
+                 double shift, double logit_slack) {
   if (!reference.logsumexp)
     throw UsageError("KL: the reference step has no logsumexp (needed for the coarsened KL)");
-  const double lse_p = *reference.logsumexp;
-  const double lse_q = log_sum_exp(engine_logits);
+  const double lse_p = *reference.logsumexp - shift;
   const int n = std::min(k, static_cast<int>(reference.top.size()));
   double kl = 0.0, p5 = 0.0, q5 = 0.0;
   for (int i = 0; i < n; ++i) {
@@ -39,8 +45,9 @@ double kl_coarsened(const StepRecord& reference, std::span<const float> engine_l
     if (t.id < 0 || static_cast<std::size_t>(t.id) >= engine_logits.size())
       throw UsageError("KL: reference top id " + std::to_string(t.id) + " outside the engine vocabulary (" +
                        std::to_string(engine_logits.size()) + ")");
-    const double lp = static_cast<double>(t.logit) - lse_p;
     const double lq = static_cast<double>(engine_logits[static_cast<std::size_t>(t.id)]) - lse_q;
+    double lp = static_cast<double>(t.logit) - lse_p;
+    if (logit_slack > 0.0) lp = std::clamp(lq, lp - logit_slack, lp + logit_slack);
     const double p = std::exp(lp);
     p5 += p;
     q5 += std::exp(lq);
@@ -53,6 +60,38 @@ double kl_coarsened(const StepRecord& reference, std::span<const float> engine_l
   const double rest_q = std::clamp(1.0 - q5, 1e-300, 1.0);
   if (rest_p > 0.0) kl += rest_p * std::log(rest_p / rest_q);
   return kl;
+}
+
+}  // namespace
+
+double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  return coarse_kl(reference, engine_logits, log_sum_exp(engine_logits), k, 0.0, 0.0);
+}
+
+double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  const double lse_q = log_sum_exp(engine_logits);
+  const double h = reference.lse_half_unit, slack = reference.logit_half_unit;
+  if (!(h >= 0.0 && slack >= 0.0 && std::isfinite(h + slack)))
+    return coarse_kl(reference, engine_logits, lse_q, k, 0.0, 0.0);
+  auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, slack); };
+  const double at_zero = std::max(0.0, kl(0.0));  // a KL; below 0 only by rounding
+  if (h == 0.0) return at_zero;
+  // Golden-section search of the logsumexp over [-h, h] (each top logit already at its best
+  // within its own half unit): the KL is smooth and, over a few print units,
+  // single-troughed. Every point evaluated is a reference the printed digits allow, so a
+  // search that misses the trough only returns a larger KL (the gate errs toward FAIL).
+  const double g = (std::sqrt(5.0) - 1.0) / 2.0;
+  double a = -h, b = h;
+  double x1 = b - g * (b - a), x2 = a + g * (b - a);
+  double f1 = kl(x1), f2 = kl(x2);
+  for (int it = 0; it < 60; ++it) {
+    if (f1 < f2) {
+      b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a), f1 = kl(x1);
+    } else {
+      a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a), f2 = kl(x2);
+    }
+  }
+  return std::max(0.0, std::min({at_zero, f1, f2, kl(-h), kl(h)}));
 }
 
 KlKind kl_kind_for(std::span<const StepRecord> reference) {
@@ -87,9 +126,10 @@ TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<
   r.engine_in_reference_top = finite && in(r.reference_top, r.engine_top1);
   r.reference_in_engine_top = finite && in(r.engine_top, r.reference_token);
   if (!finite) {
-    r.kl = std::numeric_limits<double>::infinity();
+    r.kl = r.kl_within_print = std::numeric_limits<double>::infinity();
   } else {
     r.kl = kind == KlKind::Full ? kl_full(reference.logits, engine_logits) : kl_coarsened(reference, engine_logits, k);
+    r.kl_within_print = kind == KlKind::Full ? r.kl : kl_coarsened_within_print(reference, engine_logits, k);
   }
   return r;
 }

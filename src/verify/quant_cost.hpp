@@ -23,11 +23,13 @@ struct TeacherSequence {
 /// same computation with nothing rounded (make_rounding_noise_runner "off": fp32
 /// projections, the engine's base dtype elsewhere), teacher-forced along that computation's
 /// own greedy tokens (not the reference's: damaged ones would widen the bounds), per step
-/// the KL the gate measures (`kind`: full, or coarsened to the plain side's top-5): independent errors of the format's step (the noise, averaged over
-/// kQuantCostDraws realizations), and llmport's quantizer itself. The prediction is the
-/// smaller cost (and the lower top-1 agreement, the top-1 gate being the weaker one): a quantizer bug cannot raise the noise's, and on a model that its real
-/// rounding costs less than random errors of the same size (a synthetic 0.6B qwen3 in
-/// q4_0: 0.0018 against 0.10) the quantizer's keeps the bound from widening.
+/// the KL the gate measures (`kind`: full, or coarsened to the plain side's top-5):
+/// independent errors of the format's step (the noise, averaged over kQuantCostDraws
+/// realizations), and llmport's quantizer itself. The prediction is the smaller cost (and
+/// the lower top-1 agreement, the top-1 gate being the weaker one): a quantizer bug cannot
+/// raise the noise's, and on a model that its real rounding costs less than random errors
+/// of the same size (a synthetic 0.6B qwen3 in q4_0: 0.0018 against 0.10) the quantizer's
+/// keeps the bound from widening.
 /// Both sides are llmport's own forward, so a fault of that forward appears on both and
 /// cancels: the prediction measures the format's rounding, not the model's correctness.
 struct QuantCost {

@@ -29,7 +29,8 @@ std::string mass_check(const StepRecord& st) {
   if (!std::isfinite(*st.logsumexp)) return "logsumexp " + fmt_g(*st.logsumexp) + " is not finite";
   double mass = 0.0;
   for (const TopEntry& e : st.top) mass += std::exp(static_cast<double>(e.logit) - *st.logsumexp);
-  if (mass > 1.0 + kMassSlack)
+  // Printed digits move each probability by up to a factor exp(print_resolution).
+  if (mass > (1.0 + kMassSlack) * std::exp(st.print_resolution()))
     return "the top entries' probabilities exp(logit - logsumexp) sum to " + fmt_g(mass, 8) +
            " > 1: logsumexp " + fmt_g(*st.logsumexp) + " is below the logits it sums";
   return "";
@@ -57,7 +58,7 @@ std::string logits_check(const StepRecord& st) {
              std::to_string(own[i].id) + ")";
   if (st.logsumexp) {
     const double lse = log_sum_exp(st.logits);
-    if (!(std::abs(lse - *st.logsumexp) <= 1e-4 + 1e-6 * std::abs(lse)))
+    if (!(std::abs(lse - *st.logsumexp) <= 1e-4 + 1e-6 * std::abs(lse) + st.print_resolution()))
       return "logsumexp " + fmt_g(*st.logsumexp, 9) + " is not the full logits' own " + fmt_g(lse, 9);
   }
   return "";

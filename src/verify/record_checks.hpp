@@ -13,11 +13,12 @@ namespace llmport::verify_detail {
 ///   ties in any order);
 /// - with a logsumexp: it is finite and the top entries' probabilities exp(logit -
 ///   logsumexp) sum to at most 1 + kMassSlack (float32 rounding of an honest logsumexp
-///   leaves ~4e-6);
+///   leaves ~4e-6), times exp(st.print_resolution()) for the digits it was printed with;
 /// - with full logits: all finite, each top entry is bit for bit the logit at its id, the
 ///   list holds the largest logits, and logsumexp is the logits' own (within 1e-4 + 1e-6
-///   relative). Gates read the top list and the full logits separately (top-5 inclusion,
-///   self-match / full KL), so two halves that disagree would let each be forged alone.
+///   relative + st.print_resolution()). Gates read the top list and the full logits
+///   separately (top-5 inclusion, self-match / full KL), so two halves that disagree would
+///   let each be forged alone.
 std::string step_inconsistency(const StepRecord& st);
 
 inline constexpr double kMassSlack = 1e-4;

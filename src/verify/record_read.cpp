@@ -12,6 +12,7 @@
 #include "llmport/weights.hpp"
 #include "verify/json_field.hpp"
 #include "llmport/verify.hpp"
+#include "verify/print_digits.hpp"
 #include "verify/record_checks.hpp"
 
 namespace llmport {
@@ -263,7 +264,9 @@ void check_vector(const JsonField& f, const std::vector<float>& v, int emb_dim) 
 }
 
 // A step that contradicts itself (record_checks.hpp) is malformed: named by its field.
-void check_step(const JsonField& f, const StepRecord& st) {
+// The step's print resolution is set first: the checks allow for the digits it was printed with.
+void check_step(const JsonField& f, StepRecord& st, const verify_detail::PrintDigits& digits) {
+  verify_detail::set_print_half_units(st, digits);
   const std::string why = verify_detail::step_inconsistency(st);
   if (!why.empty()) f.fail(why);
 }
@@ -292,6 +295,7 @@ std::vector<StepRecord> read_steps(const JsonField& tokens_f, const JsonField& s
 
 // ------------------------------------------------------------------ stories260K golden
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
+  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = "stories-golden";
@@ -342,7 +346,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
     }
     if (cf.has("prompt_last_logits") && !seq.steps.empty())
       seq.steps[0].logits = cf.at("prompt_last_logits").floats();
-    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (cf.has("hidden_states_last_position")) {
       const JsonField hf = cf.at("hidden_states_last_position");
       const int last = static_cast<int>(seq.prompt_ids.size()) - 1;
@@ -365,6 +369,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
 
 // ------------------------------------------------------------------ synthetic golden
 RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
+  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
@@ -388,7 +393,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
     const JsonField st5 = g.at("steps_top5");
     seq.steps = read_steps(g.at("tokens"), st5, rf.n_steps, "max_new_tokens");
     if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
-    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(st5.at(s), seq.steps[s]);
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(st5.at(s), seq.steps[s], digits);
     if (sf.has("layer_hidden_last")) {
       const JsonField lh = sf.at("layer_hidden_last");
       seq.hidden.positions = {static_cast<int>(seq.prompt_ids.size()) - 1};
@@ -471,6 +476,7 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
 }
 
 RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
+  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
@@ -494,7 +500,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
     if (seq.prompt_ids.empty()) sf.at("prompt_ids").fail("empty");
     const JsonField steps = sf.at("steps");
     seq.steps = read_steps(sf.at("tokens"), steps, rf.n_steps, "n_steps");
-    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s]);
+    for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
     rf.sequences.push_back(std::move(seq));
   }

@@ -340,6 +340,54 @@ TEST(AdversarialGolden, FullLogitsAndTopListsMustAgreeInASideFile) {
   EXPECT_NE(err.find("seq3.logits[7] against sequences[3].steps[7]: top entry"), std::string::npos) << err;
 }
 
+// An honest golden printed with "%.6g" holds each logsumexp only to +-5e-5 at ~30: that
+// alone moved the coarsened KL of a sharp step above the fp32 bound, and such a print of
+// the shared goldens FAILed the fp32 engine on 5 of 5 models. The gate now resolves the KL
+// within the printed digits and the verdict says they cannot prove the bound; damage
+// beyond them still fails, and float32's nine digits leave a plain PASS.
+TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine) {
+  TempDir t;
+  std::vector<std::pair<fs::path, fs::path>> cases = {{stories_dir(), stories_golden()}};
+  for (const auto& m : test::synthetic_models()) cases.emplace_back(m, m / "golden.json");
+  int resolved = 0;
+  for (const auto& [model, golden] : cases) {
+    const json g = load(golden);
+    const std::string name = model.filename().string();
+    const auto r6 = verify_golden(model, write(t, name + "_g6", test::reprinted_floats(g, "%.6g")), "fp32");
+    ASSERT_TRUE(r6.pass) << name << ": " << r6.verdict_line() << " " << (r6.failures.empty() ? "" : r6.failures[0]);
+    EXPECT_LE(r6.mean_kl_within_print, r6.kl_bound) << name;
+    EXPECT_GT(r6.reference_print_resolution, 1e-5) << name;
+    // Where the printed values alone exceed the bound (by 1.0-6.6x on this machine's
+    // computation), the pass rests on missing digits: capped.
+    if (r6.mean_kl > r6.kl_bound) {
+      ++resolved;
+      EXPECT_TRUE(has_cap(r6, "the reference's printed digits: mean KL")) << name << ": " << r6.verdict_line();
+    } else {
+      EXPECT_EQ(r6.verdict(), "PASS") << name << ": " << r6.verdict_line();
+    }
+    const auto r9 = verify_golden(model, write(t, name + "_g9", test::reprinted_floats(g, "%.9g")), "fp32");
+    EXPECT_EQ(r9.verdict(), "PASS") << name << ": " << r9.verdict_line();
+    EXPECT_LT(r9.reference_print_resolution, 1e-5) << name;
+  }
+  EXPECT_GE(resolved, 3);
+  // A logsumexp 3x its printed resolution off on every step but the first (whose full
+  // logits would name it as malformed): the digits cannot excuse it.
+  const fs::path model = test::synthetic_models().at(0);
+  json g = load(model / "golden.json");
+  for (auto& seq : g["sequences"]) {
+    auto& steps = seq["greedy"]["steps_top5"];
+    for (std::size_t k = 1; k < steps.size(); ++k) steps[k]["logsumexp"] = steps[k]["logsumexp"].get<double>() + 3e-4;
+  }
+  const auto bad = verify_golden(model, write(t, "lse_off", test::reprinted_floats(g, "%.6g")), "fp32");
+  EXPECT_GT(bad.reference_print_resolution, 1e-5);
+  EXPECT_FALSE(bad.pass) << bad.verdict_line();
+  EXPECT_GT(bad.mean_kl_within_print, bad.kl_bound);
+  ASSERT_FALSE(bad.failures.empty());
+  EXPECT_NE(bad.failures[0].find("at the most favourable values its printed digits allow"), std::string::npos)
+      << bad.failures[0];
+  EXPECT_NE(bad.failures[0].find("the mass outside the reference's top-5 is"), std::string::npos) << bad.failures[0];
+}
+
 TEST(AdversarialGolden, AnUnknownSyntheticGoldenVersionIsRefused) {
   TempDir t;
   json g = load(test::synthetic_models().at(0) / "golden.json");

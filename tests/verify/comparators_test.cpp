@@ -178,6 +178,52 @@ TEST(Kl, CoarsenedKlIsZeroForIdenticalDistributionsAndNeedsLogsumexp) {
   EXPECT_THROW(kl_coarsened(r, ref), Error);
 }
 
+// A reference printed with few digits holds its logsumexp and logits only to their half
+// units: the KL the gate holds to the bound lets them move that far and no further.
+TEST(Kl, WithinPrintMovesTheValuesByTheirHalfUnitsAndNoFurther) {
+  std::mt19937 rng(11);
+  const auto logits = random_logits(rng, 200, 4.0f);
+  const StepRecord exact = StepRecord::from_logits(logits, false);
+  const double h = 1e-4;
+  auto printed = [&](double lse_error, double lse_half_unit) {
+    StepRecord r = exact;
+    r.logsumexp = *exact.logsumexp + lse_error;
+    r.lse_half_unit = lse_half_unit;
+    return r;
+  };
+  // No digits missing: the same value as kl_coarsened, bit for bit.
+  const StepRecord none = printed(0.6 * h, 0.0);
+  EXPECT_EQ(kl_coarsened_within_print(none, logits), kl_coarsened(none, logits));
+  // An error inside the half unit: the engine that equals the reference's computation meets
+  // it exactly, though the printed value alone gives a KL.
+  for (double e : {0.6 * h, -0.6 * h}) {
+    const StepRecord r = printed(e, h);
+    EXPECT_GT(kl_coarsened(r, logits), 1e-12) << e;
+    EXPECT_NEAR(kl_coarsened_within_print(r, logits), 0.0, 1e-14) << e;
+  }
+  // An error of 3h: the best allowed value is 2h off, never closer.
+  const StepRecord two_h = printed(2.0 * h, 0.0);
+  EXPECT_NEAR(kl_coarsened_within_print(printed(3.0 * h, h), logits), kl_coarsened(two_h, logits),
+              1e-6 * kl_coarsened(two_h, logits));
+  // Top logits each rounded within their half unit: met exactly; one moved 3 half units:
+  // it stays 2 off (the rest of the step being exact).
+  StepRecord rounded = exact;
+  rounded.logit_half_unit = h;
+  for (std::size_t i = 0; i < rounded.top.size(); ++i) rounded.top[i].logit += static_cast<float>((i % 2 ? 0.7 : -0.7) * h);
+  EXPECT_GT(kl_coarsened(rounded, logits), 1e-12);
+  EXPECT_NEAR(kl_coarsened_within_print(rounded, logits), 0.0, 1e-12);
+  // (at 100 h, where float32's rounding of the moved logit is negligible beside the move)
+  StepRecord far = exact, far_2h = exact;
+  far.logit_half_unit = 100 * h;
+  far.top[1].logit += static_cast<float>(300 * h);
+  far_2h.top[1].logit += static_cast<float>(200 * h);
+  EXPECT_NEAR(kl_coarsened_within_print(far, logits), kl_coarsened(far_2h, logits), 1e-3 * kl_coarsened(far_2h, logits));
+  // compare_step carries both: the printed values' KL and the gate's.
+  const TeacherForcedStep st = compare_step(0, printed(3.0 * h, h), logits, KlKind::Coarsened);
+  EXPECT_EQ(st.kl, kl_coarsened(printed(3.0 * h, h), logits));
+  EXPECT_EQ(st.kl_within_print, kl_coarsened_within_print(printed(3.0 * h, h), logits));
+}
+
 TEST(Kl, KindNeedsFullLogitsOnEveryStep) {
   std::vector<StepRecord> steps = {StepRecord::from_logits(std::vector<float>{1, 2}, true),
                                    StepRecord::from_logits(std::vector<float>{1, 2}, false)};

@@ -2,6 +2,8 @@
 // files hold), llmport's own format with its safetensors side file, malformed input.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "llmport/error.hpp"
 #include "llmport/records.hpp"
 #include "support/test_support.hpp"
+#include "verify/verify_support.hpp"
 
 namespace llmport {
 namespace {
@@ -191,6 +194,39 @@ TEST(Records, MalformedFilesNameTheFieldAtFault) {
       "sequences": [{"input_ids": [1], "greedy": {"tokens": [1], "steps_top5": [{"ids": [1], "logits": [1.0]}]},
       "embedding_last": [1, 2, 3], "layer_hidden_last": [[1, 2, 3, 4], [1, 2, 3]], "final_norm_hidden_last": [1, 2, 3]}]})",
                       "sequences[0].layer_hidden_last[0]: has 4 values, expected emb_dim 3");
+}
+
+// Half a unit in the last digit of `v` printed with `digits` significant digits.
+double half_unit_sig(double v, int digits) {
+  return 0.5 * std::pow(10.0, std::floor(std::log10(std::abs(v))) - digits + 1);
+}
+
+// The digits are read from the numbers: a file needs no field to say how it printed them,
+// and one finely printed number holds the whole file to its precision.
+TEST(Records, PrintResolutionIsReadFromTheDigitsOfTheNumbers) {
+  test::TempDir t;
+  const nlohmann::json stories = load(test::shared_path("models/stories260K/golden/public.json"));
+  auto first_step = [&](const nlohmann::json& j, const std::string& name) {
+    const fs::path f = t.path() / (name + ".json");
+    std::ofstream(f) << j.dump();
+    return read_record_file(f).sequences.at(0).steps.at(1);
+  };
+  // As shipped: exact float32 values written as doubles, ~17 digits.
+  EXPECT_LT(first_step(stories, "exact").print_resolution(), 1e-12);
+  // "%.6g": half a unit in the sixth digit of the logsumexp plus the top logits' largest.
+  const StepRecord g6 = first_step(test::reprinted_floats(stories, "%.6g"), "g6");
+  double top = 0.0;
+  for (const TopEntry& e : g6.top) top = std::max(top, half_unit_sig(e.logit, 6));
+  EXPECT_NEAR(g6.lse_half_unit, half_unit_sig(*g6.logsumexp, 6), 1e-15);
+  EXPECT_NEAR(g6.logit_half_unit, top, 1e-15);
+  EXPECT_NEAR(g6.print_resolution(), half_unit_sig(*g6.logsumexp, 6) + top, 1e-12);
+  EXPECT_GT(g6.print_resolution(), 1e-6);
+  // "%.4f": half a unit in the fourth decimal, whatever the magnitude.
+  EXPECT_NEAR(first_step(test::reprinted_floats(stories, "%.4f"), "f4").print_resolution(), 2 * 0.5e-4, 1e-12);
+  // One logit left at full precision: nothing is widened.
+  nlohmann::json mixed = test::reprinted_floats(stories, "%.6g");
+  mixed["cases"][0]["steps"][1]["top5"][0]["logit"] = stories["cases"][0]["steps"][1]["top5"][0]["logit"];
+  EXPECT_LT(first_step(mixed, "mixed").print_resolution(), 1e-12);
 }
 
 TEST(Records, MissingFileIsAConfigError) {

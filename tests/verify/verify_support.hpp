@@ -1,9 +1,12 @@
 #pragma once
 // Shared helpers of the verify integration tests.
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "llmport/records.hpp"
 #include "llmport/runner.hpp"
@@ -54,6 +57,20 @@ inline std::filesystem::path forged_stories_golden(const std::filesystem::path& 
   }
   write_record_file(out, rf);
   return out;
+}
+
+/// `j` with every floating-point number rewritten as printf(fmt) prints it ("%.6g"): a
+/// reference printed with fewer digits.
+inline nlohmann::json reprinted_floats(const nlohmann::json& j, const char* fmt) {
+  if (j.is_object() || j.is_array()) {
+    nlohmann::json out = j;
+    for (auto& v : out) v = reprinted_floats(v, fmt);
+    return out;
+  }
+  if (!j.is_number_float()) return j;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, j.get<double>());
+  return std::stod(buf);
 }
 
 /// verify against a golden file with the cpu backend and `dtype` ("" = checkpoint dtype).

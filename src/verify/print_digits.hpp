@@ -1,0 +1,34 @@
+#pragma once
+// How finely a record file printed its logits: a golden written with "%.6g" holds each
+// logsumexp only to +-5e-5 at 35, and the coarsened KL's rest bucket (1 - P5) moves by that
+// much times P5, enough alone to exceed the fp32 bound on a sharp step. The digits are read
+// from the numbers themselves, so no field has to declare them.
+#include <nlohmann/json.hpp>
+
+#include "llmport/records.hpp"
+
+namespace llmport::verify_detail {
+
+/// The print precision of a file's logit values (the numbers under keys "logsumexp" and
+/// keys containing "logit"), as the most significant digits any of them carries and the
+/// finest decimal place any of them reaches. "%.6g" reads as {6, ...}, "%.4f" as {..., -4};
+/// exact float32 values written as shortest doubles read as ~17 digits (a half unit of
+/// ~1e-15: nothing to widen). One number printed finely is enough to hold the whole file
+/// to its precision: a file cannot widen its own slack by rounding some values coarsely.
+struct PrintDigits {
+  int significant = 17;       ///< most significant digits of any value
+  int last_exponent = -400;   ///< finest decimal place of any value: 10^last_exponent
+  /// Half a unit in the last digit `v` was printed with: 0.5 * 10^max(E - significant + 1,
+  /// last_exponent), E = floor(log10 |v|) (the finer of the two print styles, so a value is
+  /// never given more slack than either style allows).
+  double half_unit(double v) const;
+};
+
+/// Scans `j` (a parsed record file) for its logit values. No values: the defaults (exact).
+PrintDigits scan_print_digits(const nlohmann::json& j);
+
+/// Sets st.lse_half_unit (0 without a logsumexp) and st.logit_half_unit (the largest among
+/// its top logits) for a step read from a file of precision `d`.
+void set_print_half_units(StepRecord& st, const PrintDigits& d);
+
+}  // namespace llmport::verify_detail
