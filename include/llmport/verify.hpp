@@ -468,6 +468,23 @@ struct VerifyResult {
   /// reference op by op (phase 1, CpuQuantLinear tests). The oracle is not independent:
   /// this check can fail a run, never raise one.
   double kernel_mean_kl = 0, kernel_max_kl = 0;
+  /// The reference check, run for an engine that does not compute in fp32 (bf16, fp16, a
+  /// quantized dtype) against an outside reference (golden, numpy, hf; not the oracle):
+  /// llmport's fp32 computation of the same model (the cpu backend, default tiles),
+  /// teacher-forced along the reference's tokens; mean KL(reference || it) per step, held
+  /// to the bound the reference's own precision supports (kl_bound_for(F32,
+  /// reference_dtype): 2e-6 for an fp32 reference). The engine's gate is wider (bf16 2.5e-3;
+  /// q4_0 on the synthetic models 0.4-1.6 nats) and cannot see a reference damaged below
+  /// it: top-1 and top-2 swapped at the last step of 3 of stories260K's 8 sequences passed
+  /// bf16 (mean KL 1.4e-3), a golden re-tempered 1.2x passed q4_0; this check fails both.
+  /// Not independent: it can fail a run, never raise one. reference_check_mean_kl is taken
+  /// within the reference's printed digits (as mean_kl_within_print) and decides; _printed
+  /// is at its values as printed (a pass that needs the digits' slack is capped).
+  bool reference_checked = false;
+  double reference_check_mean_kl = 0, reference_check_bound = 0;
+  double reference_check_mean_kl_printed = 0;
+  std::string reference_check_dtype;
+  bool reference_check_pass = true;
   /// "kld" gate only: the format's predicted cost on this model (predict_quant_cost: the
   /// smaller of the costs of independent errors of the format's step and of llmport's
   /// quantizer, each against the same computation with nothing rounded, teacher-forced
@@ -475,18 +492,6 @@ struct VerifyResult {
   /// share llmport's forward, so it measures the rounding only): mean KL per step (nats)
   /// and top-1 agreement (0..1), and the two models' mean KL. The default bounds come from
   /// it (derived_kld_gate).
-  /// "kld" gate only, the reference check: llmport's computation with the quantized
-  /// projections unrounded (make_rounding_noise_runner "off", the engine's base dtype),
-  /// teacher-forced along the reference's tokens; mean KL(reference || it) per step, the KL
-  /// the gate measures, held to the base dtype's own bound against this reference
-  /// (kl_bound_for(base, reference_dtype)): what an unquantized engine must meet. Where the
-  /// format costs a model more than a reference's damage (q4_0 on the synthetic models:
-  /// bounds 0.4-1.6 nats), the gate cannot see the damage; this check can (a golden
-  /// re-tempered 1.2x, or with top-1/top-2 swapped at its closest steps). Not independent:
-  /// it can fail a run, never raise one.
-  double reference_check_mean_kl = 0, reference_check_bound = 0;
-  std::string reference_check_dtype;
-  bool reference_check_pass = true;
   double predicted_mean_kl = 0;
   double predicted_top1 = 1;
   double predicted_noise_kl = 0, predicted_quantizer_kl = 0;

@@ -83,12 +83,17 @@ int run_list(const KArgs& a) {
   // Read only: a path that is not a registry directory is refused as run --registry refuses
   // it (KernelRegistry would read the shipped registry alone, without a word).
   if (!a.registry.empty()) check_registry_dir(a.registry);
+  // Entries name their weights' format: a dtype, or q8_0 / q4_0 for quantized linears.
+  std::string format;
+  if (!a.dtype.empty()) {
+    EngineOptions o;
+    set_dtype_flag(o, a.dtype);  // names all five dtypes when it refuses one
+    format = o.quant != QuantType::None ? std::string(quant_name(o.quant)) : std::string(dtype_name(*o.dtype));
+  }
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   std::vector<RegistryEntry> es;
   for (auto& e : reg.entries())
-    if ((a.kernel.empty() || e.kernel == a.kernel) &&
-        (a.dtype.empty() || e.dtype == std::string(dtype_name(parse_dtype(a.dtype)))))
-      es.push_back(e);
+    if ((a.kernel.empty() || e.kernel == a.kernel) && (format.empty() || e.dtype == format)) es.push_back(e);
   if (a.markdown) {
     std::cout << supported_kernels_markdown(es);
     return kExitOk;
@@ -291,10 +296,10 @@ Registrar reg_kernels({"kernels", "Kernel registry: list, validate a model's ker
                          sub.require_subcommand(1);
                          auto* list = sub.add_subcommand("list", "List registry entries");
                          list->add_option("--registry", a->registry, "Writable registry dir (looked up first)");
-                         list->add_flag("--markdown", a->markdown, "Print supported_kernels.md");
-                         list->add_flag("--json", a->json, "Print JSON");
+                         auto* md = list->add_flag("--markdown", a->markdown, "Print supported_kernels.md");
+                         list->add_flag("--json", a->json, "Print JSON")->excludes(md);
                          list->add_option("--kernel", a->kernel, "Only this kernel");
-                         list->add_option("--dtype", a->dtype, "Only this dtype");
+                         list->add_option("--dtype", a->dtype, "Only this format (bf16, fp16, fp32, q8_0, q4_0)");
                          auto* val = sub.add_subcommand("validate", "Every kernel x shape of MODEL vs the reference kernels");
                          auto* sw = sub.add_subcommand("sweep", "Try tile configs for MODEL's linears, record the best");
                          for (CLI::App* s : {val, sw}) {

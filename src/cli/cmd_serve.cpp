@@ -4,6 +4,7 @@
 // docs/serving.md). A deployment directory (it holds deployment.json) serves its model with
 // its dtype, threads and tuned kernel registry unless the flags say otherwise.
 #include <filesystem>
+#include <iostream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,7 @@
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
+#include "llmport/deploy.hpp"
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
@@ -115,6 +117,10 @@ int run_serve(const ServeArgs& a) {
     if (o.model_name.empty()) o.model_name = manifest_text(m, "", "name", manifest);
     if (registry.empty() && std::filesystem::is_directory(std::filesystem::path(a.model) / "registry"))
       registry = (std::filesystem::path(a.model) / "registry").string();
+    // As `make run`: the deployment's verdict covers the files it hashed, not later ones.
+    if (const std::string drift = deploy::deployed_model_drift(a.model, dir); !drift.empty())
+      std::cerr << "warning: deployment " << a.model << ": " << printable(drift)
+                << "; the deployment's verdict may not cover what is served\n";
   } else {
     dir = resolve_model_dir(a.model);
   }

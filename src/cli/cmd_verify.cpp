@@ -82,7 +82,16 @@ int run_verify_cmd(const VerifyArgs& a) {
   opt.log = [](const std::string& s) { std::cout << s << std::endl; };
   const VerifyResult r = a.report_dir.empty() ? run_verify_in_default_dir(dir, opt) : [&] {
     opt.report_dir = a.report_dir;
-    return run_verify(dir, opt);
+    // run_verify creates it before the run; a run that then fails with bad input leaves
+    // no empty directory behind (remove() keeps a non-empty one, or one that was there).
+    const bool existed = std::filesystem::exists(opt.report_dir);
+    try {
+      return run_verify(dir, opt);
+    } catch (...) {
+      std::error_code ec;
+      if (!existed) std::filesystem::remove(opt.report_dir, ec);
+      throw;
+    }
   }();
   if (!r.pass) {
     for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";

@@ -170,11 +170,15 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
     o << fmt::format("BENCH_FLAGS ?= -p {} -n {} -r 3\n", std::min(512, ctx), std::min(128, ctx - 1));
   }
   o << ".PHONY: run verify verify-full diagnosis profile bench compile clean\n\n";
-  auto with_input = [](const std::string& cmd_prefix, const std::string& tail) {
+  // Whichever input the user gave wins over the other's default: with a tokenizer PROMPT has
+  // one (ids only when PROMPT_IDS is given), without one PROMPT_IDS has (text only when
+  // PROMPT is given, which `run` then refuses with the reason instead of running the ids).
+  const std::string ids_test = m.has_tokenizer ? "[ -n \"$$PROMPT_IDS\" ]" : "[ -z \"$$PROMPT\" ]";
+  auto with_input = [&ids_test](const std::string& cmd_prefix, const std::string& tail) {
     return fmt::format(
-        "\t@if [ -n \"$$PROMPT_IDS\" ]; then {} --prompt-ids \"$$PROMPT_IDS\"{}; \\\n"
+        "\t@if {}; then {} --prompt-ids \"$$PROMPT_IDS\"{}; \\\n"
         "\telse {} --prompt \"$$PROMPT\"{}; fi\n",
-        cmd_prefix, tail, cmd_prefix, tail);
+        ids_test, cmd_prefix, tail, cmd_prefix, tail);
   };
   o << "## run: greedy generation of N_TOKENS tokens from PROMPT / PROMPT_IDS\nrun:\n"
     << with_input("\"$(LLMPORT)\" run \"$(MODEL)\" $(FLAGS) $(RUN_REGISTRY) --temperature 0 --n-tokens $(N_TOKENS)", "")
@@ -187,7 +191,7 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "\t\"$(LLMPORT)\" verify \"$(MODEL)\" $(FLAGS) $(VERIFY_FLAGS) --report-dir \"$(REPORTS)\"\n\n";
   o << "## diagnosis: per-layer comparison with the fp32 reference on PROMPT / PROMPT_IDS\n"
        "diagnosis:\n"
-       "\t@if [ -n \"$$PROMPT_IDS\" ]; then \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) $(CONTEXT) --prompt \"$$PROMPT_IDS\" --prompt-ids --out \"$(REPORTS)\"; \\\n"
+       "\t@if " + ids_test + "; then \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) $(CONTEXT) --prompt \"$$PROMPT_IDS\" --prompt-ids --out \"$(REPORTS)\"; \\\n"
        "\telse \"$(LLMPORT)\" diagnosis \"$(MODEL)\" $(FLAGS) $(CONTEXT) --prompt \"$$PROMPT\" --out \"$(REPORTS)\"; fi\n\n";
   o << "## profile: per-op time table, prefill and decode throughput\nprofile:\n"
     << with_input("\"$(LLMPORT)\" run \"$(MODEL)\" $(FLAGS) $(RUN_REGISTRY) --temperature 0 --n-tokens $(N_TOKENS) --profile", "")

@@ -131,6 +131,12 @@ std::string rerun_markdown(const Manifest& m, const VerifyResult& r, const Works
                            "{:.4g}, top-1 kept at {:.2f}% of steps\n",
                            r.dtype, r.predicted_mean_kl, 100.0 * r.predicted_top1)
              : std::string())
+     << (r.reference_checked
+             ? fmt::format("- the reference vs llmport's {} computation (not independent: it can fail a run, never "
+                           "raise one): mean KL {:.4g} (bound {:.4g}): {}\n",
+                           r.reference_check_dtype, r.reference_check_mean_kl, r.reference_check_bound,
+                           r.reference_check_pass ? "PASS" : "FAIL")
+             : std::string())
      << "- report: " << fs::relative(dir, ws.dir(), ec).string() << "/report.md\n";
   for (const auto& f : r.failures) rr << "- failure: " << f << "\n";
   for (const auto& c : r.caps) rr << "- capped: " << c << "\n";

@@ -105,6 +105,9 @@ void check_phase_options(const DeployOptions& opt) {
 void check_prompts_file(const DeployOptions& opt, const ModelConfig& cfg, const fs::path& model_dir) {
   if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
+  if (!opt.prompts.empty() && opt.reference.rfind("golden:", 0) == 0)
+    throw UsageError("--prompts " + opt.prompts.string() +
+                     ": a golden reference runs the prompts it holds (give --prompts with numpy, hf or oracle)");
   const bool has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
   if (opt.prompts.empty()) return;
   for (const auto& p : read_prompt_file(opt.prompts)) {
@@ -257,8 +260,9 @@ std::unique_ptr<FileLock> lock_deployment(const DeployOptions& opt, const Worksp
     std::error_code ec;
     fs::create_directories(opt.workspace, ec);
     if (ec || !fs::is_directory(opt.workspace))
-      throw UsageError("--workspace " + opt.workspace.string() + ": not a directory" +
-                       (ec ? " (" + ec.message() + ")" : std::string()));
+      throw UsageError("--workspace " + opt.workspace.string() +
+                       (ec && !fs::exists(opt.workspace) ? ": cannot be created (" + ec.message() + ")"
+                                                         : std::string(": not a directory")));
   }
   auto lock = FileLock::try_lock(deployment_lock_file(opt.workspace, opt.name));
   if (!lock)

@@ -7,7 +7,6 @@
 #include <ctime>
 #include <limits>
 #include <memory>
-#include <unistd.h>
 
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
@@ -136,6 +135,14 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    "exceeds the bound " + fmt_g(res.kl_bound) + "; " + fmt_g(res.mean_kl_within_print) +
                    " at the most favourable values they allow (log-probabilities +-" +
                    fmt_g(res.reference_print_resolution, 2) + " nats): too few digits to prove the bound");
+  if (res.reference_checked && res.reference_check_pass &&
+      !(res.reference_check_mean_kl_printed <= res.reference_check_bound))
+    caps.push_back("the reference's printed digits: the reference check's mean KL " +
+                   fmt_g(res.reference_check_mean_kl_printed) + " at its values as printed exceeds the " +
+                   res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) + "; " +
+                   fmt_g(res.reference_check_mean_kl) + " at the most favourable values they allow " +
+                   "(log-probabilities +-" + fmt_g(res.reference_print_resolution, 2) +
+                   " nats): too few digits to prove the bound");
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -300,6 +307,10 @@ void attach_program_reference(const VerifyOptions& opt, const ModelConfig& cfg, 
 Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const ModelConfig& cfg,
                     const WeightStore& weights, const Tokenizer* tok, const fs::path& tok_dir, VerifyResult& res) {
   const std::string& ref = opt.reference;
+  // A golden replays the prompts it holds: a prompt file beside it would be silently unused.
+  if (ref.rfind("golden:", 0) == 0 && opt.prompts_file)
+    throw UsageError("--prompts " + opt.prompts_file->string() +
+                     ": a golden reference runs the prompts it holds (give --prompts with numpy, hf or oracle)");
   if (ref.rfind("golden:", 0) == 0) return plan_golden(ref.substr(7), res);
   if (ref != "oracle" && ref != "hf" && ref != "numpy")
     throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle, hf or numpy)");
@@ -309,6 +320,11 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
   bool chat = false;
   const auto specs = choose_prompt_set(opt, cfg, tok, plan.n_steps, plan, chat, res);
   plan.prompts = encode_prompts(specs, tok, chat, model_dir, res);
+  // Before a reference program runs on them: its records would carry the error instead,
+  // named by a file of llmport's own making.
+  for (const auto& p : plan.prompts)
+    check_ids(p.ids, cfg, plan.n_steps,
+              (opt.prompts_file ? "--prompts " + opt.prompts_file->string() + ": " : std::string()) + "prompt " + p.name);
   if (ref != "oracle") {
     attach_program_reference(opt, cfg, weights, tok_dir, specs, chat, plan, res);
   } else {
@@ -643,7 +659,8 @@ struct Totals {
   int64_t n_tf = 0, n_agree = 0;
   double kernel_kl_sum = 0.0;  // the kernel check of a quantized engine
   int64_t n_kernel = 0;
-  double plain_kl_sum = 0.0;  // the reference check of a quantized engine
+  double plain_kl_sum = 0.0;  // the reference check (within the printed digits)
+  double plain_kl_printed_sum = 0.0;  // the same at the reference's values as printed
   int64_t n_plain = 0;
   bool first_kind = true;
   std::string worst_kl_where;
@@ -663,21 +680,21 @@ void kernel_check_step(const std::string& prompt, int k, const std::vector<float
   }
 }
 
-// The two runners of the kernel check (both null when the engine is not quantized).
-struct KernelCheck {
+// The runners teacher-forced beside the engine: the kernel check's two (a quantized engine
+// only) and the reference check's fp32 computation (an engine that does not compute in
+// fp32, against an outside reference); null where not run.
+struct SideChecks {
   EngineRunner* oracle = nullptr;
   EngineRunner* twin = nullptr;
-  EngineRunner* plain = nullptr;  // the reference check (VerifyResult::reference_check_mean_kl)
-  explicit operator bool() const { return oracle && twin && plain; }
+  EngineRunner* fp32 = nullptr;  // the reference check (VerifyResult::reference_check_mean_kl)
+  bool kernel() const { return oracle && twin; }
   void prefill(std::span<const int> ids) {
-    oracle->prefill(ids);
-    twin->prefill(ids);
-    plain->prefill(ids);
+    for (EngineRunner* r : {oracle, twin, fp32})
+      if (r) r->prefill(ids);
   }
   void decode_step(int token, int pos) {
-    oracle->decode_step(token, pos);
-    twin->decode_step(token, pos);
-    plain->decode_step(token, pos);
+    for (EngineRunner* r : {oracle, twin, fp32})
+      if (r) r->decode_step(token, pos);
   }
 };
 
@@ -705,7 +722,7 @@ std::string kl_detail(const StepRecord& ref, std::span<const float> engine_logit
 
 // Both checks of one prompt: free-running token sets, then teacher-forced along the
 // reference's tokens (top-5 both ways and KL per step).
-PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, KernelCheck kc,
+PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* oracle, SideChecks kc,
                          const Tokenizer* tok, int n_steps, VerifyResult& res, Totals& t) {
   PromptVerdict pv;
   pv.name = p.name;
@@ -752,7 +769,7 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
 
   engine.prefill(p.ids);
   res.engine_forward_calls += 1;
-  if (kc) kc.prefill(p.ids);
+  kc.prefill(p.ids);
   int pos = static_cast<int>(p.ids.size());
   SelfMatch engine_match{"engine", p.name, 0, 0};
   engine_match.fp32 = computes_fp32(engine.engine());
@@ -762,13 +779,15 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
     const StepRecord& ref = ref_steps[static_cast<std::size_t>(k)];
     if (k > 0) {
       const int token = ref_steps[static_cast<std::size_t>(k - 1)].token;
-      if (kc) kc.decode_step(token, pos);
+      kc.decode_step(token, pos);
       engine.decode_step(token, pos++);
       res.engine_forward_calls += 1;
     }
-    if (kc) {
-      kernel_check_step(p.name, k, kc.oracle->last_logits(), kc.twin->last_logits(), res, t);
-      t.plain_kl_sum += compare_step(k, ref, kc.plain->last_logits(), kind, res.top_k).kl;
+    if (kc.kernel()) kernel_check_step(p.name, k, kc.oracle->last_logits(), kc.twin->last_logits(), res, t);
+    if (kc.fp32) {
+      const TeacherForcedStep plain = compare_step(k, ref, kc.fp32->last_logits(), kind, res.top_k);
+      t.plain_kl_sum += plain.kl_within_print;
+      t.plain_kl_printed_sum += plain.kl;
       t.n_plain += 1;
     }
     auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
@@ -872,6 +891,17 @@ void summarize(const Totals& t, VerifyResult& res) {
                            within_print_note(res) + " (max " + fmt_g(res.max_kl) + " at " + t.worst_kl_where + ")");
   }
   if (res.prompts.empty()) res.failures.push_back("no prompts were run");
+  if (res.reference_checked) {
+    res.reference_check_mean_kl = t.n_plain ? t.plain_kl_sum / static_cast<double>(t.n_plain) : 0.0;
+    res.reference_check_mean_kl_printed = t.n_plain ? t.plain_kl_printed_sum / static_cast<double>(t.n_plain) : 0.0;
+    res.reference_check_pass = t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound;  // NaN fails
+    if (!res.reference_check_pass)
+      res.failures.push_back("the reference disagrees with llmport's fp32 computation (not independent): mean KL " +
+                             fmt_g(res.reference_check_mean_kl) + " a step exceeds the " +
+                             res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) +
+                             ", where the " + res.dtype + " engine's own gate allows " + fmt_g(res.kl_bound) +
+                             ": a damaged reference, or a fault of the forward the engine shares");
+  }
   if (res.gate == "kld") {
     // Only the KLD gate decides: mean KL and top-1 share (and the prompts' tokenization,
     // which is about the inputs, not the precision).
@@ -888,14 +918,6 @@ void summarize(const Totals& t, VerifyResult& res) {
                              " a step on average, exceeds the " + res.kernel_base_dtype + " bound " +
                              fmt_g(res.kernel_kl_bound) + " (max " + fmt_g(res.kernel_max_kl) + " at " +
                              res.kernel_worst_where + ")");
-    res.reference_check_mean_kl = t.n_plain ? t.plain_kl_sum / static_cast<double>(t.n_plain) : 0.0;
-    res.reference_check_pass = t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound;  // NaN fails
-    if (!res.reference_check_pass)
-      res.failures.push_back("the reference disagrees with llmport's unquantized computation (" + res.dtype +
-                             "'s projections unrounded, not independent): mean KL " +
-                             fmt_g(res.reference_check_mean_kl) + " a step exceeds the " +
-                             res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) +
-                             ": a damaged reference, or a fault of the forward the quantized engine shares");
     res.pass = kl_ok && res.top1_pass && res.kernel_pass && res.reference_check_pass && res.failures.empty();
     return;
   }
@@ -931,6 +953,14 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     if (!fs::is_directory(p, ec))
       throw UsageError("--report-dir " + opt.report_dir.string() + ": " + p.string() + " is not a directory");
     break;
+  }
+  // Created now, so a directory that cannot be (read-only, /proc) is said before the run,
+  // not after it.
+  if (!opt.report_dir.empty()) {
+    std::error_code ec;
+    fs::create_directories(opt.report_dir, ec);
+    if (ec)
+      throw UsageError("--report-dir " + opt.report_dir.string() + ": cannot be created (" + ec.message() + ")");
   }
 
   // ---- inputs: model, reference, prompts
@@ -972,7 +1002,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   if (res.reference_kind == "oracle") oracle = make_oracle_runner(cfg, weights, opt.engine.threads);
   // The kernel check (VerifyResult::kernel_mean_kl): the oracle with the same quantized
   // weights against the engine's fp32-activation twin.
-  std::unique_ptr<EngineRunner> quant_oracle, kernel_twin, plain;
+  std::unique_ptr<EngineRunner> quant_oracle, kernel_twin, fp32_check;
   if (res.gate == "kld") {
     quant_oracle = make_oracle_runner(cfg, weights, opt.engine.threads, opt.engine.quant, opt.engine.quant_lm_head);
     EngineOptions twin = opt.engine;
@@ -986,10 +1016,21 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
     kernel_twin = std::make_unique<EngineRunner>(cfg, weights, twin, "engine (fp32 activations)", true);
     res.kernel_base_dtype = dtype_name(kernel_twin->engine().dtype());
     res.kernel_kl_bound = kernel_kl_bound_for(kernel_twin->engine().dtype());
-    plain = make_rounding_noise_runner(cfg, weights, opt.engine.threads, engine.engine().dtype(), opt.engine.quant,
-                                       opt.engine.quant_lm_head, engine.engine().quant_acts(), "off");
-    res.reference_check_dtype = dtype_name(engine.engine().dtype());
-    res.reference_check_bound = kl_bound_for(engine.engine().dtype(), res.reference_dtype);
+  }
+  // The reference check (VerifyResult::reference_check_mean_kl): an engine that does not
+  // compute in fp32 is held to a wider bound than the reference's own precision supports;
+  // llmport's fp32 computation of the same forward is held to that precision.
+  if (res.reference_kind != "oracle" && !computes_fp32(engine.engine())) {
+    EngineOptions f = opt.engine;
+    f.dtype = DType::F32;
+    f.quant = f.quant_lm_head = QuantType::None;
+    f.quant_act.reset();
+    f.quant_act_of_tensor.clear();
+    f.kernels = nullptr;  // the defaults: no kernel-cache writes for a check
+    fp32_check = std::make_unique<EngineRunner>(cfg, weights, f, "fp32 computation (reference check)", true);
+    res.reference_checked = true;
+    res.reference_check_dtype = dtype_name(DType::F32);
+    res.reference_check_bound = kl_bound_for(DType::F32, res.reference_dtype);
   }
   log("verify " + res.model_name + ": engine " + res.backend + "/" + res.dtype + " (" + res.isa + "), reference " +
       res.reference_kind +
@@ -1001,15 +1042,15 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   engine.engine().backend().reset_counters();
   Totals totals;
   for (const Prepared& p : plan.prompts) {
-    res.prompts.push_back(run_prompt(p, engine, oracle.get(), {quant_oracle.get(), kernel_twin.get(), plain.get()}, tok.get(),
-                                     plan.n_steps, res, totals));
+    res.prompts.push_back(run_prompt(p, engine, oracle.get(), {quant_oracle.get(), kernel_twin.get(), fp32_check.get()},
+                                     tok.get(), plan.n_steps, res, totals));
     log(prompt_line(res.prompts.back(), res.gate != "kld"));
   }
   res.dispatch_counters = engine.engine().backend().counters().calls;
+  fp32_check.reset();
   if (res.gate == "kld") {
     quant_oracle.reset();  // the prediction builds its own fp32-sized copies, one at a time
     kernel_twin.reset();
-    plain.reset();
     oracle.reset();
     derive_kld_bounds(cfg, weights, engine.engine(), opt, res);
   }

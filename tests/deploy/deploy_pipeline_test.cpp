@@ -382,6 +382,10 @@ TEST(DeployPipeline, EverySyntheticModelWithItsGolden) {
     const std::vector<int> d = parse_ids(dflt.out);
     ASSERT_GE(d.size(), in.size()) << dflt.out;
     EXPECT_TRUE(std::equal(in.begin(), in.end(), d.begin())) << dflt.out;
+    // A text PROMPT is refused with run's reason, not replaced by the default ids.
+    auto text = run_make({"-C", dir.string(), "run", "PROMPT=hello", "N_TOKENS=1"});
+    EXPECT_NE(text.exit_code, 0) << text.out;
+    EXPECT_NE(text.err.find("tokenizer.json"), std::string::npos) << text.err;
     ASSERT_GT(out.size(), in.size());
     EXPECT_TRUE(std::equal(in.begin(), in.end(), out.begin()));
     const auto& steps = seq["greedy"]["steps_top5"];

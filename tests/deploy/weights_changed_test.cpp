@@ -68,6 +68,13 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
             std::string::npos)
       << mr.err;
   EXPECT_NE(mr.err.find("the deployment's verdict may not cover this run"), std::string::npos) << mr.err;
+  // serve DEPLOYMENT_DIR says so too, before it listens (here it cannot: the address is bad).
+  auto sv = run_llmport({"serve", dir.string(), "--host", "256.0.0.1", "--port", "1"});
+  EXPECT_EQ(sv.exit_code, 2) << sv.out << sv.err;
+  EXPECT_NE(sv.err.find("warning: deployment " + dir.string() + ": weights changed? model.safetensors"),
+            std::string::npos)
+      << sv.err;
+  EXPECT_NE(sv.err.find("the deployment's verdict may not cover what is served"), std::string::npos) << sv.err;
   // MODEL given as its config.json, the deployment as its deployment.json: the same ones.
   auto by_files = run_llmport({"run", (model / "config.json").string(), "--deployment",
                                (dir / "deployment.json").string(), "--prompt", "Once", "-n", "2"});

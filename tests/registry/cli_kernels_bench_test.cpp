@@ -58,6 +58,27 @@ TEST(CliKernels, ListRefusesARegistryThatIsNotADirectory) {
             0);
 }
 
+// `kernels list --dtype` filters by the format the entries name, the quantized ones too (it
+// refused q8_0 / q4_0, which `list` shows without a filter).
+TEST(CliKernels, ListFiltersByEveryFormatTheRegistryHolds) {
+  const auto model = shared_path("models/stories260K").string();
+  TempDir dir;
+  const auto reg = (dir.path() / "reg").string();
+  for (const char* d : {"q4_0", "fp32"})
+    ASSERT_EQ(run_llmport({"kernels", "validate", model, "--dtype", d, "-t", "1", "--registry", reg}).exit_code, 0) << d;
+  for (const std::string d : {"q4_0", "fp32"}) {
+    auto l = run_llmport({"kernels", "list", "--registry", reg, "--dtype", d, "--json"});
+    ASSERT_EQ(l.exit_code, 0) << l.err;
+    const auto rows = nlohmann::json::parse(l.out);
+    ASSERT_FALSE(rows.empty()) << d;
+    for (const auto& row : rows) EXPECT_EQ(row.at("dtype"), d) << row.dump();
+  }
+  auto bad = run_llmport({"kernels", "list", "--registry", reg, "--dtype", "int3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "error: unknown dtype 'int3' (expected bf16, fp16, fp32, q8_0 or q4_0)\n");
+  EXPECT_EQ(run_llmport({"kernels", "list", "--json", "--markdown"}).exit_code, 2);
+}
+
 // --quantize-lm-head (issue #15): lm_head [512, 64] is validated as the q8_0 linear the
 // engine runs, never in the base dtype, and the tied embeddings as the table's lookup; the
 // flag has run's meaning and checks.

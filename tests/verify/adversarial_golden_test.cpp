@@ -370,6 +370,14 @@ TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine)
     EXPECT_LT(r9.reference_print_resolution, 1e-5) << name;
   }
   EXPECT_GE(resolved, 3);
+  // A quantized engine's reference check holds the golden to the fp32 bound against
+  // llmport's unrounded computation: the same digits, the same resolution.
+  const auto q8 = verify_golden(stories_dir(), t.path() / "stories260K_g6.json", "q8_0");
+  ASSERT_TRUE(q8.pass) << q8.verdict_line() << " " << (q8.failures.empty() ? "" : q8.failures[0]);
+  EXPECT_LE(q8.reference_check_mean_kl, q8.reference_check_bound);
+  if (q8.reference_check_mean_kl_printed > q8.reference_check_bound) {
+    EXPECT_TRUE(has_cap(q8, "the reference's printed digits: the reference check's mean KL")) << q8.verdict_line();
+  }
   // A logsumexp 3x its printed resolution off on every step but the first (whose full
   // logits would name it as malformed): the digits cannot excuse it.
   const fs::path model = test::synthetic_models().at(0);

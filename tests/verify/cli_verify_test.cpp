@@ -40,8 +40,6 @@ TEST(CliVerify, PlantedFaultExitsOneNamingTheFailure) {
   EXPECT_EQ(j["verdict"], "FAIL");
 }
 
-// --quick only shortens a built-in set: with a golden (or a --prompts file) it would be
-// ignored silently, so it is a usage error naming both.
 // A file where the report directory, or one above it, would be: refused before the run
 // (it failed the report write only after the whole verify).
 TEST(CliVerify, AReportDirThatIsAFileIsRefusedBeforeTheRun) {
@@ -58,12 +56,49 @@ TEST(CliVerify, AReportDirThatIsAFileIsRefusedBeforeTheRun) {
   EXPECT_EQ(test::read_file(file), "x");
 }
 
+// --quick only shortens a built-in set: with a golden (or a --prompts file) it would be
+// ignored silently, so it is a usage error naming both.
 TEST(CliVerify, QuickWithAGoldenIsAUsageError) {
   const auto r = run_llmport({"verify", test::stories_dir().string(), "--quick", "--reference",
                               "golden:" + test::stories_golden().string()});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--quick shortens a built-in prompt set"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("a golden reference runs every sequence"), std::string::npos) << r.err;
+  // So is --prompts: the golden's own prompts ran and the file (even a missing one) was
+  // never read, a PASS on prompts the user did not ask for. deploy refuses it before a
+  // workspace exists.
+  test::TempDir tmp;
+  const fs::path prompts = tmp.path() / "prompts.json";
+  { std::ofstream(prompts) << R"([{"name": "p", "text": "Once upon a time"}])"; }
+  for (const fs::path& f : {prompts, tmp.path() / "missing.json"}) {
+    const auto v = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                                "golden:" + test::stories_golden().string(), "--prompts", f.string()});
+    EXPECT_EQ(v.exit_code, 2) << v.out << v.err;
+    EXPECT_NE(v.err.find("--prompts " + f.string()), std::string::npos) << v.err;
+  }
+  const auto d = run_llmport({"deploy", test::stories_dir().string(), "--reference",
+                              "golden:" + test::stories_golden().string(), "--prompts", prompts.string(),
+                              "--workspace", (tmp.path() / "ws").string()});
+  EXPECT_EQ(d.exit_code, 2) << d.out << d.err;
+  EXPECT_NE(d.err.find("a golden reference runs the prompts it holds"), std::string::npos) << d.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "ws" / "stories260k"));
+}
+
+// A report directory that cannot be created (under /proc: not even root can) is refused
+// before the run; it failed only at the report write, after the whole verify.
+TEST(CliVerify, AReportDirThatCannotBeCreatedIsRefusedBeforeTheRun) {
+  const fs::path dir = "/proc/llmport-no-such-report-dir/rep";
+  const auto r = run_llmport({"verify", test::stories_dir().string(), "--reference",
+                              "golden:" + test::stories_golden().string(), "--report-dir", dir.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("error: --report-dir " + dir.string() + ": cannot be created (", 0), 0u) << r.err;
+  EXPECT_EQ(r.out.find("prompt set"), std::string::npos) << r.out;  // nothing ran
+  // A bad input found after the directory was made leaves no empty directory behind.
+  test::TempDir tmp;
+  const auto bad = run_llmport({"verify", test::stories_dir().string(), "--reference", "bogus", "--report-dir",
+                                (tmp.path() / "new").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_FALSE(fs::exists(tmp.path() / "new"));
 }
 
 TEST(CliVerify, OracleUsesTheBaseSetForAModelWithoutChatTemplate) {
@@ -156,6 +191,13 @@ TEST(CliVerify, BadInputExitsTwo) {
   EXPECT_EQ(dtype.exit_code, 2);
   const auto flag = run_llmport({"verify", m, "--no-such-flag"});
   EXPECT_EQ(flag.exit_code, 2);
+  // Prompts beyond the context are named before the numpy reference runs on them (its
+  // records, a file of llmport's making, were named instead).
+  const auto ctx = run_llmport({"verify", m, "--reference", "numpy", "--max-seq", "20", "--report-dir",
+                                (tmp.path() / "r5").string()});
+  EXPECT_EQ(ctx.exit_code, 2) << ctx.out << ctx.err;
+  EXPECT_NE(ctx.err.find("exceeds the context of 20 tokens"), std::string::npos) << ctx.err;
+  EXPECT_EQ(ctx.err.find("numpy_reference"), std::string::npos) << ctx.err;
 }
 
 // Runs started in the same second (two terminals, a CI matrix) each get their own default
