@@ -24,22 +24,34 @@ std::pair<int, int> shortest_digits(double v) {
   return {digits, exponent};
 }
 
-bool logit_key(const std::string& key) {
-  return key == "logsumexp" || key.find("logit") != std::string::npos;
+enum class Kind { None, Logsumexp, Logits };
+
+Kind kind_of(const std::string& key) {
+  if (key == "logsumexp") return Kind::Logsumexp;
+  if (key == "logit" || key == "logits" || key == "last_logits" || key == "prompt_last_logits") return Kind::Logits;
+  return Kind::None;
 }
 
-void scan(const nlohmann::json& j, bool under_logit_key, PrintDigits& d, bool& any) {
-  if (j.is_object()) {
-    for (const auto& [key, v] : j.items()) scan(v, under_logit_key || logit_key(key), d, any);
-  } else if (j.is_array()) {
-    for (const auto& v : j) scan(v, under_logit_key, d, any);
-  } else if (under_logit_key && j.is_number()) {
-    const double v = j.get<double>();
+struct Scan {
+  PrintDigits d;
+  bool any = false;
+  void add(double v) {
     if (v == 0.0 || !std::isfinite(v)) return;
     const auto [digits, exponent] = shortest_digits(v);
     d.significant = any ? std::max(d.significant, digits) : digits;
     d.last_exponent = any ? std::min(d.last_exponent, exponent - digits + 1) : exponent - digits + 1;
     any = true;
+  }
+  PrintDigits result() const { return any ? d : PrintDigits{}; }
+};
+
+void scan(const nlohmann::json& j, Kind kind, Scan& lse, Scan& logits) {
+  if (j.is_object()) {
+    for (const auto& [key, v] : j.items()) scan(v, kind_of(key), lse, logits);
+  } else if (j.is_array()) {
+    for (const auto& v : j) scan(v, kind, lse, logits);
+  } else if (j.is_number() && kind != Kind::None) {
+    (kind == Kind::Logsumexp ? lse : logits).add(j.get<double>());
   }
 }
 
@@ -50,17 +62,16 @@ double PrintDigits::half_unit(double v) const {
   return 0.5 * std::pow(10.0, std::max(e - significant + 1, last_exponent));
 }
 
-PrintDigits scan_print_digits(const nlohmann::json& j) {
-  PrintDigits d;
-  bool any = false;
-  scan(j, false, d, any);
-  return any ? d : PrintDigits{};
+SequenceDigits scan_print_digits(const nlohmann::json& sequence) {
+  Scan lse, logits;
+  scan(sequence, Kind::None, lse, logits);
+  return {lse.result(), logits.result()};
 }
 
-void set_print_half_units(StepRecord& st, const PrintDigits& d) {
+void set_print_half_units(StepRecord& st, const SequenceDigits& d) {
   st.logit_half_unit = 0.0;
-  for (const TopEntry& e : st.top) st.logit_half_unit = std::max(st.logit_half_unit, d.half_unit(e.logit));
-  st.lse_half_unit = st.logsumexp ? d.half_unit(*st.logsumexp) : 0.0;
+  for (const TopEntry& e : st.top) st.logit_half_unit = std::max(st.logit_half_unit, d.logits.half_unit(e.logit));
+  st.lse_half_unit = st.logsumexp ? d.logsumexp.half_unit(*st.logsumexp) : 0.0;
 }
 
 }  // namespace llmport::verify_detail

@@ -9,12 +9,12 @@
 
 namespace llmport::verify_detail {
 
-/// The print precision of a file's logit values (the numbers under keys "logsumexp" and
-/// keys containing "logit"), as the most significant digits any of them carries and the
-/// finest decimal place any of them reaches. "%.6g" reads as {6, ...}, "%.4f" as {..., -4};
-/// exact float32 values written as shortest doubles read as ~17 digits (a half unit of
-/// ~1e-15: nothing to widen). One number printed finely is enough to hold the whole file
-/// to its precision: a file cannot widen its own slack by rounding some values coarsely.
+/// The print precision of one kind of value (a sequence's logsumexps, or its logits), as
+/// the most significant digits any of them carries and the finest decimal place any of
+/// them reaches. "%.6g" reads as {6, ...}, "%.4f" as {..., -4}; exact float32 values written
+/// as shortest doubles read as ~17 digits (a half unit of ~1e-15: nothing to widen). One
+/// value printed finely holds all of its kind in the sequence to its precision: a sequence
+/// cannot widen its own slack by rounding some of them coarsely.
 struct PrintDigits {
   int significant = 17;       ///< most significant digits of any value
   int last_exponent = -400;   ///< finest decimal place of any value: 10^last_exponent
@@ -24,11 +24,21 @@ struct PrintDigits {
   double half_unit(double v) const;
 };
 
-/// Scans `j` (a parsed record file) for its logit values. No values: the defaults (exact).
-PrintDigits scan_print_digits(const nlohmann::json& j);
+/// A sequence's print precision, per kind: its logsumexps and its logits (top lists and
+/// full rows) are often written by different code ("%.6g" logits beside a logsumexp
+/// written in full), and each kind is judged by its own digits.
+struct SequenceDigits {
+  PrintDigits logsumexp;  ///< values under a key "logsumexp"
+  PrintDigits logits;     ///< values under "logit", "logits", "last_logits", "prompt_last_logits"
+};
+
+/// Scans `sequence` (one sequence's object of a parsed record file: a stories case, a
+/// synthetic or llmport-records sequence) for its values; a kind without values keeps the
+/// defaults (exact). Keys of other names ("logit_note") are not read: the reader uses only these.
+SequenceDigits scan_print_digits(const nlohmann::json& sequence);
 
 /// Sets st.lse_half_unit (0 without a logsumexp) and st.logit_half_unit (the largest among
-/// its top logits) for a step read from a file of precision `d`.
-void set_print_half_units(StepRecord& st, const PrintDigits& d);
+/// its top logits) for a step of a sequence of precision `d`.
+void set_print_half_units(StepRecord& st, const SequenceDigits& d);
 
 }  // namespace llmport::verify_detail

@@ -265,7 +265,7 @@ void check_vector(const JsonField& f, const std::vector<float>& v, int emb_dim) 
 
 // A step that contradicts itself (record_checks.hpp) is malformed: named by its field.
 // The step's print resolution is set first: the checks allow for the digits it was printed with.
-void check_step(const JsonField& f, StepRecord& st, const verify_detail::PrintDigits& digits) {
+void check_step(const JsonField& f, StepRecord& st, const verify_detail::SequenceDigits& digits) {
   verify_detail::set_print_half_units(st, digits);
   const std::string why = verify_detail::step_inconsistency(st);
   if (!why.empty()) f.fail(why);
@@ -295,7 +295,6 @@ std::vector<StepRecord> read_steps(const JsonField& tokens_f, const JsonField& s
 
 // ------------------------------------------------------------------ stories260K golden
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
-  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = "stories-golden";
@@ -346,6 +345,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
     }
     if (cf.has("prompt_last_logits") && !seq.steps.empty())
       seq.steps[0].logits = cf.at("prompt_last_logits").floats();
+    const auto digits = verify_detail::scan_print_digits(cf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (cf.has("hidden_states_last_position")) {
       const JsonField hf = cf.at("hidden_states_last_position");
@@ -369,7 +369,6 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
 
 // ------------------------------------------------------------------ synthetic golden
 RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
-  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
@@ -393,6 +392,7 @@ RecordFile read_synthetic(const nlohmann::json& j, const OrderedJson& ordered, c
     const JsonField st5 = g.at("steps_top5");
     seq.steps = read_steps(g.at("tokens"), st5, rf.n_steps, "max_new_tokens");
     if (sf.has("last_logits")) seq.steps[0].logits = sf.at("last_logits").floats();
+    const auto digits = verify_detail::scan_print_digits(sf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(st5.at(s), seq.steps[s], digits);
     if (sf.has("layer_hidden_last")) {
       const JsonField lh = sf.at("layer_hidden_last");
@@ -476,7 +476,6 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
 }
 
 RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
-  const verify_detail::PrintDigits digits = verify_detail::scan_print_digits(j);
   JsonField root(j, file, "");
   RecordFile rf;
   rf.format = root.at("format").str();
@@ -500,6 +499,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
     if (seq.prompt_ids.empty()) sf.at("prompt_ids").fail("empty");
     const JsonField steps = sf.at("steps");
     seq.steps = read_steps(sf.at("tokens"), steps, rf.n_steps, "n_steps");
+    const auto digits = verify_detail::scan_print_digits(sf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
     rf.sequences.push_back(std::move(seq));

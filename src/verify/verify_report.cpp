@@ -255,6 +255,10 @@ std::string VerifyResult::to_markdown() const {
   if (reference_checked)
     s += "| the reference vs llmport's " + reference_check_dtype + " computation (not independent) | " +
          std::string(reference_check_pass ? "PASS" : "FAIL") + ": mean KL " + fmt_g(reference_check_mean_kl) +
+         (reference_check_mean_kl < 0.99 * reference_check_mean_kl_printed
+              ? " within the reference's printed digits (" + fmt_g(reference_check_mean_kl_printed) +
+                    " at its values as printed)"
+              : std::string()) +
          ", bound " + fmt_g(reference_check_bound) + " |\n";
   s += "| mean / max KL | " + fmt_g(mean_kl) + " / " + fmt_g(max_kl) + " |\n";
   // Shown where the reference's printed digits move the mean KL by more than 1% of it.

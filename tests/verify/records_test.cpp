@@ -201,32 +201,53 @@ double half_unit_sig(double v, int digits) {
   return 0.5 * std::pow(10.0, std::floor(std::log10(std::abs(v))) - digits + 1);
 }
 
-// The digits are read from the numbers: a file needs no field to say how it printed them,
-// and one finely printed number holds the whole file to its precision.
+// The digits are read from the numbers, per sequence and per kind (logsumexps, logits): a
+// file needs no field to say how it printed them, and one finely printed value holds its
+// kind in its sequence to its precision.
 TEST(Records, PrintResolutionIsReadFromTheDigitsOfTheNumbers) {
   test::TempDir t;
   const nlohmann::json stories = load(test::shared_path("models/stories260K/golden/public.json"));
-  auto first_step = [&](const nlohmann::json& j, const std::string& name) {
+  auto step_1 = [&](const nlohmann::json& j, const std::string& name, std::size_t seq = 0) {
     const fs::path f = t.path() / (name + ".json");
     std::ofstream(f) << j.dump();
-    return read_record_file(f).sequences.at(0).steps.at(1);
+    return read_record_file(f).sequences.at(seq).steps.at(1);
+  };
+  auto top_half_unit = [](const StepRecord& st, int digits) {
+    double top = 0.0;
+    for (const TopEntry& e : st.top) top = std::max(top, half_unit_sig(e.logit, digits));
+    return top;
   };
   // As shipped: exact float32 values written as doubles, ~17 digits.
-  EXPECT_LT(first_step(stories, "exact").print_resolution(), 1e-12);
+  EXPECT_LT(step_1(stories, "exact").print_resolution(), 1e-12);
   // "%.6g": half a unit in the sixth digit of the logsumexp plus the top logits' largest.
-  const StepRecord g6 = first_step(test::reprinted_floats(stories, "%.6g"), "g6");
-  double top = 0.0;
-  for (const TopEntry& e : g6.top) top = std::max(top, half_unit_sig(e.logit, 6));
+  const StepRecord g6 = step_1(test::reprinted_floats(stories, "%.6g"), "g6");
   EXPECT_NEAR(g6.lse_half_unit, half_unit_sig(*g6.logsumexp, 6), 1e-15);
-  EXPECT_NEAR(g6.logit_half_unit, top, 1e-15);
-  EXPECT_NEAR(g6.print_resolution(), half_unit_sig(*g6.logsumexp, 6) + top, 1e-12);
+  EXPECT_NEAR(g6.logit_half_unit, top_half_unit(g6, 6), 1e-15);
   EXPECT_GT(g6.print_resolution(), 1e-6);
   // "%.4f": half a unit in the fourth decimal, whatever the magnitude.
-  EXPECT_NEAR(first_step(test::reprinted_floats(stories, "%.4f"), "f4").print_resolution(), 2 * 0.5e-4, 1e-12);
-  // One logit left at full precision: nothing is widened.
-  nlohmann::json mixed = test::reprinted_floats(stories, "%.6g");
-  mixed["cases"][0]["steps"][1]["top5"][0]["logit"] = stories["cases"][0]["steps"][1]["top5"][0]["logit"];
-  EXPECT_LT(first_step(mixed, "mixed").print_resolution(), 1e-12);
+  EXPECT_NEAR(step_1(test::reprinted_floats(stories, "%.4f"), "f4").print_resolution(), 2 * 0.5e-4, 1e-12);
+  // Logits printed "%.6g" beside logsumexps written in full (a common way to write one):
+  // each kind by its own digits.
+  nlohmann::json lse_full = test::reprinted_floats(stories, "%.6g");
+  for (std::size_t c = 0; c < lse_full["cases"].size(); ++c)
+    for (std::size_t k = 0; k < lse_full["cases"][c]["steps"].size(); ++k)
+      lse_full["cases"][c]["steps"][k]["logsumexp"] = stories["cases"][c]["steps"][k]["logsumexp"];
+  const StepRecord mixed_kinds = step_1(lse_full, "lse_full");
+  EXPECT_LT(mixed_kinds.lse_half_unit, 1e-12);
+  EXPECT_NEAR(mixed_kinds.logit_half_unit, top_half_unit(mixed_kinds, 6), 1e-15);
+  // One logit of a sequence left at full precision: its logits are not widened; its
+  // logsumexps, and the other sequences, keep their own digits.
+  nlohmann::json one_fine = test::reprinted_floats(stories, "%.6g");
+  one_fine["cases"][0]["steps"][1]["top5"][0]["logit"] = stories["cases"][0]["steps"][1]["top5"][0]["logit"];
+  const StepRecord fine = step_1(one_fine, "one_fine");
+  EXPECT_LT(fine.logit_half_unit, 1e-12);
+  EXPECT_NEAR(fine.lse_half_unit, half_unit_sig(*fine.logsumexp, 6), 1e-15);
+  EXPECT_GT(step_1(one_fine, "one_fine_1", 1).logit_half_unit, 1e-6);
+  // Keys the reader does not use are not read: a stray fine "logit_note" widens nothing away.
+  nlohmann::json note = test::reprinted_floats(stories, "%.6g");
+  note["cases"][0]["logit_note"] = 0.123456789012;
+  note["logit_offset"] = 1.234567890123e-9;
+  EXPECT_NEAR(step_1(note, "note").logit_half_unit, g6.logit_half_unit, 1e-15);
 }
 
 TEST(Records, MissingFileIsAConfigError) {
