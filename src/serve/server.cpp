@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -679,6 +680,30 @@ class Server {
     return t;
   }
 
+  // A token's logprob entry and its text_offset (characters), held back with its text.
+  struct HeldLogprob {
+    TokenLogprob lp;
+    int offset = 0;
+  };
+  using LogprobHoldback = TokenHoldback<HeldLogprob>;
+
+  struct LogprobList {
+    std::vector<TokenLogprob> entries;
+    std::vector<int> offsets;  // text_offset of each
+  };
+
+  // The entries `held` releases with `released_bytes` of the text (a stop string cut it
+  // there when `stopped`): the `tokens` join to the text, each at its offset.
+  LogprobList take_logprobs(LogprobHoldback& held, std::size_t released_bytes, bool stopped) const {
+    LogprobList out;
+    for (auto& [h, text] : held.release(released_bytes, stopped)) {
+      if (tok_) h.lp.token = std::move(text);  // cut where the stop string starts inside it
+      out.entries.push_back(std::move(h.lp));
+      out.offsets.push_back(h.offset);
+    }
+    return out;
+  }
+
   // Counts a generation request from its handler's start until its response is written
   // (a stream's: until httplib releases its content provider).
   struct Inflight {
@@ -728,8 +753,7 @@ class Server {
     auto next_check = Clock::now() + kClientCheck;
     TextPipe pipe(tok_.get(), prompt, r.stop);
     std::string text;
-    std::vector<TokenLogprob> lps;
-    std::vector<int> offsets;
+    LogprobHoldback held;
     int n_gen = 0;
     int prev = prompt.back();
     // text_offset counts characters (Python len), as OpenAI's and vLLM's: byte offsets put a
@@ -753,8 +777,7 @@ class Server {
       ++n_gen;
       text += pipe.push(ev.id);
       if (r.logprobs) {
-        offsets.push_back(decoded);
-        lps.push_back(token_logprob(prev, pipe.last_text(), ev));
+        held.push({token_logprob(prev, pipe.last_text(), ev), decoded}, pipe.last_text());
         decoded += static_cast<int>(jinja::ustr::length(pipe.last_text()));
       }
       prev = ev.id;
@@ -771,7 +794,8 @@ class Server {
     }
     if (reason == "error") return send_error(res, 500, "generation failed: " + gen->error());
     if (!pipe.stopped()) text += pipe.finish();
-    const json lp = r.logprobs ? logprobs_json(ep, lps, offsets) : json(nullptr);
+    const LogprobList l = take_logprobs(held, pipe.stopped() ? text.size() : SIZE_MAX, pipe.stopped());
+    const json lp = r.logprobs ? logprobs_json(ep, l.entries, l.offsets) : json(nullptr);
     res.set_content(dump(completion_body(head, text, reason, lp, n_prompt, n_gen)), "application/json");
   }
 
@@ -781,13 +805,15 @@ class Server {
     const int n_prompt = static_cast<int>(prompt.size());
     struct State {
       TextPipe pipe;
+      LogprobHoldback held;       // logprob entries wait for their text (stop strings, UTF-8)
+      std::size_t released = 0;  // bytes of text sent
       bool started = false, finished = false;
       bool probed = false;  // a FIN was probed with a comment line
       int n_gen = 0;
       int offset = 0;
       int prev = 0;  // the token before the next one
     };
-    auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop)});
+    auto st = std::make_shared<State>(State{TextPipe(tok_.get(), prompt, r.stop), {}});
     st->prev = prompt.back();
     // While no token comes (queued behind busy slots, a long prefill) nothing is written, so
     // a client that hung up went unnoticed: its request kept its queue place (a 429 for the
@@ -827,8 +853,13 @@ class Server {
           if (w == Generation::Wait::Token) {
             ++st->n_gen;
             const std::string piece = st->pipe.push(ev.id);
+            st->released += piece.size();
             json lp = nullptr;
-            if (logprobs) lp = logprobs_json(head.endpoint, {token_logprob(st->prev, st->pipe.last_text(), ev)}, {st->offset});
+            if (logprobs) {
+              st->held.push({token_logprob(st->prev, st->pipe.last_text(), ev), st->offset}, st->pipe.last_text());
+              const LogprobList l = take_logprobs(st->held, st->released, st->pipe.stopped());
+              lp = logprobs_json(head.endpoint, l.entries, l.offsets);
+            }
             st->prev = ev.id;
             st->offset += static_cast<int>(jinja::ustr::length(st->pipe.last_text()));
             if (!st->pipe.stopped() || !piece.empty() || logprobs) {
@@ -848,7 +879,10 @@ class Server {
             return true;
           }
           const std::string rest = st->pipe.stopped() ? "" : st->pipe.finish();
-          if (!rest.empty()) send(chunk_body(head, rest, nullptr, ""));
+          // The tokens whose text was held to the end (a partial stop string, a character).
+          const LogprobList l = take_logprobs(st->held, SIZE_MAX, st->pipe.stopped());
+          const json rest_lp = logprobs ? logprobs_json(head.endpoint, l.entries, l.offsets) : json(nullptr);
+          if (!rest.empty() || !l.entries.empty()) send(chunk_body(head, rest, rest_lp, ""));
           send(chunk_body(head, "", nullptr, reason));
           if (include_usage) send(usage_chunk(head, n_prompt, st->n_gen));
           const std::string done = sse_event("[DONE]");

@@ -148,6 +148,62 @@ TEST_F(ServeStories, StopStringEndsTheTextBeforeItWholeAndStreamed) {
   EXPECT_EQ(reason, "stop");
 }
 
+// The logprobs' tokens join to the text a stop string cut, whole and streamed: a token
+// the stop string starts inside keeps the part before it, and the tokens after the cut
+// (the stop string's own, held back while it matched) are not listed. usage still counts
+// every token generated (computed: it was).
+TEST_F(ServeStories, LogprobTokensJoinToTheTextAStopStringCut) {
+  const auto c = golden().at("cases").at(0);  // ", there was a little girl named Lily. ..."
+  const std::string full = c.at("completion_text");
+  for (const std::string stop : {"re was", " there", "girl named"}) {
+    SCOPED_TRACE(stop);
+    json req = completion_request(c);
+    req["stop"] = stop;
+    req["logprobs"] = 2;
+    const auto r = post("/v1/completions", req);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto ch = json::parse(r.body)["choices"][0];
+    const std::string text = ch["text"];
+    EXPECT_EQ(text, full.substr(0, full.find(stop)));
+    std::string joined;
+    for (std::size_t i = 0; i < ch["logprobs"]["tokens"].size(); ++i) {
+      EXPECT_EQ(ch["logprobs"]["text_offset"][i], joined.size()) << i;
+      joined += ch["logprobs"]["tokens"][i].get<std::string>();
+    }
+    EXPECT_EQ(joined, text) << ch["logprobs"].dump();
+    EXPECT_EQ(ch["logprobs"]["token_logprobs"].size(), ch["logprobs"]["tokens"].size());
+    req["stream"] = true;
+    const auto s = post("/v1/completions", req);
+    ASSERT_EQ(s.status, 200) << s.body;
+    std::string streamed_text;
+    json tokens = json::array(), offsets = json::array();
+    for (const auto& e : sse_payloads(s.body)) {
+      if (e == "[DONE]") continue;
+      const auto k = json::parse(e);
+      if (k["choices"].empty()) continue;
+      streamed_text += k["choices"][0]["text"].get<std::string>();
+      const auto& lp = k["choices"][0]["logprobs"];
+      if (!lp.is_object()) continue;
+      for (const auto& t : lp["tokens"]) tokens.push_back(t);
+      for (const auto& o : lp["text_offset"]) offsets.push_back(o);
+    }
+    EXPECT_EQ(streamed_text, text);
+    EXPECT_EQ(tokens, ch["logprobs"]["tokens"]);
+    EXPECT_EQ(offsets, ch["logprobs"]["text_offset"]);
+  }
+  // " the" of " there" is the cut token above; " there" itself is dropped where it starts
+  // the stop string.
+  json req = completion_request(c);
+  req["stop"] = "re was";
+  req["logprobs"] = 1;
+  EXPECT_EQ(json::parse(post("/v1/completions", req).body)["choices"][0]["logprobs"]["tokens"],
+            json::array({",", " the"}));
+  req["stop"] = " there";
+  const auto j = json::parse(post("/v1/completions", req).body);
+  EXPECT_EQ(j["choices"][0]["logprobs"]["tokens"], json::array({","}));
+  EXPECT_EQ(j["usage"]["completion_tokens"], 2);
+}
+
 TEST_F(ServeStories, LogprobsListTopKPerToken) {
   const auto c = golden().at("cases").at(2);
   json req = completion_request(c);
