@@ -22,6 +22,7 @@
 #include "llmport/error.hpp"
 #include "llmport/kernel_probe.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/op.hpp"
 #include "llmport/registry.hpp"
 
 namespace llmport::cli {
@@ -89,6 +90,14 @@ int run_list(const KArgs& a) {
     EngineOptions o;
     set_dtype_flag(o, a.dtype);  // names all five dtypes when it refuses one
     format = o.quant != QuantType::None ? std::string(quant_name(o.quant)) : std::string(dtype_name(*o.dtype));
+  }
+  // An unknown name would list nothing and exit 0, as if the registry held no such entries.
+  if (!a.kernel.empty()) {
+    try {
+      parse_op_kind(a.kernel);
+    } catch (const UsageError& e) {
+      throw UsageError("--kernel: " + std::string(e.what()));
+    }
   }
   KernelRegistry reg(KernelRegistry::shipped_dir("cpu"), opt_path(a.registry));
   std::vector<RegistryEntry> es;

@@ -77,6 +77,17 @@ TEST(CliKernels, ListFiltersByEveryFormatTheRegistryHolds) {
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.err, "error: unknown dtype 'int3' (expected bf16, fp16, fp32, q8_0 or q4_0)\n");
   EXPECT_EQ(run_llmport({"kernels", "list", "--json", "--markdown"}).exit_code, 2);
+  // A kernel name the registry cannot hold is refused, not listed as "(no entries)".
+  auto gemv = run_llmport({"kernels", "list", "--registry", reg, "--kernel", "gemv", "--json"});
+  ASSERT_EQ(gemv.exit_code, 0) << gemv.err;
+  const auto gemv_rows = nlohmann::json::parse(gemv.out);
+  ASSERT_FALSE(gemv_rows.empty());
+  for (const auto& row : gemv_rows) EXPECT_EQ(row.at("kernel"), "gemv") << row.dump();
+  auto nope = run_llmport({"kernels", "list", "--kernel", "gemm2"});
+  EXPECT_EQ(nope.exit_code, 2);
+  EXPECT_EQ(nope.err.rfind("error: --kernel: unknown op 'gemm2' (expected embedding, gather_rows, rmsnorm, gemm,", 0),
+            0u)
+      << nope.err;
 }
 
 // --quantize-lm-head (issue #15): lm_head [512, 64] is validated as the q8_0 linear the
