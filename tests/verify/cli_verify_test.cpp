@@ -257,8 +257,8 @@ TEST(CliVerify, AGoldenOfAnotherArchitectureIsNamed) {
       const auto model_arch = nlohmann::json::parse(test::read_file(model / "config.json"))["architectures"][0];
       const auto golden = nlohmann::json::parse(test::read_file(other / "golden.json"));
       const std::string stated = golden.at("architecture").get<std::string>();
+      if (stated == model_arch.get<std::string>()) continue;  // a whole verify: tested elsewhere
       const auto r = run_llmport({"verify", model.string(), "--reference", "golden:" + (other / "golden.json").string()});
-      if (stated == model_arch.get<std::string>()) continue;
       SCOPED_TRACE(model.filename().string() + " with " + other.filename().string() + "'s golden");
       EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
       // Named as another model's reference: its architecture, or ids outside the vocabulary.
