@@ -206,6 +206,12 @@ TEST(DeployCli, SecondConcurrentDeployIsRefused) {
   EXPECT_NE(f.err.find("--workspace " + (t.path() / "afile").string() + ": not a directory"),
             std::string::npos)
       << f.err;
+  // Under a file: it cannot be made, and the reason is the system's.
+  const fs::path under = t.path() / "afile" / "ws";
+  const auto u = deploy({model, "--workspace", under.string()});
+  EXPECT_EQ(u.exit_code, 2) << u.err;
+  EXPECT_NE(u.err.find("--workspace " + under.string() + ": cannot be created (Not a directory)"), std::string::npos)
+      << u.err;
 }
 
 TEST(DeployCli, InteractiveAsksBeforeAdvancing) {
