@@ -266,6 +266,20 @@ double kl_coarsened(const StepRecord& reference, std::span<const float> engine_l
 double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits,
                                  int k = kTopK);
 
+/// Where a step's coarsened KL comes from, at the reference's values as printed: two top-5
+/// lists printed to 4 digits read the same at a KL of 1e-4; these do not.
+struct KlBreakdown {
+  double max_log_prob_diff = -1.0;  ///< max |log p_i - log q_i| over the reference's top-k ids, nats
+  int worst_id = -1;                ///< the id where it is
+  double reference_rest = 0.0;      ///< 1 - P5: the reference's mass outside its top-k
+  double engine_rest = 0.0;         ///< 1 - Q5: the engine's mass outside the same ids
+};
+/// The breakdown of one step (reference logsumexp from its full logits where present,
+/// else its logsumexp; engine_logits [vocab]). nullopt where the reference has neither or
+/// no top entries, or a top id is outside engine_logits; never throws.
+std::optional<KlBreakdown> kl_breakdown(const StepRecord& reference, std::span<const float> engine_logits,
+                                        int k = kTopK);
+
 /// One teacher-forced step.
 struct TeacherForcedStep {
   int step = 0;
@@ -534,6 +548,12 @@ struct VerifyResult {
   nlohmann::json to_json() const;
   std::string to_markdown() const;
 };
+
+/// Refuses a prompt file beside a golden reference (`reference` in `--reference`'s spelling,
+/// "golden:FILE"): a golden replays the prompts it holds, so the file would be silently
+/// unused. verify and deploy call it before anything runs or is written. Throws
+/// UsageError naming `prompts_file`; an empty path is no prompt file.
+void check_prompts_beside_reference(const std::string& reference, const std::filesystem::path& prompts_file);
 
 /// Runs the gate on the model in `model_dir` (loads config, weights, tokenizer if any).
 /// Returns PASS/FAIL in the result (never throws for a FAIL); writes report.json and

@@ -37,15 +37,17 @@ struct VerifyArgs {
   int threads = 0;
 };
 
-// The default report directory is claimed (created) before the run; a run that fails with
-// bad input before writing there removes it again (remove() leaves a non-empty one alone).
-VerifyResult run_verify_in_default_dir(const std::filesystem::path& model, VerifyOptions& opt) {
-  opt.report_dir = default_report_dir();
+// Runs verify into `report_dir`, which run_verify creates before the run. A run that then
+// fails with bad input leaves no empty directory of its own behind (`ours`: claimed here or
+// absent before; remove() keeps a non-empty one); a directory that was there is left alone.
+VerifyResult run_verify_into(const std::string& model, VerifyOptions& opt, std::filesystem::path report_dir,
+                             bool ours) {
+  opt.report_dir = std::move(report_dir);
   try {
     return run_verify(model, opt);
   } catch (...) {
     std::error_code ec;
-    std::filesystem::remove(opt.report_dir, ec);
+    if (ours) std::filesystem::remove(opt.report_dir, ec);
     throw;
   }
 }
@@ -80,19 +82,9 @@ int run_verify_cmd(const VerifyArgs& a) {
                        : a.registry.empty()      ? std::string("heuristic-default")
                                                  : "tuned:" + a.registry;
   opt.log = [](const std::string& s) { std::cout << s << std::endl; };
-  const VerifyResult r = a.report_dir.empty() ? run_verify_in_default_dir(dir, opt) : [&] {
-    opt.report_dir = a.report_dir;
-    // run_verify creates it before the run; a run that then fails with bad input leaves
-    // no empty directory behind (remove() keeps a non-empty one, or one that was there).
-    const bool existed = std::filesystem::exists(opt.report_dir);
-    try {
-      return run_verify(dir, opt);
-    } catch (...) {
-      std::error_code ec;
-      if (!existed) std::filesystem::remove(opt.report_dir, ec);
-      throw;
-    }
-  }();
+  const bool claimed = a.report_dir.empty();  // default_report_dir() creates it
+  const std::filesystem::path report_dir = claimed ? default_report_dir() : std::filesystem::path(a.report_dir);
+  const VerifyResult r = run_verify_into(dir, opt, report_dir, claimed || !std::filesystem::exists(report_dir));
   if (!r.pass) {
     for (const auto& f : r.failures) std::cout << "FAIL: " << f << "\n";
   }

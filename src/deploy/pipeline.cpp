@@ -105,9 +105,7 @@ void check_phase_options(const DeployOptions& opt) {
 void check_prompts_file(const DeployOptions& opt, const ModelConfig& cfg, const fs::path& model_dir) {
   if (!opt.prompts.empty() && !fs::is_regular_file(opt.prompts))
     throw UsageError("--prompts " + opt.prompts.string() + ": file not found");
-  if (!opt.prompts.empty() && opt.reference.rfind("golden:", 0) == 0)
-    throw UsageError("--prompts " + opt.prompts.string() +
-                     ": a golden reference runs the prompts it holds (give --prompts with numpy, hf or oracle)");
+  check_prompts_beside_reference(opt.reference, opt.prompts);
   const bool has_tokenizer = fs::is_regular_file(model_dir / "tokenizer.json");
   if (opt.prompts.empty()) return;
   for (const auto& p : read_prompt_file(opt.prompts)) {

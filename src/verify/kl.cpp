@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "llmport/error.hpp"
 #include "llmport/verify.hpp"
@@ -29,6 +30,22 @@ double kl_full(std::span<const float> reference_logits, std::span<const float> e
 
 namespace {
 
+// Walks the reference's top-k ids with both log-probabilities, f(id, lp, lq), given the two
+// logsumexps. Stops at an id outside the engine's vocabulary and returns its entry (else
+// nullptr).
+template <class F>
+const TopEntry* for_each_top(const StepRecord& reference, std::span<const float> engine_logits, double lse_p,
+                             double lse_q, int k, F&& f) {
+  const int n = std::min(k, static_cast<int>(reference.top.size()));
+  for (int i = 0; i < n; ++i) {
+    const TopEntry& t = reference.top[static_cast<std::size_t>(i)];
+    if (t.id < 0 || static_cast<std::size_t>(t.id) >= engine_logits.size()) return &t;
+    f(t.id, static_cast<double>(t.logit) - lse_p,
+      static_cast<double>(engine_logits[static_cast<std::size_t>(t.id)]) - lse_q);
+  }
+  return nullptr;
+}
+
 // The coarsened KL with the reference's logsumexp taken as logsumexp - shift (its
 // log-probabilities raised by shift) and each top log-probability moved toward the
 // engine's by up to logit_slack (its logit's own printed half unit); lse_q is the engine's
@@ -37,22 +54,18 @@ double coarse_kl(const StepRecord& reference, std::span<const float> engine_logi
                  double shift, double logit_slack) {
   if (!reference.logsumexp)
     throw UsageError("KL: the reference step has no logsumexp (needed for the coarsened KL)");
-  const double lse_p = *reference.logsumexp - shift;
-  const int n = std::min(k, static_cast<int>(reference.top.size()));
   double kl = 0.0, p5 = 0.0, q5 = 0.0;
-  for (int i = 0; i < n; ++i) {
-    const TopEntry& t = reference.top[static_cast<std::size_t>(i)];
-    if (t.id < 0 || static_cast<std::size_t>(t.id) >= engine_logits.size())
-      throw UsageError("KL: reference top id " + std::to_string(t.id) + " outside the engine vocabulary (" +
-                       std::to_string(engine_logits.size()) + ")");
-    const double lq = static_cast<double>(engine_logits[static_cast<std::size_t>(t.id)]) - lse_q;
-    double lp = static_cast<double>(t.logit) - lse_p;
+  auto add = [&](int, double lp, double lq) {
     if (logit_slack > 0.0) lp = std::clamp(lq, lp - logit_slack, lp + logit_slack);
     const double p = std::exp(lp);
     p5 += p;
     q5 += std::exp(lq);
     kl += p * (lp - lq);
-  }
+  };
+  const TopEntry* outside = for_each_top(reference, engine_logits, *reference.logsumexp - shift, lse_q, k, add);
+  if (outside)
+    throw UsageError("KL: reference top id " + std::to_string(outside->id) + " outside the engine vocabulary (" +
+                     std::to_string(engine_logits.size()) + ")");
   // The rest bucket. The reference's logsumexp is float32, so P5 may exceed 1 by rounding;
   // clamp both masses into [0, 1] and give the engine's rest a floor so a fully
   // concentrated engine gives a large finite KL instead of inf.
@@ -92,6 +105,23 @@ double kl_coarsened_within_print(const StepRecord& reference, std::span<const fl
     }
   }
   return std::max(0.0, std::min({at_zero, f1, f2, kl(-h), kl(h)}));
+}
+
+std::optional<KlBreakdown> kl_breakdown(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  const std::optional<double> lse_p = reference.logits.empty() ? reference.logsumexp : log_sum_exp(reference.logits);
+  if (!lse_p || reference.top.empty()) return std::nullopt;
+  KlBreakdown b;
+  double p5 = 0.0, q5 = 0.0;
+  const TopEntry* outside =
+      for_each_top(reference, engine_logits, *lse_p, log_sum_exp(engine_logits), k, [&](int id, double lp, double lq) {
+        p5 += std::exp(lp);
+        q5 += std::exp(lq);
+        if (std::abs(lp - lq) > b.max_log_prob_diff) b.max_log_prob_diff = std::abs(lp - lq), b.worst_id = id;
+      });
+  if (outside) return std::nullopt;
+  b.reference_rest = 1.0 - p5;
+  b.engine_rest = 1.0 - q5;
+  return b;
 }
 
 KlKind kl_kind_for(std::span<const StepRecord> reference) {

@@ -107,6 +107,13 @@ void decide_independence(VerifyResult& res) {
   res.reference_independent = res.independence_finding.empty();
 }
 
+// "Y at the most favourable values the printed digits allow (log-probabilities +-R nats)":
+// the within-digits KL beside the half unit that bought it, in every line that shows one.
+std::string at_favourable_values(double within_kl, double resolution) {
+  return fmt_g(within_kl) + " at the most favourable values the printed digits allow (log-probabilities +-" +
+         fmt_g(resolution, 2) + " nats)";
+}
+
 // What keeps a passing run from a plain PASS, independence first (docs/verification.md).
 std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set) {
   std::vector<std::string> caps;
@@ -132,17 +139,9 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    res.reference_program.value("script", std::string("hf_reference.py")));
   if (res.mean_kl_pass() && !(res.mean_kl <= res.kl_bound))
     caps.push_back("the reference's printed digits: mean KL " + fmt_g(res.mean_kl) + " at its values as printed " +
-                   "exceeds the bound " + fmt_g(res.kl_bound) + "; " + fmt_g(res.mean_kl_within_print) +
-                   " at the most favourable values they allow (log-probabilities +-" +
-                   fmt_g(res.reference_print_resolution, 2) + " nats): too few digits to prove the bound");
-  if (res.reference_checked && res.reference_check_pass &&
-      !(res.reference_check_mean_kl_printed <= res.reference_check_bound))
-    caps.push_back("the reference's printed digits: the reference check's mean KL " +
-                   fmt_g(res.reference_check_mean_kl_printed) + " at its values as printed exceeds the " +
-                   res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) + "; " +
-                   fmt_g(res.reference_check_mean_kl) + " at the most favourable values they allow " +
-                   "(log-probabilities +-" + fmt_g(res.reference_print_resolution, 2) +
-                   " nats): too few digits to prove the bound");
+                   "exceeds the bound " + fmt_g(res.kl_bound) + "; " +
+                   at_favourable_values(res.mean_kl_within_print, res.reference_print_resolution) +
+                   ": too few digits to prove the bound");
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -307,10 +306,7 @@ void attach_program_reference(const VerifyOptions& opt, const ModelConfig& cfg, 
 Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const ModelConfig& cfg,
                     const WeightStore& weights, const Tokenizer* tok, const fs::path& tok_dir, VerifyResult& res) {
   const std::string& ref = opt.reference;
-  // A golden replays the prompts it holds: a prompt file beside it would be silently unused.
-  if (ref.rfind("golden:", 0) == 0 && opt.prompts_file)
-    throw UsageError("--prompts " + opt.prompts_file->string() +
-                     ": a golden reference runs the prompts it holds (give --prompts with numpy, hf or oracle)");
+  check_prompts_beside_reference(ref, opt.prompts_file.value_or(fs::path()));
   if (ref.rfind("golden:", 0) == 0) return plan_golden(ref.substr(7), res);
   if (ref != "oracle" && ref != "hf" && ref != "numpy")
     throw UsageError("--reference: unknown value '" + ref + "' (expected golden:FILE, oracle, hf or numpy)");
@@ -702,22 +698,11 @@ struct SideChecks {
 // reference's top entries and the two rest masses. Top-5 logits printed to 4 digits read
 // the same at a KL of 1e-4; these do not. "" without the reference's logsumexp.
 std::string kl_detail(const StepRecord& ref, std::span<const float> engine_logits, int k) {
-  const std::optional<double> lse_p = ref.logits.empty() ? ref.logsumexp : log_sum_exp(ref.logits);
-  if (!lse_p || ref.top.empty()) return "";
-  const double lse_q = log_sum_exp(engine_logits);
-  double worst = -1.0, p5 = 0.0, q5 = 0.0;
-  int worst_id = -1;
-  for (int i = 0; i < std::min(k, static_cast<int>(ref.top.size())); ++i) {
-    const TopEntry& e = ref.top[static_cast<std::size_t>(i)];
-    if (e.id < 0 || static_cast<std::size_t>(e.id) >= engine_logits.size()) return "";
-    const double lp = e.logit - *lse_p, lq = engine_logits[static_cast<std::size_t>(e.id)] - lse_q;
-    p5 += std::exp(lp);
-    q5 += std::exp(lq);
-    if (std::abs(lp - lq) > worst) worst = std::abs(lp - lq), worst_id = e.id;
-  }
-  return "; log-probabilities differ by up to " + fmt_g(worst, 3) + " (id " + std::to_string(worst_id) +
-         "), the mass outside the reference's top-" + std::to_string(k) + " is " + fmt_g(1.0 - p5, 3) +
-         " there, " + fmt_g(1.0 - q5, 3) + " in the engine";
+  const std::optional<KlBreakdown> b = kl_breakdown(ref, engine_logits, k);
+  if (!b) return "";
+  return "; log-probabilities differ by up to " + fmt_g(b->max_log_prob_diff, 3) + " (id " +
+         std::to_string(b->worst_id) + "), the mass outside the reference's top-" + std::to_string(k) + " is " +
+         fmt_g(b->reference_rest, 3) + " there, " + fmt_g(b->engine_rest, 3) + " in the engine";
 }
 
 // Both checks of one prompt: free-running token sets, then teacher-forced along the
@@ -868,9 +853,7 @@ void derive_kld_bounds(const ModelConfig& cfg, const WeightStore& weights, const
 // most favourable ...)"), else "".
 std::string within_print_note(const VerifyResult& res) {
   if (!(res.mean_kl_within_print < 0.99 * res.mean_kl)) return "";
-  return " (" + fmt_g(res.mean_kl_within_print) +
-         " at the most favourable values its printed digits allow, log-probabilities +-" +
-         fmt_g(res.reference_print_resolution, 2) + " nats)";
+  return " (" + at_favourable_values(res.mean_kl_within_print, res.reference_print_resolution) + ")";
 }
 
 // The gates over the whole run: every prompt's checks and the mean KL bound.
@@ -895,12 +878,22 @@ void summarize(const Totals& t, VerifyResult& res) {
     res.reference_check_mean_kl = t.n_plain ? t.plain_kl_sum / static_cast<double>(t.n_plain) : 0.0;
     res.reference_check_mean_kl_printed = t.n_plain ? t.plain_kl_printed_sum / static_cast<double>(t.n_plain) : 0.0;
     res.reference_check_pass = t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound;  // NaN fails
-    if (!res.reference_check_pass)
+    if (!res.reference_check_pass) {
       res.failures.push_back("the reference disagrees with llmport's fp32 computation (not independent): mean KL " +
                              fmt_g(res.reference_check_mean_kl) + " a step exceeds the " +
                              res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) +
                              ", where the " + res.dtype + " engine's own gate allows " + fmt_g(res.kl_bound) +
                              ": a damaged reference, or a fault of the forward the engine shares");
+    } else if (!(res.reference_check_mean_kl_printed <= res.reference_check_bound)) {
+      // The check is not independent and claims nothing of its own: where only the printed
+      // digits' slack meets its fp32 bound, that is said, and the engine's verdict (on its
+      // own, wider bound) is not capped for it.
+      res.warnings.push_back("the reference check (not independent) meets the " + res.reference_check_dtype +
+                             " bound " + fmt_g(res.reference_check_bound) + " only within the reference's printed "
+                             "digits: mean KL " + fmt_g(res.reference_check_mean_kl_printed) +
+                             " at its values as printed; " +
+                             at_favourable_values(res.reference_check_mean_kl, res.reference_print_resolution));
+    }
   }
   if (res.gate == "kld") {
     // Only the KLD gate decides: mean KL and top-1 share (and the prompts' tokenization,
@@ -925,6 +918,12 @@ void summarize(const Totals& t, VerifyResult& res) {
 }
 
 }  // namespace
+
+void check_prompts_beside_reference(const std::string& reference, const fs::path& prompts_file) {
+  if (reference.rfind("golden:", 0) == 0 && !prompts_file.empty())
+    throw UsageError("--prompts " + prompts_file.string() +
+                     ": a golden reference runs the prompts it holds (give --prompts with numpy, hf or oracle)");
+}
 
 VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();

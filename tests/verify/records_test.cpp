@@ -248,6 +248,35 @@ TEST(Records, PrintResolutionIsReadFromTheDigitsOfTheNumbers) {
   note["cases"][0]["logit_note"] = 0.123456789012;
   note["logit_offset"] = 1.234567890123e-9;
   EXPECT_NEAR(step_1(note, "note").logit_half_unit, g6.logit_half_unit, 1e-15);
+  // The consistency checks allow the digits' slack and no more: a logsumexp printed "%.6g"
+  // but lowered 4 resolutions beyond what the mass check allows (at the step whose top-5
+  // holds the most mass) is still refused, named.
+  const nlohmann::json g6j = test::reprinted_floats(stories, "%.6g");
+  std::size_t best_c = 0, best_k = 0;
+  double best_mass = 0.0;
+  for (std::size_t c = 0; c < g6j["cases"].size(); ++c)
+    for (std::size_t k = 0; k < g6j["cases"][c]["steps"].size(); ++k) {
+      const auto& st = g6j["cases"][c]["steps"][k];
+      double mass = 0.0;
+      for (const auto& e : st["top5"]) mass += std::exp(e["logit"].get<double>() - st["logsumexp"].get<double>());
+      if (mass > best_mass) best_mass = mass, best_c = c, best_k = k;
+    }
+  const fs::path f6 = t.path() / "g6_mass.json";
+  std::ofstream(f6) << g6j.dump();
+  const double r = read_record_file(f6).sequences.at(best_c).steps.at(best_k).print_resolution();
+  ASSERT_GT(r, 1e-6);
+  const double allowed = std::log((1.0 + 1e-4) * std::exp(r) / best_mass);  // kMassSlack
+  nlohmann::json low = g6j;
+  auto& lse = low["cases"][best_c]["steps"][best_k]["logsumexp"];
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", lse.get<double>() - allowed - 4 * r);
+  lse = std::stod(buf);  // still 6 digits: the same resolution
+  try {
+    step_1(low, "lse_low");
+    ADD_FAILURE() << "a logsumexp below its top logits' mass by more than its digits was read";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("is below the logits it sums"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Records, MissingFileIsAConfigError) {
