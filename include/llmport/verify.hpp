@@ -383,6 +383,9 @@ struct VerifyOptions {
   std::function<void(const std::string&)> log;
   /// Python interpreter for the hf and numpy references.
   std::string python = reference_python();
+  /// Also compare a golden's recorded hidden states (VerifyResult::golden_layer_sequences).
+  /// deploy turns it off: its phases 2, 3 and 7 hold them, with their own BLOCKED rows.
+  bool golden_layers = true;
 };
 
 /// Result of one prompt.
@@ -499,6 +502,18 @@ struct VerifyResult {
   double reference_check_mean_kl_printed = 0;
   std::string reference_check_dtype;
   bool reference_check_pass = true;
+  /// The hidden states a golden records (embedding, every layer's output and the final norm
+  /// at the last prompt position) against the engine's, by diagnosis.hpp's rules, where a
+  /// golden records them (VerifyOptions::golden_layers). A golden whose final norm alone
+  /// was scaled 1.05 passed the logit gates. A quantized engine differs from the golden by
+  /// its quantization (the KLD gate's to judge), so llmport's fp32 oracle (not independent)
+  /// stands in for it: its departure caps the verdict instead of failing it. A record the
+  /// golden's own next record contradicts (the engine agreeing with the oracle there) is
+  /// the golden's damage: ConfigError naming file and sequence (exit 2), before the run.
+  int golden_layer_sequences = 0;     ///< sequences compared (0: none recorded, or not run)
+  std::string golden_layers_departs;  ///< "" or "sequence S: <record>: <rule>"
+  bool golden_layers_gating = true;   ///< false: the fp32 oracle stood in (quantized engine)
+  bool golden_layers_pass() const { return golden_layers_departs.empty() || !golden_layers_gating; }
   /// "kld" gate only: the format's predicted cost on this model (predict_quant_cost: the
   /// smaller of the costs of independent errors of the format's step and of llmport's
   /// quantizer, each against the same computation with nothing rounded, teacher-forced

@@ -280,7 +280,7 @@ AuditItem audit_rerun(const VerifyResult& r) {
   return row("verify re-run passes", r.pass, d);
 }
 
-AuditItem audit_golden_layers(const GoldenLayers& g) {
+AuditItem audit_golden_layers(const verify_detail::GoldenLayers& g) {
   const std::string check = kGoldenLayersCheck;
   if (!g.golden_damaged.empty()) return row(check, false, "golden " + g.golden_damaged);
   if (!g.departs.empty() && g.gating) return row(check, false, "departs: " + g.departs);

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "deploy/evaluation_report.hpp"
-#include "deploy/golden_layers.hpp"
+#include "verify/golden_layers.hpp"
 #include "deploy/manifest.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/verify.hpp"
@@ -75,7 +75,7 @@ AuditItem audit_fault(const Manifest& m, const VerifyResult& r);
 /// phase 3 checked the defaults) at every layer (compare_target_golden_layers): FAIL on a
 /// contradicting golden record or a gating departure, warning on a departure that does not
 /// gate (a quantized deployment's fp32-oracle stand-in).
-AuditItem audit_golden_layers(const GoldenLayers& g);
+AuditItem audit_golden_layers(const verify_detail::GoldenLayers& g);
 inline constexpr const char* kGoldenLayersCheck = "every layer agrees with the golden's hidden states";
 /// The re-run's own verdict: FAIL when its gate failed, warning when it is capped
 /// (PASS-with-warnings and its reasons).

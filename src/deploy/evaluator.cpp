@@ -72,7 +72,7 @@ void add_golden_layers_row(const Manifest& m, const ModelConfig& cfg, const Weig
   try {
     EngineRunner engine(cfg, w, eo);
     a.push_back(audit_golden_layers(
-        compare_target_golden_layers(golden, engine, eo.quant != QuantType::None, cfg, w, m.threads)));
+        verify_detail::compare_target_golden_layers(golden, engine, eo.quant != QuantType::None, cfg, w, m.threads)));
   } catch (const std::exception& e) {
     a.push_back({kGoldenLayersCheck, "FAIL", e.what()});
   }

@@ -12,7 +12,7 @@
 
 #include <optional>
 
-#include "deploy/golden_layers.hpp"
+#include "verify/golden_layers.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/prompts.hpp"
 #include "deploy/util.hpp"
@@ -90,8 +90,8 @@ class Phase2 : public Phase {
           fail_reason = "layer 0 vs the golden" + where + ": " + shown->message;
           // The engine agreeing with the oracle, a golden layer-0 record that its own layer
           // 1 contradicts is the golden's damage, not the engine's fault (golden_layers.hpp).
-          const GoldenLayers g = compare_target_golden_layers(golden, engine, false, ctx.cfg, ctx.weights(),
-                                                              ctx.opt.threads, oracle.get());
+          const verify_detail::GoldenLayers g = verify_detail::compare_target_golden_layers(
+              golden, engine, false, ctx.cfg, ctx.weights(), ctx.opt.threads, oracle.get());
           if (!g.golden_damaged.empty())
             return make_result(2, PhaseStatus::Blocked, "golden " + g.golden_damaged + " (" + fail_reason + ")", num);
         }

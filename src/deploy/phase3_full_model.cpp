@@ -3,7 +3,7 @@
 // recorded hidden state agrees; the diagnosis against the oracle is saved alongside.
 #include <fmt/format.h>
 
-#include "deploy/golden_layers.hpp"
+#include "verify/golden_layers.hpp"
 #include "deploy/phase.hpp"
 #include "deploy/prompts.hpp"
 #include "deploy/util.hpp"
@@ -20,8 +20,8 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
   const auto golden = golden_records(ctx.ref);
   if (!golden) return;
   Stopwatch sw;
-  const GoldenLayers g =
-      compare_target_golden_layers(golden, engine, quantized, ctx.cfg, ctx.weights(), ctx.opt.threads, plain_oracle);
+  const verify_detail::GoldenLayers g = verify_detail::compare_target_golden_layers(
+      golden, engine, quantized, ctx.cfg, ctx.weights(), ctx.opt.threads, plain_oracle);
   ctx.runtime_s += sw.seconds();
   r.numbers["golden_layers"] = g.to_json();
   if (!g.golden_damaged.empty()) {

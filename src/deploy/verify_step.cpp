@@ -29,6 +29,7 @@ VerifyOptions deployment_verify_options(const Manifest& m, const EngineOptions& 
   v.max_seq = m.max_seq;
   if (!m.prompts_file.empty()) v.prompts_file = m.prompts_file;
   v.report_dir = report_dir;
+  v.golden_layers = false;  // phases 2, 3 and 7 hold them, a damaged record BLOCKED there
   return v;
 }
 

@@ -113,6 +113,13 @@ nlohmann::json VerifyResult::to_json() const {
                             {"mean_kl_printed", reference_check_mean_kl_printed},
                             {"bound", reference_check_bound},
                             {"pass", reference_check_pass}};
+  if (golden_layer_sequences > 0)
+    j["golden_layers"] = {{"statistic", "the golden's recorded hidden states (embedding, every layer's output, the "
+                                        "final norm; last prompt position) against the side's, diagnosis rules"},
+                          {"side", golden_layers_gating ? "engine" : "fp32 oracle (not gating: quantized engine)"},
+                          {"sequences", golden_layer_sequences},
+                          {"departs", golden_layers_departs},
+                          {"pass", golden_layers_pass()}};
   if (gate == "kld") {
     j["tolerances"]["min_top1_pct"] = 100.0 * min_top1;
     j["tolerances"]["kernel_kl_bound"] = kernel_kl_bound;
@@ -150,6 +157,7 @@ nlohmann::json VerifyResult::to_json() const {
                   {"teacher_forced", teacher_forced_pass ? "PASS" : "FAIL"}};
     if (reference_checked) j["gates"]["reference_check"] = reference_check_pass ? "PASS" : "FAIL";
   }
+  if (golden_layer_sequences > 0 && golden_layers_gating) j["gates"]["golden_layers"] = golden_layers_pass() ? "PASS" : "FAIL";
   j["summary"] = {{"mean_kl", mean_kl},
                   {"mean_kl_within_print", mean_kl_within_print},
                   {"reference_print_resolution", reference_print_resolution},
@@ -260,6 +268,12 @@ std::string VerifyResult::to_markdown() const {
                     " at its values as printed)"
               : std::string()) +
          ", bound " + fmt_g(reference_check_bound) + " |\n";
+  if (golden_layer_sequences > 0)
+    s += "| every layer vs the golden's hidden states (" +
+         std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: quantized engine") +
+         ") | " + (golden_layers_departs.empty() ? "PASS" : golden_layers_gating ? "FAIL" : "departs") + ": " +
+         std::to_string(golden_layer_sequences) + " sequence" + (golden_layer_sequences == 1 ? "" : "s") +
+         (golden_layers_departs.empty() ? " agree" : "; " + golden_layers_departs) + " |\n";
   s += "| mean / max KL | " + fmt_g(mean_kl) + " / " + fmt_g(max_kl) + " |\n";
   // Shown where the reference's printed digits move the mean KL by more than 1% of it.
   if (mean_kl_within_print < 0.99 * mean_kl)

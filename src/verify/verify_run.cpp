@@ -18,6 +18,7 @@
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
+#include "verify/golden_layers.hpp"
 #include "verify/quant_cost.hpp"
 #include "verify/record_checks.hpp"
 #include "verify/reference_program.hpp"
@@ -142,6 +143,11 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    "exceeds the bound " + fmt_g(res.kl_bound) + "; " +
                    at_favourable_values(res.mean_kl_within_print, res.reference_print_resolution) +
                    ": too few digits to prove the bound");
+  // The independent reference disagreeing with llmport's own fp32 computation does not
+  // vanish from the verdict because the engine is quantized (deploy's phase 3 caps it too).
+  if (!res.golden_layers_gating && !res.golden_layers_departs.empty())
+    caps.push_back("the golden's hidden states depart from llmport's fp32 oracle (not gating for a quantized "
+                   "engine): " + res.golden_layers_departs);
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -828,6 +834,21 @@ std::string prompt_line(const PromptVerdict& pv, bool gating) {
          fmt_g(100.0 * pv.top1_agreement, 4) + "%, mean KL " + fmt_g(pv.mean_kl);
 }
 
+// The golden's hidden states (VerifyResult::golden_layer_sequences): its damage is bad
+// input, said before the long run; the engine departing from them fails the run.
+void check_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
+                         const ModelConfig& cfg, const WeightStore& weights, const VerifyOptions& opt,
+                         VerifyResult& res) {
+  const bool quantized = engine.engine().quant() != QuantType::None;
+  const verify_detail::GoldenLayers g =
+      verify_detail::compare_target_golden_layers(golden, engine, quantized, cfg, weights, opt.engine.threads);
+  if (!g.golden_damaged.empty()) throw ConfigError("golden " + g.golden_damaged);
+  res.golden_layer_sequences = g.n_sequences;
+  res.golden_layers_departs = g.departs;
+  res.golden_layers_gating = g.gating;
+  if (!res.golden_layers_pass()) res.failures.push_back("every layer vs the golden: " + g.departs);
+}
+
 // The KLD gate's default bounds from the format's predicted cost on this model
 // (VerifyResult::predicted_mean_kl): the dtype's bounds, widened by derived_kld_gate where
 // the model is more sensitive to the rounding than stories260K, on whose figures they were
@@ -1036,6 +1057,8 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       (res.independence_finding.empty() ? "" : " (not independent: " + res.independence_finding + ")") +
       ", prompt set " + res.prompt_set + " [" + res.prompt_rendering + "], " + std::to_string(plan.prompts.size()) +
       " prompts x " + std::to_string(plan.n_steps) + " steps");
+
+  if (plan.golden && opt.golden_layers) check_golden_layers(plan.golden, engine, cfg, weights, opt, res);
 
   // ---- the checks, prompt by prompt
   engine.engine().backend().reset_counters();

@@ -380,16 +380,16 @@ TEST(Audit, RerunRowFailsWhenTheGateFails) {
 // contradicting golden record and a gating departure fail the row; a quantized deployment's
 // stand-in (the fp32 oracle) departing warns (caps the verdict), not fails.
 TEST(Audit, GoldenLayersRowFailsOnADamagedRecordOrADeparture) {
-  GoldenLayers g;
+  verify_detail::GoldenLayers g;
   g.n_sequences = 3;
   const AuditItem clean = audit_golden_layers(g);
   EXPECT_EQ(clean.result, "ok");
   EXPECT_EQ(clean.detail, "the engine's layers of 3 sequences: agree");
-  GoldenLayers damaged = g;
+  verify_detail::GoldenLayers damaged = g;
   damaged.golden_damaged = "g.json: sequence a: hidden states: layer 2 output: ...";
   EXPECT_EQ(audit_golden_layers(damaged).result, "FAIL");
   EXPECT_EQ(audit_golden_layers(damaged).detail, "golden g.json: sequence a: hidden states: layer 2 output: ...");
-  GoldenLayers departs = g;
+  verify_detail::GoldenLayers departs = g;
   departs.departs = "sequence a: layer 3: ...";
   EXPECT_EQ(audit_golden_layers(departs).result, "FAIL");
   departs.gating = false;

@@ -3,6 +3,8 @@
 // diagnosis flags the chosen layer first.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "llmport/diagnosis.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/tokenizer.hpp"
@@ -29,10 +31,14 @@ DiagnosisResult diagnose_fault(const fs::path& model, const fs::path& golden, co
   return run_diagnosis(engine, *oracle, ids);
 }
 
+// A logit gate's failure names prompt, step and both top-5 lists (against a golden that
+// records hidden states, the layer check's failure comes before it).
 void expect_named_failure(const VerifyResult& r) {
   ASSERT_FALSE(r.pass);
-  ASSERT_FALSE(r.failures.empty());
-  const std::string& f = r.failures.front();
+  const auto it = std::find_if(r.failures.begin(), r.failures.end(),
+                               [](const std::string& f) { return f.find("engine top-5 [") != std::string::npos; });
+  ASSERT_NE(it, r.failures.end()) << testing::PrintToString(r.failures);
+  const std::string& f = *it;
   EXPECT_NE(f.find("prompt "), std::string::npos) << f;
   EXPECT_NE(f.find("step "), std::string::npos) << f;
   EXPECT_NE(f.find("engine top-5 ["), std::string::npos) << f;
@@ -62,7 +68,13 @@ TEST(Faults, LayerFaultsFailVerifyAndDiagnosisFlagsTheLayer) {
     const std::string spec = f.kind + "@" + std::to_string(f.layer);
     SCOPED_TRACE(f.model + " " + spec);
     const fs::path model = test::shared_path(f.model), golden = test::shared_path(f.golden);
-    expect_named_failure(test::verify_golden(model, golden, "", spec));
+    const VerifyResult r = test::verify_golden(model, golden, "", spec);
+    expect_named_failure(r);
+    // Every one of these goldens records hidden states: verify names the faulted layer.
+    ASSERT_GT(r.golden_layer_sequences, 0);
+    EXPECT_EQ(r.failures.front().rfind("every layer vs the golden: sequence ", 0), 0u) << r.failures.front();
+    EXPECT_NE(r.failures.front().find(": layer " + std::to_string(f.layer) + ": "), std::string::npos)
+        << r.failures.front();
     const DiagnosisResult d = diagnose_fault(model, golden, spec);
     EXPECT_EQ(d.first_suspicious_layer, f.layer) << d.to_markdown();
     for (int il = 0; il < f.layer; ++il) EXPECT_GT(d.rows[static_cast<std::size_t>(il)].stats.min, 0.99);

@@ -1,9 +1,10 @@
 #pragma once
-// Phase 3's depth check against a golden: every layer's output, the embedding and the final
-// norm of the target engine against the hidden states each golden sequence records (the
-// last prompt position). verify gates the logits only, and phase 2 layer 0 only: without
-// this a golden whose deeper hidden states were damaged passed a deployment that claims
-// the full model matches the reference.
+// The depth check against a golden: every layer's output, the embedding and the final norm
+// of the engine against the hidden states each golden sequence records (the last prompt
+// position). verify runs it beside its logit gates, deploy in phases 2, 3 and 7: without it
+// a golden whose deeper hidden states were damaged passed a verify (and a deployment) that
+// claims the model matches all of the reference.
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -12,7 +13,7 @@
 #include "llmport/records.hpp"
 #include "llmport/runner.hpp"
 
-namespace llmport::deploy {
+namespace llmport::verify_detail {
 
 /// What the golden's hidden states say about one side, over every sequence that has them.
 struct GoldenLayers {
@@ -35,10 +36,12 @@ struct GoldenLayers {
 
 /// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
 /// rules; the budget follows the two sides' dtypes). `oracle` (llmport's fp32 oracle with
-/// the side's weights, not independent; may be `side` itself) decides whose a contradicting
-/// record is (golden_record_damaged): it can only blame the golden, never clear the side.
-/// Throws UsageError naming file and sequence for hidden states that do not fit the model.
-GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side, Runner& oracle);
+/// the side's weights, not independent; may be `side` itself; asked for only where a
+/// sequence is flagged) decides whose a contradicting record is (golden_record_damaged): it
+/// can only blame the golden, never clear the side. Throws UsageError naming file and
+/// sequence for hidden states that do not fit the model.
+GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side,
+                                   const std::function<Runner&()>& oracle);
 
 /// A deployment's check (phase 3 with the default kernel configs, phase 7's re-run with the
 /// tuned ones): `engine` against the golden, the plain fp32 oracle of `cfg`/`weights`
@@ -46,9 +49,10 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
 /// unquantized golden by its quantization (KLD's to judge), so the oracle stands in for it:
 /// its contradictions of the golden still count, its departures do not (gating false).
 /// `plain_oracle`: that oracle when the caller holds one already (an unquantized target's
-/// phase oracle is it), else one is built (an fp32 copy of the weights).
+/// phase oracle is it), else one is built (an fp32 copy of the weights): for a quantized
+/// engine always, for another only where a sequence is flagged.
 GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
                                           bool quantized, const ModelConfig& cfg, const WeightStore& weights,
                                           int threads, Runner* plain_oracle = nullptr);
 
-}  // namespace llmport::deploy
+}  // namespace llmport::verify_detail

@@ -1,4 +1,4 @@
-#include "deploy/golden_layers.hpp"
+#include "verify/golden_layers.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -6,7 +6,7 @@
 #include "llmport/diagnosis.hpp"
 #include "llmport/error.hpp"
 
-namespace llmport::deploy {
+namespace llmport::verify_detail {
 namespace {
 
 bool any_flagged(const DiagnosisResult& d) {
@@ -22,7 +22,8 @@ std::string first_flag(const DiagnosisResult& d) {
 
 }  // namespace
 
-GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side, Runner& oracle) {
+GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side,
+                                   const std::function<Runner&()>& oracle_of) {
   GoldenLayers g;
   for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
     const RecordSequence& s = golden->sequences[i];
@@ -42,6 +43,7 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
     if (!any_flagged(d)) continue;
     // Same rule as `llmport diagnosis --reference golden:`: a contradicting record is the
     // golden's when it holds NaN/inf or the side agrees with the oracle up to the record after it.
+    Runner& oracle = oracle_of();
     const bool self = &side == &oracle;
     std::optional<DiagnosisResult> vs_oracle;
     if (!self && !d.reference_non_finite) vs_oracle = run_diagnosis(side, oracle, s.prompt_ids);
@@ -73,13 +75,16 @@ GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile
                                           bool quantized, const ModelConfig& cfg, const WeightStore& weights,
                                           int threads, Runner* plain_oracle) {
   std::unique_ptr<EngineRunner> built;
-  if (!plain_oracle) {
-    built = make_oracle_runner(cfg, weights, threads);
-    plain_oracle = built.get();
-  }
-  GoldenLayers g = compare_golden_layers(golden, quantized ? *plain_oracle : static_cast<Runner&>(engine), *plain_oracle);
+  auto oracle = [&]() -> Runner& {
+    if (!plain_oracle) {
+      built = make_oracle_runner(cfg, weights, threads);
+      plain_oracle = built.get();
+    }
+    return *plain_oracle;
+  };
+  GoldenLayers g = compare_golden_layers(golden, quantized ? oracle() : static_cast<Runner&>(engine), oracle);
   g.gating = !quantized;
   return g;
 }
 
-}  // namespace llmport::deploy
+}  // namespace llmport::verify_detail

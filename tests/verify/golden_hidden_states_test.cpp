@@ -1,0 +1,100 @@
+// verify holds a golden's recorded hidden states too (VerifyResult::golden_layer_sequences):
+// a golden whose deeper layers or final norm were damaged passed the logit gates, while
+// deploy's phase 3 stopped on it; the two verdicts now agree.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "llmport/error.hpp"
+#include "llmport/records.hpp"
+#include "llmport/verify.hpp"
+#include "support/test_support.hpp"
+#include "verify/verify_support.hpp"
+
+namespace llmport {
+namespace {
+
+namespace fs = std::filesystem;
+using test::stories_dir;
+using test::stories_golden;
+using test::TempDir;
+using test::verify_golden;
+
+fs::path write(const TempDir& t, const std::string& name, const RecordFile& r) {
+  const fs::path f = t.path() / (name + ".json");
+  write_record_file(f, r);
+  return f;
+}
+
+bool has_cap(const VerifyResult& r, const std::string& text) {
+  for (const auto& c : r.caps)
+    if (c.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContradictions) {
+  TempDir t;
+  const RecordFile honest = read_record_file(stories_golden());
+  ASSERT_GE(honest.sequences.size(), 2u);
+  int recorded = 0;
+  for (const auto& s : honest.sequences) recorded += s.hidden.has_layers() ? 1 : 0;
+  ASSERT_GE(recorded, 2);
+  const std::string first = honest.sequences[0].name, second = honest.sequences[1].name;
+
+  const VerifyResult ok = verify_golden(stories_dir(), stories_golden(), "fp32");
+  EXPECT_EQ(ok.verdict(), "PASS") << ok.verdict_line();
+  EXPECT_EQ(ok.golden_layer_sequences, recorded);
+  EXPECT_EQ(ok.to_json()["golden_layers"]["pass"], true);
+  EXPECT_EQ(ok.to_json()["gates"]["golden_layers"], "PASS");
+
+  // Layers 3-4 x1.05 in every sequence: the golden agrees with itself, the engine departs
+  // from it at layer 3 (the logit gates alone passed this golden).
+  RecordFile deep = honest;
+  for (auto& s : deep.sequences)
+    for (std::size_t l = 3; l < s.hidden.layer_out.size(); ++l)
+      for (float& x : s.hidden.layer_out[l]) x *= 1.05f;
+  const VerifyResult d = verify_golden(stories_dir(), write(t, "deep", deep), "fp32");
+  EXPECT_FALSE(d.pass) << d.verdict_line();
+  ASSERT_FALSE(d.failures.empty());
+  EXPECT_EQ(d.failures[0].rfind("every layer vs the golden: sequence " + first + ": layer 3", 0), 0u) << d.failures[0];
+  EXPECT_EQ(d.to_json()["gates"]["golden_layers"], "FAIL");
+  EXPECT_NE(d.to_markdown().find("| every layer vs the golden's hidden states (the engine) | FAIL: "), std::string::npos);
+  // A quantized engine differs from the golden by its quantization: llmport's fp32 oracle
+  // stands in, and its departure caps the verdict rather than failing it.
+  const VerifyResult q = verify_golden(stories_dir(), write(t, "deep_q8", deep), "q8_0");
+  EXPECT_TRUE(q.pass) << q.verdict_line() << (q.failures.empty() ? "" : q.failures[0]);
+  EXPECT_TRUE(has_cap(q, "the golden's hidden states depart from llmport's fp32 oracle (not gating for a quantized "
+                         "engine): sequence " + first + ": layer 3"))
+      << q.verdict_line();
+
+  // Layer 2 of one sequence x1.5: its own layer 3 contradicts it while the engine agrees
+  // with llmport's oracle there: the golden's damage, bad input naming file and sequence.
+  RecordFile record = honest;
+  for (float& x : record.sequences[1].hidden.layer_out[2]) x *= 1.5f;
+  const fs::path rf = write(t, "record", record);
+  try {
+    verify_golden(stories_dir(), rf, "fp32");
+    ADD_FAILURE() << "a golden contradicting its own hidden states was verified";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("golden " + rf.string() + ": sequence " + second + ": hidden states: layer 2 output", 0), 0u)
+        << e.what();
+  }
+  RecordFile nan = honest;
+  nan.sequences[1].hidden.final_norm[7] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(verify_golden(stories_dir(), write(t, "nan", nan), "fp32"), ConfigError);
+
+  // The final norm alone x1.05 in every sequence (the walk's case).
+  RecordFile norm = honest;
+  for (auto& s : norm.sequences)
+    for (float& x : s.hidden.final_norm) x *= 1.05f;
+  const VerifyResult n = verify_golden(stories_dir(), write(t, "norm", norm), "fp32");
+  EXPECT_FALSE(n.pass) << n.verdict_line();
+  ASSERT_FALSE(n.failures.empty());
+  EXPECT_EQ(n.failures[0].rfind("every layer vs the golden: sequence " + first + ": ", 0), 0u) << n.failures[0];
+}
+
+}  // namespace
+}  // namespace llmport
