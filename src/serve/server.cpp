@@ -510,14 +510,14 @@ class Server {
     http_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
       const State s = state_.load();
       res.status = s == State::Ready ? 200 : 503;
-      res.set_content(dump({{"status", s == State::Ready ? "ok" : s == State::Loading ? "loading" : "shutting_down"}}),
+      res.set_content(dump(json{{"status", s == State::Ready ? "ok" : s == State::Loading ? "loading" : "shutting_down"}}),
                       "application/json");
     });
     http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_.render(), "text/plain; version=0.0.4");
     });
     http_.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(dump({{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
+      res.set_content(dump(json{{"object", "list"}, {"data", json::array({model_json()})}}), "application/json");
     });
     http_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
       const std::string id = req.path.substr(sizeof kModelPrefix - 1);
@@ -795,7 +795,7 @@ class Server {
     if (reason == "error") return send_error(res, 500, "generation failed: " + gen->error());
     if (!pipe.stopped()) text += pipe.finish();
     const LogprobList l = take_logprobs(held, pipe.stopped() ? text.size() : SIZE_MAX, pipe.stopped());
-    const json lp = r.logprobs ? logprobs_json(ep, l.entries, l.offsets) : json(nullptr);
+    const ResponseJson lp = r.logprobs ? logprobs_json(ep, l.entries, l.offsets) : ResponseJson(nullptr);
     res.set_content(dump(completion_body(head, text, reason, lp, n_prompt, n_gen)), "application/json");
   }
 
@@ -826,7 +826,7 @@ class Server {
     auto provider =
         [this, st, gen, head, n_prompt, conn, client_fd, logprobs = r.logprobs, include_usage = r.include_usage](
             std::size_t, httplib::DataSink& sink) {
-          auto send = [&](const json& j) {
+          auto send = [&](const auto& j) {  // a response body (ResponseJson) or an error body
             const std::string e = sse_event(dump(j));
             return sink.write(e.data(), e.size());
           };
@@ -854,7 +854,7 @@ class Server {
             ++st->n_gen;
             const std::string piece = st->pipe.push(ev.id);
             st->released += piece.size();
-            json lp = nullptr;
+            ResponseJson lp = nullptr;
             if (logprobs) {
               st->held.push({token_logprob(st->prev, st->pipe.last_text(), ev), st->offset}, st->pipe.last_text());
               const LogprobList l = take_logprobs(st->held, st->released, st->pipe.stopped());
@@ -881,7 +881,8 @@ class Server {
           const std::string rest = st->pipe.stopped() ? "" : st->pipe.finish();
           // The tokens whose text was held to the end (a partial stop string, a character).
           const LogprobList l = take_logprobs(st->held, SIZE_MAX, st->pipe.stopped());
-          const json rest_lp = logprobs ? logprobs_json(head.endpoint, l.entries, l.offsets) : json(nullptr);
+          const ResponseJson rest_lp =
+              logprobs ? logprobs_json(head.endpoint, l.entries, l.offsets) : ResponseJson(nullptr);
           if (!rest.empty() || !l.entries.empty()) send(chunk_body(head, rest, rest_lp, ""));
           send(chunk_body(head, "", nullptr, reason));
           if (include_usage) send(usage_chunk(head, n_prompt, st->n_gen));

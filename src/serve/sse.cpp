@@ -2,11 +2,14 @@
 
 namespace llmport::serve {
 
-using json = nlohmann::json;
+using json = ResponseJson;
 
 std::string sse_event(const std::string& payload) { return "data: " + payload + "\n\n"; }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+std::string dump(const ResponseJson& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 namespace {
 

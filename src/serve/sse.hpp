@@ -13,8 +13,15 @@ namespace llmport::serve {
 
 /// `data: <payload>\n\n`.
 std::string sse_event(const std::string& payload);
+
+/// Response bodies keep their fields in the order they are written, as OpenAI's do:
+/// `top_logprobs` from the most probable alternative down (a sorted map listed them by
+/// token text), `id` first.
+using ResponseJson = nlohmann::ordered_json;
+
 /// JSON text; invalid UTF-8 (a byte-fallback token's string) is replaced, never thrown.
 std::string dump(const nlohmann::json& j);
+std::string dump(const ResponseJson& j);
 
 /// Identity of one response: id ("cmpl-N" / "chatcmpl-N"), created (unix s), model.
 struct ResponseHead {
@@ -34,18 +41,17 @@ struct TokenLogprob {
 /// `logprobs` of a choice: completions {tokens, token_logprobs, top_logprobs, text_offset},
 /// chat {content: [{token, logprob, bytes, top_logprobs}]}. text_offset: offset of each
 /// token's text in the completion (completions only).
-nlohmann::json logprobs_json(Endpoint ep, const std::vector<TokenLogprob>& lps,
+ResponseJson logprobs_json(Endpoint ep, const std::vector<TokenLogprob>& lps,
                              const std::vector<int>& text_offset);
 
 /// The non-streamed response.
-nlohmann::json completion_body(const ResponseHead& h, const std::string& text,
-                               const std::string& finish_reason, const nlohmann::json& logprobs,
-                               int prompt_tokens, int completion_tokens);
+ResponseJson completion_body(const ResponseHead& h, const std::string& text, const std::string& finish_reason,
+                             const ResponseJson& logprobs, int prompt_tokens, int completion_tokens);
 /// A stream chunk: text / delta (role "assistant" on the first chat chunk when `role`),
 /// finish_reason null unless given.
-nlohmann::json chunk_body(const ResponseHead& h, const std::string& text, const nlohmann::json& logprobs,
-                          const std::string& finish_reason, bool role = false);
+ResponseJson chunk_body(const ResponseHead& h, const std::string& text, const ResponseJson& logprobs,
+                        const std::string& finish_reason, bool role = false);
 /// The stream's usage chunk (choices: []).
-nlohmann::json usage_chunk(const ResponseHead& h, int prompt_tokens, int completion_tokens);
+ResponseJson usage_chunk(const ResponseHead& h, int prompt_tokens, int completion_tokens);
 
 }  // namespace llmport::serve

@@ -217,6 +217,17 @@ TEST_F(ServeStories, LogprobsListTopKPerToken) {
   ASSERT_EQ(lp["top_logprobs"].size(), 5u);
   ASSERT_EQ(lp["text_offset"].size(), 5u);
   EXPECT_EQ(lp["text_offset"][0], 0);
+  // As OpenAI lists them: the most probable alternative first (a sorted map listed them
+  // by token text), and the body's fields in OpenAI's order, id first.
+  const auto ordered = nlohmann::ordered_json::parse(r.body);
+  EXPECT_EQ(ordered.begin().key(), "id");
+  for (const auto& alts : ordered["choices"][0]["logprobs"]["top_logprobs"]) {
+    double prev = 1.0;
+    for (const auto& [token, v] : alts.items()) {
+      EXPECT_LE(v.get<double>(), prev) << alts.dump();
+      prev = v.get<double>();
+    }
+  }
   for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_LE(lp["token_logprobs"][i].get<double>(), 0.0);
     EXPECT_EQ(lp["top_logprobs"][i].size(), 5u);
