@@ -20,6 +20,7 @@
 namespace llmport {
 namespace {
 namespace fs = std::filesystem;
+using test::has_cap;
 using nlohmann::json;
 using test::stories_dir;
 using test::stories_golden;
@@ -35,12 +36,6 @@ fs::path write(const TempDir& t, const std::string& name, const json& j) {
   const fs::path p = t.path() / (name + ".json");
   std::ofstream(p) << j.dump();
   return p;
-}
-
-bool has_cap(const VerifyResult& r, const std::string& text) {
-  for (const auto& c : r.caps)
-    if (c.find(text) != std::string::npos) return true;
-  return false;
 }
 
 std::string read_error(const fs::path& f) {

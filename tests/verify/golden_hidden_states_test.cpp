@@ -18,6 +18,7 @@ namespace llmport {
 namespace {
 
 namespace fs = std::filesystem;
+using test::has_cap;
 using test::stories_dir;
 using test::stories_golden;
 using test::TempDir;
@@ -27,12 +28,6 @@ fs::path write(const TempDir& t, const std::string& name, const RecordFile& r) {
   const fs::path f = t.path() / (name + ".json");
   write_record_file(f, r);
   return f;
-}
-
-bool has_cap(const VerifyResult& r, const std::string& text) {
-  for (const auto& c : r.caps)
-    if (c.find(text) != std::string::npos) return true;
-  return false;
 }
 
 TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContradictions) {

@@ -25,6 +25,7 @@ using test::stories_dir;
 using test::stories_golden;
 using verify_detail::fmt_g;
 namespace fs = std::filesystem;
+using test::has_failure;
 
 VerifyOptions quant_options(const std::string& dtype) {
   VerifyOptions o;
@@ -33,12 +34,6 @@ VerifyOptions quant_options(const std::string& dtype) {
   o.engine.threads = 1;
   set_dtype_flag(o.engine, dtype);
   return o;
-}
-
-bool has_failure(const VerifyResult& r, const std::string& what) {
-  for (const auto& f : r.failures)
-    if (f.find(what) != std::string::npos) return true;
-  return false;
 }
 
 TEST(KldGate, DefaultsAreTheIssuesBounds) {

@@ -23,17 +23,12 @@
 namespace llmport {
 namespace {
 namespace fs = std::filesystem;
+using test::has_cap;
 using test::run_llmport;
 using test::stories_dir;
 using test::stories_golden;
 using test::TempDir;
 using test::verify_golden;
-
-bool has_cap(const VerifyResult& r, const std::string& text) {
-  for (const auto& c : r.caps)
-    if (c.find(text) != std::string::npos) return true;
-  return false;
-}
 
 std::string last_line(const std::string& s) {
   std::string t = s.substr(0, s.find_last_not_of('\n') + 1);

@@ -73,6 +73,18 @@ inline nlohmann::json reprinted_floats(const nlohmann::json& j, const char* fmt)
   return std::stod(buf);
 }
 
+/// Whether a verdict cap / a failure contains `text`.
+inline bool has_cap(const VerifyResult& r, const std::string& text) {
+  for (const auto& c : r.caps)
+    if (c.find(text) != std::string::npos) return true;
+  return false;
+}
+inline bool has_failure(const VerifyResult& r, const std::string& text) {
+  for (const auto& f : r.failures)
+    if (f.find(text) != std::string::npos) return true;
+  return false;
+}
+
 /// verify against a golden file with the cpu backend and `dtype` ("" = checkpoint dtype).
 inline VerifyResult verify_golden(const std::filesystem::path& model, const std::filesystem::path& golden,
                                   const std::string& dtype = "", const std::string& fault = "") {
