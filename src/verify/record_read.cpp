@@ -423,6 +423,18 @@ std::vector<float> side_tensor(const SafetensorsFile& sf, const std::string& nam
   return v;
 }
 
+// Full logits stored in 16 bits hold no more than that precision, whatever the reference
+// computed in: rounded to fp16 at logits ~16 they move the full KL by ~1e-5, five times the
+// fp32 bound. The storage joins the stated precision ("float32; fp16 (side-file logits)"),
+// so the bound is the one that precision supports (kl_bound_for).
+void note_logits_storage(const SafetensorsFile& sf, const std::string& name, RecordFile& rf) {
+  const auto it = sf.tensors().find(name);
+  if (it == sf.tensors().end() || it->second.dtype == DType::F32) return;
+  const std::string note = std::string(dtype_name(it->second.dtype)) + " (side-file logits)";
+  if (rf.compute_dtype.find(note) != std::string::npos) return;
+  rf.compute_dtype += (rf.compute_dtype.empty() ? "" : "; ") + note;
+}
+
 void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
   if (!fs::exists(side)) where.fail("side file " + side.string() + " not found");
   SafetensorsFile sf(side);
@@ -430,6 +442,7 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
     RecordSequence& seq = rf.sequences[i];
     const std::string p = "seq" + std::to_string(i) + ".";
     std::vector<int64_t> shape;
+    note_logits_storage(sf, p + "logits", rf);
     auto logits = side_tensor(sf, p + "logits", &shape);
     if (!logits.empty()) {
       if (shape.size() != 2 || shape[0] != static_cast<int64_t>(seq.steps.size()))

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "llmport/kernels.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
+#include "llmport/safetensors_writer.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "support/registry_entry.hpp"
@@ -122,6 +124,55 @@ TEST(VerifyVerdict, ProvenanceThatDeniesIndependenceCapsTheVerdict) {
   // The same golden, re-written with its provenance intact, is still a plain PASS.
   auto ok = verify_golden(stories_dir(), rewritten_golden(t, "intact", [](RecordFile&) {}));
   EXPECT_EQ(ok.verdict(), "PASS") << ok.verdict_line();
+}
+
+// Full logits stored in 16 bits hold no more than that precision: rounded to fp16,
+// stories260K's own fp32 logits are 1.5e-6 from themselves in full KL, 3/4 of the fp32
+// bound (logits of ~30 move it ~4e-5, above it). A side file of fp16 logits claimed fp32
+// by the file's word alone (a plain PASS, or a FAIL for its storage); its storage now joins
+// its stated precision and sets the bound, and the verdict says it could not check fp32.
+TEST(VerifyVerdict, AReferenceStoringItsLogitsIn16BitsIsHeldToTheBoundItsPrecisionSupports) {
+  TempDir t;
+  const ModelConfig cfg = load_model_config(stories_dir());
+  const WeightStore w = WeightStore::open(stories_dir(), cfg);
+  auto oracle = make_oracle_runner(cfg, w, 1);  // keeps full logits: a side file
+  RecordFile rf = read_record_file(forged_golden(t, "full", *oracle, false, 4));
+  for (auto& seq : rf.sequences)
+    for (auto& st : seq.steps) {
+      ASSERT_FALSE(st.logits.empty());
+      for (float& x : st.logits) x = f16_to_f32(f32_to_f16(x));
+      for (TopEntry& e : st.top) e.logit = st.logits[static_cast<std::size_t>(e.id)];
+      st.logsumexp = log_sum_exp(st.logits);
+    }
+  rf.producer = "a reference that keeps its logits in fp16";
+  const fs::path f32_stored = t.path() / "f32_stored.json", f16_stored = t.path() / "f16_stored.json";
+  write_record_file(f32_stored, rf);
+  write_record_file(f16_stored, rf);
+  // The same values, stored as fp16 (exact: they are fp16 values).
+  const fs::path side = t.path() / "f16_stored.safetensors";
+  std::vector<TensorData> tensors;
+  {
+    const SafetensorsFile sf(side);
+    for (const auto& [name, v] : sf.tensors()) {
+      std::vector<float> x(static_cast<std::size_t>(v.numel()));
+      std::memcpy(x.data(), v.data, x.size() * sizeof(float));
+      const bool logits = name.ends_with(".logits");
+      tensors.push_back(make_tensor(name, logits ? DType::F16 : DType::F32, v.shape, x));
+    }
+  }
+  write_safetensors(side, tensors);
+  EXPECT_EQ(read_record_file(f16_stored).compute_dtype, "float32; fp16 (side-file logits)");
+
+  const VerifyResult as_fp32 = verify_golden(stories_dir(), f32_stored, "fp32");
+  EXPECT_EQ(as_fp32.kl_bound, kl_bound_for(DType::F32, ""));
+  EXPECT_GT(as_fp32.mean_kl, 0.25 * as_fp32.kl_bound) << "fp16 rounding is a sizeable share of the fp32 bound";
+  const VerifyResult as_fp16 = verify_golden(stories_dir(), f16_stored, "fp32");
+  EXPECT_TRUE(as_fp16.pass) << as_fp16.verdict_line() << " " << (as_fp16.failures.empty() ? "" : as_fp16.failures[0]);
+  EXPECT_EQ(as_fp16.kl_bound, kl_bound_for(DType::BF16, ""));
+  EXPECT_NEAR(as_fp16.mean_kl, as_fp32.mean_kl, 1e-3 * as_fp32.mean_kl);  // the same values
+  EXPECT_TRUE(has_cap(as_fp16, "the reference computed in float32; fp16 (side-file logits): it cannot check an fp32 "
+                               "engine at fp32 precision"))
+      << as_fp16.verdict_line();
 }
 
 TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
