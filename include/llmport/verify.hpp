@@ -507,12 +507,13 @@ struct VerifyResult {
   /// golden records them (VerifyOptions::golden_layers). A golden whose final norm alone
   /// was scaled 1.05 passed the logit gates. A quantized engine differs from the golden by
   /// its quantization (the KLD gate's to judge), so llmport's fp32 oracle (not independent)
-  /// stands in for it: its departure caps the verdict instead of failing it. A record the
+  /// stands in for it: its departure caps the verdict instead of failing it; a bf16/fp16
+  /// engine agreeing within its own budget has the oracle held beside it the same way. A record the
   /// golden's own next record contradicts (the engine agreeing with the oracle there) is
   /// the golden's damage: ConfigError naming file and sequence (exit 2), before the run.
   int golden_layer_sequences = 0;     ///< sequences compared (0: none recorded, or not run)
   std::string golden_layers_departs;  ///< "" or "sequence S: <record>: <rule>"
-  bool golden_layers_gating = true;   ///< false: the fp32 oracle stood in (quantized engine)
+  bool golden_layers_gating = true;   ///< false: the fp32 oracle departs (an engine not computing in fp32)
   bool golden_layers_pass() const { return golden_layers_departs.empty() || !golden_layers_gating; }
   /// "kld" gate only: the format's predicted cost on this model (predict_quant_cost: the
   /// smaller of the costs of independent errors of the format's step and of llmport's

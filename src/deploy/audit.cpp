@@ -284,9 +284,10 @@ AuditItem audit_golden_layers(const verify_detail::GoldenLayers& g) {
   const std::string check = kGoldenLayersCheck;
   if (!g.golden_damaged.empty()) return row(check, false, "golden " + g.golden_damaged);
   if (!g.departs.empty() && g.gating) return row(check, false, "departs: " + g.departs);
-  // A quantized deployment's stand-in departing caps the verdict (phase 3 warns the same).
+  // The fp32 stand-in of a deployment not computing in fp32 departing caps the verdict
+  // (phase 3 warns the same).
   return row(check, g.departs.empty(),
-             fmt::format("{} of {} sequence{}: {}", g.gating ? "the engine's layers" : "the fp32 oracle's layers (quantized)",
+             fmt::format("{} of {} sequence{}: {}", g.gating ? "the engine's layers" : "the fp32 oracle's layers (engine not fp32)",
                          g.n_sequences, g.n_sequences == 1 ? "" : "s",
                          g.departs.empty() ? "agree" : "depart, not gating: " + g.departs),
              /*warn_only=*/true);

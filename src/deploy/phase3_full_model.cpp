@@ -15,7 +15,8 @@ namespace {
 
 // The golden's recorded hidden states at every layer (golden_layers.hpp). A golden record
 // that contradicts itself BLOCKs the phase (bad input); the engine departing from the golden
-// fails it (a quantized engine's fp32-oracle stand-in departing caps it with a warning).
+// fails it (the fp32-oracle stand-in of an engine not computing in fp32 departing caps it
+// with a warning).
 void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Runner* plain_oracle, PhaseResult& r) {
   const auto golden = golden_records(ctx.ref);
   if (!golden) return;
@@ -35,10 +36,10 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
                             g.n_sequences, g.n_sequences == 1 ? "" : "s",
                             g.departs.empty() ? "agree" : "depart (not gating): " + g.departs);
     // The independent reference disagreeing with llmport's own fp32 computation does not
-    // vanish from the verdict because the engine is quantized: it caps it.
+    // vanish from the verdict because the engine does not compute in fp32: it caps it.
     if (!g.departs.empty()) {
-      r.warnings.push_back("the golden's hidden states depart from llmport's fp32 oracle (not gating for a quantized "
-                           "deployment): " + g.departs);
+      r.warnings.push_back("the golden's hidden states depart from llmport's fp32 oracle (not gating: the "
+                           "deployment does not compute in fp32): " + g.departs);
       if (r.status == PhaseStatus::Pass) r.status = PhaseStatus::PassWithWarnings;
     }
   }

@@ -74,6 +74,7 @@ int run_regress(const fs::path& workspace, std::ostream& out) {
         EngineOptions eo = stage_engine_options(m, ws.dir(), ConfigStage::Tuned, m.threads);
         VerifyOptions vo = deployment_verify_options(m, eo, dir);
         vo.kernel_configs = stage_label(ws.dir(), ConfigStage::Tuned);
+        vo.golden_layers = true;  // as `make verify`: the tuned kernels at every layer of a golden too
         VerifyResult r = run_verify(m.model_dir, vo);
         pass = r.pass;
         line = verify_summary(r);

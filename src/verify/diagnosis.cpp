@@ -223,6 +223,10 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
       prev = probe.stats.median;
     }
   }
+  // The embedding is a table lookup: its record breaking the output rules is flagged too,
+  // so a golden embedding that layer 0 contradicts is the golden's (scaled 1.02 it passed
+  // every rule: layer 0's update reads it, and moved by 2% of the embedding still agreed).
+  if (with_embedding) flagged[0] = disagrees(chain[0].stats, scale_bound);
   const auto [inconsistency, bad] = record_inconsistency(chain, fn ? &*fn : nullptr, flagged, scale_bound);
   d.record_inconsistency = inconsistency;
   const int bad_layer = bad < 0 ? -2 : bad - static_cast<int>(off);  // -1: the embedding

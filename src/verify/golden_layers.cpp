@@ -84,6 +84,17 @@ GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile
   };
   GoldenLayers g = compare_golden_layers(golden, quantized ? oracle() : static_cast<Runner&>(engine), oracle);
   g.gating = !quantized;
+  // A bf16 or fp16 engine is held at its own, wider budget (a norm off by 0.141): a golden
+  // final norm or last layer scaled 1.05 passed it plainly while q8_0 and q4_0, whose fp32
+  // stand-in is held at fp32's, were capped. The fp32 oracle stands beside it too.
+  if (!quantized && engine.engine().dtype() != DType::F32 && g.golden_damaged.empty() && g.departs.empty()) {
+    const GoldenLayers s = compare_golden_layers(golden, oracle(), oracle);
+    g.golden_damaged = s.golden_damaged;
+    if (!s.departs.empty()) {
+      g.departs = s.departs;
+      g.gating = false;
+    }
+  }
   return g;
 }
 

@@ -44,10 +44,12 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
                                    const std::function<Runner&()>& oracle);
 
 /// A deployment's check (phase 3 with the default kernel configs, phase 7's re-run with the
-/// tuned ones): `engine` against the golden, the plain fp32 oracle of `cfg`/`weights`
-/// deciding whose a contradicting record is. A `quantized` engine differs from the
-/// unquantized golden by its quantization (KLD's to judge), so the oracle stands in for it:
-/// its contradictions of the golden still count, its departures do not (gating false).
+/// tuned ones) and verify's: `engine` against the golden, the plain fp32 oracle of
+/// `cfg`/`weights` deciding whose a contradicting record is. A `quantized` engine differs
+/// from the unquantized golden by its quantization (KLD's to judge), so the oracle stands
+/// in for it: its contradictions of the golden still count, its departures do not (gating
+/// false). A bf16/fp16 engine that agrees within its own budget has the oracle held at
+/// fp32's beside it, the same way (its departure not gating).
 /// `plain_oracle`: that oracle when the caller holds one already (an unquantized target's
 /// phase oracle is it), else one is built (an fp32 copy of the weights): for a quantized
 /// engine always, for another only where a sequence is flagged.

@@ -116,7 +116,7 @@ nlohmann::json VerifyResult::to_json() const {
   if (golden_layer_sequences > 0)
     j["golden_layers"] = {{"statistic", "the golden's recorded hidden states (embedding, every layer's output, the "
                                         "final norm; last prompt position) against the side's, diagnosis rules"},
-                          {"side", golden_layers_gating ? "engine" : "fp32 oracle (not gating: quantized engine)"},
+                          {"side", golden_layers_gating ? "engine" : "fp32 oracle (not gating: the engine does not compute in fp32)"},
                           {"sequences", golden_layer_sequences},
                           {"departs", golden_layers_departs},
                           {"pass", golden_layers_pass()}};
@@ -270,7 +270,7 @@ std::string VerifyResult::to_markdown() const {
          ", bound " + fmt_g(reference_check_bound) + " |\n";
   if (golden_layer_sequences > 0)
     s += "| every layer vs the golden's hidden states (" +
-         std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: quantized engine") +
+         std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: the engine does not compute in fp32") +
          ") | " + (golden_layers_departs.empty() ? "PASS" : golden_layers_gating ? "FAIL" : "departs") + ": " +
          std::to_string(golden_layer_sequences) + " sequence" + (golden_layer_sequences == 1 ? "" : "s") +
          (golden_layers_departs.empty() ? " agree" : "; " + golden_layers_departs) + " |\n";

@@ -144,10 +144,11 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    at_favourable_values(res.mean_kl_within_print, res.reference_print_resolution) +
                    ": too few digits to prove the bound");
   // The independent reference disagreeing with llmport's own fp32 computation does not
-  // vanish from the verdict because the engine is quantized (deploy's phase 3 caps it too).
+  // vanish from the verdict because the engine does not compute in fp32 (deploy's phase 3
+  // caps it too).
   if (!res.golden_layers_gating && !res.golden_layers_departs.empty())
-    caps.push_back("the golden's hidden states depart from llmport's fp32 oracle (not gating for a quantized "
-                   "engine): " + res.golden_layers_departs);
+    caps.push_back("the golden's hidden states depart from llmport's fp32 oracle (not gating: the engine does not "
+                   "compute in fp32): " + res.golden_layers_departs);
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)

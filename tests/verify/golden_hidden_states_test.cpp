@@ -61,8 +61,8 @@ TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContrad
   // stands in, and its departure caps the verdict rather than failing it.
   const VerifyResult q = verify_golden(stories_dir(), write(t, "deep_q8", deep), "q8_0");
   EXPECT_TRUE(q.pass) << q.verdict_line() << (q.failures.empty() ? "" : q.failures[0]);
-  EXPECT_TRUE(has_cap(q, "the golden's hidden states depart from llmport's fp32 oracle (not gating for a quantized "
-                         "engine): sequence " + first + ": layer 3"))
+  EXPECT_TRUE(has_cap(q, "the golden's hidden states depart from llmport's fp32 oracle (not gating: the engine "
+                         "does not compute in fp32): sequence " + first + ": layer 3"))
       << q.verdict_line();
 
   // Layer 2 of one sequence x1.5: its own layer 3 contradicts it while the engine agrees
@@ -81,6 +81,22 @@ TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContrad
   nan.sequences[1].hidden.final_norm[7] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_THROW(verify_golden(stories_dir(), write(t, "nan", nan), "fp32"), ConfigError);
 
+  // The embedding x1.02 (a table lookup: exact on every side) that layer 0 contradicts: it
+  // passed every rule (layer 0's update reads it) while deploy's phase 2 failed the engine.
+  RecordFile emb = honest;
+  for (auto& s : emb.sequences)
+    for (float& x : s.hidden.embedding) x *= 1.02f;
+  const fs::path ef = write(t, "emb", emb);
+  for (const char* dtype : {"fp32", "bf16"}) {
+    try {
+      verify_golden(stories_dir(), ef, dtype);
+      ADD_FAILURE() << dtype << ": a golden whose embedding its own layer 0 contradicts was verified";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(": hidden states: embedding: the two sides differ"), std::string::npos)
+          << dtype << ": " << e.what();
+    }
+  }
+
   // The final norm alone x1.05 in every sequence (the walk's case).
   RecordFile norm = honest;
   for (auto& s : norm.sequences)
@@ -89,6 +105,16 @@ TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContrad
   EXPECT_FALSE(n.pass) << n.verdict_line();
   ASSERT_FALSE(n.failures.empty());
   EXPECT_EQ(n.failures[0].rfind("every layer vs the golden: sequence " + first + ": ", 0), 0u) << n.failures[0];
+  // A bf16 engine's own budget (a norm off by 0.141) holds that damage; the fp32 oracle
+  // beside it does not, and caps the verdict, as for q8_0 and q4_0 (it was a plain PASS).
+  const VerifyResult nb = verify_golden(stories_dir(), write(t, "norm_bf16", norm), "bf16");
+  EXPECT_TRUE(nb.pass) << nb.verdict_line();
+  EXPECT_FALSE(nb.golden_layers_gating);
+  EXPECT_TRUE(has_cap(nb, "the golden's hidden states depart from llmport's fp32 oracle (not gating: the engine "
+                          "does not compute in fp32): sequence " + first + ": final_norm"))
+      << nb.verdict_line();
+  const VerifyResult hb = verify_golden(stories_dir(), stories_golden(), "bf16");
+  EXPECT_EQ(hb.golden_layers_departs, "") << hb.verdict_line();
 }
 
 }  // namespace
