@@ -1,10 +1,13 @@
 #include "verify/golden_layers.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 
 #include "llmport/diagnosis.hpp"
 #include "llmport/error.hpp"
+#include "llmport/weights.hpp"
+#include "verify/format.hpp"
 
 namespace llmport::verify_detail {
 namespace {
@@ -22,8 +25,10 @@ std::string first_flag(const DiagnosisResult& d) {
 
 }  // namespace
 
-GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side,
-                                   const std::function<Runner&()>& oracle_of) {
+GoldenLayers compare_golden_layers(
+    const std::shared_ptr<const RecordFile>& golden, Runner& side, const std::function<Runner&()>& oracle_of,
+    const std::function<std::string(const RecordSequence&, const std::string& first_flag, Runner& side)>&
+        own_contradiction) {
   GoldenLayers g;
   for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
     const RecordSequence& s = golden->sequences[i];
@@ -49,12 +54,20 @@ GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& gold
     if (!self && !d.reference_non_finite) vs_oracle = run_diagnosis(side, oracle, s.prompt_ids);
     const bool damaged = !d.record_inconsistency.empty() &&
                          (self || d.reference_non_finite || golden_record_damaged(d, *vs_oracle));
-    if (damaged && g.golden_damaged.empty()) {
-      g.golden_damaged = where + ": hidden states: " + d.record_inconsistency;
-      if (!d.reference_non_finite)
-        g.golden_damaged += self ? "; llmport's fp32 oracle computed its own records, so the golden's record is the damaged one"
-                                 : "; the engine agrees with llmport's oracle there, so the golden's record is the damaged one";
-    } else if (!damaged && g.departs.empty()) {
+    // The ends of the chain: the embedding table before it, the golden's own logits after.
+    const std::string own = !damaged && own_contradiction ? own_contradiction(s, first_flag(d), side) : std::string();
+    if (!own.empty()) {
+      if (g.golden_damaged.empty()) g.golden_damaged = where + ": hidden states: " + own;
+    } else if (damaged) {
+      if (g.golden_damaged.empty()) {
+        g.golden_damaged = where + ": hidden states: " + d.record_inconsistency;
+        if (!d.reference_non_finite)
+          g.golden_damaged += self ? "; llmport's fp32 oracle computed its own records, so the golden's record is the "
+                                     "damaged one"
+                                   : "; the engine agrees with llmport's oracle there, so the golden's record is the "
+                                     "damaged one";
+      }
+    } else if (g.departs.empty()) {
       g.departs = "sequence " + s.name + ": " + first_flag(d);
       if (vs_oracle && !any_flagged(*vs_oracle))
         g.departs += " (llmport's oracle, not independent, agrees with the engine at every layer)";
@@ -71,6 +84,85 @@ nlohmann::json GoldenLayers::to_json() const {
           {"sequences", per_sequence}};
 }
 
+namespace {
+
+// lm_head applied to the last row of `rows` [n, emb_dim] at `ids`, in fp64: the logits a
+// final-norm record gives (Llama, Mistral and Qwen: no scale or softcap after it).
+std::vector<double> lm_head_logits(const ModelConfig& cfg, const WeightStore& weights, const std::vector<float>& rows,
+                                   const std::vector<TopEntry>& ids) {
+  const TensorView& t = cfg.tie_word_embeddings ? weights.get(TensorRole::Embed) : weights.get(TensorRole::LmHead);
+  const auto emb = static_cast<std::size_t>(cfg.emb_dim);
+  if (rows.size() < emb || !t.strides.empty() || t.shape.size() != 2 || static_cast<std::size_t>(t.shape[1]) != emb)
+    return {};
+  const float* x = rows.data() + rows.size() - emb;
+  std::vector<float> w(emb);
+  std::vector<double> out;
+  for (const TopEntry& e : ids) {
+    if (e.id < 0 || e.id >= t.shape[0]) return {};
+    to_f32(t.dtype, static_cast<const char*>(t.data) + static_cast<std::size_t>(e.id) * emb * dtype_size(t.dtype),
+           w.data(), emb);
+    double acc = 0.0;
+    for (std::size_t j = 0; j < emb; ++j) acc += static_cast<double>(w[j]) * x[j];
+    out.push_back(acc);
+  }
+  return out;
+}
+
+double max_abs_diff(const std::vector<TopEntry>& a, const std::vector<double>& b) {
+  double m = 0.0;
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) m = std::max(m, std::abs(a[i].logit - b[i]));
+  return m;
+}
+
+// "" or why the golden's embedding record is not the embedding table's row of its prompt's
+// last id (a lookup: exact in any precision the table is stored in; 2% leaves room for a
+// record printed with 3 digits).
+std::string embedding_vs_table(const ModelConfig& cfg, const WeightStore& weights, const RecordSequence& s) {
+  const auto emb = static_cast<std::size_t>(cfg.emb_dim);
+  const TensorView& t = weights.get(TensorRole::Embed);
+  if (s.hidden.embedding.size() < emb || s.prompt_ids.empty() || !t.strides.empty() || t.shape.size() != 2 ||
+      static_cast<std::size_t>(t.shape[1]) != emb)
+    return "";
+  const int id = s.prompt_ids.back();
+  if (id < 0 || id >= t.shape[0]) return "";
+  std::vector<float> row(emb);
+  to_f32(t.dtype, static_cast<const char*>(t.data) + static_cast<std::size_t>(id) * emb * dtype_size(t.dtype),
+         row.data(), emb);
+  const float* rec = s.hidden.embedding.data() + s.hidden.embedding.size() - emb;
+  double diff = 0.0, norm = 0.0;
+  for (std::size_t j = 0; j < emb; ++j) {
+    diff += (static_cast<double>(rec[j]) - row[j]) * (static_cast<double>(rec[j]) - row[j]);
+    norm += static_cast<double>(row[j]) * row[j];
+  }
+  const double rel = std::sqrt(diff / std::max(norm, 1e-300));
+  if (!(rel > 0.02)) return "";
+  return "embedding: the record is not the embedding table's row of the prompt's last id " + std::to_string(id) +
+         " (relative difference " + verify_detail::fmt_g(rel, 3) + "): the golden's record is damaged, or it was made "
+         "with other weights";
+}
+
+// "" or why the golden's logits at the last prompt position (its first step's top list)
+// contradict its final-norm record: lm_head of the record misses them by more than 4x
+// (diagnosis's kVanishes) what lm_head of the side's own final norm does.
+std::string final_norm_vs_own_logits(const ModelConfig& cfg, const WeightStore& weights, const RecordSequence& s,
+                                     Runner& side) {
+  if (s.steps.empty() || s.steps[0].top.empty() || s.hidden.final_norm.empty()) return "";
+  const std::vector<TopEntry>& top = s.steps[0].top;
+  const PrefillRecord p = side.prefill(s.prompt_ids, true);
+  const std::vector<double> from_golden = lm_head_logits(cfg, weights, s.hidden.final_norm, top);
+  const std::vector<double> from_side = lm_head_logits(cfg, weights, p.hidden.final_norm, top);
+  if (from_golden.size() != top.size() || from_side.size() != top.size()) return "";
+  const double off_golden = max_abs_diff(top, from_golden), off_side = max_abs_diff(top, from_side);
+  if (!(off_golden > 4.0 * off_side + 1e-3)) return "";
+  return "final_norm: lm_head of the record misses the golden's own top-" + std::to_string(top.size()) +
+         " logits at that position by up to " + verify_detail::fmt_g(off_golden, 3) +
+         ", lm_head of the engine's final norm by " + verify_detail::fmt_g(off_side, 3) +
+         ": the logits agree with the engine's computation, not with this record, so the golden's record is the "
+         "damaged one";
+}
+
+}  // namespace
+
 GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile>& golden, EngineRunner& engine,
                                           bool quantized, const ModelConfig& cfg, const WeightStore& weights,
                                           int threads, Runner* plain_oracle) {
@@ -82,13 +174,19 @@ GoldenLayers compare_target_golden_layers(const std::shared_ptr<const RecordFile
     }
     return *plain_oracle;
   };
-  GoldenLayers g = compare_golden_layers(golden, quantized ? oracle() : static_cast<Runner&>(engine), oracle);
+  auto own_logits = [&](const RecordSequence& s, const std::string& first_flag, Runner& side) {
+    const std::string e = embedding_vs_table(cfg, weights, s);
+    if (!e.empty() || first_flag.rfind("final_norm", 0) != 0) return e;
+    return final_norm_vs_own_logits(cfg, weights, s, side);
+  };
+  GoldenLayers g =
+      compare_golden_layers(golden, quantized ? oracle() : static_cast<Runner&>(engine), oracle, own_logits);
   g.gating = !quantized;
   // A bf16 or fp16 engine is held at its own, wider budget (a norm off by 0.141): a golden
   // final norm or last layer scaled 1.05 passed it plainly while q8_0 and q4_0, whose fp32
   // stand-in is held at fp32's, were capped. The fp32 oracle stands beside it too.
   if (!quantized && engine.engine().dtype() != DType::F32 && g.golden_damaged.empty() && g.departs.empty()) {
-    const GoldenLayers s = compare_golden_layers(golden, oracle(), oracle);
+    const GoldenLayers s = compare_golden_layers(golden, oracle(), oracle, own_logits);
     g.golden_damaged = s.golden_damaged;
     if (!s.departs.empty()) {
       g.departs = s.departs;

@@ -40,8 +40,14 @@ struct GoldenLayers {
 /// sequence is flagged) decides whose a contradicting record is (golden_record_damaged): it
 /// can only blame the golden, never clear the side. Throws UsageError naming file and
 /// sequence for hidden states that do not fit the model.
-GoldenLayers compare_golden_layers(const std::shared_ptr<const RecordFile>& golden, Runner& side,
-                                   const std::function<Runner&()>& oracle);
+/// `own_contradiction` (optional): for a sequence that departs, "" or "<record>: why" the
+/// golden contradicts itself at an end of the chain, where no record of its own vouches:
+/// its embedding is not the embedding table's row of its prompt's last id, or its final
+/// norm is not what gives its own logits. Such a record is the golden's damage.
+GoldenLayers compare_golden_layers(
+    const std::shared_ptr<const RecordFile>& golden, Runner& side, const std::function<Runner&()>& oracle,
+    const std::function<std::string(const RecordSequence&, const std::string& first_flag, Runner& side)>&
+        own_contradiction = {});
 
 /// A deployment's check (phase 3 with the default kernel configs, phase 7's re-run with the
 /// tuned ones) and verify's: `engine` against the golden, the plain fp32 oracle of

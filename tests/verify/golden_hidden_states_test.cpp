@@ -97,22 +97,59 @@ TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContrad
     }
   }
 
-  // The final norm alone x1.05 in every sequence (the walk's case).
+  // The final norm alone x1.05 in every sequence (the walk's case): its own logits, the
+  // record after it, contradict it (lm_head of it misses them), on every dtype; it was a
+  // FAIL of the fp32 engine and a plain PASS of a bf16 one.
   RecordFile norm = honest;
   for (auto& s : norm.sequences)
     for (float& x : s.hidden.final_norm) x *= 1.05f;
-  const VerifyResult n = verify_golden(stories_dir(), write(t, "norm", norm), "fp32");
-  EXPECT_FALSE(n.pass) << n.verdict_line();
-  ASSERT_FALSE(n.failures.empty());
-  EXPECT_EQ(n.failures[0].rfind("every layer vs the golden: sequence " + first + ": ", 0), 0u) << n.failures[0];
-  // A bf16 engine's own budget (a norm off by 0.141) holds that damage; the fp32 oracle
-  // beside it does not, and caps the verdict, as for q8_0 and q4_0 (it was a plain PASS).
-  const VerifyResult nb = verify_golden(stories_dir(), write(t, "norm_bf16", norm), "bf16");
-  EXPECT_TRUE(nb.pass) << nb.verdict_line();
-  EXPECT_FALSE(nb.golden_layers_gating);
-  EXPECT_TRUE(has_cap(nb, "the golden's hidden states depart from llmport's fp32 oracle (not gating: the engine "
-                          "does not compute in fp32): sequence " + first + ": final_norm"))
-      << nb.verdict_line();
+  const fs::path nf = write(t, "norm", norm);
+  for (const char* dtype : {"fp32", "bf16", "q8_0"}) {
+    try {
+      verify_golden(stories_dir(), nf, dtype);
+      ADD_FAILURE() << dtype << ": a golden whose own logits contradict its final norm was verified";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(": sequence " + first + ": hidden states: final_norm: lm_head of the "
+                                            "record misses the golden's own top-5 logits"),
+                std::string::npos)
+          << dtype << ": " << e.what();
+    }
+  }
+  // Every hidden state from another sequence: the first departure was layer 0, blamed on
+  // the engine; the golden's embedding is not its own prompt's (a table lookup).
+  RecordFile other = honest;
+  other.sequences[0].hidden = honest.sequences[1].hidden;
+  ASSERT_NE(honest.sequences[0].prompt_ids.back(), honest.sequences[1].prompt_ids.back());
+  try {
+    verify_golden(stories_dir(), write(t, "other", other), "fp32");
+    ADD_FAILURE() << "a golden holding another sequence's hidden states was verified";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(": sequence " + first + ": hidden states: embedding: the record is not the "
+                                          "embedding table's row of the prompt's last id"),
+              std::string::npos)
+        << e.what();
+  }
+
+  // The last layer x1.05 (the final norm removes the scale, so its logits cannot tell): a
+  // bf16 engine's own budget (a norm off by 0.141) holds it; the fp32 oracle beside it
+  // does not, and caps the verdict, as for q8_0 and q4_0 (it was a plain PASS).
+  int capped = 0;
+  for (const float scale : {1.01f, 1.05f}) {
+    SCOPED_TRACE(scale);
+    RecordFile last = honest;
+    for (auto& s : last.sequences)
+      for (float& x : s.hidden.layer_out.back()) x *= scale;
+    const VerifyResult lb = verify_golden(stories_dir(), write(t, "last_bf16", last), "bf16");
+    EXPECT_NE(lb.verdict(), "PASS") << lb.verdict_line();
+    if (!lb.pass) continue;  // the bf16 budget itself saw it
+    ++capped;
+    EXPECT_FALSE(lb.golden_layers_gating);
+    EXPECT_TRUE(has_cap(lb, "the golden's hidden states depart from llmport's fp32 oracle (not gating: the engine "
+                            "does not compute in fp32): sequence " + first + ": layer " +
+                            std::to_string(honest.sequences[0].hidden.layer_out.size() - 1)))
+        << lb.verdict_line();
+  }
+  EXPECT_GE(capped, 1) << "no scale fell between the bf16 budget and fp32's";
   const VerifyResult hb = verify_golden(stories_dir(), stories_golden(), "bf16");
   EXPECT_EQ(hb.golden_layers_departs, "") << hb.verdict_line();
 }
