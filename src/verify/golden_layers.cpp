@@ -45,7 +45,13 @@ GoldenLayers compare_golden_layers(
     g.per_sequence.push_back({{"sequence", s.name},
                               {"first_suspicious", d.first_suspicious},
                               {"record_inconsistency", d.record_inconsistency}});
-    if (!any_flagged(d)) continue;
+    if (!any_flagged(d)) {
+      // The embedding is a lookup whatever the rules say: a spike of 1.5% of its norm in one
+      // element passed them on llama3-tiny.
+      const std::string own = own_contradiction ? own_contradiction(s, "", side) : std::string();
+      if (!own.empty() && g.golden_damaged.empty()) g.golden_damaged = where + ": hidden states: " + own;
+      continue;
+    }
     // Same rule as `llmport diagnosis --reference golden:`: a contradicting record is the
     // golden's when it holds NaN/inf or the side agrees with the oracle up to the record after it.
     Runner& oracle = oracle_of();
@@ -115,8 +121,9 @@ double max_abs_diff(const std::vector<TopEntry>& a, const std::vector<double>& b
 }
 
 // "" or why the golden's embedding record is not the embedding table's row of its prompt's
-// last id (a lookup: exact in any precision the table is stored in; 2% leaves room for a
-// record printed with 3 digits).
+// last id (a lookup: exact in any precision the table is stored in). 1% of the row's norm:
+// a record printed with 3 digits moves each element by <= 0.5% of itself, one stored in
+// bf16 by <= 0.2%; a spike of 1.5% in one element passed 2% on llama3-tiny.
 std::string embedding_vs_table(const ModelConfig& cfg, const WeightStore& weights, const RecordSequence& s) {
   const auto emb = static_cast<std::size_t>(cfg.emb_dim);
   const TensorView& t = weights.get(TensorRole::Embed);
@@ -135,7 +142,7 @@ std::string embedding_vs_table(const ModelConfig& cfg, const WeightStore& weight
     norm += static_cast<double>(row[j]) * row[j];
   }
   const double rel = std::sqrt(diff / std::max(norm, 1e-300));
-  if (!(rel > 0.02)) return "";
+  if (!(rel > 0.01)) return "";
   return "embedding: the record is not the embedding table's row of the prompt's last id " + std::to_string(id) +
          " (relative difference " + verify_detail::fmt_g(rel, 3) + "): the golden's record is damaged, or it was made "
          "with other weights";

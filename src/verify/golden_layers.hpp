@@ -40,7 +40,7 @@ struct GoldenLayers {
 /// sequence is flagged) decides whose a contradicting record is (golden_record_damaged): it
 /// can only blame the golden, never clear the side. Throws UsageError naming file and
 /// sequence for hidden states that do not fit the model.
-/// `own_contradiction` (optional): for a sequence that departs, "" or "<record>: why" the
+/// `own_contradiction` (optional; every sequence, `first_flag` "" where none departs): "" or "<record>: why" the
 /// golden contradicts itself at an end of the chain, where no record of its own vouches:
 /// its embedding is not the embedding table's row of its prompt's last id, or its final
 /// norm is not what gives its own logits. Such a record is the golden's damage.
