@@ -6,6 +6,7 @@
 
 #include "llmport/diagnosis.hpp"
 #include "llmport/error.hpp"
+#include "llmport/kernels.hpp"
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
 
@@ -92,23 +93,31 @@ nlohmann::json GoldenLayers::to_json() const {
 
 namespace {
 
+// The rows `ids` of a [n, emb_dim] table in fp32, read as the engine reads its embedding
+// (embedding_lookup); empty where the table is not that shape or an id lies outside it.
+std::vector<float> table_rows(const TensorView& t, std::size_t emb, const std::vector<int>& ids) {
+  if (!t.strides.empty() || t.shape.size() != 2 || static_cast<std::size_t>(t.shape[1]) != emb) return {};
+  if (std::any_of(ids.begin(), ids.end(), [&](int id) { return id < 0 || id >= t.shape[0]; })) return {};
+  std::vector<float> rows(ids.size() * emb);
+  embedding_lookup(t, DType::F32, ids.data(), static_cast<int>(ids.size()), rows.data());
+  return rows;
+}
+
 // lm_head applied to the last row of `rows` [n, emb_dim] at `ids`, in fp64: the logits a
 // final-norm record gives (Llama, Mistral and Qwen: no scale or softcap after it).
 std::vector<double> lm_head_logits(const ModelConfig& cfg, const WeightStore& weights, const std::vector<float>& rows,
                                    const std::vector<TopEntry>& ids) {
   const TensorView& t = cfg.tie_word_embeddings ? weights.get(TensorRole::Embed) : weights.get(TensorRole::LmHead);
   const auto emb = static_cast<std::size_t>(cfg.emb_dim);
-  if (rows.size() < emb || !t.strides.empty() || t.shape.size() != 2 || static_cast<std::size_t>(t.shape[1]) != emb)
-    return {};
+  std::vector<int> row_ids;
+  for (const TopEntry& e : ids) row_ids.push_back(e.id);
+  const std::vector<float> w = table_rows(t, emb, row_ids);
+  if (rows.size() < emb || w.empty()) return {};
   const float* x = rows.data() + rows.size() - emb;
-  std::vector<float> w(emb);
   std::vector<double> out;
-  for (const TopEntry& e : ids) {
-    if (e.id < 0 || e.id >= t.shape[0]) return {};
-    to_f32(t.dtype, static_cast<const char*>(t.data) + static_cast<std::size_t>(e.id) * emb * dtype_size(t.dtype),
-           w.data(), emb);
+  for (std::size_t i = 0; i < row_ids.size(); ++i) {
     double acc = 0.0;
-    for (std::size_t j = 0; j < emb; ++j) acc += static_cast<double>(w[j]) * x[j];
+    for (std::size_t j = 0; j < emb; ++j) acc += static_cast<double>(w[i * emb + j]) * x[j];
     out.push_back(acc);
   }
   return out;
@@ -126,15 +135,10 @@ double max_abs_diff(const std::vector<TopEntry>& a, const std::vector<double>& b
 // bf16 by <= 0.2%; a spike of 1.5% in one element passed 2% on llama3-tiny.
 std::string embedding_vs_table(const ModelConfig& cfg, const WeightStore& weights, const RecordSequence& s) {
   const auto emb = static_cast<std::size_t>(cfg.emb_dim);
-  const TensorView& t = weights.get(TensorRole::Embed);
-  if (s.hidden.embedding.size() < emb || s.prompt_ids.empty() || !t.strides.empty() || t.shape.size() != 2 ||
-      static_cast<std::size_t>(t.shape[1]) != emb)
-    return "";
+  if (s.hidden.embedding.size() < emb || s.prompt_ids.empty()) return "";
   const int id = s.prompt_ids.back();
-  if (id < 0 || id >= t.shape[0]) return "";
-  std::vector<float> row(emb);
-  to_f32(t.dtype, static_cast<const char*>(t.data) + static_cast<std::size_t>(id) * emb * dtype_size(t.dtype),
-         row.data(), emb);
+  const std::vector<float> row = table_rows(weights.get(TensorRole::Embed), emb, {id});
+  if (row.empty()) return "";
   const float* rec = s.hidden.embedding.data() + s.hidden.embedding.size() - emb;
   double diff = 0.0, norm = 0.0;
   for (std::size_t j = 0; j < emb; ++j) {
@@ -144,7 +148,7 @@ std::string embedding_vs_table(const ModelConfig& cfg, const WeightStore& weight
   const double rel = std::sqrt(diff / std::max(norm, 1e-300));
   if (!(rel > 0.01)) return "";
   return "embedding: the record is not the embedding table's row of the prompt's last id " + std::to_string(id) +
-         " (relative difference " + verify_detail::fmt_g(rel, 3) + "): the golden's record is damaged, or it was made "
+         " (relative difference " + fmt_g(rel, 3) + "): the golden's record is damaged, or it was made "
          "with other weights";
 }
 
@@ -162,8 +166,8 @@ std::string final_norm_vs_own_logits(const ModelConfig& cfg, const WeightStore& 
   const double off_golden = max_abs_diff(top, from_golden), off_side = max_abs_diff(top, from_side);
   if (!(off_golden > 4.0 * off_side + 1e-3)) return "";
   return "final_norm: lm_head of the record misses the golden's own top-" + std::to_string(top.size()) +
-         " logits at that position by up to " + verify_detail::fmt_g(off_golden, 3) +
-         ", lm_head of the engine's final norm by " + verify_detail::fmt_g(off_side, 3) +
+         " logits at that position by up to " + fmt_g(off_golden, 3) +
+         ", lm_head of the engine's final norm by " + fmt_g(off_side, 3) +
          ": the logits agree with the engine's computation, not with this record, so the golden's record is the "
          "damaged one";
 }
