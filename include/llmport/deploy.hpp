@@ -51,6 +51,9 @@ struct PhaseResult {
   std::vector<std::string> warnings;  ///< reasons for PASS-with-warnings
   std::vector<std::string> artifacts; ///< files written, relative to the deployment dir
   PhaseTiming timing;
+  /// A BLOCKED phase whose blocker is the user's input (a damaged golden or model file): the
+  /// run exits 2, as every command does for bad input, not 1. Not saved in the manifest.
+  bool bad_input = false;
   nlohmann::json to_json() const;
   static PhaseResult from_json(const nlohmann::json& j);
 };

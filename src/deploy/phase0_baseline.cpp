@@ -7,6 +7,7 @@
 #include "deploy/phase.hpp"
 #include "deploy/prompts.hpp"
 #include "deploy/util.hpp"
+#include "llmport/error.hpp"
 #include "llmport/model_checks.hpp"
 #include "llmport/runner.hpp"
 
@@ -31,7 +32,9 @@ class Phase0 : public Phase {
     if (!rep.pass) {
       // A consistency mismatch is a failed check; anything that stops loading blocks.
       auto st = rep.exit_code == 1 ? PhaseStatus::Fail : PhaseStatus::Blocked;
-      return make_result(0, st, "model checks: " + rep.error, num);
+      PhaseResult r = make_result(0, st, "model checks: " + rep.error, num);
+      r.bad_input = rep.exit_code == kExitBadInput;
+      return r;
     }
     std::vector<int> ids = first_prompt_ids(ctx);
     num["prompt_ids"] = ids;

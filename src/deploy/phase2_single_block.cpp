@@ -92,8 +92,11 @@ class Phase2 : public Phase {
           // 1 contradicts is the golden's damage, not the engine's fault (golden_layers.hpp).
           const verify_detail::GoldenLayers g = verify_detail::compare_target_golden_layers(
               golden, engine, false, ctx.cfg, ctx.weights(), ctx.opt.threads, oracle.get());
-          if (!g.golden_damaged.empty())
-            return make_result(2, PhaseStatus::Blocked, "golden " + g.golden_damaged + " (" + fail_reason + ")", num);
+          if (!g.golden_damaged.empty()) {
+            PhaseResult r = make_result(2, PhaseStatus::Blocked, "golden " + g.golden_damaged + " (" + fail_reason + ")", num);
+            r.bad_input = true;
+            return r;
+          }
         }
       } else {
         num["vs_golden"] = "golden has no layer outputs";

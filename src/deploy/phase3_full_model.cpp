@@ -27,6 +27,7 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
   r.numbers["golden_layers"] = g.to_json();
   if (!g.golden_damaged.empty()) {
     r.status = PhaseStatus::Blocked;
+    r.bad_input = true;
     r.reason = "golden " + g.golden_damaged;
   } else if (!g.departs.empty() && g.gating) {
     r.reason = (is_pass(r.status) ? "" : r.reason + "; ") + "every layer vs the golden: " + g.departs;
@@ -34,7 +35,8 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
   } else if (g.n_sequences > 0) {
     r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", g.gating ? "every layer's" : "fp32 oracle's",
                             g.n_sequences, g.n_sequences == 1 ? "" : "s",
-                            g.departs.empty() ? "agree" : "depart (not gating): " + g.departs);
+                            g.departs.empty() ? "agree" : "depart (not gating): " + g.departs) +
+                verify_detail::unrecorded_phrase(g.unrecorded);
     // The independent reference disagreeing with llmport's own fp32 computation does not
     // vanish from the verdict because the engine does not compute in fp32: it caps it.
     if (!g.departs.empty()) {

@@ -336,6 +336,7 @@ PhaseResult run_phase(Phase& phase, Context& ctx, int i) {
     r = make_result(i, PhaseStatus::Fail, e.what());
   } catch (const Error& e) {
     r = make_result(i, PhaseStatus::Blocked, e.what());
+    r.bad_input = e.exit_code() == kExitBadInput;
   } catch (const std::exception& e) {
     r = make_result(i, PhaseStatus::Blocked, std::string("internal error: ") + e.what());
   }
@@ -349,7 +350,8 @@ PhaseResult run_phase(Phase& phase, Context& ctx, int i) {
 }
 
 // Phases start..last_phase in order, each result saved before the next starts; stops at
-// the first that does not pass (exit 1) or where the user says so (exit 0).
+// the first that does not pass (exit 1; 2 where the user's input blocked it) or where the
+// user says so (exit 0).
 int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws, Manifest& m, int start,
                std::istream& in, std::ostream& out) {
   Context ctx(opt, ws, m, v.cfg, out);
@@ -375,7 +377,7 @@ int run_phases(const DeployOptions& opt, const Validated& v, const Workspace& ws
     if (!is_pass(r.status)) {
       out << fmt::format("stopped at phase {}: see {}; after the fix resume with --from-phase {}\n", i,
                          ws.todo().string(), i);
-      return kExitCheckFailed;
+      return r.status == PhaseStatus::Blocked && r.bad_input ? kExitBadInput : kExitCheckFailed;
     }
     if (opt.interactive && i < opt.last_phase) {
       auto a = ask(in, out, fmt::format("advance to phase {} ({})? [y/N]", i + 1, phase_name(i + 1)));

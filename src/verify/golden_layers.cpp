@@ -1,5 +1,7 @@
 #include "verify/golden_layers.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -33,7 +35,10 @@ GoldenLayers compare_golden_layers(
   GoldenLayers g;
   for (std::size_t i = 0; i < golden->sequences.size(); ++i) {
     const RecordSequence& s = golden->sequences[i];
-    if (!s.hidden.has_layers()) continue;
+    if (!s.hidden.has_layers()) {
+      g.unrecorded.push_back(s.name);
+      continue;
+    }
     const std::string where = golden->path.string() + ": sequence " + s.name;
     GoldenRunner reference(golden, static_cast<int>(i));
     DiagnosisResult d;
@@ -80,12 +85,22 @@ GoldenLayers compare_golden_layers(
         g.departs += " (llmport's oracle, not independent, agrees with the engine at every layer)";
     }
   }
+  if (g.n_sequences == 0) g.unrecorded.clear();  // a golden without hidden states: nothing to say
   return g;
+}
+
+std::string unrecorded_phrase(const std::vector<std::string>& unrecorded) {
+  if (unrecorded.empty()) return "";
+  std::string names;
+  for (const std::string& n : unrecorded) names += (names.empty() ? "" : ", ") + n;
+  return fmt::format("; {} sequence{} record{} no hidden states (held to the logits only): {}", unrecorded.size(),
+                     unrecorded.size() == 1 ? "" : "s", unrecorded.size() == 1 ? "s" : "", names);
 }
 
 nlohmann::json GoldenLayers::to_json() const {
   return {{"side", gating ? "engine" : "fp32 oracle (not gating)"},
           {"n_sequences", n_sequences},
+          {"sequences_without_hidden_states", unrecorded},
           {"golden_damaged", golden_damaged},
           {"departs", departs},
           {"sequences", per_sequence}};

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,9 @@ namespace llmport::verify_detail {
 /// What the golden's hidden states say about one side, over every sequence that has them.
 struct GoldenLayers {
   int n_sequences = 0;  ///< sequences compared (those recording hidden states)
+  /// Names of the golden's sequences that record no per-layer hidden states (unchecked at
+  /// depth; said beside the result, not silently left out). Empty where none record any.
+  std::vector<std::string> unrecorded;
   /// "" or where the golden contradicts itself: "FILE: sequence S: hidden states: ..." (a
   /// record holding NaN/inf, or one the next record disagrees with while the side agrees
   /// with llmport's oracle there): bad input, not the engine's finding.
@@ -33,6 +37,10 @@ struct GoldenLayers {
   /// The manifest's / report's record of it.
   nlohmann::json to_json() const;
 };
+
+/// "" or "; N sequence(s) record no hidden states (held to the logits only): a, b" for
+/// GoldenLayers::unrecorded, the words every report of the check uses.
+std::string unrecorded_phrase(const std::vector<std::string>& unrecorded);
 
 /// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
 /// rules; the budget follows the two sides' dtypes). `oracle` (llmport's fp32 oracle with

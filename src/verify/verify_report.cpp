@@ -8,6 +8,7 @@
 #include "llmport/file_io.hpp"
 #include "llmport/verify.hpp"
 #include "verify/format.hpp"
+#include "verify/golden_layers.hpp"
 
 namespace llmport {
 namespace fs = std::filesystem;
@@ -118,6 +119,7 @@ nlohmann::json VerifyResult::to_json() const {
                                         "final norm; last prompt position) against the side's, diagnosis rules"},
                           {"side", golden_layers_gating ? "engine" : "fp32 oracle (not gating: the engine does not compute in fp32)"},
                           {"sequences", golden_layer_sequences},
+                          {"sequences_without_hidden_states", golden_layers_unrecorded},
                           {"departs", golden_layers_departs},
                           {"pass", golden_layers_pass()}};
   if (gate == "kld") {
@@ -273,7 +275,8 @@ std::string VerifyResult::to_markdown() const {
          std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: the engine does not compute in fp32") +
          ") | " + (golden_layers_departs.empty() ? "PASS" : golden_layers_gating ? "FAIL" : "departs") + ": " +
          std::to_string(golden_layer_sequences) + " sequence" + (golden_layer_sequences == 1 ? "" : "s") +
-         (golden_layers_departs.empty() ? " agree" : "; " + golden_layers_departs) + " |\n";
+         (golden_layers_departs.empty() ? " agree" : "; " + golden_layers_departs) +
+         verify_detail::unrecorded_phrase(golden_layers_unrecorded) + " |\n";
   s += "| mean / max KL | " + fmt_g(mean_kl) + " / " + fmt_g(max_kl) + " |\n";
   // Shown where the reference's printed digits move the mean KL by more than 1% of it.
   if (mean_kl_within_print < 0.99 * mean_kl)

@@ -847,6 +847,7 @@ void check_golden_layers(const std::shared_ptr<const RecordFile>& golden, Engine
   res.golden_layer_sequences = g.n_sequences;
   res.golden_layers_departs = g.departs;
   res.golden_layers_gating = g.gating;
+  res.golden_layers_unrecorded = g.unrecorded;
   if (!res.golden_layers_pass()) res.failures.push_back("every layer vs the golden: " + g.departs);
 }
 
@@ -1104,7 +1105,14 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   decide_independence(res);
   res.caps = verdict_caps(res, plan.builtin_set);
   res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log(std::string("verify: ") + res.verdict() + " (" + (res.gate == "kld" ? res.dtype + " KLD gate: " : "") +
+  // Inside a deployment the phase holds the golden's hidden states after this verdict: the
+  // line says it covers the logits, so a PASS here is not read as the phase's.
+  const bool layers_elsewhere =
+      plan.golden && !opt.golden_layers &&
+      std::any_of(plan.golden->sequences.begin(), plan.golden->sequences.end(),
+                  [](const RecordSequence& q) { return q.hidden.has_layers(); });
+  log(std::string(layers_elsewhere ? "verify (logits; the phase checks the hidden states): " : "verify: ") +
+      res.verdict() + " (" + (res.gate == "kld" ? res.dtype + " KLD gate: " : "") +
       "mean KL " + fmt_g(res.mean_kl) + ", bound " + fmt_g(res.kl_bound) + ", top-1 agreement " +
       fmt_g(100.0 * res.top1_agreement, 4) + "%" +
       (res.gate == "kld" ? ", bound " + fmt_g(100.0 * res.min_top1, 4) + "%; predicted cost of " + res.dtype +

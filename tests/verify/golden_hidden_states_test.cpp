@@ -176,5 +176,38 @@ TEST(GoldenHiddenStates, VerifyHoldsEveryLayerAndBlamesTheGoldenForItsOwnContrad
   EXPECT_EQ(hb.golden_layers_departs, "") << hb.verdict_line();
 }
 
+// A sequence recording no hidden states is held to the logit gates only: the report names
+// it beside the sequences checked at depth (it used to be left out without a word).
+TEST(GoldenHiddenStates, SequencesWithoutHiddenStatesAreNamedNotSilentlySkipped) {
+  TempDir t;
+  RecordFile partial = read_record_file(stories_golden());
+  std::vector<std::string> unrecorded;
+  int recorded = 0;
+  for (const auto& s : partial.sequences)
+    if (s.hidden.has_layers()) ++recorded; else unrecorded.push_back(s.name);
+  ASSERT_GE(recorded, 2);
+  RecordSequence& bare = partial.sequences[1];
+  ASSERT_TRUE(bare.hidden.has_layers());
+  bare.hidden = HiddenStates{};
+  unrecorded.insert(unrecorded.begin(), bare.name);  // sequences are walked in file order
+  std::sort(unrecorded.begin(), unrecorded.end(), [&](const std::string& a, const std::string& b) {
+    auto at = [&](const std::string& n) {
+      return std::find_if(partial.sequences.begin(), partial.sequences.end(),
+                          [&](const RecordSequence& q) { return q.name == n; }) - partial.sequences.begin();
+    };
+    return at(a) < at(b);
+  });
+  const VerifyResult v = verify_golden(stories_dir(), write(t, "partial", partial), "fp32");
+  EXPECT_EQ(v.verdict(), "PASS") << v.verdict_line();
+  EXPECT_EQ(v.golden_layer_sequences, recorded - 1);
+  EXPECT_EQ(v.golden_layers_unrecorded, unrecorded);
+  EXPECT_EQ(v.to_json()["golden_layers"]["sequences_without_hidden_states"], nlohmann::json(unrecorded));
+  std::string names;
+  for (const auto& n : unrecorded) names += (names.empty() ? "" : ", ") + n;
+  const std::string row = std::to_string(unrecorded.size()) + " sequence" + (unrecorded.size() == 1 ? " records" : "s record") +
+                          " no hidden states (held to the logits only): " + names + " |";
+  EXPECT_NE(v.to_markdown().find(row), std::string::npos) << v.to_markdown();
+}
+
 }  // namespace
 }  // namespace llmport
