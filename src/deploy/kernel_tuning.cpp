@@ -180,27 +180,42 @@ KernelValidation summarize_validation(const std::vector<ValidationRow>& rows, DT
   return kv;
 }
 
+std::set<std::pair<int64_t, int64_t>> kept_linear_shapes(const ModelConfig& cfg, DType base, QuantType quant,
+                                                          QuantType lm_head_quant) {
+  std::set<std::pair<int64_t, int64_t>> kept;
+  for (const PlannedTensor& t : plan_quantization(cfg, base, quant, lm_head_quant).matrices)
+    if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
+  return kept;
+}
+
 namespace {
 
 // The linear shapes the deployment's engine runs through the base-dtype GEMM/GEMV: every
 // one of an unquantized deployment; of a quantized one, those of the tensors its plan keeps
-// (a quantized projection never asks the registry for a GEMM/GEMV tile config, so tuning
-// its shape would record configs nothing uses, which the evaluator rightly fails).
-std::function<bool(int, int)> base_dtype_shapes(const Context& ctx) {
-  if (ctx.quant == QuantType::None) return {};
-  std::set<std::pair<int64_t, int64_t>> kept;
-  for (const PlannedTensor& t : plan_quantization(ctx.cfg, ctx.dtype, ctx.quant, lm_head_quant(ctx.m)).matrices)
-    if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
+// (tuning a quantized projection's shape would record configs nothing uses, which the
+// evaluator rightly fails).
+std::function<bool(int, int)> base_dtype_shapes(const std::set<std::pair<int64_t, int64_t>>& kept) {
   return [kept](int n, int k) { return kept.count({n, k}) > 0; };
 }
 
 }  // namespace
 
 SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
+  std::function<bool(int, int)> shapes;
+  if (ctx.quant != QuantType::None) {
+    const auto kept = kept_linear_shapes(ctx.cfg, ctx.dtype, ctx.quant, lm_head_quant(ctx.m));
+    if (kept.empty()) {
+      SweepOutcome none;
+      none.same_as_current = none.nothing_to_tune = true;
+      if (prefill) snapshot_registry(ctx);
+      return none;
+    }
+    shapes = base_dtype_shapes(kept);
+  }
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
   const int reps = 3;  // the registry default; a noisy pick would make phase 4-5 timing meaningless
   std::vector<RegistryEntry> entries = sweep_kernels(ctx.cfg, ctx.dtype, prefill, reg, ctx.m.name, ctx.opt.threads,
-                                                     prefill_m_of(ctx.m), reps, base_dtype_shapes(ctx));
+                                                     prefill_m_of(ctx.m), reps, shapes);
   if (entries.empty()) throw GateError(std::string("kernels sweep recorded no ") + (prefill ? "GEMM" : "GEMV") + " entry");
   if (prefill) snapshot_registry(ctx);  // phase 5 compares against phase 4's configs: keep them as they are now
   // Same configs as the previous stage? Compare what each stage's selection gives every

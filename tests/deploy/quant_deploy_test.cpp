@@ -111,6 +111,29 @@ TEST(QuantDeploy, PhaseOneOfAQuantizedLmHeadValidatesTheQuantizedLinear) {
   }
 }
 
+// A deployment that quantizes every linear, lm_head included (mistral-tiny's every
+// projection is a multiple of 32 wide), has no base-dtype GEMM/GEMV for registry tile
+// configs to serve: phases 4-5 used to FAIL it ("kernels sweep recorded no GEMM entry");
+// they pass saying there is nothing to tune, and the evaluation passes.
+TEST(QuantDeploy, EveryLinearQuantizedLeavesNothingToTuneAndStillDeploys) {
+  TempDir t;
+  const fs::path ws = t.path() / "ws";
+  auto r = run_llmport({"deploy", shared_path("models/synthetic/mistral-tiny").string(), "--dtype", "q8_0",
+                        "--quantize-lm-head", "q8_0", "--workspace", ws.string(), "--threads", "1", "--quick"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const json m = json::parse(read_file(ws / "mistral-tiny" / "deployment.json"));
+  for (int phase : {4, 5, 7}) {
+    SCOPED_TRACE(phase);
+    const json& ph = m["phases"][phase];
+    EXPECT_TRUE(ph["status"] == "PASS" || ph["status"] == "PASS-with-warnings") << ph.dump();
+    if (phase == 7) continue;
+    EXPECT_EQ(ph["reason"].get<std::string>().rfind("nothing to tune: every linear, lm_head included, is q8_0", 0), 0u)
+        << ph["reason"];
+    EXPECT_EQ(ph["numbers"]["sweep"]["nothing_to_tune"], true);
+    EXPECT_TRUE(ph["numbers"]["sweep"]["best"].empty());
+  }
+}
+
 TEST(QuantDeploy, GateOptionsAreCheckedBeforeAnythingIsWritten) {
   struct Case {
     std::vector<std::string> args;
