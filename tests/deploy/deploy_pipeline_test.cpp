@@ -80,8 +80,8 @@ void expect_deployed(const fs::path& dir, const std::string& expected) {
   EXPECT_NE(timing.find("| total |"), std::string::npos);
   // README carries measured numbers; the Makefile has every target.
   std::string readme = read_file(dir / "README.md");
-  EXPECT_NE(readme.find("prefill tokens/s"), std::string::npos);
-  EXPECT_NE(readme.find("decode tokens/s"), std::string::npos);
+  EXPECT_NE(readme.find("| prefill tokens/s | "), std::string::npos);  // the Measured table's rows
+  EXPECT_NE(readme.find("| decode tokens/s | "), std::string::npos);
   std::string mk = read_file(dir / "Makefile");
   for (const char* t :
        {"\nrun:", "\nverify:", "\nverify-full:", "\ndiagnosis:", "\nprofile:", "\nbench:", "\ncompile:", "\nclean:"})
