@@ -162,10 +162,11 @@ Validated validate_options(DeployOptions& opt) {
   if (!compat.accepted)
     throw UnsupportedError(fmt::format("{}: {}; nothing was written", cfg_file.string(), compat.message));
   v.cfg = std::move(*checked.config);
-  // Damaged weights (a truncated download, a header that lost a tensor) are bad input, as
-  // `llmport check` says: refused here, before a workspace exists (phase 0 still loads
-  // every tensor). Only the headers are read.
-  if (!check_safetensors_headers(v.model_dir).empty()) (void)WeightStore::open(v.model_dir, v.cfg);
+  // Damaged or missing weights (a truncated download, a header that lost a tensor, a
+  // config-only directory) are bad input, as `llmport check` says: refused here, before a
+  // workspace exists (phase 0 still loads every tensor). Only the headers are read.
+  (void)check_safetensors_headers(v.model_dir);
+  (void)WeightStore::open(v.model_dir, v.cfg);
   // A malformed tokenizer.json or golden is bad input too (exit 2), found here rather than
   // as a BLOCKED phase 0 in a workspace just created for it.
   if (Tokenizer::exists(v.model_dir)) (void)Tokenizer::load(v.model_dir);
