@@ -324,6 +324,21 @@ TEST(Audit, TunedConfigsRowFailsOnAHeuristicDefaultOrAnotherConfig) {
   auto row = audit_tuned_configs(f.m, f.r, f.sel);
   EXPECT_EQ(row.result, "FAIL");
   EXPECT_NE(row.detail.find("where phases 4-5 chose"), std::string::npos) << row.detail;
+  // The registry serves nothing for a shape phases 4-5 tuned, or lacks one of its keys.
+  Clean n = c;
+  n.sel.heuristic_used.clear();
+  n.sel.chosen = {{"n=128 k=64", {{"mr", 8}, {"fma", 0}, {"gnp", 4}}}};
+  row = audit_tuned_configs(n.m, n.r, n.sel);
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("tuned_prefill n=64 k=64: the registry serves nothing where phases 4-5 chose"),
+            std::string::npos)
+      << row.detail;
+  Clean k = c;
+  k.sel.heuristic_used.clear();
+  k.sel.chosen["n=64 k=64"].erase("gnp");
+  row = audit_tuned_configs(k.m, k.r, k.sel);
+  EXPECT_EQ(row.result, "FAIL");
+  EXPECT_NE(row.detail.find("tuned_decode n=64 k=64: the registry serves "), std::string::npos) << row.detail;
 }
 
 TEST(Audit, KernelCacheRowFailsOnAHitOrAnUnclearedCache) {
@@ -348,6 +363,14 @@ TEST(Audit, CountsRowFailsOnAnyMissingToken) {
     if (i == 3) d.r.dispatch_counters["cpu/avx512:gemv"] -= 1;
     EXPECT_EQ(audit_counts(d.r, Clean::kPerForward).result, "FAIL") << i;
   }
+  // A re-run that did no work matches "what it requires" vacuously: it fails instead.
+  Clean z;
+  z.r.n_prompts = 0;
+  z.r.engine_tokens_generated = z.r.teacher_forced_steps = z.r.engine_forward_calls = 0;
+  z.r.dispatch_counters.clear();
+  EXPECT_EQ(audit_counts(z.r, Clean::kPerForward).result, "FAIL");
+  c.r.dispatch_counters.clear();
+  EXPECT_EQ(audit_counts(c.r, 0).result, "FAIL");  // no kernel call per forward counted
 }
 
 TEST(Audit, FaultRowFailsOnAPlantedFaultInTheDeployOrTheRerun) {
