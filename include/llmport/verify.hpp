@@ -514,8 +514,8 @@ struct VerifyResult {
   int golden_layer_sequences = 0;     ///< sequences compared (0: none recorded, or not run)
   std::string golden_layers_departs;  ///< "" or "sequence S: <record>: <rule>"
   bool golden_layers_gating = true;   ///< false: the fp32 oracle departs (an engine not computing in fp32)
-  /// Golden sequences recording no per-layer hidden states, beside sequences that do: held
-  /// to the logit gates only, and named in the report (empty where none record any).
+  /// Golden sequences recording no per-layer hidden states: held to the logit gates only,
+  /// and named in the report (all of them for a golden recording none).
   std::vector<std::string> golden_layers_unrecorded;
   bool golden_layers_pass() const { return golden_layers_departs.empty() || !golden_layers_gating; }
   /// "kld" gate only: the format's predicted cost on this model (predict_quant_cost: the

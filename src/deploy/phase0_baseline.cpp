@@ -45,8 +45,17 @@ class Phase0 : public Phase {
     ctx.runtime_s += sw.seconds();
     num["oracle_top1"] = rec.last.token;
     num["oracle_top5"] = top_json(rec.last.top);
-    if (rec.last.non_finite())
+    if (rec.last.non_finite()) {
+      // A NaN/inf stored in a tensor is a damaged model file (bad input, naming the tensor,
+      // as `check --scan-values` does); only finite weights make it the model's own failure.
+      const Phase0Report scan = check_model_dir(ctx.m.model_dir, ctx.opt.max_seq, /*scan_values=*/true);
+      if (!scan.pass) {
+        PhaseResult b = make_result(0, PhaseStatus::Blocked, "model checks: " + scan.error, num);
+        b.bad_input = scan.exit_code == kExitBadInput;
+        return b;
+      }
       return make_result(0, PhaseStatus::Fail, "the fp32 reference produced NaN/inf logits on the first prompt", num);
+    }
     if (rec.last.top.size() >= 2 && rec.last.top.front().logit == rec.last.top.back().logit)
       return make_result(0, PhaseStatus::Fail, "degenerate logits: the top-5 are all equal", num);
     PhaseResult r;

@@ -32,6 +32,8 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
   } else if (!g.departs.empty() && g.gating) {
     r.reason = (is_pass(r.status) ? "" : r.reason + "; ") + "every layer vs the golden: " + g.departs;
     r.status = PhaseStatus::Fail;
+  } else if (g.n_sequences == 0 && !g.unrecorded.empty()) {
+    r.reason += verify_detail::unrecorded_phrase(g.unrecorded, 0);
   } else if (g.n_sequences > 0) {
     r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", g.gating ? "every layer's" : "fp32 oracle's",
                             g.n_sequences, g.n_sequences == 1 ? "" : "s",

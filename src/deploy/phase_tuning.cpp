@@ -60,8 +60,9 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   TimingComparison cmp = compare_timings(base, tuned, sweep.same_as_current, what);
   if (sweep.nothing_to_tune) {  // no sweep ran: the timing compares one config with itself
     const std::string same = "the sweep's best configs are the ones already in use (nothing to adopt); ";
-    cmp.reason = "nothing to tune: every linear, lm_head included, is " + ctx.m.dtype +
-                 " (registry tile configs serve only base-dtype GEMM/GEMV); " +
+    const std::string lm_head = ctx.m.quantize_lm_head.empty() ? ctx.m.dtype : ctx.m.quantize_lm_head;
+    cmp.reason = "nothing to tune: every linear is quantized (" + ctx.m.dtype + ", lm_head " + lm_head +
+                 "; registry tile configs serve only base-dtype GEMM/GEMV); " +
                  (cmp.reason.rfind(same, 0) == 0 ? cmp.reason.substr(same.size()) : cmp.reason);
   }
   if (!cmp.adopted && !cmp.same_configs) {

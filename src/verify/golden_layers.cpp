@@ -85,12 +85,14 @@ GoldenLayers compare_golden_layers(
         g.departs += " (llmport's oracle, not independent, agrees with the engine at every layer)";
     }
   }
-  if (g.n_sequences == 0) g.unrecorded.clear();  // a golden without hidden states: nothing to say
   return g;
 }
 
-std::string unrecorded_phrase(const std::vector<std::string>& unrecorded) {
+std::string unrecorded_phrase(const std::vector<std::string>& unrecorded, int n_checked) {
   if (unrecorded.empty()) return "";
+  if (n_checked == 0)
+    return fmt::format("; the golden records no hidden states (its {} sequence{} held to the logits only)",
+                       unrecorded.size(), unrecorded.size() == 1 ? "" : "s");
   std::string names;
   for (const std::string& n : unrecorded) names += (names.empty() ? "" : ", ") + n;
   return fmt::format("; {} sequence{} record{} no hidden states (held to the logits only): {}", unrecorded.size(),

@@ -20,7 +20,7 @@ namespace llmport::verify_detail {
 struct GoldenLayers {
   int n_sequences = 0;  ///< sequences compared (those recording hidden states)
   /// Names of the golden's sequences that record no per-layer hidden states (unchecked at
-  /// depth; said beside the result, not silently left out). Empty where none record any.
+  /// depth; said beside the result, not silently left out), every one where none records any.
   std::vector<std::string> unrecorded;
   /// "" or where the golden contradicts itself: "FILE: sequence S: hidden states: ..." (a
   /// record holding NaN/inf, or one the next record disagrees with while the side agrees
@@ -39,8 +39,10 @@ struct GoldenLayers {
 };
 
 /// "" or "; N sequence(s) record no hidden states (held to the logits only): a, b" for
-/// GoldenLayers::unrecorded, the words every report of the check uses.
-std::string unrecorded_phrase(const std::vector<std::string>& unrecorded);
+/// GoldenLayers::unrecorded, the words every report of the check uses; where no sequence
+/// records any (`n_checked` 0), "; the golden records no hidden states (its N sequence(s)
+/// held to the logits only)".
+std::string unrecorded_phrase(const std::vector<std::string>& unrecorded, int n_checked = 1);
 
 /// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
 /// rules; the budget follows the two sides' dtypes). `oracle` (llmport's fp32 oracle with

@@ -114,7 +114,7 @@ nlohmann::json VerifyResult::to_json() const {
                             {"mean_kl_printed", reference_check_mean_kl_printed},
                             {"bound", reference_check_bound},
                             {"pass", reference_check_pass}};
-  if (golden_layer_sequences > 0)
+  if (golden_layer_sequences > 0 || !golden_layers_unrecorded.empty())
     j["golden_layers"] = {{"statistic", "the golden's recorded hidden states (embedding, every layer's output, the "
                                         "final norm; last prompt position) against the side's, diagnosis rules"},
                           {"side", golden_layers_gating ? "engine" : "fp32 oracle (not gating: the engine does not compute in fp32)"},
@@ -270,7 +270,10 @@ std::string VerifyResult::to_markdown() const {
                     " at its values as printed)"
               : std::string()) +
          ", bound " + fmt_g(reference_check_bound) + " |\n";
-  if (golden_layer_sequences > 0)
+  if (golden_layer_sequences == 0 && !golden_layers_unrecorded.empty())
+    s += "| every layer vs the golden's hidden states | not checked" +
+         verify_detail::unrecorded_phrase(golden_layers_unrecorded, 0) + " |\n";
+  else if (golden_layer_sequences > 0)
     s += "| every layer vs the golden's hidden states (" +
          std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: the engine does not compute in fp32") +
          ") | " + (golden_layers_departs.empty() ? "PASS" : golden_layers_gating ? "FAIL" : "departs") + ": " +

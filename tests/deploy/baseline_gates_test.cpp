@@ -1,6 +1,7 @@
 // Phase 0 (reference baseline) fails on each of its gates: the fp32 reference's logits on
-// the first prompt NaN/inf, degenerate (the top-5 all equal), or a top-1 outside the
-// golden's top-5; and a model directory that cannot be loaded blocks it as bad input.
+// the first prompt NaN/inf from finite weights, degenerate (the top-5 all equal), or a
+// top-1 outside the golden's top-5; a NaN stored in a weight blocks it as bad input, and a
+// directory without weights is refused before a workspace exists.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,13 +31,29 @@ json phase0(const fs::path& ws) { return json::parse(read_file(ws / "m" / "deplo
 
 TEST(BaselineGates, NonFiniteOrDegenerateReferenceLogitsFailPhaseZero) {
   TempDir t;
-  // One NaN in the final norm: every logit is NaN.
+  // One NaN stored in the final norm: a damaged model file, bad input naming the tensor
+  // (BLOCKED, exit 2), not the model's failure.
   const fs::path nan = t.path() / "nan";
   llmport::test::copy_stories_with_nan(nan, "model.norm.weight");
   RunResult r = deploy_phase0(nan, golden_file(), t.path() / "ws_nan");
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(phase0(t.path() / "ws_nan")["status"], "BLOCKED");
+  EXPECT_EQ(phase0(t.path() / "ws_nan")["reason"], "model checks: " + (nan / "model.safetensors").string() +
+                                                       ": model.norm.weight: 1 NaN/Inf values (1 NaN/Inf, 0 "
+                                                       "overflowing in all tensors)");
+
+  // Every weight finite and under sqrt(FLT_MAX), yet layer 0's queries and keys overflow
+  // (norm and projections at 1.5e19): the scores are inf, the softmax NaN. The model
+  // itself fails.
+  const fs::path overflow = t.path() / "overflow";
+  llmport::test::copy_stories(overflow);
+  for (const char* name : {"model.layers.0.input_layernorm.weight", "model.layers.0.self_attn.q_proj.weight",
+                           "model.layers.0.self_attn.k_proj.weight"})
+    llmport::test::edit_f32_tensor(overflow / "model.safetensors", name, [](float& v, std::size_t) { v = 1.5e19f; });
+  r = deploy_phase0(overflow, golden_file(), t.path() / "ws_overflow");
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(phase0(t.path() / "ws_nan")["status"], "FAIL");
-  EXPECT_EQ(phase0(t.path() / "ws_nan")["reason"], "the fp32 reference produced NaN/inf logits on the first prompt");
+  EXPECT_EQ(phase0(t.path() / "ws_overflow")["status"], "FAIL");
+  EXPECT_EQ(phase0(t.path() / "ws_overflow")["reason"], "the fp32 reference produced NaN/inf logits on the first prompt");
 
   // A zero final norm: every logit is 0, so no token is the model's choice.
   const fs::path flat = t.path() / "flat";

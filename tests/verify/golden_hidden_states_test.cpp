@@ -207,6 +207,20 @@ TEST(GoldenHiddenStates, SequencesWithoutHiddenStatesAreNamedNotSilentlySkipped)
   const std::string row = std::to_string(unrecorded.size()) + " sequence" + (unrecorded.size() == 1 ? " records" : "s record") +
                           " no hidden states (held to the logits only): " + names + " |";
   EXPECT_NE(v.to_markdown().find(row), std::string::npos) << v.to_markdown();
+
+  // A golden recording none says so too: its verdict covers the logits only.
+  RecordFile none = partial;
+  for (auto& s : none.sequences) s.hidden = HiddenStates{};
+  const VerifyResult n = verify_golden(stories_dir(), write(t, "none", none), "fp32");
+  EXPECT_EQ(n.verdict(), "PASS") << n.verdict_line();
+  EXPECT_EQ(n.golden_layer_sequences, 0);
+  EXPECT_EQ(n.golden_layers_unrecorded.size(), none.sequences.size());
+  EXPECT_NE(n.to_markdown().find("| every layer vs the golden's hidden states | not checked; the golden records no "
+                                 "hidden states (its " + std::to_string(none.sequences.size()) +
+                                 " sequences held to the logits only) |"),
+            std::string::npos)
+      << n.to_markdown();
+  EXPECT_FALSE(n.to_json()["gates"].contains("golden_layers"));
 }
 
 }  // namespace
