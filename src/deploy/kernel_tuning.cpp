@@ -180,37 +180,35 @@ KernelValidation summarize_validation(const std::vector<ValidationRow>& rows, DT
   return kv;
 }
 
-std::set<std::pair<int64_t, int64_t>> kept_linear_shapes(const ModelConfig& cfg, DType base, QuantType quant,
-                                                          QuantType lm_head_quant) {
-  std::set<std::pair<int64_t, int64_t>> kept;
-  for (const PlannedTensor& t : plan_quantization(cfg, base, quant, lm_head_quant).matrices)
-    if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
-  return kept;
-}
-
 namespace {
 
-// The linear shapes the deployment's engine runs through the base-dtype GEMM/GEMV: every
-// one of an unquantized deployment; of a quantized one, those of the tensors its plan keeps
-// (tuning a quantized projection's shape would record configs nothing uses, which the
-// evaluator rightly fails).
-std::function<bool(int, int)> base_dtype_shapes(const std::set<std::pair<int64_t, int64_t>>& kept) {
-  return [kept](int n, int k) { return kept.count({n, k}) > 0; };
+// Distinct [n_out, n_in] shapes of the linears a quantized deployment keeps in its base
+// dtype (quant_plan.hpp), the only ones registry GEMM/GEMV tile configs serve (tuning a
+// quantized projection's shape would record configs nothing uses, which the evaluator
+// rightly fails). Empty where every linear, lm_head included, is quantized.
+std::set<std::pair<int64_t, int64_t>> kept_linear_shapes(const Context& ctx) {
+  std::set<std::pair<int64_t, int64_t>> kept;
+  for (const PlannedTensor& t : plan_quantization(ctx.cfg, ctx.dtype, ctx.quant, lm_head_quant(ctx.m)).matrices)
+    if (t.quant == QuantType::None && t.role != TensorRole::Embed) kept.insert({t.shape[0], t.shape[1]});
+  return kept;
 }
 
 }  // namespace
 
 SweepOutcome sweep_deployment_kernels(Context& ctx, bool prefill) {
-  std::function<bool(int, int)> shapes;
+  std::function<bool(int, int)> shapes;  // every linear shape of an unquantized deployment
   if (ctx.quant != QuantType::None) {
-    const auto kept = kept_linear_shapes(ctx.cfg, ctx.dtype, ctx.quant, lm_head_quant(ctx.m));
+    const auto kept = kept_linear_shapes(ctx);
     if (kept.empty()) {
       SweepOutcome none;
-      none.same_as_current = none.nothing_to_tune = true;
+      none.same_as_current = true;
+      none.nothing_to_tune = "nothing to tune: every linear is quantized (" + ctx.m.dtype + ", lm_head " +
+                             (ctx.m.quantize_lm_head.empty() ? ctx.m.dtype : ctx.m.quantize_lm_head) +
+                             "; registry tile configs serve only base-dtype GEMM/GEMV)";
       if (prefill) snapshot_registry(ctx);
       return none;
     }
-    shapes = base_dtype_shapes(kept);
+    shapes = [kept](int n, int k) { return kept.count({n, k}) > 0; };
   }
   KernelRegistry reg(KernelRegistry::shipped_dir(ctx.m.target), ctx.ws.registry());
   const int reps = 3;  // the registry default; a noisy pick would make phase 4-5 timing meaningless

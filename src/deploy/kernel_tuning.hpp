@@ -2,10 +2,7 @@
 // ADAPTER between the pipeline and the registry module (fastcpu issue): phase-1 kernel
 // validation, phase-4/5 sweeps, and the engine options that select a stage's kernel
 // configs. Only calls into registry.hpp; no registry logic lives here.
-#include <cstdint>
-#include <set>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -35,19 +32,12 @@ KernelValidation summarize_validation(const std::vector<ValidationRow>& rows, DT
 /// deployment's registry (<ws>/registry).
 KernelValidation validate_deployment_kernels(Context& ctx);
 
-/// Distinct [n_out, n_in] shapes of the linears a quantized deployment keeps in its base
-/// dtype (quant_plan.hpp), the only ones registry GEMM/GEMV tile configs serve; a
-/// quantized projection never asks the registry. Empty where every linear, lm_head
-/// included, is quantized: phases 4-5 then have no tile config to tune and phase 7's
-/// registry row no shape to find.
-std::set<std::pair<int64_t, int64_t>> kept_linear_shapes(const ModelConfig& cfg, DType base, QuantType quant,
-                                                          QuantType lm_head_quant);
-
 /// Phase 4/5 sweep outcome.
 struct SweepOutcome {
   bool same_as_current = false;  ///< best configs == the ones the previous phase used
-  /// Every linear is quantized (kept_linear_shapes empty): nothing was swept or recorded.
-  bool nothing_to_tune = false;
+  /// "" or why nothing was swept or recorded: every linear is quantized, so no base-dtype
+  /// GEMM/GEMV asks the registry for a tile config.
+  std::string nothing_to_tune;
   nlohmann::json best = nlohmann::json::array();  ///< chosen configs per (kernel, shape)
 };
 

@@ -20,6 +20,16 @@ nlohmann::json top_json(const std::vector<TopEntry>& top) {
   return a;
 }
 
+// A failed check_model_dir: a consistency mismatch is a failed check; anything that stops
+// loading (a damaged file, a NaN stored in a tensor) blocks, as bad input where its exit
+// code says so.
+PhaseResult model_checks_result(const Phase0Report& rep, const nlohmann::json& num) {
+  PhaseResult r = make_result(0, rep.exit_code == kExitCheckFailed ? PhaseStatus::Fail : PhaseStatus::Blocked,
+                              "model checks: " + rep.error, num);
+  r.bad_input = rep.exit_code == kExitBadInput;
+  return r;
+}
+
 class Phase0 : public Phase {
  public:
   int index() const override { return 0; }
@@ -29,13 +39,7 @@ class Phase0 : public Phase {
     nlohmann::json num;
     Phase0Report rep = check_model_dir(ctx.m.model_dir, ctx.opt.max_seq);
     num["checks"] = rep.to_json();
-    if (!rep.pass) {
-      // A consistency mismatch is a failed check; anything that stops loading blocks.
-      auto st = rep.exit_code == 1 ? PhaseStatus::Fail : PhaseStatus::Blocked;
-      PhaseResult r = make_result(0, st, "model checks: " + rep.error, num);
-      r.bad_input = rep.exit_code == kExitBadInput;
-      return r;
-    }
+    if (!rep.pass) return model_checks_result(rep, num);
     std::vector<int> ids = first_prompt_ids(ctx);
     num["prompt_ids"] = ids;
     ctx.m.first_prompt_ids = ids;  // Makefile default for id-only models
@@ -49,11 +53,7 @@ class Phase0 : public Phase {
       // A NaN/inf stored in a tensor is a damaged model file (bad input, naming the tensor,
       // as `check --scan-values` does); only finite weights make it the model's own failure.
       const Phase0Report scan = check_model_dir(ctx.m.model_dir, ctx.opt.max_seq, /*scan_values=*/true);
-      if (!scan.pass) {
-        PhaseResult b = make_result(0, PhaseStatus::Blocked, "model checks: " + scan.error, num);
-        b.bad_input = scan.exit_code == kExitBadInput;
-        return b;
-      }
+      if (!scan.pass) return model_checks_result(scan, num);
       return make_result(0, PhaseStatus::Fail, "the fp32 reference produced NaN/inf logits on the first prompt", num);
     }
     if (rec.last.top.size() >= 2 && rec.last.top.front().logit == rec.last.top.back().logit)

@@ -33,12 +33,12 @@ void judge_golden_layers(Context& ctx, EngineRunner& engine, bool quantized, Run
     r.reason = (is_pass(r.status) ? "" : r.reason + "; ") + "every layer vs the golden: " + g.departs;
     r.status = PhaseStatus::Fail;
   } else if (g.n_sequences == 0 && !g.unrecorded.empty()) {
-    r.reason += verify_detail::unrecorded_phrase(g.unrecorded, 0);
+    r.reason += verify_detail::unrecorded_phrase(g.unrecorded, g.n_sequences);
   } else if (g.n_sequences > 0) {
     r.reason += fmt::format("; {} hidden states of {} golden sequence{} {}", g.gating ? "every layer's" : "fp32 oracle's",
                             g.n_sequences, g.n_sequences == 1 ? "" : "s",
                             g.departs.empty() ? "agree" : "depart (not gating): " + g.departs) +
-                verify_detail::unrecorded_phrase(g.unrecorded);
+                verify_detail::unrecorded_phrase(g.unrecorded, g.n_sequences);
     // The independent reference disagreeing with llmport's own fp32 computation does not
     // vanish from the verdict because the engine does not compute in fp32: it caps it.
     if (!g.departs.empty()) {

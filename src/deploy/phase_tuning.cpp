@@ -32,7 +32,9 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
   SweepOutcome sweep = sweep_deployment_kernels(ctx, prefill);
   ctx.compile_s += sw.seconds();
   nlohmann::json num;
-  num["sweep"] = {{"same_as_current", sweep.same_as_current}, {"nothing_to_tune", sweep.nothing_to_tune}, {"best", sweep.best}};
+  num["sweep"] = {{"same_as_current", sweep.same_as_current},
+                  {"nothing_to_tune", !sweep.nothing_to_tune.empty()},
+                  {"best", sweep.best}};
 
   const ConfigStage before = prefill ? ConfigStage::Default : ConfigStage::Prefill;
   const ConfigStage after = prefill ? ConfigStage::Prefill : ConfigStage::Tuned;
@@ -57,14 +59,7 @@ PhaseResult run_tuning_phase(Context& ctx, bool prefill) {
                                         ctx.opt.quick ? 300.0 : 2000.0);
   ctx.compile_s += build_s;
   ctx.runtime_s += sw.seconds() - build_s;
-  TimingComparison cmp = compare_timings(base, tuned, sweep.same_as_current, what);
-  if (sweep.nothing_to_tune) {  // no sweep ran: the timing compares one config with itself
-    const std::string same = "the sweep's best configs are the ones already in use (nothing to adopt); ";
-    const std::string lm_head = ctx.m.quantize_lm_head.empty() ? ctx.m.dtype : ctx.m.quantize_lm_head;
-    cmp.reason = "nothing to tune: every linear is quantized (" + ctx.m.dtype + ", lm_head " + lm_head +
-                 "; registry tile configs serve only base-dtype GEMM/GEMV); " +
-                 (cmp.reason.rfind(same, 0) == 0 ? cmp.reason.substr(same.size()) : cmp.reason);
-  }
+  TimingComparison cmp = compare_timings(base, tuned, sweep.same_as_current, what, sweep.nothing_to_tune);
   if (!cmp.adopted && !cmp.same_configs) {
     keep_previous_configs(ctx, sweep, prefill);
     append_lesson(ctx.ws, fmt::format("phase {} ({}) kept the previous kernel configs: {}", phase, phase_name(phase),

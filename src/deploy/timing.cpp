@@ -86,7 +86,7 @@ RatioInterval ratio_of_medians_interval(const std::vector<double>& base, const s
 }
 
 TimingComparison compare_timings(const TimingStats& baseline, const TimingStats& tuned, bool same_configs,
-                                 const std::string& what) {
+                                 const std::string& what, const std::string& same_why) {
   TimingComparison c;
   c.baseline = baseline;
   c.tuned = tuned;
@@ -97,7 +97,8 @@ TimingComparison compare_timings(const TimingStats& baseline, const TimingStats&
                   what, tuned.median, baseline.median, c.interval.ratio, 100 * c.interval.confidence, c.interval.low,
                   c.interval.high, c.interval.method);
   if (same_configs) {
-    c.reason = "the sweep's best configs are the ones already in use (nothing to adopt); " + nums;
+    c.reason = (same_why.empty() ? "the sweep's best configs are the ones already in use (nothing to adopt)" : same_why) +
+               "; " + nums;
   } else if (c.interval.high < 1.0) {
     c.adopted = true;
     c.reason = "tuned configs adopted: measurably faster; " + nums;

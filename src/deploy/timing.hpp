@@ -56,9 +56,11 @@ struct TimingComparison {
 
 /// The rule (docs/deployment.md): same configs -> nothing to adopt; 95% interval of the
 /// ratio of medians entirely below 1 -> adopt the tuned configs; otherwise keep the
-/// previous ones. `what` names the quantity ("prefill", "decode per token").
+/// previous ones. `what` names the quantity ("prefill", "decode per token"); `same_why`, where
+/// not empty, says why the configs are the same instead of "the sweep's best configs are
+/// the ones already in use (nothing to adopt)" (a deployment with nothing to sweep).
 TimingComparison compare_timings(const TimingStats& baseline, const TimingStats& tuned,
-                                 bool same_configs, const std::string& what);
+                                 bool same_configs, const std::string& what, const std::string& same_why = "");
 
 /// What to time.
 enum class TimedOp {

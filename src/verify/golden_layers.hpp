@@ -42,7 +42,7 @@ struct GoldenLayers {
 /// GoldenLayers::unrecorded, the words every report of the check uses; where no sequence
 /// records any (`n_checked` 0), "; the golden records no hidden states (its N sequence(s)
 /// held to the logits only)".
-std::string unrecorded_phrase(const std::vector<std::string>& unrecorded, int n_checked = 1);
+std::string unrecorded_phrase(const std::vector<std::string>& unrecorded, int n_checked);
 
 /// Diagnoses `side` against every golden sequence recording hidden states (diagnosis.hpp
 /// rules; the budget follows the two sides' dtypes). `oracle` (llmport's fp32 oracle with

@@ -272,14 +272,14 @@ std::string VerifyResult::to_markdown() const {
          ", bound " + fmt_g(reference_check_bound) + " |\n";
   if (golden_layer_sequences == 0 && !golden_layers_unrecorded.empty())
     s += "| every layer vs the golden's hidden states | not checked" +
-         verify_detail::unrecorded_phrase(golden_layers_unrecorded, 0) + " |\n";
+         verify_detail::unrecorded_phrase(golden_layers_unrecorded, golden_layer_sequences) + " |\n";
   else if (golden_layer_sequences > 0)
     s += "| every layer vs the golden's hidden states (" +
          std::string(golden_layers_gating ? "the engine" : "llmport's fp32 oracle, not gating: the engine does not compute in fp32") +
          ") | " + (golden_layers_departs.empty() ? "PASS" : golden_layers_gating ? "FAIL" : "departs") + ": " +
          std::to_string(golden_layer_sequences) + " sequence" + (golden_layer_sequences == 1 ? "" : "s") +
          (golden_layers_departs.empty() ? " agree" : "; " + golden_layers_departs) +
-         verify_detail::unrecorded_phrase(golden_layers_unrecorded) + " |\n";
+         verify_detail::unrecorded_phrase(golden_layers_unrecorded, golden_layer_sequences) + " |\n";
   s += "| mean / max KL | " + fmt_g(mean_kl) + " / " + fmt_g(max_kl) + " |\n";
   // Shown where the reference's printed digits move the mean KL by more than 1% of it.
   if (mean_kl_within_print < 0.99 * mean_kl)
