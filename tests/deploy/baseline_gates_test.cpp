@@ -14,7 +14,6 @@
 namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
-using llmport::test::run_llmport;
 using llmport::test::RunResult;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
@@ -23,8 +22,8 @@ using nlohmann::json;
 fs::path golden_file() { return shared_path("models/stories260K/golden/public.json"); }
 
 RunResult deploy_phase0(const fs::path& model, const fs::path& golden, const fs::path& ws) {
-  return run_llmport({"deploy", model.string(), "--reference", "golden:" + golden.string(), "--workspace",
-                      ws.string(), "--name", "m", "--last-phase", "0", "--threads", "1", "--quick"});
+  return llmport::test::deploy_quick({model.string(), "--reference", "golden:" + golden.string(), "--workspace",
+                                      ws.string(), "--name", "m", "--last-phase", "0"});
 }
 
 json phase0(const fs::path& ws) { return json::parse(read_file(ws / "m" / "deployment.json"))["phases"][0]; }

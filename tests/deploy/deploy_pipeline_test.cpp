@@ -21,6 +21,7 @@
 namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
+using llmport::test::deploy_quick;
 using llmport::test::run_llmport;
 using llmport::test::run_make;
 using llmport::test::RunResult;
@@ -32,13 +33,6 @@ json load(const fs::path& p) { return json::parse(read_file(p)); }
 
 std::string status_of(const json& manifest, int phase) { return manifest["phases"][phase]["status"]; }
 
-// Deploys with the test settings: one thread (a noisy shared machine), short timing runs.
-RunResult deploy(const std::vector<std::string>& args, const std::string& stdin_text = "") {
-  std::vector<std::string> a = {"deploy"};
-  a.insert(a.end(), args.begin(), args.end());
-  a.insert(a.end(), {"--threads", "1", "--quick"});
-  return run_llmport(a, stdin_text);
-}
 
 const std::vector<std::string> kWorkspaceFiles = {
     "README.md", "ARCHITECTURE.md", "TODO.md", "deployment.json", "Makefile",
@@ -123,7 +117,7 @@ TEST(DeployCli, RejectedArchitecturesStopBeforeAnythingIsWritten) {
     TempDir t;
     fs::create_directories(t.path() / "model");
     fs::copy_file(shared_path("configs/" + e["file"].get<std::string>()), t.path() / "model" / "config.json");
-    auto r = deploy({(t.path() / "model").string(), "--workspace", (t.path() / "ws").string()});
+    auto r = deploy_quick({(t.path() / "model").string(), "--workspace", (t.path() / "ws").string()});
     EXPECT_EQ(r.exit_code, 3) << key << ": " << r.err;
     EXPECT_NE(r.err.find(e["reason"].get<std::string>()), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(t.path() / "ws")) << key << ": the workspace was created";
@@ -134,14 +128,14 @@ TEST(DeployCli, RejectedArchitecturesStopBeforeAnythingIsWritten) {
 
 TEST(DeployCli, UnknownTargetNamesTheAvailableOnes) {
   TempDir t;
-  auto r = deploy({shared_path("models/stories260K").string(), "--target", "tpu", "--workspace",
+  auto r = deploy_quick({shared_path("models/stories260K").string(), "--target", "tpu", "--workspace",
                    (t.path() / "ws").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("tpu"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("available targets: cpu"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(t.path() / "ws"));
   // Issue #13: npu2 is not a generic "not built in" (tests/kernels/dispatch_and_targets_test.cpp).
-  auto n = deploy({shared_path("models/stories260K").string(), "--target", "npu2", "--workspace",
+  auto n = deploy_quick({shared_path("models/stories260K").string(), "--target", "npu2", "--workspace",
                    (t.path() / "ws").string()});
   EXPECT_EQ(n.exit_code, 2);
   EXPECT_NE(n.err.find("NPU targets are out of llmport's scope (no XRT backend)"), std::string::npos) << n.err;
@@ -151,17 +145,17 @@ TEST(DeployCli, UnknownTargetNamesTheAvailableOnes) {
 TEST(DeployCli, BadInputIsExit2) {
   TempDir t;
   const std::string model = shared_path("models/stories260K").string(), ws = (t.path() / "ws").string();
-  EXPECT_EQ(deploy({model, "--workspace", ws, "--reference", "golden:" + (t.path() / "nope.json").string()}).exit_code, 2);
-  EXPECT_EQ(deploy({model, "--workspace", ws, "--reference", "torch"}).exit_code, 2);
+  EXPECT_EQ(deploy_quick({model, "--workspace", ws, "--reference", "golden:" + (t.path() / "nope.json").string()}).exit_code, 2);
+  EXPECT_EQ(deploy_quick({model, "--workspace", ws, "--reference", "torch"}).exit_code, 2);
   {  // a reference program that cannot run here is refused before anything is written
     const llmport::test::ScopedEnv py("LLMPORT_PYTHON", (t.path() / "no-python").string());
-    const auto np = deploy({model, "--workspace", ws, "--reference", "numpy"});
+    const auto np = deploy_quick({model, "--workspace", ws, "--reference", "numpy"});
     EXPECT_EQ(np.exit_code, 2) << np.err;
     EXPECT_NE(np.err.find("--reference numpy needs "), std::string::npos) << np.err;
   }
-  EXPECT_EQ(deploy({model, "--workspace", ws, "--dtype", "int3"}).exit_code, 2);
-  EXPECT_EQ(deploy({model, "--workspace", ws, "--from-phase", "2"}).exit_code, 2);  // nothing passed yet
-  EXPECT_EQ(deploy({(t.path() / "missing").string(), "--workspace", ws}).exit_code, 2);
+  EXPECT_EQ(deploy_quick({model, "--workspace", ws, "--dtype", "int3"}).exit_code, 2);
+  EXPECT_EQ(deploy_quick({model, "--workspace", ws, "--from-phase", "2"}).exit_code, 2);  // nothing passed yet
+  EXPECT_EQ(deploy_quick({(t.path() / "missing").string(), "--workspace", ws}).exit_code, 2);
   {  // a truncated download: exit 2 naming the file, as `check` says, and no workspace
     const fs::path trunc = t.path() / "trunc";
     fs::create_directories(trunc);
@@ -169,7 +163,7 @@ TEST(DeployCli, BadInputIsExit2) {
       fs::copy_file(fs::path(model) / f, trunc / f);
     const std::string bytes = read_file(fs::path(model) / "model.safetensors");
     llmport::test::write_file(trunc / "model.safetensors", bytes.substr(0, bytes.size() / 2));
-    const auto tr = deploy({trunc.string(), "--workspace", ws});
+    const auto tr = deploy_quick({trunc.string(), "--workspace", ws});
     EXPECT_EQ(tr.exit_code, 2) << tr.out << tr.err;
     EXPECT_NE(tr.err.find((trunc / "model.safetensors").string() + ": "), std::string::npos) << tr.err;
     EXPECT_NE(tr.err.find("file truncated?"), std::string::npos) << tr.err;
@@ -178,7 +172,7 @@ TEST(DeployCli, BadInputIsExit2) {
   // A directory that is not a deployment is never touched.
   fs::create_directories(t.path() / "ws" / "stories260k");
   llmport::test::write_file(t.path() / "ws" / "stories260k" / "notes.txt", "mine");
-  auto r = deploy({model, "--workspace", ws});
+  auto r = deploy_quick({model, "--workspace", ws});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("not an llmport deployment"), std::string::npos) << r.err;
   EXPECT_EQ(read_file(t.path() / "ws" / "stories260k" / "notes.txt"), "mine");
@@ -194,21 +188,21 @@ TEST(DeployCli, SecondConcurrentDeployIsRefused) {
   {
     auto held = llmport::deploy::FileLock::try_lock(llmport::deploy::deployment_lock_file(ws, "stories260k"));
     ASSERT_TRUE(held);
-    const auto r = deploy({model, "--workspace", ws.string()});
+    const auto r = deploy_quick({model, "--workspace", ws.string()});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("is being deployed by another llmport process"), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(ws / "stories260k"));
     EXPECT_FALSE(llmport::deploy::FileLock::try_lock(llmport::deploy::deployment_lock_file(ws, "stories260k")));
   }
   llmport::test::write_file(t.path() / "afile", "x");
-  const auto f = deploy({model, "--workspace", (t.path() / "afile").string()});
+  const auto f = deploy_quick({model, "--workspace", (t.path() / "afile").string()});
   EXPECT_EQ(f.exit_code, 2) << f.err;
   EXPECT_NE(f.err.find("--workspace " + (t.path() / "afile").string() + ": not a directory"),
             std::string::npos)
       << f.err;
   // Under a file: it cannot be made, and the reason is the system's.
   const fs::path under = t.path() / "afile" / "ws";
-  const auto u = deploy({model, "--workspace", under.string()});
+  const auto u = deploy_quick({model, "--workspace", under.string()});
   EXPECT_EQ(u.exit_code, 2) << u.err;
   EXPECT_NE(u.err.find("--workspace " + under.string() + ": cannot be created (Not a directory)"), std::string::npos)
       << u.err;
@@ -218,7 +212,7 @@ TEST(DeployCli, InteractiveAsksBeforeAdvancing) {
   TempDir t;
   const fs::path golden = shared_path("models/stories260K/golden/public.json");
   // Yes after phase 0, no after phase 1: stops there, exit 0, phase 2 never ran.
-  auto r = deploy({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
+  auto r = deploy_quick({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
                    "--workspace", (t.path() / "ws").string(), "--interactive", "--dtype", "bf16"},
                   "y\nn\n");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -238,7 +232,7 @@ TEST(DeployCli, ModelWithoutTokenizerNeedsIdPrompts) {
   // Text prompts cannot be encoded without a tokenizer (the default, the built-in id set,
   // is tested in integration_test.cpp).
   llmport::test::write_file(t.path() / "p.json", R"({"prompts": [{"name": "a", "text": "Once upon a time"}]})");
-  auto r = deploy({models.front().string(), "--reference", "oracle", "--prompts", (t.path() / "p.json").string(),
+  auto r = deploy_quick({models.front().string(), "--reference", "oracle", "--prompts", (t.path() / "p.json").string(),
                    "--workspace", (t.path() / "ws").string()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--prompts"), std::string::npos) << r.err;
@@ -249,7 +243,7 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
   TempDir t;
   const fs::path golden = shared_path("models/stories260K/golden/public.json");
   const std::string ws = (t.path() / "deployments").string();
-  auto r = deploy({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
+  auto r = deploy_quick({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
                    "--workspace", ws});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "deployments" / "stories260k";  // default name: lower-cased dir
@@ -287,13 +281,13 @@ TEST(DeployPipeline, Stories260KToPassAndMakeRunPrintsTheGolden) {
 
   // An existing deployment with nobody to ask: refused, nothing changed.
   std::string before = read_file(dir / "deployment.json");
-  auto again = deploy({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
+  auto again = deploy_quick({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
                        "--workspace", ws});
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
   EXPECT_EQ(read_file(dir / "deployment.json"), before);
   // Answering "no" leaves it too.
-  auto no = deploy({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
+  auto no = deploy_quick({shared_path("models/stories260K").string(), "--reference", "golden:" + golden.string(),
                     "--workspace", ws}, "n\n");
   EXPECT_EQ(no.exit_code, 0) << no.err;
   EXPECT_EQ(read_file(dir / "deployment.json"), before);
@@ -318,7 +312,7 @@ TEST(DeployPipeline, PathsWithSpacesAndUserEditsOfGeneratedFiles) {
   const fs::path golden = t.path() / "my golden.json";
   fs::copy_file(shared_path("models/stories260K/golden/public.json"), golden);
   const fs::path ws = t.path() / "work space";
-  auto r = deploy({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string()});
+  auto r = deploy_quick({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "stories_260k";  // the default name, sanitized (no space)
   expect_deployed(dir, "PASS");
@@ -329,7 +323,7 @@ TEST(DeployPipeline, PathsWithSpacesAndUserEditsOfGeneratedFiles) {
   const std::string readme = read_file(dir / "README.md"), todo = read_file(dir / "TODO.md");
   llmport::test::write_file(dir / "README.md", readme + "\nmy notes\n");
   llmport::test::write_file(dir / "TODO.md", todo + "\n- [ ] my todo\n");
-  auto again = deploy({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string(),
+  auto again = deploy_quick({model.string(), "--reference", "golden:" + golden.string(), "--workspace", ws.string(),
                        "--from-phase", "6"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   int kept = 0;
@@ -359,7 +353,7 @@ TEST(DeployPipeline, EverySyntheticModelWithItsGolden) {
   TempDir t;
   for (const auto& model : models) {
     SCOPED_TRACE(model.string());
-    auto r = deploy({model.string(), "--reference", "golden:" + (model / "golden.json").string(), "--workspace",
+    auto r = deploy_quick({model.string(), "--reference", "golden:" + (model / "golden.json").string(), "--workspace",
                      (t.path() / "ws").string()});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     std::string name = model.filename().string();
@@ -416,7 +410,7 @@ TEST(DeployPipeline, SyntheticModelAgainstTheOracleIsPassWithWarnings) {
   for (std::size_t i = 0; i < g["sequences"].size(); ++i)
     prompts["prompts"].push_back({{"name", "seq" + std::to_string(i)}, {"prompt_ids", g["sequences"][i]["input_ids"]}});
   llmport::test::write_file(t.path() / "prompts.json", prompts.dump());
-  auto r = deploy({model.string(), "--name", "oracle-run", "--reference", "oracle", "--prompts",
+  auto r = deploy_quick({model.string(), "--name", "oracle-run", "--reference", "oracle", "--prompts",
                    (t.path() / "prompts.json").string(), "--workspace", (t.path() / "ws").string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "ws" / "oracle-run";
@@ -444,7 +438,7 @@ TEST(DeployPipeline, PlantedFaultStopsAtTheRightPhaseAndResumes) {
     SCOPED_TRACE(fc.fault);
     TempDir t;
     const std::string ws = (t.path() / "ws").string();
-    auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--inject-fault", fc.fault});
+    auto r = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--inject-fault", fc.fault});
     EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
     const fs::path dir = t.path() / "ws" / "stories260k";
     json m = load(dir / "deployment.json");
@@ -457,12 +451,12 @@ TEST(DeployPipeline, PlantedFaultStopsAtTheRightPhaseAndResumes) {
     EXPECT_NE(blockers.find("--from-phase " + std::to_string(fc.phase)), std::string::npos);
     EXPECT_FALSE(fs::exists(dir / "docs/evaluation_report.md"));
     // Resuming past the failed phase is refused.
-    auto skip = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase",
+    auto skip = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase",
                         std::to_string(fc.phase + 1)});
     EXPECT_EQ(skip.exit_code, 2);
     EXPECT_NE(skip.err.find("never skips"), std::string::npos) << skip.err;
     // After the fix (no fault), --from-phase resumes there and passes.
-    auto fixed = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase",
+    auto fixed = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase",
                          std::to_string(fc.phase), "--last-phase", "3"});
     EXPECT_EQ(fixed.exit_code, 0) << fixed.out << fixed.err;
     m = load(dir / "deployment.json");
@@ -484,7 +478,7 @@ TEST(DeployPipeline, EvaluationFailMarksNeedsHumanReview) {
   const fs::path golden = t.path() / "golden.json";
   fs::copy_file(shared_path("models/stories260K/golden/public.json"), golden);
   const std::string model = shared_path("models/stories260K").string(), ws = (t.path() / "ws").string();
-  auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws});
+  auto r = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "ws" / "stories260k";
   EXPECT_EQ(run_llmport({"evaluate", dir.string()}).exit_code, 0);
@@ -527,7 +521,7 @@ TEST(DeployPipeline, EvaluationFailMarksNeedsHumanReview) {
   llmport::test::write_file(golden, read_file(golden) + "\n");  // changed again, for below
 
   // A resume with the changed golden is refused: it is another reference.
-  auto changed = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
+  auto changed = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
   EXPECT_EQ(changed.exit_code, 2);
   EXPECT_NE(changed.err.find("golden file content"), std::string::npos) << changed.err;
 
@@ -562,7 +556,7 @@ TEST(DeployPipeline, EvaluationFailMarksNeedsHumanReview) {
     EXPECT_FALSE(bm["needs_human_review"].get<bool>());
   }
   fs::remove_all(dir / "registry");
-  auto p7 = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
+  auto p7 = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
   EXPECT_EQ(p7.exit_code, 1) << p7.out << p7.err;
   json m = load(dir / "deployment.json");
   EXPECT_EQ(status_of(m, 7), "FAIL");
@@ -586,12 +580,12 @@ TEST(DeployPipeline, SideFileSwapAndEvaluatorSubstitutionAreCaught) {
   const fs::path side = t.path() / "ref" / "golden.safetensors";
   ASSERT_TRUE(fs::is_regular_file(side));
   const std::string model = shared_path("models/stories260K").string(), ws = (t.path() / "ws").string();
-  auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws});
+  auto r = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = t.path() / "ws" / "stories260k";
 
   ::setenv("LLMPORT_EXE", "/bin/false", 1);
-  auto p7 = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
+  auto p7 = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--from-phase", "7"});
   ::unsetenv("LLMPORT_EXE");
   EXPECT_EQ(p7.exit_code, 0) << p7.out << p7.err;
   EXPECT_EQ(status_of(load(dir / "deployment.json"), 7), "PASS");
@@ -635,7 +629,7 @@ TEST(DeployPipeline, AGoldenWithAScaledLayerZeroStopsAtPhaseTwo) {
     fs::create_directories(golden.parent_path());
     llmport::write_record_file(golden, rf);
     const std::string ws = (t.path() / name / "ws").string();
-    auto r = deploy({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--last-phase", "2"});
+    auto r = deploy_quick({model, "--reference", "golden:" + golden.string(), "--workspace", ws, "--last-phase", "2"});
     const json m = load(t.path() / name / "ws" / "stories260k" / "deployment.json");
     if (std::string(name) == "honest") {
       EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -715,7 +709,7 @@ TEST(DeployPipeline, AGoldenWithDamagedDeeperHiddenStatesStopsAtPhaseThree) {
     fs::create_directories(golden.parent_path());
     llmport::write_record_file(golden, *c.golden);
     const std::string ws = (t.path() / c.name / "ws").string();
-    auto r = deploy({model, "--reference", "golden:" + golden.string(), "--dtype", c.dtype, "--workspace", ws,
+    auto r = deploy_quick({model, "--reference", "golden:" + golden.string(), "--dtype", c.dtype, "--workspace", ws,
                      "--last-phase", "3"});
     const json m = load(t.path() / c.name / "ws" / "stories260k" / "deployment.json");
     const std::string status = c.status;

@@ -17,6 +17,7 @@
 namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
+using llmport::test::deploy_quick;
 using llmport::test::run_llmport;
 using llmport::test::RunResult;
 using llmport::test::TempDir;
@@ -25,11 +26,6 @@ using nlohmann::json;
 
 json load(const fs::path& p) { return json::parse(read_file(p)); }
 
-RunResult deploy(std::vector<std::string> args) {
-  args.insert(args.begin(), "deploy");
-  args.insert(args.end(), {"--threads", "1", "--quick"});
-  return run_llmport(args);
-}
 
 // `make -C dir <args>` through the shell (paths are the test's own temp dirs); stdout+stderr.
 RunResult make_in(const fs::path& dir, const std::string& args) {
@@ -61,7 +57,7 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
   const fs::path model = synth(tmp.path() / "tiny-llama", "tiny-llama");
   ASSERT_FALSE(fs::exists(model / "tokenizer.json"));
   const fs::path ws = tmp.path() / "deployments";
-  auto r = deploy({model.string(), "--workspace", ws.string(), "--reference", "oracle"});
+  auto r = deploy_quick({model.string(), "--workspace", ws.string(), "--reference", "oracle"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "tiny-llama";
   const json m = load(dir / "deployment.json");
@@ -131,10 +127,10 @@ TEST(DeployIntegration, MaxSeqReachesTheArchitectureGate) {
   ASSERT_GT(cfg["max_position_embeddings"].get<int>(), 96);
   write_file(model / "config.json", cfg.dump(2));
   const fs::path ws = tmp.path() / "deployments";
-  EXPECT_EQ(deploy({model.string(), "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 3);
-  EXPECT_EQ(deploy({model.string(), "--workspace", ws.string(), "--max-seq", "97", "--last-phase", "0"}).exit_code, 3);
+  EXPECT_EQ(deploy_quick({model.string(), "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 3);
+  EXPECT_EQ(deploy_quick({model.string(), "--workspace", ws.string(), "--max-seq", "97", "--last-phase", "0"}).exit_code, 3);
   EXPECT_FALSE(fs::exists(ws / "tiny-mistral-sw"));
-  auto r = deploy({model.string(), "--workspace", ws.string(), "--max-seq", "96", "--last-phase", "3"});
+  auto r = deploy_quick({model.string(), "--workspace", ws.string(), "--max-seq", "96", "--last-phase", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "tiny-mistral-sw";
   const json m = load(dir / "deployment.json");
@@ -166,7 +162,7 @@ TEST(DeployIntegration, ManifestRecordsHubIdRevisionAndCommit) {
   fs::copy(model, repo / "snapshots" / commit, fs::copy_options::recursive);
   setenv("HF_HUB_CACHE", cache.c_str(), 1);
   setenv("HF_HUB_OFFLINE", "1", 1);
-  auto r = deploy({"llmport-test/tiny-qwen2", "--workspace", (tmp.path() / "ws").string(), "--last-phase", "0"});
+  auto r = deploy_quick({"llmport-test/tiny-qwen2", "--workspace", (tmp.path() / "ws").string(), "--last-phase", "0"});
   unsetenv("HF_HUB_CACHE");
   unsetenv("HF_HUB_OFFLINE");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;

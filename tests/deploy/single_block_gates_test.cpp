@@ -15,7 +15,6 @@
 namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
-using llmport::test::run_llmport;
 using llmport::test::shared_path;
 using llmport::test::TempDir;
 using nlohmann::json;
@@ -32,9 +31,9 @@ TEST(SingleBlockGates, AGoldenWhoseEveryLayerDepartsFailsPhaseTwoAsTheEngines) {
   const fs::path golden = t.path() / "golden.json";
   llmport::write_record_file(golden, g);
   const fs::path ws = t.path() / "ws";
-  const auto r = run_llmport({"deploy", shared_path("models/stories260K").string(), "--reference",
-                              "golden:" + golden.string(), "--workspace", ws.string(), "--last-phase", "2",
-                              "--threads", "1", "--quick"});
+  const auto r = llmport::test::deploy_quick({shared_path("models/stories260K").string(), "--reference",
+                                              "golden:" + golden.string(), "--workspace", ws.string(),
+                                              "--last-phase", "2"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const json ph = json::parse(read_file(ws / "stories260k" / "deployment.json"))["phases"][2];
   EXPECT_EQ(ph["status"], "FAIL");

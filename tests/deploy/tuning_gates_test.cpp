@@ -17,12 +17,9 @@ using llmport::test::TempDir;
 using nlohmann::json;
 
 RunResult deploy(const fs::path& ws, const std::vector<std::string>& more) {
-  std::vector<std::string> a = {"deploy",      shared_path("models/stories260K").string(),
-                                "--workspace", ws.string(),
-                                "--threads",   "1",
-                                "--quick"};
+  std::vector<std::string> a = {shared_path("models/stories260K").string(), "--workspace", ws.string()};
   a.insert(a.end(), more.begin(), more.end());
-  return run_llmport(a);
+  return llmport::test::deploy_quick(a);
 }
 
 TEST(TuningGates, AnEngineDepartingOnTheTunedConfigsFailsPhasesFourAndFive) {

@@ -21,6 +21,7 @@ namespace {
 namespace fs = std::filesystem;
 using llmport::test::read_file;
 using llmport::test::copy_stories;
+using llmport::test::deploy_quick;
 using llmport::test::run_llmport;
 using llmport::test::run_make;
 using llmport::test::RunResult;
@@ -29,11 +30,6 @@ using llmport::test::ScopedEnv;
 using llmport::test::TempDir;
 using llmport::test::write_file;
 
-RunResult deploy(std::vector<std::string> args) {
-  args.insert(args.begin(), "deploy");
-  args.insert(args.end(), {"--threads", "1", "--quick"});
-  return run_llmport(args);
-}
 
 // Every file under `root` whose name starts with `prefix`.
 std::vector<fs::path> files_named(const fs::path& root, const std::string& prefix) {
@@ -89,7 +85,7 @@ TEST(DeployCli, UnsafeNamesAreRefusedBeforeAnythingIsWritten) {
   for (const std::string& name : std::vector<std::string>{"b$(touch SHPWN)c", "a$(shell touch PWNED)b", "a\nb", "a b", "../x", ".hidden",
                                  "a`touch X`", std::string(101, 'n')}) {
     SCOPED_TRACE(name);
-    const auto r = deploy({model, "--workspace", ws.string(), "--name", name, "--last-phase", "0"});
+    const auto r = deploy_quick({model, "--workspace", ws.string(), "--name", name, "--last-phase", "0"});
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_EQ(r.err.rfind("error: --name '", 0), 0u) << r.err;
     EXPECT_NE(r.err.find("letters, digits"), std::string::npos) << r.err;
@@ -115,12 +111,12 @@ TEST(DeployCli, AResumeOfNoDeploymentOrWithFromPhaseIsRefused) {
   const fs::path ws = t.path() / "ws";
   fs::create_directories(ws / "stories260k");
   write_file(ws / "stories260k" / "deployment.json", "{}");
-  auto r = deploy({model, "--workspace", ws.string(), "--name", "storeis260k", "--resume"});
+  auto r = deploy_quick({model, "--workspace", ws.string(), "--name", "storeis260k", "--resume"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_EQ(r.err, "error: --resume: no deployment at " + (ws / "storeis260k").string() + " (deployments in " +
                        ws.string() + ": stories260k); start without --resume\n");
   EXPECT_FALSE(fs::exists(ws / "storeis260k"));
-  r = deploy({model, "--workspace", ws.string(), "--resume", "--from-phase", "3"});
+  r = deploy_quick({model, "--workspace", ws.string(), "--resume", "--from-phase", "3"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("--from-phase and --resume cannot be given together"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -136,7 +132,7 @@ TEST(DeployPipeline, ShellAndMakeSyntaxInPathsRunsNothing) {
   const fs::path model = t.path() / ("models " + evil) / evil;
   copy_stories(model);
   const fs::path ws = t.path() / ("ws $(touch PWNED4) " + evil);
-  const auto r = deploy({model.string(), "--workspace", ws.string(), "--last-phase", "0"});
+  const auto r = deploy_quick({model.string(), "--workspace", ws.string(), "--last-phase", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "st___touch_pwned1____shell_touch_pwned2___touch_pwned3___home__q___d___x__h";
   ASSERT_TRUE(fs::is_regular_file(dir / "Makefile")) << r.out;
@@ -158,7 +154,7 @@ TEST(DeployPipeline, EditsSurviveAMissingOrDamagedRecordOfGeneratedFiles) {
   TempDir t;
   const std::string model = shared_path("models/stories260K").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
-  ASSERT_EQ(deploy({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
+  ASSERT_EQ(deploy_quick({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
   const fs::path record = dir / ".llmport-generated.json";
   ASSERT_TRUE(fs::is_regular_file(record));
   struct Case {
@@ -180,7 +176,7 @@ TEST(DeployPipeline, EditsSurviveAMissingOrDamagedRecordOfGeneratedFiles) {
     const fs::path readme = dir / "README.md", timing = dir / "docs/development_progress/phase_timing.md";
     write_file(readme, read_file(readme) + edit);
     write_file(timing, read_file(timing) + edit);
-    const auto r = deploy({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "0"});
+    const auto r = deploy_quick({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "0"});
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
     for (const fs::path& f : {readme, timing}) {
       EXPECT_EQ(read_file(f).find(edit), std::string::npos) << f;  // regenerated
@@ -207,7 +203,7 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   const std::string model = shared_path("models/stories260K").string();
   const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
-  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden, "--last-phase", "4"});
+  const auto first = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--last-phase", "4"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const fs::path snap = dir / "phases/phase4/registry";
   ASSERT_TRUE(fs::is_directory(snap));
@@ -216,7 +212,7 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   // A note in the deployment registry itself is the user's to keep there: it is not copied
   // into the snapshot (where it would be "found" and set aside on every re-run).
   write_file(dir / "registry" / "notes.txt", "my registry notes");
-  const auto again = deploy({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
+  const auto again = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
                              "--last-phase", "4"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_FALSE(fs::exists(snap / "mine.txt"));
@@ -229,7 +225,7 @@ TEST(DeployPipeline, UserFilesInLlmportsDirectoriesAreMovedAsideNotDeleted) {
   EXPECT_FALSE(fs::exists(snap / "notes.txt"));
   EXPECT_TRUE(fs::exists(snap / "supported_kernels.md"));
   EXPECT_EQ(read_file(dir / "registry" / "notes.txt"), "my registry notes");
-  const auto third = deploy({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
+  const auto third = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--from-phase", "4",
                              "--last-phase", "4"});
   ASSERT_EQ(third.exit_code, 0) << third.out << third.err;
   EXPECT_EQ(third.err.find("warning: " + snap.string()), std::string::npos) << third.err;
@@ -262,11 +258,11 @@ TEST(DeployPipeline, AnEditedEvaluationReportIsKeptWhenPhaseSevenReruns) {
   const std::string model = shared_path("models/stories260K").string();
   const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
-  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick"});
+  const auto first = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--quick"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const fs::path report = dir / "docs/evaluation_report.md";
   write_file(report, read_file(report) + "\nUSER EDIT LINE\n");
-  const auto again = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
+  const auto again = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_EQ(read_file(report).find("USER EDIT LINE"), std::string::npos);  // regenerated
   EXPECT_NE(read_file(report).find("Verdict: PASS"), std::string::npos);
@@ -275,7 +271,7 @@ TEST(DeployPipeline, AnEditedEvaluationReportIsKeptWhenPhaseSevenReruns) {
   EXPECT_NE(read_file(kept[0]).find("USER EDIT LINE"), std::string::npos);
   EXPECT_NE(line_with(again.err, "warning: " + report.string() + " was edited since llmport wrote it"), "") << again.err;
   // Unedited, it is simply regenerated: no copy, no warning.
-  const auto third = deploy({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
+  const auto third = deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--quick", "--from-phase", "7"});
   ASSERT_EQ(third.exit_code, 0) << third.out << third.err;
   EXPECT_EQ(files_named(report.parent_path(), "evaluation_report.md.user-").size(), 1u);
   EXPECT_EQ(third.err.find("evaluation_report.md was edited"), std::string::npos) << third.err;
@@ -287,11 +283,11 @@ TEST(DeployPipeline, AUsersKeyInDeploymentJsonSurvivesARedeploy) {
   TempDir t;
   const std::string model = shared_path("models/stories260K").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
-  ASSERT_EQ(deploy({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
+  ASSERT_EQ(deploy_quick({model, "--workspace", ws.string(), "--last-phase", "0"}).exit_code, 0);
   nlohmann::json m = nlohmann::json::parse(read_file(dir / "deployment.json"));
   m["my_note"] = {{"owner", "me"}, {"ticket", 42}};
   write_file(dir / "deployment.json", m.dump(2));
-  const auto r = deploy({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "1"});
+  const auto r = deploy_quick({model, "--workspace", ws.string(), "--from-phase", "0", "--last-phase", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const nlohmann::json after = nlohmann::json::parse(read_file(dir / "deployment.json"));
   EXPECT_EQ(after["my_note"], m["my_note"]);
@@ -306,7 +302,7 @@ TEST(DeployPipeline, AResumeWithoutThreadsKeepsTheDeployedCount) {
   const std::string model = shared_path("models/stories260K").string();
   const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
-  const auto first = deploy({model, "--workspace", ws.string(), "--reference", golden});  // --threads 1 --quick
+  const auto first = deploy_quick({model, "--workspace", ws.string(), "--reference", golden});  // --threads 1 --quick
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const auto again = run_llmport({"deploy", model, "--workspace", ws.string(), "--reference", golden, "--quick",
                                   "--from-phase", "7"});
@@ -324,15 +320,15 @@ TEST(DeployPipeline, APlainResumeContinuesWithTheDeployedReferenceAndDtype) {
   const std::string golden = "golden:" + shared_path("models/stories260K/golden/public.json").string();
   const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
   const auto first =
-      deploy({model, "--workspace", ws.string(), "--reference", golden, "--dtype", "bf16", "--last-phase", "3"});
+      deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--dtype", "bf16", "--last-phase", "3"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
-  const auto resumed = deploy({model, "--workspace", ws.string(), "--resume"});
+  const auto resumed = deploy_quick({model, "--workspace", ws.string(), "--resume"});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   const auto m = nlohmann::json::parse(read_file(dir / "deployment.json"));
   EXPECT_EQ(m["dtype"], "bf16");
   EXPECT_NE(m["reference"].dump().find("public.json"), std::string::npos) << m["reference"].dump();
   EXPECT_NE(resumed.out.find("phase 7 (Independent evaluation): PASS"), std::string::npos) << resumed.out;
-  const auto changed = deploy({model, "--workspace", ws.string(), "--from-phase", "7", "--reference", "oracle"});
+  const auto changed = deploy_quick({model, "--workspace", ws.string(), "--from-phase", "7", "--reference", "oracle"});
   EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
   EXPECT_NE(changed.err.find("exists with a different reference " + golden + " -> oracle"), std::string::npos)
       << changed.err;

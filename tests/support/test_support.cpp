@@ -93,6 +93,13 @@ RunResult run_program(std::vector<std::string> args, const std::string& stdin_te
 }
 }  // namespace
 
+RunResult deploy_quick(const std::vector<std::string>& args, const std::string& stdin_text) {
+  std::vector<std::string> a = {"deploy"};
+  a.insert(a.end(), args.begin(), args.end());
+  a.insert(a.end(), {"--threads", "1", "--quick"});
+  return run_llmport(a, stdin_text);
+}
+
 RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text) {
   std::vector<std::string> argv = {LLMPORT_BIN};
   argv.insert(argv.end(), args.begin(), args.end());

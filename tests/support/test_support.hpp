@@ -28,6 +28,9 @@ struct RunResult {
 };
 /// Runs `llmport <args>` (no shell; args passed verbatim), optional stdin text.
 RunResult run_llmport(const std::vector<std::string>& args, const std::string& stdin_text = "");
+/// Runs `llmport deploy ARGS --threads 1 --quick`: the deploy tests' settings (one thread on
+/// a noisy shared machine, short timing runs).
+RunResult deploy_quick(const std::vector<std::string>& args, const std::string& stdin_text = "");
 /// Runs `make --no-print-directory ARGS` (no shell, so paths with shell syntax stay
 /// words); stdout, stderr and the exit code.
 RunResult run_make(const std::vector<std::string>& args);
