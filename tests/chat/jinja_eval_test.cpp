@@ -125,7 +125,7 @@ end)J", R"J({"ms": [1, 2]})J", R"J(  <1>  <2>end)J"},
 // clang-format on
 
 /// Renders with `vars` as top-level variables (messages = [] unless given).
-std::string render(const std::string& tmpl, const std::string& vars_json) {
+std::string render_with_vars(const std::string& tmpl, const std::string& vars_json) {
   auto vars = nlohmann::ordered_json::parse(vars_json);
   nlohmann::ordered_json messages = vars.contains("messages") ? vars["messages"] : nlohmann::ordered_json::array();
   return llmport::render_chat_template(tmpl, messages, false, vars);
@@ -137,7 +137,7 @@ TEST(JinjaEval, MatchesPythonJinja2) {
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.name);
     std::string got;
-    ASSERT_NO_THROW(got = render(c.tmpl, c.vars)) << c.tmpl;
+    ASSERT_NO_THROW(got = render_with_vars(c.tmpl, c.vars)) << c.tmpl;
     EXPECT_EQ(got, std::string(c.expected)) << c.tmpl;
   }
 }

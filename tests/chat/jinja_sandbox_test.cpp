@@ -22,13 +22,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string render(const std::string& tmpl) { return llmport::render_chat_template(tmpl, json::array(), false); }
+std::string render_no_messages(const std::string& tmpl) { return llmport::render_chat_template(tmpl, json::array(), false); }
 
-/// The message of the E `render(tmpl)` throws ("" and a test failure when none or another).
+/// The message of the E `render_no_messages(tmpl)` throws ("" and a test failure when none or another).
 template <class E>
 std::string error_of(const std::string& tmpl) {
   try {
-    render(tmpl);
+    render_no_messages(tmpl);
     ADD_FAILURE() << "no exception for: " << tmpl;
   } catch (const E& e) {
     return e.what();
@@ -61,23 +61,23 @@ TEST(JinjaSandbox, IntegerOverflowIsAnErrorNamingTheOperator) {
 }
 
 TEST(JinjaSandbox, IntegerArithmeticAtTheEdgesIsPython) {
-  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) % -1 }}"), "0");
-  EXPECT_EQ(render("{{ (-9223372036854775807 - 1) // 1 }}"), "-9223372036854775808");
-  EXPECT_EQ(render("{{ 9223372036854775807 // -1 }}"), "-9223372036854775807");
-  EXPECT_EQ(render("{{ 7 // -2 }} {{ 7 % -2 }} {{ -7 % 2 }} {{ -7 // 2 }}"), "-4 -1 1 -4");
-  EXPECT_EQ(render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 0 ** 0 }} {{ 3 ** 39 }}"),
+  EXPECT_EQ(render_no_messages("{{ (-9223372036854775807 - 1) % -1 }}"), "0");
+  EXPECT_EQ(render_no_messages("{{ (-9223372036854775807 - 1) // 1 }}"), "-9223372036854775808");
+  EXPECT_EQ(render_no_messages("{{ 9223372036854775807 // -1 }}"), "-9223372036854775807");
+  EXPECT_EQ(render_no_messages("{{ 7 // -2 }} {{ 7 % -2 }} {{ -7 % 2 }} {{ -7 // 2 }}"), "-4 -1 1 -4");
+  EXPECT_EQ(render_no_messages("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ 0 ** 0 }} {{ 3 ** 39 }}"),
             "4611686018427387904 -9223372036854775808 1 4052555153018976267");
   // By squaring: a huge exponent is O(log n), not a hang.
-  EXPECT_EQ(render("{{ 1 ** 99999999999999 }} {{ (-1) ** 99999999999999 }} {{ 0 ** 99999999999999 }}"), "1 -1 0");
-  EXPECT_EQ(render("{{ 9223372036854775806 + 1 }} {{ -9223372036854775807 - 1 }}"),
+  EXPECT_EQ(render_no_messages("{{ 1 ** 99999999999999 }} {{ (-1) ** 99999999999999 }} {{ 0 ** 99999999999999 }}"), "1 -1 0");
+  EXPECT_EQ(render_no_messages("{{ 9223372036854775806 + 1 }} {{ -9223372036854775807 - 1 }}"),
             "9223372036854775807 -9223372036854775808");
   // A NaN is int's default (jinja2's do_int catches the ValueError); infinity raises.
-  EXPECT_EQ(render("{{ ('nan'|float)|int }} {{ ('nan'|float)|int(7) }}"), "0 7");
+  EXPECT_EQ(render_no_messages("{{ ('nan'|float)|int }} {{ ('nan'|float)|int(7) }}"), "0 7");
   EXPECT_NE(error_of<llmport::UsageError>("{{ ('inf'|float)|int }}").find("cannot convert float infinity to integer"),
             std::string::npos);
   // Slices with a step of any size pick what Python picks (no i + step overflow).
-  EXPECT_EQ(render("{{ [1, 2, 3][::9223372036854775807] }} {{ 'abc'[::-9223372036854775807 - 1] }}"), "[1] c");
-  EXPECT_EQ(render("{{ 'abcdef'[-9223372036854775807:9223372036854775807:2] }}"), "ace");
+  EXPECT_EQ(render_no_messages("{{ [1, 2, 3][::9223372036854775807] }} {{ 'abc'[::-9223372036854775807 - 1] }}"), "[1] c");
+  EXPECT_EQ(render_no_messages("{{ 'abcdef'[-9223372036854775807:9223372036854775807:2] }}"), "ace");
 }
 
 TEST(JinjaSandbox, DivisionByZeroIsZeroDivisionError) {
@@ -90,16 +90,16 @@ TEST(JinjaSandbox, DivisionByZeroIsZeroDivisionError) {
 }
 
 TEST(JinjaSandbox, RangeIsLimitedToMaxRange) {
-  EXPECT_EQ(render("{{ range(100000)|length }} {{ range(100000)|last }}"), "100000 99999");
+  EXPECT_EQ(render_no_messages("{{ range(100000)|length }} {{ range(100000)|last }}"), "100000 99999");
   EXPECT_EQ(error_of<llmport::ConfigError>("{{ range(100001) }}"),
             "chat template line 1: range() of 100001 items exceeds the limit of 100000");
   // The count is computed before anything is built, even for the widest range.
   EXPECT_EQ(error_of<llmport::ConfigError>("{{ range(-9223372036854775807 - 1, 9223372036854775807) }}"),
             "chat template line 1: range() of 18446744073709551615 items exceeds the limit of 100000");
   // Stepping near the int64 ends does not overflow.
-  EXPECT_EQ(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904)|list }}"),
+  EXPECT_EQ(render_no_messages("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904)|list }}"),
             "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904]");
-  EXPECT_EQ(render("{{ range(9223372036854775807, 9223372036854775800, -3)|list }}"),
+  EXPECT_EQ(render_no_messages("{{ range(9223372036854775807, 9223372036854775800, -3)|list }}"),
             "[9223372036854775807, 9223372036854775804, 9223372036854775801]");
 }
 
@@ -111,7 +111,7 @@ TEST(JinjaSandbox, LoopIterationsAreLimited) {
                 "{% for k in range(100000) %}{% endfor %}{% endfor %}{% endfor %}"),
             "chat template line 2: loop iterations exceed the limit of 1000000");
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
-  EXPECT_EQ(render("{% set ns = namespace(n=0) %}{% for i in range(1000) %}{% for j in range(999) %}"
+  EXPECT_EQ(render_no_messages("{% set ns = namespace(n=0) %}{% for i in range(1000) %}{% for j in range(999) %}"
                    "{% endfor %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}"),
             "1000");
 }
@@ -129,7 +129,7 @@ TEST(JinjaSandbox, StringsListsAndOutputAreLimitedTo16MiB) {
             "chat template line 1: string of 1000000000000 bytes exceeds the limit of 16777216 bytes");
   EXPECT_EQ(error_of<llmport::ConfigError>("{{ 10**12 * 'ab' }}"),
             "chat template line 1: string of 2000000000000 bytes exceeds the limit of 16777216 bytes");
-  EXPECT_EQ(render("{{ ('a' * 16777216)|length }}"), "16777216");
+  EXPECT_EQ(render_no_messages("{{ ('a' * 16777216)|length }}"), "16777216");
   EXPECT_EQ(error_of<llmport::ConfigError>("{% set ns = namespace(s='a') %}{% for i in range(30) %}"
                                            "{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
             "chat template line 1: string of 33554432 bytes exceeds the limit of 16777216 bytes");
@@ -148,13 +148,13 @@ TEST(JinjaSandbox, StringsListsAndOutputAreLimitedTo16MiB) {
 TEST(JinjaSandbox, MacroRecursionDepthIsLimitedTo256) {
   EXPECT_EQ(error_of<llmport::ConfigError>("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
             "chat template line 1: recursion depth of macro 'f' exceeds the limit of 256");
-  EXPECT_EQ(render("{% macro f(n) %}{% if n < 256 %}{{ f(n + 1) }}{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(1) }}"),
+  EXPECT_EQ(render_no_messages("{% macro f(n) %}{% if n < 256 %}{{ f(n + 1) }}{% else %}{{ n }}{% endif %}{% endmacro %}{{ f(1) }}"),
             "256");
 }
 
 TEST(JinjaSandbox, DeepValuesAreReleasedAndPrintedWithoutOverflowingTheStack) {
   // A 300,000-level list chain built in a loop: releasing it recursed once per level.
-  EXPECT_EQ(render("{% set ns = namespace(l=none) %}{% for i in range(1000) %}{% for j in range(300) %}"
+  EXPECT_EQ(render_no_messages("{% set ns = namespace(l=none) %}{% for i in range(1000) %}{% for j in range(300) %}"
                    "{% set ns.l = [ns.l] %}{% endfor %}{% endfor %}ok"),
             "ok");
   EXPECT_EQ(error_of<llmport::ConfigError>("{% set ns = namespace(l=none) %}{% for i in range(2000) %}"
@@ -163,14 +163,14 @@ TEST(JinjaSandbox, DeepValuesAreReleasedAndPrintedWithoutOverflowingTheStack) {
   // A namespace holding itself printed (was an endless recursion).
   EXPECT_EQ(error_of<llmport::ConfigError>("{% set ns = namespace() %}{% set ns.self = ns %}{{ ns }}"),
             "chat template line 1: value nesting exceeds the limit of 1024 levels");
-  EXPECT_EQ(render("{% set ns = namespace(a=[1, {'b': 2}]) %}{{ ns }}"), "<Namespace {'a': [1, {'b': 2}]}>");
+  EXPECT_EQ(render_no_messages("{% set ns = namespace(a=[1, {'b': 2}]) %}{{ ns }}"), "<Namespace {'a': [1, {'b': 2}]}>");
 }
 
 TEST(JinjaSandbox, QuadraticFiltersCostSteps) {
   // unique over 100,000 distinct items is 5 * 10^9 comparisons: refused by the step budget.
   EXPECT_EQ(error_of<llmport::ConfigError>("{{ range(100000)|unique|list|length }}"),
             "chat template line 1: evaluation steps exceed the limit of 10000000");
-  EXPECT_EQ(render("{{ range(1000)|unique|list|length }}"), "1000");
+  EXPECT_EQ(render_no_messages("{{ range(1000)|unique|list|length }}"), "1000");
 }
 
 TEST(JinjaSandbox, TheBudgetIsPerRender) {

@@ -24,7 +24,7 @@ using llmport::test::TempDir;
 using llmport::test::write_file;
 using nlohmann::json;
 
-json load(const fs::path& p) { return json::parse(read_file(p)); }
+json load_json(const fs::path& p) { return json::parse(read_file(p)); }
 
 
 // `make -C dir <args>` through the shell (paths are the test's own temp dirs); stdout+stderr.
@@ -60,7 +60,7 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
   auto r = deploy_quick({model.string(), "--workspace", ws.string(), "--reference", "oracle"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "tiny-llama";
-  const json m = load(dir / "deployment.json");
+  const json m = load_json(dir / "deployment.json");
   const int vocab = m["resolved_config"]["vocab_size"];
   const int context = m["resolved_config"]["max_seq"];
   const auto expected = llmport::builtin_id_prompts(vocab, context);
@@ -79,7 +79,7 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
     if (!stem.empty() && std::isdigit(static_cast<unsigned char>(stem[0]))) make_report = e.path() / "report.json";
   }
   ASSERT_FALSE(make_report.empty()) << "no `make verify` report";
-  const json rep = load(make_report);
+  const json rep = load_json(make_report);
   EXPECT_EQ(rep["engine"]["kernel_configs"], "tuned:" + (dir / "registry").string());
   EXPECT_EQ(rep["engine"]["heuristic_default_configs"], false);
   EXPECT_EQ(rep["engine"]["kernel_selection"]["registry"], (dir / "registry").string());
@@ -122,7 +122,7 @@ TEST(DeployIntegration, TokenizerlessOracleDeployUsesIdPromptsAndMakeVerifyUsesT
 TEST(DeployIntegration, MaxSeqReachesTheArchitectureGate) {
   TempDir tmp;
   const fs::path model = synth(tmp.path() / "tiny-mistral-sw", "tiny-mistral");
-  json cfg = load(model / "config.json");
+  json cfg = load_json(model / "config.json");
   cfg["sliding_window"] = 96;  // effective: max_position_embeddings is larger
   ASSERT_GT(cfg["max_position_embeddings"].get<int>(), 96);
   write_file(model / "config.json", cfg.dump(2));
@@ -133,7 +133,7 @@ TEST(DeployIntegration, MaxSeqReachesTheArchitectureGate) {
   auto r = deploy_quick({model.string(), "--workspace", ws.string(), "--max-seq", "96", "--last-phase", "3"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const fs::path dir = ws / "tiny-mistral-sw";
-  const json m = load(dir / "deployment.json");
+  const json m = load_json(dir / "deployment.json");
   EXPECT_EQ(m["max_seq"], 96);
   EXPECT_EQ(m["resolved_config"]["max_seq"], 96);
   // The gate held; the default oracle reference caps it (not independent).
@@ -166,7 +166,7 @@ TEST(DeployIntegration, ManifestRecordsHubIdRevisionAndCommit) {
   unsetenv("HF_HUB_CACHE");
   unsetenv("HF_HUB_OFFLINE");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  const json m = load(tmp.path() / "ws" / "llmport-test_tiny-qwen2" / "deployment.json");
+  const json m = load_json(tmp.path() / "ws" / "llmport-test_tiny-qwen2" / "deployment.json");
   EXPECT_EQ(m["model"]["repo_id"], "llmport-test/tiny-qwen2");
   EXPECT_EQ(m["model"]["revision"], "main");
   EXPECT_EQ(m["model"]["commit"], commit);

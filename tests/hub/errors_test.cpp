@@ -10,14 +10,14 @@ namespace llmport::test {
 namespace {
 namespace fs = std::filesystem;
 
-ResolveOptions quiet() {
+ResolveOptions quiet_options() {
   ResolveOptions o;
   o.quiet = true;
   return o;
 }
 
 // The one-line message of the UsageError resolve_model throws (exit 2).
-std::string usage_error(const std::string& model, const ResolveOptions& opt = quiet()) {
+std::string usage_error(const std::string& model, const ResolveOptions& opt = quiet_options()) {
   try {
     resolve_model(model, opt);
   } catch (const UsageError& e) {
@@ -51,13 +51,13 @@ TEST_F(HubTest, GatedModelGets401MessageThenDownloadsWithHfTokenOrTheLoginTokenF
   {
     ScopedEnv right("HF_TOKEN", hub_.token);
     ScopedEnv cache("HF_HUB_CACHE", (home_.path() / "c1").string());
-    ResolvedModel r = resolve_model(gated, quiet());
+    ResolvedModel r = resolve_model(gated, quiet_options());
     EXPECT_EQ(read_file(r.dir / "config.json"), files_.at("config.json"));
   }
   // `huggingface-cli login` writes $HF_HOME/token.
   write_file(home_.path() / "token", hub_.token + "\n");
   ScopedEnv cache("HF_HUB_CACHE", (home_.path() / "c2").string());
-  ResolvedModel r = resolve_model(gated, quiet());
+  ResolvedModel r = resolve_model(gated, quiet_options());
   EXPECT_EQ(read_file(r.dir / "model.safetensors"), files_.at("model.safetensors"));
 }
 
@@ -94,13 +94,13 @@ TEST_F(HubTest, OfflineNeverTouchesTheNetworkAndNamesWhatIsMissing) {
     EXPECT_TRUE(contains(msg, "HF_HUB_OFFLINE=1")) << msg;
     EXPECT_TRUE(contains(msg, kRepo)) << msg;
   }
-  ResolveOptions opt = quiet();
+  ResolveOptions opt = quiet_options();
   opt.offline = true;
   EXPECT_TRUE(contains(usage_error(kRepo, opt), "offline mode is on"));
   EXPECT_TRUE(hub_.hits().empty());
 
   // A snapshot holding only config.json: the missing weights are named.
-  ResolveOptions cfg = quiet();
+  ResolveOptions cfg = quiet_options();
   cfg.config_only = true;
   resolve_model(kRepo, cfg);
   const size_t hits = hub_.hits().size();

@@ -9,9 +9,6 @@
 namespace llmport::test {
 namespace {
 
-bool same_bits(const float* a, const float* b, std::size_t n) {
-  return std::memcmp(a, b, n * sizeof(float)) == 0;
-}
 
 struct Case {
   DType dtype;

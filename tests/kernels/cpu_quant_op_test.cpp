@@ -142,7 +142,6 @@ TEST(CpuQuantOp, PlantedFaultsAreCaughtAtEveryLevelAndAct) {
         }
 }
 
-bool same_bits(const float* a, const float* b, std::size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 // Shapes with every tail of the panel tile loops: m = 67 crosses the 64-row block and ends in
 // 3 single rows; n = 37 (2 panels and 5 columns) and 72 (4 and a half) end the 2- and 4-panel

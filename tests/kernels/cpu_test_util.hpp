@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <cstdint>
 #include <random>
@@ -20,6 +21,12 @@
 namespace llmport::test {
 
 /// |v| element-wise.
+/// True when the n floats at a and b are the same bits (NaN payloads and signed zeros
+/// included): the test of batch- and thread-invariance.
+inline bool same_bits(const float* a, const float* b, std::size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
 inline std::vector<float> abs_of(const float* v, std::size_t n) {
   std::vector<float> a(n);
   for (std::size_t i = 0; i < n; ++i) a[i] = std::abs(v[i]);

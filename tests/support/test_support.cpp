@@ -173,6 +173,8 @@ void ScopedEnv::set(const std::string& name, const std::optional<std::string>& v
     ::unsetenv(name.c_str());
 }
 
+std::string stories_model() { return shared_path("models/stories260K").string(); }
+
 std::filesystem::path copy_stories(const std::filesystem::path& dst) {
   std::filesystem::create_directories(dst);
   for (const auto& e : std::filesystem::directory_iterator(shared_path("models/stories260K")))

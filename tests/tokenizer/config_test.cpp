@@ -8,13 +8,13 @@ namespace {
 
 using nlohmann::json;
 
-json minimal() {
+json minimal_bpe() {
   return {{"model", {{"type", "BPE"}, {"vocab", {{"<s>", 0}, {"</s>", 1}, {"a", 2}}}, {"merges", json::array()}}}};
 }
 
 TEST(TokenizerConfig, StringAndObjectTokenForms) {
   TempDir d;
-  write_file(d.path() / "tokenizer.json", minimal().dump());
+  write_file(d.path() / "tokenizer.json", minimal_bpe().dump());
   write_file(d.path() / "tokenizer_config.json",
              json{{"bos_token", {{"content", "<s>"}, {"lstrip", false}}}, {"eos_token", "</s>"}, {"chat_template", "T1"}}
                  .dump());
@@ -36,7 +36,7 @@ TEST(TokenizerConfig, LoadsFromAFileOfTheModelDirectory) {
 
 TEST(TokenizerConfig, SpecialTokensMapFallbackAndNoConfig) {
   TempDir d;
-  write_file(d.path() / "tokenizer.json", minimal().dump());
+  write_file(d.path() / "tokenizer.json", minimal_bpe().dump());
   auto bare = Tokenizer::load(d.path());
   EXPECT_EQ(bare->bos_token(), "");
   EXPECT_EQ(bare->chat_template(), "");
@@ -49,7 +49,7 @@ TEST(TokenizerConfig, SpecialTokensMapFallbackAndNoConfig) {
 
 TEST(TokenizerConfig, NamedTemplateListTakesDefault) {
   TempDir d;
-  write_file(d.path() / "tokenizer.json", minimal().dump());
+  write_file(d.path() / "tokenizer.json", minimal_bpe().dump());
   write_file(d.path() / "tokenizer_config.json",
              json{{"chat_template",
                    {{{"name", "tool_use"}, {"template", "TOOLS"}}, {{"name", "default"}, {"template", "DEFAULT"}}}}}
@@ -59,7 +59,7 @@ TEST(TokenizerConfig, NamedTemplateListTakesDefault) {
 
 TEST(TokenizerConfig, ChatTemplateJinjaFile) {
   TempDir d;
-  write_file(d.path() / "tokenizer.json", minimal().dump());
+  write_file(d.path() / "tokenizer.json", minimal_bpe().dump());
   write_file(d.path() / "tokenizer_config.json", json{{"chat_template", "FROM_CONFIG"}}.dump());
   write_file(d.path() / "chat_template.jinja", "{{ messages }}\n");
   EXPECT_EQ(Tokenizer::load(d.path())->chat_template(), "{{ messages }}\n");
