@@ -110,6 +110,11 @@ struct RecordFile {
   std::map<std::string, std::string> versions;
   int n_steps = 0;          ///< steps per sequence
   std::vector<RecordSequence> sequences;
+  /// Fields the verdict does not use that contradict the ones it does, one line each
+  /// ("<file>: cases[0].steps[4].position: is not len(prompt_ids) - 1 + step = 8"): the
+  /// stories golden's step index, position and top-1 margins. Said (verify prints them as
+  /// warnings), not refused: the file's top lists and ids are still what is compared.
+  std::vector<std::string> unused_field_contradictions;
 };
 
 /// Reads a record file in any of the three formats (detected from its content).

@@ -176,9 +176,17 @@ Prompt build_prompt(const RunArgs& a, const ModelConfig& cfg, const std::string&
     if (p.ids.empty()) throw UsageError("the prompt encodes to zero tokens");
   }
   for (int id : p.ids)
-    if (id >= cfg.vocab_size)
-      throw UsageError("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                       std::to_string(cfg.vocab_size) + ")");
+    if (id >= cfg.vocab_size) {
+      if (a.prompt_ids)
+        throw UsageError("prompt token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                         std::to_string(cfg.vocab_size) + ")");
+      // The tokenizer made the id: config.json's vocab_size or tokenizer.json is at fault, not
+      // the prompt. The weights' shapes say which (their check names file and tensor).
+      (void)WeightStore::open(files_dir(cfg, dir), cfg);
+      throw UsageError("the tokenizer encodes the prompt to token id " + std::to_string(id) +
+                       ", outside the model's vocabulary [0, " + std::to_string(cfg.vocab_size) +
+                       "): tokenizer.json and config.json's vocab_size disagree");
+    }
   const int n_prompt = static_cast<int>(p.ids.size());
   if (n_prompt > context)
     throw UsageError("the prompt is " + std::to_string(n_prompt) +

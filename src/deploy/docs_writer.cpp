@@ -236,7 +236,7 @@ void write_readme(const Workspace& ws, const Manifest& m) {
   else o << "make run PROMPT_IDS=" << default_prompt_ids(m)
          << " N_TOKENS=24   # no tokenizer: token ids in, token ids out\n";
   o << "```\n\n## Verify\n\n```sh\nmake verify        # the gate: free-running top-5 + teacher-forced KL\n"
-       "make verify-full   # every prompt of the set\nmake diagnosis     # per-layer cosine vs the fp32 reference\n```\n\n"
+       "make verify-full   # the same gate (kept for scripts)\nmake diagnosis     # per-layer cosine vs the fp32 reference\n```\n\n"
        "## Profile\n\n```sh\nmake profile       # per-op time table, prefill tokens/s, decode ms/token\n```\n\n";
   o << "## Measured\n\n";
   if (m.measured.empty()) {

@@ -59,12 +59,16 @@ nlohmann::json to_json(const RegistryEntry& e) {
 
 namespace {
 // The tile keys that name one of two kernel paths (fma, pf, act) are 0 or 1 on every
-// backend: anything else is refused where the file is read, naming it, rather than when a
-// run first uses the entry (or never, for an entry of another machine).
+// backend, and every other key is a tile size (mr, np, kc, ...), at least 1: anything else
+// is refused where the file is read, naming it, rather than by the backend when a run
+// first uses the entry (without the file's name) or never, for an entry of another machine.
 void check_path_keys(const TileConfig& c, const std::string& field) {
-  for (const char* k : {"fma", kPrefetchTileKey, kActTileKey})
-    if (const auto it = c.find(k); it != c.end() && it->second != 0 && it->second != 1)
-      throw ConfigError(field + "." + k + ": expected 0 or 1, got " + std::to_string(it->second));
+  for (const auto& [k, v] : c) {
+    const bool path_key = k == "fma" || k == kPrefetchTileKey || k == kActTileKey;
+    if (path_key && v != 0 && v != 1)
+      throw ConfigError(field + "." + k + ": expected 0 or 1, got " + std::to_string(v));
+    if (!path_key && v < 1) throw ConfigError(field + "." + k + ": a tile size, expected >= 1, got " + std::to_string(v));
+  }
 }
 }  // namespace
 

@@ -103,6 +103,12 @@ void flag(DiagnosisRow& row, double prev_median, double scale_bound, DiagnosisRe
   }
 }
 
+// A row whose record holds NaN/inf on both sides: the model computes it whatever the side
+// (a stored NaN/Inf, an overflow), so no side's layer is to blame.
+constexpr const char* kBothNonFinite =
+    "NaN/inf on both sides: the model's weights or config produce it (llmport check --scan-values "
+    "names a stored NaN/Inf)";
+
 // Whether a record's comparison breaks the output rules (NaN/inf, min cosine, scale).
 bool disagrees(const CosineStats& s, double scale_bound) {
   return s.has_nan || s.min < kFlagMinCosine || s.max_norm_dev > scale_bound;
@@ -138,8 +144,13 @@ std::pair<std::string, int> record_inconsistency(const std::vector<Record>& chai
   // most 1.08x the next one's, so 4 stays 3.7x clear of them. 10 missed a golden layer
   // scaled by 1.1 against a bf16 engine, whose own rounding is 8.9x below that scale's.
   constexpr double kVanishes = 4.0;
-  for (std::size_t i = 0; i < chain.size(); ++i)
-    if (any_non_finite(*chain[i].r)) return {"the reference's " + chain[i].name + " holds NaN/inf", static_cast<int>(i)};
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    if (!any_non_finite(*chain[i].r)) continue;
+    // NaN/inf on both sides of one record is what the model computes on either side (its
+    // weights or config), not a damaged record: the rows say it (kBothNonFinite).
+    if (any_non_finite(*chain[i].e)) break;
+    return {"the reference's " + chain[i].name + " holds NaN/inf", static_cast<int>(i)};
+  }
   // Only a difference some rule flags at this record or in the next row (whose update reads
   // it) is re-attributed; the next record must pass the output rules.
   for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
@@ -245,6 +256,8 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
     } else {
       flag(row, prev_median, scale_bound, d);
     }
+    const Record& rec = chain[static_cast<std::size_t>(row.layer) + off];
+    if (row.flagged && any_non_finite(*rec.e) && any_non_finite(*rec.r)) row.reason = kBothNonFinite;
     prev_median = row.stats.median;
     d.rows.push_back(std::move(row));
   }
@@ -254,14 +267,16 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
     DiagnosisRow row;
     row.name = "final_norm";
     row.stats = *fn;
-    const bool non_finite = any_non_finite(r.final_norm);
-    if (non_finite && d.record_inconsistency.empty()) {
+    const bool e_non_finite = any_non_finite(e.final_norm), r_non_finite = any_non_finite(r.final_norm);
+    const bool reference_only = r_non_finite && !e_non_finite;
+    if (reference_only && d.record_inconsistency.empty()) {
       d.record_inconsistency = "the reference's final_norm holds NaN/inf";
       d.inconsistent_layer = static_cast<int>(e.layer_out.size());
       d.reference_non_finite = true;
     }
-    if (non_finite) row.reason = "the reference's record holds NaN/inf (see below)";
+    if (reference_only) row.reason = "the reference's record holds NaN/inf (see below)";
     else flag(row, prev_median, scale_bound, d);
+    if (row.flagged && e_non_finite && r_non_finite) row.reason = kBothNonFinite;
     d.rows.push_back(std::move(row));
   }
   return d;

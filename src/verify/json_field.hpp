@@ -19,9 +19,11 @@ class JsonField {
   JsonField(const nlohmann::json& j, std::filesystem::path file, std::string path)
       : j_(j), file_(std::move(file)), path_(std::move(path)) {}
 
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(file_.string() + ": " + (path_.empty() ? "<root>" : path_) + ": " + what);
+  /// "<file>: <path>: <what>", the one line that names this field.
+  std::string message(const std::string& what) const {
+    return file_.string() + ": " + (path_.empty() ? "<root>" : path_) + ": " + what;
   }
+  [[noreturn]] void fail(const std::string& what) const { throw ConfigError(message(what)); }
   bool has(const std::string& key) const { return j_.is_object() && j_.contains(key) && !j_.at(key).is_null(); }
   JsonField at(const std::string& key) const {
     if (!j_.is_object()) fail("expected an object");

@@ -2,7 +2,9 @@
 // and the synthetic golden, each as it is, into one RecordFile.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -10,6 +12,7 @@
 #include "llmport/file_io.hpp"
 #include "llmport/records.hpp"
 #include "llmport/weights.hpp"
+#include "verify/format.hpp"
 #include "verify/json_field.hpp"
 #include "llmport/verify.hpp"
 #include "verify/print_digits.hpp"
@@ -293,6 +296,46 @@ std::vector<StepRecord> read_steps(const JsonField& tokens_f, const JsonField& s
   return steps;
 }
 
+// How far a printed top-1 margin may lie from its step's top logits: each logit and the
+// margin off by up to the logits' half unit (the margin may be printed with fewer digits
+// than the logits, hence 1e-3 of it), and float32 rounding of the subtraction.
+double margin_slack(const StepRecord& st) {
+  const double l0 = st.top[0].logit, l1 = st.top[1].logit;
+  return 3 * st.logit_half_unit + 1e-3 * std::abs(l0 - l1) + 1e-6 * (std::abs(l0) + std::abs(l1)) + 1e-6;
+}
+
+// The stories golden's fields derived from others (its step index, the position the step's
+// logits were computed at, the top-1 margin and the case's smallest one): verify uses none
+// of them, so a value that contradicts what it derives from is said in `out` (an edited or
+// foreign file), not refused: a golden whose top lists were edited and its margins not is
+// still judged by its top lists. `last` is len(prompt_ids) - 1.
+void check_derived_fields(const JsonField& cf, const JsonField& steps, const std::vector<StepRecord>& recs,
+                          int last, std::vector<std::string>& out) {
+  const auto said = [&](const JsonField& f, const std::string& why) { out.push_back(f.message(why)); };
+  std::optional<double> min_margin;
+  double slack = 0;
+  for (std::size_t s = 0; s < recs.size(); ++s) {
+    const JsonField sf = steps.at(s);
+    const int step = static_cast<int>(s);
+    if (sf.has("step") && sf.at("step").integer() != step)
+      said(sf.at("step"), "is not the step's index " + std::to_string(step));
+    if (sf.has("position") && sf.at("position").integer() != last + step)
+      said(sf.at("position"), "is not len(prompt_ids) - 1 + step = " + std::to_string(last + step));
+    if (recs[s].top.size() < 2) continue;
+    const double margin = static_cast<double>(recs[s].top[0].logit) - recs[s].top[1].logit;
+    slack = std::max(slack, margin_slack(recs[s]));
+    min_margin = std::min(min_margin.value_or(margin), margin);
+    if (!sf.has("top1_minus_top2")) continue;
+    const double printed = sf.at("top1_minus_top2").number();
+    if (!(std::abs(printed - margin) <= margin_slack(recs[s])))
+      said(sf.at("top1_minus_top2"), "is not top5[0].logit - top5[1].logit = " + verify_detail::fmt_g(margin, 9));
+  }
+  if (cf.has("min_top1_margin") && min_margin &&
+      !(std::abs(cf.at("min_top1_margin").number() - *min_margin) <= slack))
+    said(cf.at("min_top1_margin"), "is not the smallest step margin top5[0].logit - top5[1].logit = " +
+                                       verify_detail::fmt_g(*min_margin, 9));
+}
+
 // ------------------------------------------------------------------ stories260K golden
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
@@ -347,6 +390,8 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
       seq.steps[0].logits = cf.at("prompt_last_logits").floats();
     const auto digits = verify_detail::scan_print_digits(cf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
+    check_derived_fields(cf, steps, seq.steps, static_cast<int>(seq.prompt_ids.size()) - 1,
+                         rf.unused_field_contradictions);
     if (cf.has("hidden_states_last_position")) {
       const JsonField hf = cf.at("hidden_states_last_position");
       const int last = static_cast<int>(seq.prompt_ids.size()) - 1;

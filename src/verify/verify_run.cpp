@@ -1,6 +1,7 @@
 // The verify gate: prompts -> reference trajectories -> engine free-running and
 // teacher-forced runs -> verdict, counters and report.
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -178,6 +179,8 @@ Plan plan_golden(const fs::path& gf, VerifyResult& res) {
   if (gf.empty()) throw UsageError("--reference golden:FILE needs a file");
   Plan plan;
   plan.golden = std::make_shared<RecordFile>(read_record_file(gf));
+  for (const auto& w : plan.golden->unused_field_contradictions)
+    res.warnings.push_back(w + " (a field verify does not use; the file may have been edited)");
   res.reference_kind = "golden";
   res.reference_source = gf.string() + (plan.golden->producer.empty() ? "" : " (" + plan.golden->producer + ")");
   res.reference_dtype = plan.golden->compute_dtype;
@@ -703,10 +706,13 @@ struct SideChecks {
 
 // Where a step's KL comes from, in log-probabilities: the largest |log p - log q| among the
 // reference's top entries and the two rest masses. Top-5 logits printed to 4 digits read
-// the same at a KL of 1e-4; these do not. "" without the reference's logsumexp.
+// the same at a KL of 1e-4; these do not. "" without the reference's logsumexp; NaN/inf
+// engine logits are said as such (the figures would be placeholders: id -1, nan).
 std::string kl_detail(const StepRecord& ref, std::span<const float> engine_logits, int k) {
+  if (!std::all_of(engine_logits.begin(), engine_logits.end(), [](float v) { return std::isfinite(v); }))
+    return "; the engine's logits hold NaN/inf here";
   const std::optional<KlBreakdown> b = kl_breakdown(ref, engine_logits, k);
-  if (!b) return "";
+  if (!b || b->worst_id < 0 || !std::isfinite(b->max_log_prob_diff)) return "";
   return "; log-probabilities differ by up to " + fmt_g(b->max_log_prob_diff, 3) + " (id " +
          std::to_string(b->worst_id) + "), the mass outside the reference's top-" + std::to_string(k) + " is " +
          fmt_g(b->reference_rest, 3) + " there, " + fmt_g(b->engine_rest, 3) + " in the engine";

@@ -157,6 +157,30 @@ TEST(Registry, APathKeyOutsideZeroOrOneIsRefusedWhereTheFileIsRead) {
   }
 }
 
+// A tile size below 1 ("kc": 0, "gnp": -2) likewise: the cpu backend refused it only when a
+// run used the entry, naming neither file nor entry.
+TEST(Registry, ATileSizeBelowOneIsRefusedWhereTheFileIsRead) {
+  TempDir dir;
+  for (const auto& [field, json] : std::vector<std::pair<std::string, std::string>>{
+           {"best.kc", "\"best\": {\"gnp\": 2, \"kc\": 0}"},
+           {"best.gnp", "\"best\": {\"gnp\": -2}"},
+           {"candidates[].config.mr", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"mr\": 0}}]"}}) {
+    SCOPED_TRACE(field);
+    write_file(dir.path() / "gemv_bf16.json",
+               "{\"kernel\": \"gemv\", \"dtype\": \"bf16\", \"entries\": [{\"shape\": {\"n\": 8, \"k\": 8}, "
+               "\"isa\": \"avx2\", " + json + "}]}");
+    try {
+      KernelRegistry reg(dir.path(), std::nullopt);
+      ADD_FAILURE() << "no throw";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("gemv_bf16.json: malformed registry entry: " + field +
+                                           ": a tile size, expected >= 1"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // A .json of the user's beside the registry's files (notes.json in a deployment's
 // registry/) used to be read as a damaged registry file and stop every run and phase 4; only
 // <op name>_<dtype>.json files are the registry's.

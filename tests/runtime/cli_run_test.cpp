@@ -207,5 +207,24 @@ TEST(CliRun, JsonWithInvalidUtf8TokensStillPrintsTheResult) {
   EXPECT_NE(r.out.find("\xEF\xBF\xBD"), std::string::npos) << r.out;  // U+FFFD
 }
 
+// A prompt id outside config.json's vocab_size: from --prompt-ids it is the prompt's fault;
+// from the tokenizer it is the model files', and the weights' shapes say which file
+// (before: "prompt token id 270 is outside the vocabulary" for a config that lies).
+TEST(CliRun, AnOutOfVocabularyIdIsBlamedOnWhatMadeIt) {
+  const auto ids = run_llmport({"run", stories_model(), "--prompt-ids", "1,600", "--n-tokens", "2"});
+  EXPECT_EQ(ids.exit_code, 2);
+  EXPECT_EQ(ids.err, "error: prompt token id 600 is outside the vocabulary [0, 512)\n");
+  TempDir t;
+  copy_stories(t.path());
+  auto cfg = load_json(t.path() / "config.json");
+  cfg["vocab_size"] = 100;
+  write_file(t.path() / "config.json", cfg.dump());
+  const auto text = run_llmport({"run", t.path().string(), "--prompt", "Once upon a time", "--n-tokens", "2"});
+  EXPECT_EQ(text.exit_code, 2);
+  EXPECT_NE(text.err.find("model.embed_tokens.weight: shape [512, 64], expected [100, 64]"), std::string::npos)
+      << text.err;
+  EXPECT_EQ(text.err.find("prompt token id"), std::string::npos) << text.err;
+}
+
 }  // namespace
 }  // namespace llmport::test

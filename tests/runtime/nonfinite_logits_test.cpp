@@ -46,6 +46,19 @@ TEST(NonFiniteLogits, BenchFailsWithExit1BeforeTiming) {
   }
 }
 
+// verify's KL failure line says where the KL came from; on NaN logits it says that, not
+// placeholder figures ("differ by up to -1 (id -1)", rest masses "nan").
+TEST(NonFiniteLogits, VerifySaysTheLogitsHoldNaNInsteadOfPlaceholderFigures) {
+  TempDir t;
+  copy_stories_with_nan(t.path(), "model.norm.weight");
+  const auto r = run_llmport({"verify", t.path().string(), "--reference",
+                              "golden:" + shared_path("models/stories260K/golden/public.json").string(),
+                              "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("; the engine's logits hold NaN/inf here)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("(id -1)"), std::string::npos) << r.out;
+}
+
 TEST(NonFiniteLogits, ArgmaxAgreesWithTopKWhenLogitsHoldNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<std::vector<float>> cases = {

@@ -456,6 +456,25 @@ TEST(CliVerify, HfReferenceWithoutTransformersIsAClearError) {
   EXPECT_NE(r.err.find("transformers"), std::string::npos) << r.err;
 }
 
+// A weight holding NaN makes both sides NaN from its layer on: that layer is the first
+// suspicious one and its rows say the model computes it (before: the layer before it was
+// named, and the reference's NaN record read as a record contradicting the next one).
+TEST(CliDiagnosis, NaNInAWeightIsTheModelsFromItsLayerNotARecordContradiction) {
+  for (const int layer : {0, 2}) {
+    SCOPED_TRACE(layer);
+    test::TempDir tmp;
+    test::copy_stories_with_nan(tmp.path(), "model.layers." + std::to_string(layer) + ".mlp.up_proj.weight");
+    const auto md = run_llmport({"diagnosis", tmp.path().string(), "--prompt", "Once upon a time", "--threads", "1"});
+    EXPECT_EQ(md.exit_code, 1) << md.err;
+    EXPECT_NE(md.out.find("First suspicious layer: **" + std::to_string(layer) + "**"), std::string::npos) << md.out;
+    EXPECT_NE(md.out.find("| **NaN/inf on both sides: the model's weights or config produce it (llmport check "
+                          "--scan-values names a stored NaN/Inf)** |"),
+              std::string::npos)
+        << md.out;
+    EXPECT_EQ(md.out.find("contradicts"), std::string::npos) << md.out;
+  }
+}
+
 TEST(CliDiagnosis, MarkdownJsonAndSvg) {
   test::TempDir tmp;
   const std::string m = test::stories_dir().string();

@@ -279,6 +279,45 @@ TEST(Records, PrintResolutionIsReadFromTheDigitsOfTheNumbers) {
   }
 }
 
+// The stories golden's derived fields (step index, position, top-1 margins) are not used by
+// the verdict: one that contradicts what it derives from is said, naming the field, and the
+// file is still read; digits printed short (%.4g, margins included) say nothing.
+TEST(Records, StoriesDerivedFieldsThatContradictAreSaidNotRefused) {
+  const nlohmann::json stories = load(test::shared_path("models/stories260K/golden/public.json"));
+  test::TempDir t;
+  const auto read = [&](const nlohmann::json& j, const std::string& name) {
+    std::ofstream(t.path() / name) << j.dump();
+    return read_record_file(t.path() / name);
+  };
+  EXPECT_EQ(read(stories, "honest.json").unused_field_contradictions, std::vector<std::string>{});
+  EXPECT_EQ(read(test::reprinted_floats(stories, "%.4g"), "g4.json").unused_field_contradictions,
+            std::vector<std::string>{});
+  nlohmann::json e = stories;
+  e["cases"][0]["steps"][4]["position"] = 99;
+  e["cases"][0]["steps"][7]["top1_minus_top2"] = 5.0;
+  e["cases"][1]["steps"][2]["step"] = 3;
+  e["cases"][2]["min_top1_margin"] = 99;
+  const RecordFile rf = read(e, "edited.json");
+  const std::string f = (t.path() / "edited.json").string();
+  const auto& c0 = stories["cases"][0];
+  const auto& top = c0["steps"][7]["top5"];
+  const double margin = top[0]["logit"].get<float>() - static_cast<double>(top[1]["logit"].get<float>());
+  char m[32];
+  std::snprintf(m, sizeof m, "%.9g", margin);
+  const std::vector<std::string> want = {
+      f + ": cases[0].steps[4].position: is not len(prompt_ids) - 1 + step = " +
+          std::to_string(c0["prompt_ids"].size() - 1 + 4),
+      f + ": cases[0].steps[7].top1_minus_top2: is not top5[0].logit - top5[1].logit = " + m,
+      f + ": cases[1].steps[2].step: is not the step's index 2",
+      f + ": cases[2].min_top1_margin: is not the smallest step margin top5[0].logit - top5[1].logit = "};
+  ASSERT_EQ(rf.unused_field_contradictions.size(), want.size());
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(rf.unused_field_contradictions[i], want[i]);
+  EXPECT_EQ(rf.unused_field_contradictions[3].rfind(want[3], 0), 0u) << rf.unused_field_contradictions[3];
+  // Still read: the compared fields are the file's own.
+  ASSERT_EQ(rf.sequences.size(), stories["cases"].size());
+  EXPECT_EQ(rf.sequences[0].steps[7].top[0].id, top[0]["id"].get<int>());
+}
+
 TEST(Records, MissingFileIsAConfigError) {
   test::TempDir tmp;
   EXPECT_THROW(read_record_file(tmp.path() / "missing.json"), ConfigError);
