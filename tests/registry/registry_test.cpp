@@ -133,48 +133,33 @@ TEST(Registry, MalformedFileIsAClearError) {
   }
 }
 
-// A path key (fma, pf, act) outside 0/1 is refused when the file is read, naming the file
-// and field: "pf": 2 used to load, list and serve until a run used the entry, then fail
-// without naming the file (or never, for an entry of another machine).
-TEST(Registry, APathKeyOutsideZeroOrOneIsRefusedWhereTheFileIsRead) {
+// A path key (fma, pf, act) outside 0/1, or a tile size below 1, is refused when the file
+// is read, naming the file and field: "pf": 2 or "kc": 0 used to load, list and serve until
+// a run used the entry, then fail without naming the file (or never, for an entry of
+// another machine).
+TEST(Registry, ATileValueOutOfRangeIsRefusedWhereTheFileIsRead) {
   TempDir dir;
-  for (const auto& [field, json] : std::vector<std::pair<std::string, std::string>>{
-           {"best.pf", "\"best\": {\"gnp\": 2, \"pf\": 2}"},
-           {"best.fma", "\"best\": {\"fma\": -1}"},
-           {"candidates[].config.pf", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"pf\": 3}}]"}}) {
-    SCOPED_TRACE(field);
+  struct Case {
+    std::string field, json, why;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"best.pf", "\"best\": {\"gnp\": 2, \"pf\": 2}", "expected 0 or 1"},
+           {"best.fma", "\"best\": {\"fma\": -1}", "expected 0 or 1"},
+           {"candidates[].config.pf", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"pf\": 3}}]",
+            "expected 0 or 1"},
+           {"best.kc", "\"best\": {\"gnp\": 2, \"kc\": 0}", "a tile size, expected >= 1"},
+           {"best.gnp", "\"best\": {\"gnp\": -2}", "a tile size, expected >= 1"},
+           {"candidates[].config.mr", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"mr\": 0}}]",
+            "a tile size, expected >= 1"}}) {
+    SCOPED_TRACE(c.field);
     write_file(dir.path() / "gemv_bf16.json",
                "{\"kernel\": \"gemv\", \"dtype\": \"bf16\", \"entries\": [{\"shape\": {\"n\": 8, \"k\": 8}, "
-               "\"isa\": \"avx2\", " + json + "}]}");
+               "\"isa\": \"avx2\", " + c.json + "}]}");
     try {
       KernelRegistry reg(dir.path(), std::nullopt);
       ADD_FAILURE() << "no throw";
     } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("gemv_bf16.json: malformed registry entry: " + field + ": expected 0 or 1"),
-                std::string::npos)
-          << e.what();
-    }
-  }
-}
-
-// A tile size below 1 ("kc": 0, "gnp": -2) likewise: the cpu backend refused it only when a
-// run used the entry, naming neither file nor entry.
-TEST(Registry, ATileSizeBelowOneIsRefusedWhereTheFileIsRead) {
-  TempDir dir;
-  for (const auto& [field, json] : std::vector<std::pair<std::string, std::string>>{
-           {"best.kc", "\"best\": {\"gnp\": 2, \"kc\": 0}"},
-           {"best.gnp", "\"best\": {\"gnp\": -2}"},
-           {"candidates[].config.mr", "\"best\": {\"gnp\": 2}, \"candidates\": [{\"config\": {\"mr\": 0}}]"}}) {
-    SCOPED_TRACE(field);
-    write_file(dir.path() / "gemv_bf16.json",
-               "{\"kernel\": \"gemv\", \"dtype\": \"bf16\", \"entries\": [{\"shape\": {\"n\": 8, \"k\": 8}, "
-               "\"isa\": \"avx2\", " + json + "}]}");
-    try {
-      KernelRegistry reg(dir.path(), std::nullopt);
-      ADD_FAILURE() << "no throw";
-    } catch (const ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("gemv_bf16.json: malformed registry entry: " + field +
-                                           ": a tile size, expected >= 1"),
+      EXPECT_NE(std::string(e.what()).find("gemv_bf16.json: malformed registry entry: " + c.field + ": " + c.why),
                 std::string::npos)
           << e.what();
     }
