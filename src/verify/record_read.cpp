@@ -323,11 +323,12 @@ void check_derived_fields(const JsonField& cf, const JsonField& steps, const std
       said(sf.at("position"), "is not len(prompt_ids) - 1 + step = " + std::to_string(last + step));
     if (recs[s].top.size() < 2) continue;
     const double margin = static_cast<double>(recs[s].top[0].logit) - recs[s].top[1].logit;
-    slack = std::max(slack, margin_slack(recs[s]));
+    const double step_slack = margin_slack(recs[s]);
+    slack = std::max(slack, step_slack);
     min_margin = std::min(min_margin.value_or(margin), margin);
     if (!sf.has("top1_minus_top2")) continue;
     const double printed = sf.at("top1_minus_top2").number();
-    if (!(std::abs(printed - margin) <= margin_slack(recs[s])))
+    if (!(std::abs(printed - margin) <= step_slack))
       said(sf.at("top1_minus_top2"), "is not top5[0].logit - top5[1].logit = " + verify_detail::fmt_g(margin, 9));
   }
   if (cf.has("min_top1_margin") && min_margin &&

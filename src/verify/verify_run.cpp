@@ -1,7 +1,6 @@
 // The verify gate: prompts -> reference trajectories -> engine free-running and
 // teacher-forced runs -> verdict, counters and report.
 #include <chrono>
-#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -706,13 +705,13 @@ struct SideChecks {
 
 // Where a step's KL comes from, in log-probabilities: the largest |log p - log q| among the
 // reference's top entries and the two rest masses. Top-5 logits printed to 4 digits read
-// the same at a KL of 1e-4; these do not. "" without the reference's logsumexp; NaN/inf
-// engine logits are said as such (the figures would be placeholders: id -1, nan).
-std::string kl_detail(const StepRecord& ref, std::span<const float> engine_logits, int k) {
-  if (!std::all_of(engine_logits.begin(), engine_logits.end(), [](float v) { return std::isfinite(v); }))
-    return "; the engine's logits hold NaN/inf here";
+// the same at a KL of 1e-4; these do not. "" without the reference's logsumexp or where
+// no entry differs. A step compare_step found NaN/inf engine logits at (its KL is inf) is
+// said as such: the figures would be placeholders (id -1, nan).
+std::string kl_detail(const StepRecord& ref, const TeacherForcedStep& st, std::span<const float> engine_logits, int k) {
+  if (std::isinf(st.kl)) return "; the engine's logits hold NaN/inf here";
   const std::optional<KlBreakdown> b = kl_breakdown(ref, engine_logits, k);
-  if (!b || b->worst_id < 0 || !std::isfinite(b->max_log_prob_diff)) return "";
+  if (!b || b->worst_id < 0) return "";
   return "; log-probabilities differ by up to " + fmt_g(b->max_log_prob_diff, 3) + " (id " +
          std::to_string(b->worst_id) + "), the mass outside the reference's top-" + std::to_string(k) + " is " +
          fmt_g(b->reference_rest, 3) + " there, " + fmt_g(b->engine_rest, 3) + " in the engine";
@@ -799,7 +798,7 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
       res.max_kl = st.kl;
       t.worst_kl_where = "prompt " + p.name + " step " + std::to_string(k) + ": engine top-5 " +
                          format_top(st.engine_top) + ", reference top-5 " + format_top(st.reference_top) +
-                         kl_detail(ref, engine.last_logits(), res.top_k);
+                         kl_detail(ref, st, engine.last_logits(), res.top_k);
     }
     p_agree += st.top1_agree ? 1 : 0;
     if (!st.pass()) pv.teacher_forced_top5_ok = false;

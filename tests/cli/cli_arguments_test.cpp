@@ -29,7 +29,7 @@ std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::
 // directory (or absent when `as_dir` is false).
 fs::path stories_without(const fs::path& dst, const std::string& replaced, bool as_dir = true) {
   fs::create_directories(dst);
-  for (const auto& e : fs::directory_iterator(stories_model()))
+  for (const auto& e : fs::directory_iterator(stories_dir().string()))
     if (e.is_regular_file() && e.path().filename() != replaced)
       fs::create_symlink(e.path(), dst / e.path().filename());
   if (as_dir) fs::create_directories(dst / replaced);
@@ -43,7 +43,7 @@ void expect_usage_error_no_output(const RunResult& r, const std::string& want) {
 }
 
 TEST(CliPositionals, DetokenizeTakesIdsAfterDashDashAndAfterModelOption) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   for (const auto& args : {cat({"detokenize", m, "--"}, kHelloIds), cat({"detokenize", "--model", m}, kHelloIds),
                            cat({"detokenize", "--model", m, "--"}, kHelloIds),
                            cat({"detokenize", "--", m}, kHelloIds),
@@ -66,7 +66,7 @@ TEST(CliPositionals, DetokenizeTakesIdsAfterDashDashAndAfterModelOption) {
 }
 
 TEST(CliPositionals, TokenizeTakesTextAfterDashDashAndAfterModelOption) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   for (const auto& args : {std::vector<std::string>{"tokenize", m, "--", "hello"},
                            std::vector<std::string>{"tokenize", "--model", m, "hello"},
                            std::vector<std::string>{"tokenize", "--model", m, "--", "hello"}}) {
@@ -78,7 +78,7 @@ TEST(CliPositionals, TokenizeTakesTextAfterDashDashAndAfterModelOption) {
 
 // No ids at all is refused (ids on stdin are not read); an explicit empty array decodes to "".
 TEST(CliPositionals, DetokenizeWithoutIdsIsRefused) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error_no_output(run_llmport({"detokenize", m}),
                      "error: detokenize: no token ids given (IDS after MODEL: 1 2 3, 1,2,3 or \"[1, 2, 3]\"; or --jsonl FILE)\n");
   const auto empty = run_llmport({"detokenize", m, "[]"});
@@ -88,7 +88,7 @@ TEST(CliPositionals, DetokenizeWithoutIdsIsRefused) {
 
 // Words after `--` that no positional takes are refused naming them, for every command.
 TEST(CliPositionals, WordsNoCommandTakesAreRefusedNamingThem) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error_no_output(run_llmport({"run", m, "--prompt", "hi", "--", "x"}),
                      "error: unexpected argument 'x' (see llmport run --help)\n");
   expect_usage_error_no_output(run_llmport({"tokenize", m, "hi", "--", "x", "y"}),
@@ -97,7 +97,7 @@ TEST(CliPositionals, WordsNoCommandTakesAreRefusedNamingThem) {
 
 // CLI11's "The following argument was not expected" in the project's words.
 TEST(CliParseErrors, UnknownOptionsAndExtraWordsAreNamedInTheProjectsWords) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error_no_output(run_llmport({"run", m, "--bogus"}), "error: unknown option '--bogus' (see llmport run --help)\n");
   expect_usage_error_no_output(run_llmport({"run", m, "--bogus=3", "--prompt", "hi"}),
                      "error: unknown option '--bogus' (see llmport run --help)\n");
@@ -114,7 +114,7 @@ TEST(CliParseErrors, AnUnknownSubcommandOfACommandIsNamed) {
 }
 
 TEST(CliParseErrors, ARepeatedOptionIsNamedInTheProjectsWords) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error_no_output(run_llmport({"run", m, "--prompt", "hi", "--seed", "1", "--seed", "2"}),
                      "error: --seed: given 2 times; it takes one value, give it once (see llmport run --help)\n");
   expect_usage_error_no_output(run_llmport({"bench", m, "-n", "1", "--n-gen", "2"}),
@@ -126,7 +126,7 @@ TEST(CliParseErrors, ARepeatedOptionIsNamedInTheProjectsWords) {
 // A flag given a value it cannot take says it is a flag; a number past its option's type
 // says "out of range" in the same words as one past int64.
 TEST(CliParseErrors, AFlagsValueAndANumberPastItsTypeUseOneWording) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error_no_output(run_llmport({"run", m, "--prompt", "hi", "--json=maybe"}),
                      "error: --json: a flag takes no value (or true/false), got 'maybe' (see llmport run --help)\n");
   expect_usage_error_no_output(run_llmport({"check", m, "--json=maybe"}),
@@ -144,7 +144,7 @@ TEST(CliParseErrors, AFlagsValueAndANumberPastItsTypeUseOneWording) {
 // bench -p follows the comma-list rule of -t and --prompt-ids, refused while parsing
 // (before the model or the roofline).
 TEST(CliParseErrors, BenchPromptLengthsFollowTheCommaListRule) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   struct Case {
     std::string p, want;
   };
@@ -170,7 +170,7 @@ TEST(CliParseErrors, BenchPromptLengthsFollowTheCommaListRule) {
 // A fault value that overflows fp32 (or is inf, or below its normal range) would plant
 // inf/NaN or zero instead of the asked-for scaling: a usage error naming fault and value.
 TEST(CliParseErrors, AnInjectedFaultValueMustFitFloat) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::string range = fmt::format("(a positive number from {:g} to {:g})", std::numeric_limits<float>::min(),
                                         std::numeric_limits<float>::max());
   ASSERT_EQ(range, "(a positive number from 1.17549e-38 to 3.40282e+38)");
@@ -210,13 +210,13 @@ TEST(CliParseErrors, ChatTemplateRefusesAnEmptyTemplateFile) {
   for (const std::string text : {"", " \n\t\r\n"}) {
     const fs::path tmpl = t.path() / "template.jinja";
     write_file(tmpl, text);
-    expect_usage_error_no_output(run_llmport({"chat-template", stories_model(), "--messages", messages.string(), "--template",
+    expect_usage_error_no_output(run_llmport({"chat-template", stories_dir().string(), "--messages", messages.string(), "--template",
                                     tmpl.string()}),
                        "error: --template " + tmpl.string() + ": empty file (expected a Jinja chat template)\n");
   }
   const fs::path tmpl = t.path() / "ok.jinja";
   write_file(tmpl, "{% for m in messages %}[{{ m.content }}]{% endfor %}");
-  const auto ok = run_llmport({"chat-template", stories_model(), "--messages", messages.string(), "--template", tmpl.string()});
+  const auto ok = run_llmport({"chat-template", stories_dir().string(), "--messages", messages.string(), "--template", tmpl.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(ok.out, "[hi]");
 }

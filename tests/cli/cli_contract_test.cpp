@@ -26,7 +26,7 @@ fs::path stories_copy_without(const TempDir& t, const std::string& left_out) {
   const fs::path dir = t.path() / "m";
   fs::create_directories(dir);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "model.safetensors"})
-    if (f != left_out) fs::copy_file(fs::path(stories_model()) / f, dir / f);
+    if (f != left_out) fs::copy_file(fs::path(stories_dir().string()) / f, dir / f);
   return dir;
 }
 
@@ -38,7 +38,7 @@ void expect_usage_error(const RunResult& r, const std::string& want) {
 // `detokenize 281 306 414 --model M` decodes like `detokenize --model M 281 306 414`
 // (CLI11 gave 281 to the positional MODEL and then refused "MODEL excludes --model").
 TEST(CliContract, DetokenizeIdsMayComeBeforeModelOption) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   for (const auto& args : {std::vector<std::string>{"detokenize", "281", "306", "414", "--model", m},
                            std::vector<std::string>{"detokenize", "281", "--model", m, "306", "414"},
                            std::vector<std::string>{"detokenize", "281,306", "--model", m, "--", "414"}}) {
@@ -54,7 +54,7 @@ TEST(CliContract, DetokenizeIdsMayComeBeforeModelOption) {
 
 // A hidden option given without its value is named, in the wording of any other option.
 TEST(CliContract, AnOptionWithoutItsValueIsNamedHiddenOrNot) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error(run_llmport({"run", m, "--inject-fault"}),
                      "error: --inject-fault: expected a value (TEXT) (see llmport run --help)\n");
   expect_usage_error(run_llmport({"verify", m, "--kernel-configs"}),
@@ -67,7 +67,7 @@ TEST(CliContract, AnOptionWithoutItsValueIsNamedHiddenOrNot) {
 
 // `llmport --json run M`: --json belongs to `run`; CLI11 called it an unexpected argument of run.
 TEST(CliContract, ASubcommandsOptionBeforeTheSubcommandIsNamedAsSuch) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error(run_llmport({"--json", "check", m}),
                      "error: --json is an option of 'check': put it after the subcommand (see llmport --help)\n");
   expect_usage_error(run_llmport({"--dtype=fp32", "run", m}),
@@ -88,21 +88,21 @@ TEST(CliContract, ASubcommandsOptionBeforeTheSubcommandIsNamedAsSuch) {
 TEST(CliContract, AnOutputFileInAMissingDirectoryIsRefused) {
   TempDir t;
   const fs::path svg = t.path() / "no" / "such" / "x.svg";
-  expect_usage_error(run_llmport({"diagnosis", stories_model(), "--prompt", "Once", "--svg", svg.string()}),
+  expect_usage_error(run_llmport({"diagnosis", stories_dir().string(), "--prompt", "Once", "--svg", svg.string()}),
                      "error: --svg " + svg.string() + ": directory " + svg.parent_path().string() +
                          " does not exist\n");
   EXPECT_FALSE(fs::exists(t.path() / "no"));
   const fs::path text = t.path() / "text.txt";
   write_file(text, "Once upon a time there was a little girl. She liked to play in the park with her friends.");
   const fs::path logits = t.path() / "gone" / "l.bin";
-  expect_usage_error(run_llmport({"perplexity", stories_model(), "-f", text.string(), "-c", "8", "--save-logits",
+  expect_usage_error(run_llmport({"perplexity", stories_dir().string(), "-f", text.string(), "-c", "8", "--save-logits",
                                   logits.string()}),
                      "error: --save-logits " + logits.string() + ": directory " + logits.parent_path().string() +
                          " does not exist\n");
   EXPECT_FALSE(fs::exists(t.path() / "gone"));
   // A file in place of the directory is named too.
   const fs::path under_file = text / "x.svg";
-  expect_usage_error(run_llmport({"diagnosis", stories_model(), "--prompt", "Once", "--svg", under_file.string()}),
+  expect_usage_error(run_llmport({"diagnosis", stories_dir().string(), "--prompt", "Once", "--svg", under_file.string()}),
                      "error: --svg " + under_file.string() + ": " + text.string() + " is not a directory\n");
 }
 
@@ -110,7 +110,7 @@ TEST(CliContract, AnOutputFileInAMissingDirectoryIsRefused) {
 // resolve MODEL through resolve_model): check gave a REJECT (exit 3) for tokenizer.json and
 // run a JSON syntax error for model.safetensors.
 TEST(CliContract, AFileThatIsNotAConfigAsModelIsBadInputNamingIt) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::string st = m + "/model.safetensors", tok = m + "/tokenizer.json";
   auto want = [&](const std::string& file, const std::string& what) {
     return "error: " + file + ": " + what + "; MODEL must be a model directory or its config.json (give its directory: " +
@@ -150,7 +150,7 @@ TEST(CliContract, ATemplateVariableGivenTwiceIsRefused) {
   const fs::path messages = t.path() / "messages.json", tmpl = t.path() / "t.jinja";
   write_file(messages, R"([{"role": "user", "content": "hi"}])");
   write_file(tmpl, "{{ x }}");
-  const std::vector<std::string> base = {"chat-template", stories_model(), "--messages", messages.string(),
+  const std::vector<std::string> base = {"chat-template", stories_dir().string(), "--messages", messages.string(),
                                          "--template", tmpl.string()};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> a = base;
@@ -171,8 +171,8 @@ TEST(CliContract, ATemplateVariableGivenTwiceIsRefused) {
 }
 
 TEST(CliContract, VerifyDepthsExcludeEachOther) {
-  for (const auto& args : {std::vector<std::string>{"verify", stories_model(), "--quick", "--full"},
-                           std::vector<std::string>{"verify", stories_model(), "--full", "--quick"}}) {
+  for (const auto& args : {std::vector<std::string>{"verify", stories_dir().string(), "--quick", "--full"},
+                           std::vector<std::string>{"verify", stories_dir().string(), "--full", "--quick"}}) {
     const auto r = run_llmport(args);
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_TRUE(r.err == "error: --quick and --full cannot be given together: give one of them (see llmport verify "
@@ -186,7 +186,7 @@ TEST(CliContract, VerifyDepthsExcludeEachOther) {
 
 // Each element of bench's -t / -p lists is one run: a repeat is refused, not run twice.
 TEST(CliContract, BenchListsRefuseARepeatedElement) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   expect_usage_error(run_llmport({"bench", m, "-t", "1,1"}),
                      "error: --threads: 1 given twice in '1,1'; give each once (see llmport bench --help)\n");
   expect_usage_error(run_llmport({"bench", m, "-t", "2,1,02"}),
@@ -209,7 +209,7 @@ TEST(CliContract, AMissingSubcommandListsTheSubcommands) {
 // and `--svg --force` wrote a file named "--force" (`--kernel-cache --no-roofline` a cache
 // directory "--no-roofline"). Refused before any work; `--opt=--value` still passes.
 TEST(CliContract, AnOptionIsNeverTakenAsTheValueOfTheOptionBeforeIt) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   TempDir t;
   const auto svg = run_llmport({"diagnosis", m, "--prompt", "Once", "--svg", "--force", "--out", (t.path() / "d").string()});
   expect_usage_error(svg, "error: --svg: expected a value, got the option --force (write --svg=VALUE for a value that "
@@ -284,7 +284,7 @@ TEST(CliContract, AJsonFileThatIsNoModelConfigIsBadInput) {
 TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
   TempDir t;
   const fs::path dir = stories_copy_without(t, "model.safetensors");
-  const std::string full = read_file(fs::path(stories_model()) / "model.safetensors");
+  const std::string full = read_file(fs::path(stories_dir().string()) / "model.safetensors");
   write_file(dir / "model.safetensors", full);
   const auto ok = run_llmport({"check", dir.string()});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
@@ -307,7 +307,7 @@ TEST(CliContract, CheckRefusesATruncatedSafetensorsFile) {
 TEST(CliContract, CheckNamesATensorMissingFromTheHeader) {
   TempDir t;
   const fs::path dir = stories_copy_without(t, "model.safetensors");
-  const std::string full = read_file(fs::path(stories_model()) / "model.safetensors");
+  const std::string full = read_file(fs::path(stories_dir().string()) / "model.safetensors");
   uint64_t len = 0;
   std::memcpy(&len, full.data(), 8);
   nlohmann::json header = nlohmann::json::parse(full.substr(8, len));
@@ -346,15 +346,15 @@ TEST(CliContract, UnparsableJsonHasOneWording) {
 // `run M -p TEXT` is `run M --prompt TEXT` (llama.cpp's spelling, which users type): the
 // same greedy continuation of the golden's story; diagnosis takes -p too.
 TEST(CliContract, RunTakesDashPForThePrompt) {
-  const auto longform = run_llmport({"run", stories_model(), "--prompt", "Once upon a time", "-n", "8"});
-  const auto shortform = run_llmport({"run", stories_model(), "-p", "Once upon a time", "-n", "8"});
+  const auto longform = run_llmport({"run", stories_dir().string(), "--prompt", "Once upon a time", "-n", "8"});
+  const auto shortform = run_llmport({"run", stories_dir().string(), "-p", "Once upon a time", "-n", "8"});
   ASSERT_EQ(longform.exit_code, 0) << longform.err;
   EXPECT_EQ(shortform.exit_code, 0) << shortform.err;
   EXPECT_EQ(shortform.out, longform.out);
   EXPECT_EQ(shortform.out.rfind("Once upon a time, there was a little girl", 0), 0u) << shortform.out;
   // An empty -p is the empty prompt, as --prompt "" is (its own message, not "unknown option").
-  const auto empty = run_llmport({"run", stories_model(), "-p", "", "-n", "2"});
-  const auto empty_long = run_llmport({"run", stories_model(), "--prompt", "", "-n", "2"});
+  const auto empty = run_llmport({"run", stories_dir().string(), "-p", "", "-n", "2"});
+  const auto empty_long = run_llmport({"run", stories_dir().string(), "--prompt", "", "-n", "2"});
   EXPECT_EQ(empty.exit_code, empty_long.exit_code) << empty.err;
   EXPECT_EQ(empty.err, empty_long.err);
 }

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 
 TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
-  const auto r = run_llmport({"run", stories_model(), "--bogus"});
+  const auto r = run_llmport({"run", stories_dir().string(), "--bogus"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
@@ -38,26 +38,26 @@ TEST(CliParseErrors, UnknownFlagGetsErrorPrefixAndHelpHint) {
 // A word of one dash and a flag's letter is a cluster of short flags to CLI11: `-hello`
 // printed the help (the -h in it) and exited 0 instead of tokenizing the text.
 TEST(CliParseErrors, AWordThatStartsWithAFlagLetterIsNotReadAsFlags) {
-  const auto r = run_llmport({"tokenize", stories_model(), "-hello"});
+  const auto r = run_llmport({"tokenize", stories_dir().string(), "-hello"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err,
             "error: unknown option '-hello': put an argument that starts with '-' after '--' (see llmport "
             "tokenize --help)\n");
-  const auto other = run_llmport({"tokenize", stories_model(), "-world"});
+  const auto other = run_llmport({"tokenize", stories_dir().string(), "-world"});
   EXPECT_EQ(other.exit_code, 2);
   EXPECT_NE(other.err.find("unknown option '-world': put an argument that starts with '-' after '--'"),
             std::string::npos)
       << other.err;
   // After `--` it is text: the same ids as "-hello" read from stdin.
-  const auto after = run_llmport({"tokenize", stories_model(), "--", "-hello"});
-  const auto piped = run_llmport({"tokenize", stories_model()}, "-hello");
+  const auto after = run_llmport({"tokenize", stories_dir().string(), "--", "-hello"});
+  const auto piped = run_llmport({"tokenize", stories_dir().string()}, "-hello");
   ASSERT_EQ(after.exit_code, 0) << after.err;
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(nlohmann::json::parse(after.out), nlohmann::json::parse(piped.out));
   EXPECT_GT(nlohmann::json::parse(after.out).size(), 2u);
   // An option's value may start with '-', and -h alone is still the help.
-  const auto prompt = run_llmport({"run", stories_model(), "--prompt", "-hello", "-n", "1", "-t", "1"});
+  const auto prompt = run_llmport({"run", stories_dir().string(), "--prompt", "-hello", "-n", "1", "-t", "1"});
   EXPECT_EQ(prompt.exit_code, 0) << prompt.err;
   EXPECT_EQ(run_llmport({"tokenize", "-h"}).exit_code, 0);
 }
@@ -74,23 +74,23 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
     std::string want;
   };
   const std::vector<Case> cases = {
-      {{"run", stories_model(), "--prompt", "hi", "--n-tokens", "0"}, "error: --n-tokens: must be >= 1, got 0"},
-      {{"run", stories_model(), "--prompt", "hi", "--temperature", "-1"}, "error: --temperature: must be >= 0, got -1"},
-      {{"run", stories_model(), "--prompt", "hi", "--top-p", "0"}, "error: --top-p: must be in (0, 1], got 0"},
-      {{"run", stories_model(), "--prompt", "hi", "--top-p", "1.5"}, "error: --top-p: must be in (0, 1], got 1.5"},
-      {{"run", stories_model(), "--prompt", "hi", "--min-p", "2"}, "error: --min-p: must be in [0, 1], got 2"},
-      {{"run", stories_model(), "--prompt", "hi", "--repeat-penalty", "0"}, "error: --repeat-penalty: must be > 0, got 0"},
-      {{"run", stories_model(), "--prompt", "hi", "--temperature", "inf"}, "error: --temperature: expects a finite number, got 'inf'"},
-      {{"run", stories_model(), "--prompt", "hi", "--repeat-penalty", "inf"}, "error: --repeat-penalty: expects a finite number, got 'inf'"},
-      {{"run", stories_model(), "--prompt", "hi", "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
-      {{"check", stories_model(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
-      {{"verify", stories_model(), "--max-seq", "-3"}, "error: --max-seq: must be >= 1, got -3"},
-      {{"diagnosis", stories_model(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--n-tokens", "0"}, "error: --n-tokens: must be >= 1, got 0"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--temperature", "-1"}, "error: --temperature: must be >= 0, got -1"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--top-p", "0"}, "error: --top-p: must be in (0, 1], got 0"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--top-p", "1.5"}, "error: --top-p: must be in (0, 1], got 1.5"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--min-p", "2"}, "error: --min-p: must be in [0, 1], got 2"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--repeat-penalty", "0"}, "error: --repeat-penalty: must be > 0, got 0"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--temperature", "inf"}, "error: --temperature: expects a finite number, got 'inf'"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--repeat-penalty", "inf"}, "error: --repeat-penalty: expects a finite number, got 'inf'"},
+      {{"run", stories_dir().string(), "--prompt", "hi", "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
+      {{"check", stories_dir().string(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
+      {{"verify", stories_dir().string(), "--max-seq", "-3"}, "error: --max-seq: must be >= 1, got -3"},
+      {{"diagnosis", stories_dir().string(), "--max-seq", "0"}, "error: --max-seq: must be >= 1, got 0"},
       // Positions ctx/2 .. ctx-2 are scored: a chunk of 2 scores nothing.
-      {{"perplexity", stories_model(), "-f", "x.txt", "-c", "2"}, "error: --ctx-size: must be >= 3, got 2"},
-      {{"deploy", stories_model(), "--threads", "-1"}, threads_error("-1")},
-      {{"deploy", stories_model(), "--threads", "100000"}, threads_error("100000")},
-      {{"bench", stories_model(), "-t", "100000"}, threads_error("100000")},
+      {{"perplexity", stories_dir().string(), "-f", "x.txt", "-c", "2"}, "error: --ctx-size: must be >= 3, got 2"},
+      {{"deploy", stories_dir().string(), "--threads", "-1"}, threads_error("-1")},
+      {{"deploy", stories_dir().string(), "--threads", "100000"}, threads_error("100000")},
+      {{"bench", stories_dir().string(), "-t", "100000"}, threads_error("100000")},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.want);
@@ -101,7 +101,7 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
     EXPECT_EQ(r.err.find("1797693"), std::string::npos) << r.err;
   }
   // --top-p 1 (the documented upper end) is accepted.
-  const auto ok = run_llmport({"run", stories_model(), "--prompt", "hi", "--top-p", "1", "--n-tokens", "2"});
+  const auto ok = run_llmport({"run", stories_dir().string(), "--prompt", "hi", "--top-p", "1", "--n-tokens", "2"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
   const auto help = run_llmport({"run", "--help"});
   EXPECT_NE(help.out.find("--top-p FLOAT:in (0, 1]"), std::string::npos) << help.out;
@@ -111,10 +111,10 @@ TEST(CliParseErrors, RangeChecksSayWhatIsAccepted) {
 // checkpoint's dtype, an unquantized lm_head), on nested commands too.
 TEST(CliParseErrors, AnEmptyDtypeOrLmHeadFormatIsAUsageError) {
   const std::vector<std::vector<std::string>> cases = {
-      {"run", stories_model(), "--prompt", "Once", "--dtype", ""},
-      {"kernels", "validate", stories_model(), "--dtype", "q8_0", "--quantize-lm-head", ""},
-      {"check", stories_model(), "--dtype", "q4_0", "--quantize-lm-head", ""},
-      {"bench", stories_model(), "--no-roofline", "--dtype", ""}};
+      {"run", stories_dir().string(), "--prompt", "Once", "--dtype", ""},
+      {"kernels", "validate", stories_dir().string(), "--dtype", "q8_0", "--quantize-lm-head", ""},
+      {"check", stories_dir().string(), "--dtype", "q4_0", "--quantize-lm-head", ""},
+      {"bench", stories_dir().string(), "--no-roofline", "--dtype", ""}};
   for (const auto& args : cases) {
     const auto r = run_llmport(args);
     SCOPED_TRACE(args[0] + " " + args[args.size() - 2]);
@@ -130,7 +130,7 @@ TEST(CliParseErrors, AnEmptyDtypeOrLmHeadFormatIsAUsageError) {
 // kernel cache, the default workspace, ...). One row per command family; main.cpp applies
 // the rule to the whole command tree (option_rules.cpp).
 TEST(CliParseErrors, AnEmptyValueOfAnyStringOptionIsAUsageError) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::vector<std::vector<std::string>> cases = {
       {"bench", m, "--kernel-cache", ""},        {"bench", m, "--registry", ""},
       {"bench", m, "--compare", ""},             {"bench", m, "--output", ""},
@@ -165,7 +165,7 @@ TEST(CliParseErrors, AnEmptyValueOfAnyStringOptionIsAUsageError) {
 // A number that does not parse, and a value outside a range, read like every other error
 // (not CLI11's "Could not convert: --x = abc" / "Value 70000 not in range 0 to 65535").
 TEST(CliParseErrors, NumbersThatDoNotParseUseTheProjectWording) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   struct Case {
     std::vector<std::string> args;
     std::string want;
@@ -193,7 +193,7 @@ TEST(CliParseErrors, NumbersThatDoNotParseUseTheProjectWording) {
 // bench -t is a comma list: CLI11's delimiter silently dropped the empty element of
 // "1,,2" (two runs instead of an error); each element is checked and named.
 TEST(CliParseErrors, ACommaListWithAnEmptyOrBadElementIsAUsageError) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"1,,2", "error: --threads: empty element 2 in '1,,2'"},
       {"1,", "error: --threads: empty element 2 in '1,'"},
@@ -228,7 +228,7 @@ TEST(CliRunArgs, MissingModelIsReportedBeforeMissingPrompt) {
   const auto r = run_llmport({"run"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "error: MODEL is required (a model directory or org/name id)\n");
-  const auto p = run_llmport({"run", stories_model()});
+  const auto p = run_llmport({"run", stories_dir().string()});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.err.find("error: a prompt is required"), std::string::npos) << p.err;
 }
@@ -286,7 +286,7 @@ TEST(CliHelp, CheckVerifyAndDiagnosisListTheirExitCodes) {
 
 TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   TempDir t;
-  for (const auto& e : fs::directory_iterator(stories_model()))
+  for (const auto& e : fs::directory_iterator(stories_dir().string()))
     if (e.is_regular_file()) fs::copy_file(e.path(), t.path() / e.path().filename());
   auto cfg = nlohmann::json::parse(read_file(t.path() / "config.json"));
   cfg["torch_dtype"] = "float7";
@@ -325,8 +325,8 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
 
   // An accepted architecture whose weights are damaged is no ACCEPT: with --weights the
   // verdict follows the exit code, the gate's answer stays under "architecture".
-  write_file(t.path() / "config.json", read_file(fs::path(stories_model()) / "config.json"));
-  const std::string st = read_file(fs::path(stories_model()) / "model.safetensors");
+  write_file(t.path() / "config.json", read_file(fs::path(stories_dir().string()) / "config.json"));
+  const std::string st = read_file(fs::path(stories_dir().string()) / "model.safetensors");
   write_file(t.path() / "model.safetensors", st.substr(0, st.size() - 4096));
   const auto dmg = run_llmport({"check", t.path().string(), "--json", "--weights"});
   EXPECT_EQ(dmg.exit_code, 2) << dmg.err;
@@ -342,7 +342,7 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
   EXPECT_FALSE(good.contains("error"));
 
   // A known torch_dtype gives no warning.
-  const auto plain = run_llmport({"check", stories_model()});
+  const auto plain = run_llmport({"check", stories_dir().string()});
   EXPECT_EQ(plain.err.find("torch_dtype"), std::string::npos) << plain.err;
 }
 
@@ -350,7 +350,7 @@ TEST(CliDtype, UnknownTorchDtypeWarnsInCheckAndRun) {
 // flags, a missing MODEL, a stray word) keep check --json's promise too: one JSON object on
 // stdout (it was empty), the one-line error on stderr, exit 2. Words after `--` are no flags.
 TEST(CliCheck, JsonAnswersFlagErrorsFoundBeforeTheCommandRuns) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"check", m, "--json", "--max-seq", "0"}, "--max-seq"},
       {{"check", m, "--json", "--no-such-flag"}, "--no-such-flag"},
@@ -382,13 +382,13 @@ TEST(CliCheck, JsonAnswersFlagErrorsFoundBeforeTheCommandRuns) {
 // not "no model.safetensors ... (found model.safetensors)".
 TEST(CliCheck, ConfigAloneIsArchitectureOnlyAndADanglingWeightsLinkIsDamage) {
   TempDir t;
-  write_file(t.path() / "config.json", read_file(fs::path(stories_model()) / "config.json"));
+  write_file(t.path() / "config.json", read_file(fs::path(stories_dir().string()) / "config.json"));
   const auto c = run_llmport({"check", t.path().string(), "--json"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   const auto notes = nlohmann::json::parse(c.out).at("notes");
   ASSERT_EQ(notes.size(), 1u) << c.out;
   EXPECT_NE(notes[0].get<std::string>().find("only the architecture was checked"), std::string::npos) << c.out;
-  const auto with_weights = run_llmport({"check", stories_model(), "--json"});
+  const auto with_weights = run_llmport({"check", stories_dir().string(), "--json"});
   EXPECT_EQ(with_weights.out.find("only the architecture"), std::string::npos) << with_weights.out;
 
   fs::create_symlink(t.path() / "blobs" / "gone", t.path() / "model.safetensors");
@@ -408,7 +408,7 @@ TEST(CliCheck, ConfigAloneIsArchitectureOnlyAndADanglingWeightsLinkIsDamage) {
 // option's own type (int) main.cpp words CLI11's conversion error the same way; never
 // "Could not convert".
 TEST(CliParseErrors, WholeNumbersTooBigForTheirTypeAreOutOfRange) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   struct Case {
     std::vector<std::string> args;
     std::string want;
@@ -453,7 +453,7 @@ TEST(CliParseErrors, WholeNumbersTooBigForTheirTypeAreOutOfRange) {
 
 // " " is as much "not given" as "": refused with the same exemptions as "".
 TEST(CliParseErrors, AWhitespaceOnlyValueIsRefusedLikeAnEmptyOne) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const std::vector<std::vector<std::string>> cases = {
       {"deploy", m, "--name", " "},        {"serve", m, "--api-key", " "},
       {"bench", m, "--kernel-cache", " "}, {"bench", m, "--registry", "\t"},
@@ -474,7 +474,7 @@ TEST(CliParseErrors, AWhitespaceOnlyValueIsRefusedLikeAnEmptyOne) {
 // --prompt-ids takes the JSON array detokenize and tokenize --json print, as the same ids
 // the comma list gives.
 TEST(CliParseErrors, PromptIdsTakeAJsonArrayAsTheSameIds) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const auto list = run_llmport({"run", m, "--prompt-ids", "1,403,407", "-n", "4", "--json"});
   const auto array = run_llmport({"run", m, "--prompt-ids", " [1, 403, 407]", "-n", "4", "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.err;
@@ -490,7 +490,7 @@ TEST(CliParseErrors, PromptIdsTakeAJsonArrayAsTheSameIds) {
 // element a whole number (no "1e0"; blanks around it ignored), no empty or blank element,
 // the flag and the element named.
 TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   struct Case {
     std::vector<std::string> args;
     std::string want;
@@ -535,7 +535,7 @@ TEST(CliParseErrors, EveryCommaListOfNumbersFollowsOneRule) {
 
 // A hidden option (--inject-fault) and a golden: with no file used to print "error: : ...".
 TEST(CliParseErrors, EveryMessageNamesItsOption) {
-  const std::string m = stories_model();
+  const std::string m = stories_dir().string();
   const auto fault = run_llmport({"diagnosis", m, "--inject-fault", ""});
   EXPECT_EQ(fault.exit_code, 2);
   EXPECT_EQ(fault.err, "error: --inject-fault: empty value (see llmport diagnosis --help)\n");
@@ -558,7 +558,7 @@ TEST(CliParseErrors, FilesystemErrorsAndDirectoriesUseTheProjectWording) {
   const auto link = run_llmport({"synth", "--preset", "tiny-llama", "-o", dangling.string()});
   EXPECT_EQ(link.exit_code, 2) << link.out << link.err;
   EXPECT_EQ(link.err, "error: " + dangling.string() + ": cannot create directory (File exists)\n");
-  const auto tmpl = run_llmport({"chat-template", stories_model(), "--messages", file.string(), "--template",
+  const auto tmpl = run_llmport({"chat-template", stories_dir().string(), "--messages", file.string(), "--template",
                                  t.path().string()});
   EXPECT_EQ(tmpl.exit_code, 2) << tmpl.out << tmpl.err;
   EXPECT_EQ(tmpl.err, "error: --template " + t.path().string() + ": is a directory, expected a file\n");

@@ -14,7 +14,7 @@ TEST(CliRun, GreedyPrintsTheGoldenFullTextForEveryPrompt) {
   for (const auto& c : golden.at("cases")) {
     const auto prompt = c.at("prompt").get<std::string>();
     SCOPED_TRACE(prompt);
-    const auto r = run_llmport({"run", stories_model(), "--prompt", prompt, "--temperature", "0", "--n-tokens", "32"});
+    const auto r = run_llmport({"run", stories_dir().string(), "--prompt", prompt, "--temperature", "0", "--n-tokens", "32"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, c.at("full_text").get<std::string>() + "\n");
     ++n;
@@ -26,7 +26,7 @@ TEST(CliRun, JsonHasIdsTextAndTop5PerStep) {
   const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
   for (const std::string backend : {"reference", "cpu"}) {
     const auto& c = golden.at("cases").at(1);
-    const auto r = run_llmport({"run", "--model", stories_model(), "--prompt", c.at("prompt").get<std::string>(),
+    const auto r = run_llmport({"run", "--model", stories_dir().string(), "--prompt", c.at("prompt").get<std::string>(),
                                 "--n-tokens", "32", "--json", "--backend", backend});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto j = nlohmann::json::parse(r.out);
@@ -48,7 +48,7 @@ TEST(CliRun, JsonHasIdsTextAndTop5PerStep) {
 TEST(CliRun, PromptFromStdin) {
   const auto golden = load_json(shared_path("models/stories260K/golden/public.json"));
   const auto& c = golden.at("cases").at(0);
-  const auto r = run_llmport({"run", stories_model(), "--prompt", "-", "--n-tokens", "32", "--temperature", "0"},
+  const auto r = run_llmport({"run", stories_dir().string(), "--prompt", "-", "--n-tokens", "32", "--temperature", "0"},
                              c.at("prompt").get<std::string>() + "\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, c.at("full_text").get<std::string>() + "\n");
@@ -86,7 +86,7 @@ TEST(CliRun, StopsAtEosAndStreamsIdsWithoutTokenizer) {
 }
 
 TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
-  const auto r = run_llmport({"run", stories_model(), "--prompt", "Once upon a time", "--n-tokens", "8", "--profile"});
+  const auto r = run_llmport({"run", stories_dir().string(), "--prompt", "Once upon a time", "--n-tokens", "8", "--profile"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u);
   for (const char* s : {"attention", "linear_qkv", "lm_head", "prefill:", "tokens/s", "decode:", "ms/token"})
@@ -95,14 +95,14 @@ TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
   EXPECT_NE(r.err.find("kernel configs: the backend's heuristic defaults"), std::string::npos) << r.err;
   // With an empty writable registry (stories260K's shapes are not shipped) it counts them.
   TempDir reg;
-  const auto t = run_llmport({"run", stories_model(), "--prompt", "Once", "--n-tokens", "2", "--profile",
+  const auto t = run_llmport({"run", stories_dir().string(), "--prompt", "Once", "--n-tokens", "2", "--profile",
                               "--registry", reg.path().string()});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.err.find("shape(s) not measured on this machine ran with the heuristic default config"),
             std::string::npos)
       << t.err;
   // Issue #13: the lookup miss is said in one line on every run, not only with --profile.
-  const auto u = run_llmport({"run", stories_model(), "--prompt", "Once", "--n-tokens", "2", "--registry",
+  const auto u = run_llmport({"run", stories_dir().string(), "--prompt", "Once", "--n-tokens", "2", "--registry",
                               reg.path().string()});
   ASSERT_EQ(u.exit_code, 0) << u.err;
   const std::string miss = "linear shape(s) not measured on this machine ran with the heuristic default config";
@@ -112,7 +112,7 @@ TEST(CliRun, ProfilePrintsOpsAndSpeeds) {
 }
 
 TEST(CliRun, SamplingIsSeeded) {
-  const std::vector<std::string> args{"run", stories_model(), "--prompt", "The little dog", "--n-tokens", "24",
+  const std::vector<std::string> args{"run", stories_dir().string(), "--prompt", "The little dog", "--n-tokens", "24",
                                       "--temperature", "1.0", "--top-k", "40", "--top-p", "0.95",
                                       "--seed", "7", "--json"};
   const auto a = run_llmport(args), b = run_llmport(args);
@@ -121,7 +121,7 @@ TEST(CliRun, SamplingIsSeeded) {
 }
 
 TEST(CliRun, HiddenFaultFlagPlantsAFault) {
-  const std::vector<std::string> base{"run", stories_model(), "--prompt", "Once upon a time", "--n-tokens", "2", "--json"};
+  const std::vector<std::string> base{"run", stories_dir().string(), "--prompt", "Once upon a time", "--n-tokens", "2", "--json"};
   auto faulty = base;
   faulty.insert(faulty.end(), {"--inject-fault", "logit_scale=2"});
   const auto a = run_llmport(base), b = run_llmport(faulty);
@@ -143,23 +143,23 @@ void expect_usage_error(const std::vector<std::string>& args, const std::string&
 }
 
 TEST(CliRun, BadInputExitsTwoWithOneLine) {
-  expect_usage_error({"run", stories_model(), "--prompt", "x", "--bogus-flag"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "x", "--bogus-flag"});
   expect_usage_error({"run", "/nonexistent/model/dir", "--prompt", "x"});
-  expect_usage_error({"run", stories_model()});
-  expect_usage_error({"run", stories_model(), "--prompt", "x", "--prompt-ids", "1,2"});
-  expect_usage_error({"run", stories_model(), "--prompt-ids", "1,x,3"});
-  expect_usage_error({"run", stories_model(), "--prompt-ids", "1,99999"});
-  expect_usage_error({"run", stories_model(), "--prompt", "x", "--backend", "quantum"});
-  expect_usage_error({"run", stories_model(), "--prompt", "x", "--dtype", "int3"});
-  expect_usage_error({"run", stories_model(), "--prompt", "x", "--top-p", "0"});
+  expect_usage_error({"run", stories_dir().string()});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "x", "--prompt-ids", "1,2"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt-ids", "1,x,3"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt-ids", "1,99999"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "x", "--backend", "quantum"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "x", "--dtype", "int3"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "x", "--top-p", "0"});
   expect_usage_error({"run", shared_path("models/synthetic/qwen2-tiny").string(), "--prompt", "no tokenizer"});
   std::string long_prompt;
   for (int i = 0; i < 400; ++i) long_prompt += "Once upon a time ";
-  const auto r = run_llmport({"run", stories_model(), "--prompt", long_prompt, "--n-tokens", "4"});
+  const auto r = run_llmport({"run", stories_dir().string(), "--prompt", long_prompt, "--n-tokens", "4"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("context"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << "nothing may be generated before the error";
-  expect_usage_error({"run", stories_model(), "--prompt", "Once upon a time", "--n-tokens", "600"});
+  expect_usage_error({"run", stories_dir().string(), "--prompt", "Once upon a time", "--n-tokens", "600"});
 }
 
 // The last sampled token is never fed back, so n_prompt + n_tokens - 1 <= context: a
@@ -167,13 +167,13 @@ TEST(CliRun, BadInputExitsTwoWithOneLine) {
 TEST(CliRun, PromptThatFillsTheContextSamplesOneToken) {
   std::string ids = "1";
   for (int i = 1; i < 512; ++i) ids += ",403";
-  auto r = run_llmport({"run", stories_model(), "--prompt-ids", ids, "-n", "1", "--json"});
+  auto r = run_llmport({"run", stories_dir().string(), "--prompt-ids", ids, "-n", "1", "--json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = run_llmport({"run", stories_model(), "--prompt-ids", ids, "-n", "2"});
+  r = run_llmport({"run", stories_dir().string(), "--prompt-ids", ids, "-n", "2"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("exceed the model context of 512"), std::string::npos) << r.err;
   // -n INT_MAX: the sum is computed in 64 bits (no overflow), a plain context error.
-  r = run_llmport({"run", stories_model(), "--prompt-ids", "1,2", "-n", "2147483647"});
+  r = run_llmport({"run", stories_dir().string(), "--prompt-ids", "1,2", "-n", "2147483647"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--n-tokens 2147483647 exceed the model context"), std::string::npos) << r.err;
 }
@@ -181,16 +181,16 @@ TEST(CliRun, PromptThatFillsTheContextSamplesOneToken) {
 // --prompt-ids ending inside a multi-byte character: the streamed text equals the full
 // decode of prompt + generated ids (the dangling byte is emitted once, not twice).
 TEST(CliRun, PromptIdsEndingMidCharacterStreamLikeTheFullDecode) {
-  const auto r = run_llmport({"run", stories_model(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0"});
+  const auto r = run_llmport({"run", stories_dir().string(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = run_llmport({"run", stories_model(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0",
+  const auto j = run_llmport({"run", stories_dir().string(), "--prompt-ids", "1,403,410,198", "-n", "3", "--temperature", "0",
                               "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const auto out = nlohmann::json::parse(j.out);
   std::string all;
   for (const auto& id : out["prompt_ids"]) all += (all.empty() ? "" : ",") + std::to_string(id.get<int>());
   for (const auto& id : out["generated_ids"]) all += "," + std::to_string(id.get<int>());
-  const auto full = run_llmport({"detokenize", stories_model(), all, "--skip-special"});
+  const auto full = run_llmport({"detokenize", stories_dir().string(), all, "--skip-special"});
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_EQ(r.out, full.out);
 }
@@ -199,7 +199,7 @@ TEST(CliRun, PromptIdsEndingMidCharacterStreamLikeTheFullDecode) {
 // at T = 1e39 picks byte-fallback pieces): the result is printed with U+FFFD in their place,
 // never an exception that throws the whole generation away.
 TEST(CliRun, JsonWithInvalidUtf8TokensStillPrintsTheResult) {
-  const auto r = run_llmport({"run", stories_model(), "--prompt", "Once upon", "-n", "6", "-t", "1", "--temperature",
+  const auto r = run_llmport({"run", stories_dir().string(), "--prompt", "Once upon", "-n", "6", "-t", "1", "--temperature",
                               "1e39", "--seed", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -211,7 +211,7 @@ TEST(CliRun, JsonWithInvalidUtf8TokensStillPrintsTheResult) {
 // from the tokenizer it is the model files', and the weights' shapes say which file
 // (before: "prompt token id 270 is outside the vocabulary" for a config that lies).
 TEST(CliRun, AnOutOfVocabularyIdIsBlamedOnWhatMadeIt) {
-  const auto ids = run_llmport({"run", stories_model(), "--prompt-ids", "1,600", "--n-tokens", "2"});
+  const auto ids = run_llmport({"run", stories_dir().string(), "--prompt-ids", "1,600", "--n-tokens", "2"});
   EXPECT_EQ(ids.exit_code, 2);
   EXPECT_EQ(ids.err, "error: prompt token id 600 is outside the vocabulary [0, 512)\n");
   TempDir t;

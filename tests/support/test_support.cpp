@@ -173,7 +173,7 @@ void ScopedEnv::set(const std::string& name, const std::optional<std::string>& v
     ::unsetenv(name.c_str());
 }
 
-std::string stories_model() { return shared_path("models/stories260K").string(); }
+std::filesystem::path stories_dir() { return shared_path("models/stories260K"); }
 
 std::filesystem::path copy_stories(const std::filesystem::path& dst) {
   std::filesystem::create_directories(dst);

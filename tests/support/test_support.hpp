@@ -67,8 +67,8 @@ void write_file(const std::filesystem::path& p, const std::string& data);
 /// /proc/self/smaps entry of the mapping that contains `p`, or "" when none does.
 std::string smaps_line(const void* p, const std::string& key);
 
-/// The stories260K model directory of the shared data, as a CLI argument.
-std::string stories_model();
+/// The stories260K model directory of the shared data.
+std::filesystem::path stories_dir();
 
 /// Copies the regular files of the stories260K model (not its golden/ folder) into `dst`
 /// (created). Returns dst.

@@ -15,7 +15,6 @@
 
 namespace llmport::test {
 
-inline std::filesystem::path stories_dir() { return shared_path("models/stories260K"); }
 inline std::filesystem::path stories_golden() { return shared_path("models/stories260K/golden/public.json"); }
 
 /// Every synthetic model directory that has a golden.json (sorted).
