@@ -287,5 +287,17 @@ TEST(Cosine, NaNIsFlaggedAndCountsAsWorst) {
   EXPECT_DOUBLE_EQ(s.min, -1.0);
 }
 
+TEST(Cosine, NaNOnBothSidesReadsAsTheWorstErrorNotAsNone) {
+  // A layer whose weights produce NaN gives NaN in engine and reference alike: the relative
+  // error and the norm deviation must read inf (the worst), not 0 (NaN compares false).
+  const float a[] = {1, 1, std::nanf(""), 1};
+  const float b[] = {1, 1, std::nanf(""), 1};
+  auto s = compare_rows(a, b, 2, 2);
+  EXPECT_TRUE(s.has_nan);
+  EXPECT_EQ(s.max_rel, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(s.max_norm_dev, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(s.whole_rel, std::numeric_limits<double>::infinity());
+}
+
 }  // namespace
 }  // namespace llmport

@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "llmport/error.hpp"
 #include "llmport/records.hpp"
 #include "support/test_support.hpp"
+#include "verify/format.hpp"
+#include "verify/record_checks.hpp"
 #include "verify/verify_support.hpp"
 
 namespace llmport {
@@ -316,6 +319,17 @@ TEST(Records, StoriesDerivedFieldsThatContradictAreSaidNotRefused) {
   // Still read: the compared fields are the file's own.
   ASSERT_EQ(rf.sequences.size(), stories["cases"].size());
   EXPECT_EQ(rf.sequences[0].steps[7].top[0].id, top[0]["id"].get<int>());
+}
+
+// A record's JSON cannot carry a non-finite logsumexp (the reader refuses numbers beyond
+// float32), so this guard of step_inconsistency is reached only by records built in memory.
+TEST(Records, ANonFiniteLogsumexpIsAnInconsistency) {
+  StepRecord st = StepRecord::from_logits(std::vector<float>{0.5f, 2.0f, -1.0f, 1.0f}, false);
+  EXPECT_EQ(verify_detail::step_inconsistency(st), "");
+  for (const double bad : {std::numeric_limits<double>::infinity(), std::nan("")}) {
+    st.logsumexp = bad;
+    EXPECT_EQ(verify_detail::step_inconsistency(st), "logsumexp " + verify_detail::fmt_g(bad) + " is not finite");
+  }
 }
 
 TEST(Records, MissingFileIsAConfigError) {
