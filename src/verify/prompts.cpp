@@ -16,6 +16,10 @@ namespace llmport {
 std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
   const nlohmann::json j = parse_json_text(read_text_file(file), file.string());
   verify_detail::JsonField root(j, file, "");
+  // A golden given as --prompts would only say "prompts: missing"; name what it is.
+  if (j.is_object() && !root.has("prompts") && (root.has("cases") || root.has("sequences")))
+    root.fail("holds no \"prompts\" but golden records (\"cases\"/\"sequences\"): a golden is given as "
+              "--reference golden:FILE, and runs its own prompts");
   verify_detail::JsonField list = j.is_object() ? root.at("prompts") : root;
   std::vector<PromptSpec> out;
   for (std::size_t i = 0; i < list.size(); ++i) {

@@ -659,6 +659,7 @@ std::vector<Case> cases() {
     pr("malformed", "[{\"prompt_ids\": [1, 2", "prompts.json", deploy);
     pr("deep", "[" + deep_array(kDeep) + "]", "prompts.json", deploy);
     pr("empty_list", "[]", "prompts.json", deploy);
+    pr("a_golden", "{\"model\": \"m\", \"cases\": []}", "--reference golden:FILE", deploy);
   }
   c.push_back({"prompts/fifo_verify",
                [](const fs::path& d, const fs::path& m) {
