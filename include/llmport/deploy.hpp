@@ -55,7 +55,9 @@ struct PhaseResult {
   /// run exits 2, as every command does for bad input, not 1. Not saved in the manifest.
   bool bad_input = false;
   nlohmann::json to_json() const;
-  static PhaseResult from_json(const nlohmann::json& j);
+  /// One entry of deployment.json's "phases"; `path` ("phases[3]") names it in the
+  /// ConfigError thrown for a field of the wrong type or an unknown status.
+  static PhaseResult from_json(const nlohmann::json& j, const std::string& path);
 };
 
 /// `--reference golden:FILE | hf | numpy | oracle`.

@@ -263,8 +263,8 @@ class Backend {
 /// 4). More only thrashes, and a typo such as `-t 100000` must be a clear error, not an
 /// attempt to start 100000 threads. Backends throw UsageError above it.
 int max_backend_threads();
-/// A backend's set_threads(n) resolved: n, or every core for 0. Throws UsageError above
-/// max_backend_threads() (the one wording of every backend).
+/// A backend's set_threads(n) resolved: n, or every core for 0. Throws UsageError below 0
+/// or above max_backend_threads() (the one wording of every backend).
 int resolve_backend_threads(int n);
 
 /// Backends built into this binary: {"reference", "cpu"} (deploy targets: those but the

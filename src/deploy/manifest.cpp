@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "deploy/manifest_fields.hpp"
 #include "deploy/util.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
@@ -64,71 +65,88 @@ nlohmann::json Manifest::to_json() const {
   return j;
 }
 
+namespace {
+Manifest read_fields(const ManifestFields& f) {
+  Manifest m;
+  m.name = f.get<std::string>("name");
+  const ManifestFields mo = f.object("model");
+  m.model_dir = mo.get<std::string>("path");
+  m.repo_id = mo.get<std::string>("repo_id", "");
+  m.revision = mo.get<std::string>("revision", "");
+  m.commit = mo.get<std::string>("commit", "");
+  m.architecture = mo.get<std::string>("architecture", "");
+  m.content_hash = mo.get<std::string>("content_hash", "");
+  m.file_hashes = mo.get<std::map<std::string, std::string>>("files", {});
+  if (mo.has("file_stats"))
+    for (const auto& [name, st] : mo.raw("file_stats").items()) {
+      const ManifestFields sf(st, mo.name("file_stats") + "." + name);
+      m.file_stats[name] = {static_cast<std::uintmax_t>(sf.integer("size", 0, 0, std::numeric_limits<int64_t>::max())),
+                            sf.integer("mtime_ns", 0, std::numeric_limits<int64_t>::min(),
+                                       std::numeric_limits<int64_t>::max())};
+    }
+  m.has_tokenizer = mo.get<bool>("has_tokenizer", false);
+  m.target = f.get<std::string>("target");
+  m.dtype = f.get<std::string>("dtype");
+  m.quantize_lm_head = f.get<std::string>("quantize_lm_head", "");
+  // Negative counts mean nothing (0 = every core / the config's context); the upper bound
+  // of threads is the machine's, checked where a backend starts (resolve_backend_threads).
+  m.threads = static_cast<int>(f.integer("threads", 0, 0, std::numeric_limits<int>::max()));
+  m.isa = f.get<std::string>("isa", "");
+  m.max_seq = static_cast<int>(f.integer("max_seq", 0, 0, std::numeric_limits<int>::max()));
+  if (f.has("verify")) {
+    const ManifestFields v = f.object("verify");
+    m.verify_top_k = static_cast<int>(v.integer("top_k", 5, 1, std::numeric_limits<int>::max()));
+    m.verify_kl_bound = v.get<double>("kl_bound", 0.0);
+    m.verify_min_top1 = v.get<double>("min_top1", 0.0);
+  }
+  const ManifestFields r = f.object("reference");
+  m.reference.kind = r.get<std::string>("kind");
+  if (m.reference.kind == "golden") {
+    m.reference.file = r.get<std::string>("file");
+    m.reference_hash = r.get<std::string>("sha256", "");
+  }
+  m.prompts_file = f.get<std::string>("prompts_file", "");
+  m.first_prompt_ids = f.get<std::vector<int>>("first_prompt_ids", {});
+  m.llmport_version = f.get<std::string>("llmport_version", "");
+  m.created = f.get<std::string>("created", "");
+  m.updated = f.get<std::string>("updated", "");
+  const nlohmann::json& ph = f.raw("phases");
+  if (!ph.is_array() || ph.size() != static_cast<std::size_t>(kNumPhases))
+    throw ConfigError("phases: must list " + std::to_string(kNumPhases) + " phases");
+  for (std::size_t i = 0; i < ph.size(); ++i) {
+    m.phases[i] = PhaseResult::from_json(ph[i], "phases[" + std::to_string(i) + "]");
+    m.phases[i].phase = static_cast<int>(i);
+  }
+  if (f.has("kernel_configs")) m.kernel_configs = f.raw("kernel_configs");
+  if (f.has("resolved_config")) m.resolved_config = f.raw("resolved_config");
+  if (f.has("measured")) m.measured = f.raw("measured");
+  if (f.has("test_options")) {
+    const ManifestFields t = f.object("test_options");
+    m.fault = t.get<std::string>("fault", "");
+    m.quick = t.get<bool>("quick", false);
+  }
+  m.needs_human_review = f.get<bool>("needs_human_review", false);
+  return m;
+}
+}  // namespace
+
 Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
-  // A record that is no object ("[]") or has a field of the wrong type named that way, not
-  // as nlohmann's "[json.exception.type_error.306] cannot use value() with array".
+  // A record that is no object ("[]") or has a field of the wrong type is named that way,
+  // not as nlohmann's "[json.exception.type_error.306] cannot use value() with array".
   if (!j.is_object())
     throw ConfigError(file.string() + ": expected a JSON object (a deployment record), got " + j.type_name());
+  if (!j.contains("format") || j["format"] != kFormat)
+    throw ConfigError(file.string() + ": format is not " + std::string(kFormat));
   try {
-    if (j.value("format", "") != kFormat)
-      throw ConfigError(file.string() + ": format is not " + std::string(kFormat));
-    Manifest m;
-    m.name = j.at("name").get<std::string>();
-    const auto& mo = j.at("model");
-    m.model_dir = mo.at("path").get<std::string>();
-    m.repo_id = mo.value("repo_id", "");
-    m.revision = mo.value("revision", "");
-    m.commit = mo.value("commit", "");
-    m.architecture = mo.value("architecture", "");
-    m.content_hash = mo.value("content_hash", "");
-    m.file_hashes = mo.value("files", std::map<std::string, std::string>{});
-    if (mo.contains("file_stats"))
-      for (const auto& [f, st] : mo.at("file_stats").items())
-        m.file_stats[f] = {st.at("size").get<std::uintmax_t>(), st.at("mtime_ns").get<std::int64_t>()};
-    m.has_tokenizer = mo.value("has_tokenizer", false);
-    m.target = j.at("target").get<std::string>();
-    m.dtype = j.at("dtype").get<std::string>();
-    m.quantize_lm_head = j.value("quantize_lm_head", "");
-    m.threads = j.value("threads", 0);
-    m.isa = j.value("isa", "");
-    m.max_seq = j.value("max_seq", 0);
-    if (j.contains("verify")) {
-      m.verify_top_k = j["verify"].value("top_k", 5);
-      m.verify_kl_bound = j["verify"].value("kl_bound", 0.0);
-      m.verify_min_top1 = j["verify"].value("min_top1", 0.0);
-    }
-    const auto& r = j.at("reference");
-    m.reference.kind = r.at("kind").get<std::string>();
-    if (m.reference.kind == "golden") {
-      m.reference.file = r.at("file").get<std::string>();
-      m.reference_hash = r.value("sha256", "");
-    }
-    m.prompts_file = j.value("prompts_file", "");
-    m.first_prompt_ids = j.value("first_prompt_ids", std::vector<int>{});
-    m.llmport_version = j.value("llmport_version", "");
-    m.created = j.value("created", "");
-    m.updated = j.value("updated", "");
-    const auto& ph = j.at("phases");
-    if (!ph.is_array() || ph.size() != static_cast<std::size_t>(kNumPhases))
-      throw ConfigError(file.string() + ": phases must list " + std::to_string(kNumPhases) + " phases");
-    for (std::size_t i = 0; i < ph.size(); ++i) {
-      m.phases[i] = PhaseResult::from_json(ph[i]);
-      m.phases[i].phase = static_cast<int>(i);
-    }
-    if (j.contains("kernel_configs")) m.kernel_configs = j["kernel_configs"];
-    if (j.contains("resolved_config")) m.resolved_config = j["resolved_config"];
-    if (j.contains("measured")) m.measured = j["measured"];
-    if (j.contains("test_options")) {
-      m.fault = j["test_options"].value("fault", "");
-      m.quick = j["test_options"].value("quick", false);
-    }
-    m.needs_human_review = j.value("needs_human_review", false);
+    Manifest m = read_fields(ManifestFields(j, ""));
     // Keys llmport does not write (a user's note) are carried through every later save.
     static const nlohmann::json known = Manifest().to_json();  // the keys llmport writes
     for (const auto& [k, v] : j.items())
       if (!known.contains(k)) m.user_keys[k] = v;
     return m;
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const ConfigError& e) {
+    throw ConfigError(file.string() + ": not a valid deployment record: " + e.what());
+  } catch (const nlohmann::json::exception& e) {  // a field read without a name (timing)
     throw ConfigError(file.string() + ": not a valid deployment record: " + json_error_text(e, false));
   }
 }

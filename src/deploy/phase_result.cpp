@@ -1,6 +1,7 @@
 // Phase verdicts, timing and results as stored in deployment.json.
 #include <array>
 
+#include "deploy/manifest_fields.hpp"
 #include "llmport/deploy.hpp"
 #include "llmport/error.hpp"
 
@@ -28,7 +29,8 @@ PhaseStatus parse_status(std::string_view s) {
   for (auto st : {PhaseStatus::NotRun, PhaseStatus::Pass, PhaseStatus::PassWithWarnings,
                   PhaseStatus::Fail, PhaseStatus::Blocked})
     if (status_name(st) == s) return st;
-  throw ConfigError("deployment.json: unknown phase status '" + std::string(s) + "'");
+  throw ConfigError("unknown phase status '" + std::string(s) +
+                    "' (expected NOT-RUN, PASS, PASS-with-warnings, FAIL or BLOCKED)");
 }
 
 bool is_pass(PhaseStatus s) noexcept {
@@ -68,15 +70,20 @@ nlohmann::json PhaseResult::to_json() const {
           {"timing", timing.to_json()}};
 }
 
-PhaseResult PhaseResult::from_json(const nlohmann::json& j) {
+PhaseResult PhaseResult::from_json(const nlohmann::json& j, const std::string& path) {
+  const ManifestFields f(j, path);
   PhaseResult r;
-  r.phase = j.value("phase", 0);
-  r.status = parse_status(j.value("status", "NOT-RUN"));
-  r.reason = j.value("reason", "");
-  if (j.contains("numbers")) r.numbers = j["numbers"];
-  r.warnings = j.value("warnings", std::vector<std::string>{});
-  r.artifacts = j.value("artifacts", std::vector<std::string>{});
-  if (j.contains("timing")) r.timing = PhaseTiming::from_json(j["timing"]);
+  r.phase = static_cast<int>(f.integer("phase", 0, 0, kNumPhases - 1));
+  try {
+    r.status = parse_status(f.get<std::string>("status", "NOT-RUN"));
+  } catch (const ConfigError& e) {
+    throw ConfigError(f.name("status") + ": " + e.what());
+  }
+  r.reason = f.get<std::string>("reason", "");
+  if (f.has("numbers")) r.numbers = f.raw("numbers");
+  r.warnings = f.get<std::vector<std::string>>("warnings", {});
+  r.artifacts = f.get<std::vector<std::string>>("artifacts", {});
+  if (f.has("timing")) r.timing = PhaseTiming::from_json(f.raw("timing"));
   return r;
 }
 

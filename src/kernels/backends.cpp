@@ -92,6 +92,8 @@ int max_backend_threads() {
 }
 
 int resolve_backend_threads(int n) {
+  // -4 would silently mean "every core" (the n > 0 test below) under a count nobody chose.
+  if (n < 0) throw UsageError("threads: " + std::to_string(n) + " is negative (0 = every core)");
   if (n > max_backend_threads())
     throw UsageError("threads: " + std::to_string(n) + " is more than 4 x this machine's " +
                      "hardware threads (at most " + std::to_string(max_backend_threads()) + ")");

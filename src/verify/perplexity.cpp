@@ -84,6 +84,15 @@ LogprobsFile open_logprobs(const fs::path& f) {
   return lf;
 }
 
+// An optional header string (producer, dtype): absent reads "", another type is damage.
+std::string header_string(const fs::path& f, const nlohmann::json& h, const char* key) {
+  const auto it = h.find(key);
+  if (it == h.end()) return "";
+  if (!it->is_string())
+    throw UsageError(f.string() + ": header: " + key + ": expected a string, got " + it->dump().substr(0, 80));
+  return it->get<std::string>();
+}
+
 // A header key or string naming llmport as a word ({"generator": "llmport 0.3"} beside
 // "producer": "numpy"), as verify's metadata walk reads a golden; not what names the model.
 bool header_mentions_llmport(const nlohmann::json& h) {
@@ -99,9 +108,13 @@ bool header_mentions_llmport(const nlohmann::json& h) {
 // bytes than this model's was computed from other weights: comparable position by
 // position, but a KLD against it measures two models, not this run's numerics. Said in
 // the label (" (made for other weights: config.json, model.safetensors differ)").
-std::string other_weights_note(const nlohmann::json& h, const fs::path& dir) {
+std::string other_weights_note(const fs::path& f, const nlohmann::json& h, const fs::path& dir) {
   const auto it = h.find("model_files");
-  if (it == h.end() || !it->is_object()) return "";
+  if (it == h.end()) return "";
+  // Any other type would skip the weights comparison without a word.
+  if (!it->is_object())
+    throw UsageError(f.string() + ": header: model_files: expected an object {file name: sha256}, got " +
+                     it->dump().substr(0, 80));
   const nlohmann::json ours = model_files(dir);
   // Hex digests compare case-insensitively (a tool may print them upper-case).
   auto same_digest = [](const nlohmann::json& a, const nlohmann::json& b) {
@@ -316,15 +329,14 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   if (opt.kl_base) {
     base = open_logprobs(*opt.kl_base);
     check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored, scored_targets);
-    const auto pit = base->header.find("producer");
-    const std::string producer = pit != base->header.end() && pit->is_string() ? pit->get<std::string>() : "";
-    base_label = (producer.empty() ? std::string("unnamed producer") : producer) + " " +
-                 base->header.value("dtype", std::string("?"));
+    const std::string producer = header_string(*opt.kl_base, base->header, "producer");
+    const std::string dtype = header_string(*opt.kl_base, base->header, "dtype");
+    base_label = (producer.empty() ? std::string("unnamed producer") : producer) + " " + (dtype.empty() ? "?" : dtype);
     // The verify rules (assess_provenance): llmport's own output, however spelled, or a
     // file that names no producer, is not an independent base.
     if (producer.empty() || names_llmport(producer) || header_mentions_llmport(base->header))
       base_label += " (not independent)";
-    base_label += other_weights_note(base->header, dir);
+    base_label += other_weights_note(*opt.kl_base, base->header, dir);
   }
   // A run that fails part-way (non-finite logits, a damaged base) must not leave a header
   // and some rows behind: the file would block a rerun (never overwritten) and read later

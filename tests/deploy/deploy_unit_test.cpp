@@ -163,7 +163,30 @@ TEST(DeployManifest, RoundTripsThroughJson) {
   };
   EXPECT_EQ(message("[]"), f.string() + ": expected a JSON object (a deployment record), got array");
   EXPECT_EQ(message("{\"format\": \"llmport-deployment/1\", \"phases\": \"x\"}"),
-            f.string() + ": not a valid deployment record: key 'name' not found");
+            f.string() + ": not a valid deployment record: name: missing");
+  // A field of the wrong type or range is named by its path, whatever the field.
+  const nlohmann::json good = m.to_json();
+  struct Edit {
+    std::function<void(nlohmann::json&)> edit;
+    std::string says;
+  };
+  for (const Edit& e : {Edit{[](nlohmann::json& j) { j["dtype"] = 5; }, "dtype: expected a string, got 5"},
+                        Edit{[](nlohmann::json& j) { j["threads"] = -4; },
+                             "threads: expected an integer in [0, 2147483647], got -4"},
+                        Edit{[](nlohmann::json& j) { j["model"]["path"] = nlohmann::json::array(); },
+                             "model.path: expected a string, got []"},
+                        Edit{[](nlohmann::json& j) { j["model"]["file_stats"] = {{"config.json", {{"size", "big"}}}}; },
+                             "model.file_stats.config.json.size: expected an integer"},
+                        Edit{[](nlohmann::json& j) { j["phases"][3]["status"] = "GREAT"; },
+                             "phases[3].status: unknown phase status 'GREAT'"},
+                        Edit{[](nlohmann::json& j) { j["phases"][2]["warnings"] = "w"; },
+                             "phases[2].warnings: expected a list of strings, got \"w\""},
+                        Edit{[](nlohmann::json& j) { j["reference"] = 1; }, "reference: expected an object, got 1"}}) {
+    nlohmann::json j = good;
+    e.edit(j);
+    EXPECT_EQ(message(j.dump()).rfind(f.string() + ": not a valid deployment record: " + e.says, 0), 0u)
+        << message(j.dump());
+  }
 }
 
 TEST(DeployEvaluationReport, VerdictIsTheLineAfterTheTitle) {

@@ -278,7 +278,15 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
                                    "tokens[5]: the base scored token"},
                            Refused{"no_tokens", [](nlohmann::json& h) { h.erase("tokens"); }, "tokens: expected the 372"},
                            Refused{"format_v2", [](nlohmann::json& h) { h["format"] = "llmport-perplexity-logprobs/2"; },
-                                   "made for format"}}) {
+                                   "made for format"},
+                           // Optional fields of another type: named, not nlohmann's raw type error,
+                           // and a model_files list must not skip the weights comparison.
+                           Refused{"dtype_number", [](nlohmann::json& h) { h["dtype"] = 5; },
+                                   "dtype_number.bin: header: dtype: expected a string, got 5"},
+                           Refused{"producer_object", [](nlohmann::json& h) { h["producer"] = nlohmann::json::object(); },
+                                   "producer_object.bin: header: producer: expected a string, got {}"},
+                           Refused{"model_files_list", [](nlohmann::json& h) { h["model_files"] = {"config.json"}; },
+                                   "model_files_list.bin: header: model_files: expected an object"}}) {
     SCOPED_TRACE(c.name);
     try {
       run_perplexity(stories_dir(), ppl_text(), with_header(c.name, c.edit));
