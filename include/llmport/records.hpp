@@ -40,13 +40,21 @@ struct StepRecord {
   std::optional<double> logsumexp;  ///< over the whole vocabulary, when known
   std::vector<float> logits;        ///< [vocab] full logits; empty when not recorded
   /// Half a unit in the last digit its file printed its logsumexp with, and the largest
-  /// such half unit among its top logits (nats; "%.6g" at ~35: 5e-5 each; exact float32
+  /// such half unit among the top logits that carry probability (those within
+  /// kPrintMassWindow nats of the top-1; nats; "%.6g" at ~35: 5e-5 each; exact float32
   /// values written in full: ~1e-15). Set by read_record_file from the digits of the
   /// numbers; 0 for records llmport computes. The coarsened KL gate lets the values move
   /// that far (kl_coarsened_within_print) and the reader's consistency checks allow it.
   double lse_half_unit = 0.0, logit_half_unit = 0.0;
-  /// How far (nats) a printed log-probability logit - logsumexp may lie from the value the
-  /// reference computed: lse_half_unit + logit_half_unit.
+  /// [top.size()] each top logit's own half unit, as read (empty: logit_half_unit for
+  /// each). Per entry, because a half unit grows with the value: one entry printed as
+  /// -1e30 (no probability at all) must not lend its +-5e13 to the entries that carry the
+  /// step's mass.
+  std::vector<double> top_half_units;
+  /// Half unit of top entry i (top_half_units[i], else logit_half_unit).
+  double top_half_unit(std::size_t i) const { return i < top_half_units.size() ? top_half_units[i] : logit_half_unit; }
+  /// How far (nats) a printed log-probability logit - logsumexp of the step's likely
+  /// tokens may lie from the value the reference computed: lse_half_unit + logit_half_unit.
   double print_resolution() const { return lse_half_unit + logit_half_unit; }
   /// Builds a record from full logits: token = argmax (ties -> smaller id), top-k,
   /// logsumexp; keeps the logits only when keep_logits.

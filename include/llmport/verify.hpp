@@ -257,7 +257,7 @@ double kl_full(std::span<const float> reference_logits, std::span<const float> e
 double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits,
                     int k = kTopK);
 /// kl_coarsened at the reference's most favourable values within its printed digits: each
-/// top logit moved toward the engine's by up to reference.logit_half_unit and the
+/// top logit moved toward the engine's by up to its own half unit (top_half_unit(i)) and the
 /// logsumexp searched over +-reference.lse_half_unit (golden-section; = kl_coarsened when
 /// both are 0). A golden printed with "%.6g" moves its rest mass 1 - P5 by up to ~1e-4 x
 /// P5, which alone costs more than the fp32 bound on a step whose rest is ~1e-5. The KL
@@ -556,6 +556,10 @@ struct VerifyResult {
   std::vector<std::string> caps;
   /// Prompts with different ids among `prompts` (a repeated prompt adds no depth).
   int distinct_prompts() const;
+  /// Teacher-forced steps with different inputs: step i of a prompt reads its prompt ids and
+  /// the reference's first i tokens, so a prompt that is another's prompt plus some of its
+  /// tokens repeats that prompt's steps (four prefixes of one story are one trajectory).
+  int distinct_steps() const;
   /// "FAIL" when !pass, "PASS-with-warnings" when caps, else "PASS".
   std::string verdict() const;
   /// The verdict with its caps: "PASS-with-warnings (reference not independent: oracle)".

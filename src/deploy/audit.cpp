@@ -135,11 +135,12 @@ AuditItem audit_reference_depth(const VerifyResult& r, const ExpectedDepth& e) {
                fmt::format("{} prompts x {} steps run, the reference set holds {}", r.n_prompts, r.n_steps, required));
   // Distinct prompts: a reference that repeats one prompt is no deeper than that prompt.
   const int distinct = r.prompts.empty() ? r.n_prompts : r.distinct_prompts();
-  const bool deep = distinct >= kMinPrompts && r.n_steps >= kMinSteps;
+  const int steps = r.prompts.empty() ? r.n_prompts * r.n_steps : r.distinct_steps();
+  const bool deep = distinct >= kMinPrompts && r.n_steps >= kMinSteps && steps >= kMinPrompts * kMinSteps;
   return row("reference depth", deep,
-             fmt::format("{} prompts ({} distinct) x {} steps (every one the reference set holds: {}; minimum for "
-                         "PASS {} x {})",
-                         r.n_prompts, distinct, r.n_steps, required, kMinPrompts, kMinSteps),
+             fmt::format("{} prompts ({} distinct) x {} steps, {} distinct steps (every one the reference set holds: "
+                         "{}; minimum for PASS {} x {})",
+                         r.n_prompts, distinct, r.n_steps, steps, required, kMinPrompts, kMinSteps),
              /*warn_only=*/true);
 }
 

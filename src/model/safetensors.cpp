@@ -72,12 +72,14 @@ std::optional<std::string> unclaimed_bytes_of(const std::string& f, const std::v
 
 SafetensorsFile::SafetensorsFile(const std::filesystem::path& file) : path_(file) {
   const std::string f = file.string();
-  int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever (a
+  // golden's side_file naming one hung verify); fstat then refuses it.
+  int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw WeightsError(f + ": cannot open: " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw WeightsError(f + ": not a regular file");
+    throw WeightsError(f + ": not a regular file (a FIFO, socket or device)");
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ < 8) {

@@ -47,16 +47,18 @@ const TopEntry* for_each_top(const StepRecord& reference, std::span<const float>
 }
 
 // The coarsened KL with the reference's logsumexp taken as logsumexp - shift (its
-// log-probabilities raised by shift) and each top log-probability moved toward the
-// engine's by up to logit_slack (its logit's own printed half unit); lse_q is the engine's
-// logsumexp. shift = logit_slack = 0 is kl_coarsened's formula as it always was.
+// log-probabilities raised by shift) and, with within_print, each top log-probability
+// moved toward the engine's by up to its logit's own printed half unit; lse_q is the
+// engine's logsumexp. shift = 0 without within_print is kl_coarsened's formula.
 double coarse_kl(const StepRecord& reference, std::span<const float> engine_logits, double lse_q, int k,
-                 double shift, double logit_slack) {
+                 double shift, bool within_print) {
   if (!reference.logsumexp)
     throw UsageError("KL: the reference step has no logsumexp (needed for the coarsened KL)");
   double kl = 0.0, p5 = 0.0, q5 = 0.0;
+  std::size_t i = 0;  // for_each_top walks the top list in order
   auto add = [&](int, double lp, double lq) {
-    if (logit_slack > 0.0) lp = std::clamp(lq, lp - logit_slack, lp + logit_slack);
+    const double slack = within_print ? reference.top_half_unit(i++) : 0.0;
+    if (slack > 0.0 && std::isfinite(slack)) lp = std::clamp(lq, lp - slack, lp + slack);
     const double p = std::exp(lp);
     p5 += p;
     q5 += std::exp(lq);
@@ -78,15 +80,14 @@ double coarse_kl(const StepRecord& reference, std::span<const float> engine_logi
 }  // namespace
 
 double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
-  return coarse_kl(reference, engine_logits, log_sum_exp(engine_logits), k, 0.0, 0.0);
+  return coarse_kl(reference, engine_logits, log_sum_exp(engine_logits), k, 0.0, false);
 }
 
 double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits, int k) {
   const double lse_q = log_sum_exp(engine_logits);
-  const double h = reference.lse_half_unit, slack = reference.logit_half_unit;
-  if (!(h >= 0.0 && slack >= 0.0 && std::isfinite(h + slack)))
-    return coarse_kl(reference, engine_logits, lse_q, k, 0.0, 0.0);
-  auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, slack); };
+  const double h = reference.lse_half_unit;
+  if (!(h >= 0.0 && std::isfinite(h))) return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false);
+  auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, true); };
   const double at_zero = std::max(0.0, kl(0.0));  // a KL; below 0 only by rounding
   if (h == 0.0) return at_zero;
   // Golden-section search of the logsumexp over [-h, h] (each top logit already at its best
@@ -125,14 +126,13 @@ std::optional<KlBreakdown> kl_breakdown(const StepRecord& reference, std::span<c
 }
 
 KlKind kl_kind_for(std::span<const StepRecord> reference) {
-  bool full = !reference.empty(), lse = !reference.empty();
-  for (const auto& s : reference) {
-    if (s.logits.empty()) full = false;
-    if (!s.logsumexp) lse = false;
-  }
-  if (full) return KlKind::Full;
-  if (lse) return KlKind::Coarsened;
-  throw UsageError("reference steps have neither full logits nor logsumexp: the KL gate cannot be computed");
+  if (reference.empty()) throw UsageError("no reference steps: the KL gate cannot be computed");
+  const auto no_logits = std::ranges::find_if(reference, [](const StepRecord& s) { return s.logits.empty(); });
+  if (no_logits == reference.end()) return KlKind::Full;
+  const auto no_lse = std::ranges::find_if(reference, [](const StepRecord& s) { return !s.logsumexp; });
+  if (no_lse == reference.end()) return KlKind::Coarsened;
+  throw UsageError("step " + std::to_string(std::max(no_logits, no_lse) - reference.begin()) +
+                   " has neither full logits nor a logsumexp: the KL gate cannot be computed");
 }
 
 TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<const float> engine_logits,

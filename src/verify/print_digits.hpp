@@ -37,8 +37,15 @@ struct SequenceDigits {
 /// defaults (exact). Keys of other names ("logit_note") are not read: the reader uses only these.
 SequenceDigits scan_print_digits(const nlohmann::json& sequence);
 
-/// Sets st.lse_half_unit (0 without a logsumexp) and st.logit_half_unit (the largest among
-/// its top logits) for a step of a sequence of precision `d`.
+/// Top entries more than this many nats below the top-1 weigh less than 2^-24 of its
+/// probability, below float32's resolution of the step's mass (ln 2^24 = 16.6): their
+/// print precision cannot move any sum the gates compute, so it does not set the step's
+/// logit_half_unit (their own top_half_units still bound their own values).
+inline constexpr double kPrintMassWindow = 16.7;
+
+/// Sets st.lse_half_unit (0 without a logsumexp), st.top_half_units (each top logit's) and
+/// st.logit_half_unit (the largest among those within kPrintMassWindow of the top-1) for a
+/// step of a sequence of precision `d`.
 void set_print_half_units(StepRecord& st, const SequenceDigits& d);
 
 }  // namespace llmport::verify_detail

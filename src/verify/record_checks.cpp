@@ -27,10 +27,15 @@ std::string token_check(const StepRecord& st) {
 std::string mass_check(const StepRecord& st) {
   if (!st.logsumexp) return "";
   if (!std::isfinite(*st.logsumexp)) return "logsumexp " + fmt_g(*st.logsumexp) + " is not finite";
-  double mass = 0.0;
-  for (const TopEntry& e : st.top) mass += std::exp(static_cast<double>(e.logit) - *st.logsumexp);
-  // Printed digits move each probability by up to a factor exp(print_resolution).
-  if (mass > (1.0 + kMassSlack) * std::exp(st.print_resolution()))
+  // The smallest mass the printed digits allow: each logit down by its own half unit, the
+  // logsumexp up by its own (a uniform slack would let one absurd entry widen them all).
+  double mass = 0.0, least = 0.0;
+  for (std::size_t i = 0; i < st.top.size(); ++i) {
+    const double lp = static_cast<double>(st.top[i].logit) - *st.logsumexp;
+    mass += std::exp(lp);
+    least += std::exp(lp - st.top_half_unit(i) - st.lse_half_unit);
+  }
+  if (!(least <= 1.0 + kMassSlack))
     return "the top entries' probabilities exp(logit - logsumexp) sum to " + fmt_g(mass, 8) +
            " > 1: logsumexp " + fmt_g(*st.logsumexp) + " is below the logits it sums";
   return "";

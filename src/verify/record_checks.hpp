@@ -13,7 +13,8 @@ namespace llmport::verify_detail {
 ///   ties in any order);
 /// - with a logsumexp: it is finite and the top entries' probabilities exp(logit -
 ///   logsumexp) sum to at most 1 + kMassSlack (float32 rounding of an honest logsumexp
-///   leaves ~4e-6), times exp(st.print_resolution()) for the digits it was printed with;
+///   leaves ~4e-6) with each logit taken down by its own printed half unit and the
+///   logsumexp up by its own (st.top_half_unit(i), st.lse_half_unit);
 /// - with full logits: all finite, each top entry is bit for bit the logit at its id, the
 ///   list holds the largest logits, and logsumexp is the logits' own (within 1e-4 + 1e-6
 ///   relative + st.print_resolution()). Gates read the top list and the full logits

@@ -301,7 +301,7 @@ std::vector<StepRecord> read_steps(const JsonField& tokens_f, const JsonField& s
 // than the logits, hence 1e-3 of it), and float32 rounding of the subtraction.
 double margin_slack(const StepRecord& st) {
   const double l0 = st.top[0].logit, l1 = st.top[1].logit;
-  return 3 * st.logit_half_unit + 1e-3 * std::abs(l0 - l1) + 1e-6 * (std::abs(l0) + std::abs(l1)) + 1e-6;
+  return 3 * std::max(st.top_half_unit(0), st.top_half_unit(1)) + 1e-3 * std::abs(l0 - l1) + 1e-6 * (std::abs(l0) + std::abs(l1)) + 1e-6;
 }
 
 // The stories golden's fields derived from others (its step index, the position the step's

@@ -335,6 +335,19 @@ int VerifyResult::distinct_prompts() const {
   return static_cast<int>(ids.size());
 }
 
+int VerifyResult::distinct_steps() const {
+  std::set<std::vector<int>> inputs;
+  for (const auto& p : prompts) {
+    std::vector<int> in = p.prompt_ids;
+    const std::size_t n = std::min(p.reference_tokens.size(), static_cast<std::size_t>(std::max(n_steps, 0)));
+    for (std::size_t i = 0; i < n; ++i) {
+      inputs.insert(in);
+      in.push_back(p.reference_tokens[i]);
+    }
+  }
+  return static_cast<int>(inputs.size());
+}
+
 std::string VerifyResult::verdict() const {
   if (!pass) return "FAIL";
   return caps.empty() ? "PASS" : "PASS-with-warnings";

@@ -128,9 +128,20 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    std::to_string(need_steps) +
                    (distinct < res.n_prompts ? " (" + std::to_string(res.n_prompts - distinct) + " repeated prompts)"
                                              : std::string()));
+  else if (const int steps = res.distinct_steps(); steps < need_prompts * need_steps)
+    caps.push_back("depth: the " + std::to_string(res.n_prompts) + " prompts x " + std::to_string(res.n_steps) +
+                   " steps compute only " + std::to_string(steps) + " distinct steps (a prompt that continues "
+                   "another's trajectory repeats its steps), fewer than the required " +
+                   std::to_string(need_prompts) + " x " + std::to_string(need_steps));
   if (res.dtype == "fp32" && kl_bound_for(DType::F32, res.reference_dtype) != kKlBoundFp32)
     caps.push_back("the reference computed in " + res.reference_dtype +
                    ": it cannot check an fp32 engine at fp32 precision (bf16 KL bound used)");
+  // The same claim widens the reference check of a lower-precision engine: a golden that
+  // says "bfloat16" would hold llmport's shared forward only to the bf16 bound, where a
+  // fault (or a golden scaled by 1.01) that the fp32 bound catches passes unseen.
+  if (res.dtype != "fp32" && res.reference_checked && res.reference_check_bound != kKlBoundFp32)
+    caps.push_back("the reference computed in " + res.reference_dtype + ": llmport's shared forward is checked "
+                   "against it at the bound " + fmt_g(res.reference_check_bound) + ", not at fp32 precision");
   if (res.reference_kind != "oracle" && res.reference_top_entries < res.top_k)
     caps.push_back("the reference holds only " + std::to_string(res.reference_top_entries) +
                    " top entries per step, fewer than the top-" + std::to_string(res.top_k) + " the gates compare");
@@ -185,6 +196,17 @@ Plan plan_golden(const fs::path& gf, VerifyResult& res) {
   res.reference_dtype = plan.golden->compute_dtype;
   res.prompt_set = "golden";
   plan.n_steps = plan.golden->n_steps;
+  // Named here with the file, not later as "verify: number of steps must be > 0" or a KL
+  // gate that "cannot be computed" for some step of some sequence.
+  if (plan.n_steps <= 0) throw ConfigError(gf.string() + ": holds 0 steps per sequence: nothing to compare");
+  for (std::size_t i = 0; i < plan.golden->sequences.size(); ++i) {
+    try {
+      (void)kl_kind_for(plan.golden->sequences[i].steps);
+    } catch (const UsageError& e) {
+      throw ConfigError(gf.string() + ": sequence " + std::to_string(i) + " (" + plan.golden->sequences[i].name +
+                        "): " + e.what());
+    }
+  }
   bool any_text = false;
   for (const auto& s : plan.golden->sequences) {
     plan.prompts.push_back({s.name, s.prompt, s.prompt_ids, &s});
@@ -748,6 +770,10 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
         pv.tokenization = pv.tokenization_ok ? "matches the reference"
                                            : "llmport encodes the prompt to " + format_ids(ours) +
                                                  ", the reference used " + format_ids(p.ids);
+    } else if (p.golden->prompt) {
+      // The report shows the text beside ids nothing tied to it.
+      pv.tokenization = "not checked: the model has no tokenizer.json (the ids are what was compared; the text is "
+                        "the reference's label)";
     }
   } else {
     ref_steps = generate_greedy(*oracle, p.ids, n_steps);

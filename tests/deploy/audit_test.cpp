@@ -187,6 +187,23 @@ TEST(Audit, DepthRowComparesWithTheMinimumNotWithTheFile) {
   auto dup = audit_reference_depth(d.r, {4, 32});
   EXPECT_EQ(dup.result, "warning");
   EXPECT_NE(dup.detail.find("(1 distinct)"), std::string::npos) << dup.detail;
+  // Four distinct prompts that are one story's prompt and its first 1, 2 and 3 tokens:
+  // each repeats the first one's steps, 32 + 1 + 1 + 1 distinct steps in all.
+  Clean e;
+  e.r.n_prompts = 4;
+  std::vector<int> story = {1, 2, 3};
+  for (int t = 0; t < 40; ++t) story.push_back(100 + t);
+  for (int k = 0; k < 4; ++k) {
+    PromptVerdict pv;
+    pv.prompt_ids.assign(story.begin(), story.begin() + 3 + k);
+    pv.reference_tokens.assign(story.begin() + 3 + k, story.begin() + 3 + k + 32);
+    e.r.prompts.push_back(pv);
+  }
+  EXPECT_EQ(e.r.distinct_prompts(), 4);
+  EXPECT_EQ(e.r.distinct_steps(), 35);
+  auto chained = audit_reference_depth(e.r, {4, 32});
+  EXPECT_EQ(chained.result, "warning");
+  EXPECT_NE(chained.detail.find("(4 distinct) x 32 steps, 35 distinct steps"), std::string::npos) << chained.detail;
 }
 
 TEST(Audit, TolerancesRowFailsOnAnyNonDefaultParameter) {

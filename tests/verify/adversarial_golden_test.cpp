@@ -203,7 +203,7 @@ TEST(AdversarialGolden, ADuplicateKeyIsRefused) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
 }
 
-TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
+TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsTheVerdictWhateverItsName) {
   EXPECT_EQ(kl_bound_for(DType::F32, ""), kKlBoundFp32);
   for (const char* full : {"float32", "torch.float32", "Float64", "fp32"})
     EXPECT_EQ(kl_bound_for(DType::F32, full), kKlBoundFp32) << full;
@@ -230,6 +230,13 @@ TEST(AdversarialGolden, AStatedPrecisionBelowFp32CapsAnFp32RunWhateverItsName) {
   auto r1 = verify_golden(stories_dir(), write(t, "bf16_case", one));
   EXPECT_EQ(r1.kl_bound, kKlBoundBf16);
   EXPECT_TRUE(has_cap(r1, "the reference computed in bfloat16")) << r1.verdict_line();
+  // A bf16 engine: the claim widened its reference check (llmport's fp32 computation
+  // against the golden) to the bf16 bound without a word, a plain PASS for a golden scaled
+  // by 1.01 that the fp32 bound fails.
+  auto rb = verify_golden(stories_dir(), t.path() / "bf16_claim.json", "bf16");
+  EXPECT_EQ(rb.reference_check_bound, kKlBoundBf16);
+  EXPECT_EQ(rb.verdict(), "PASS-with-warnings") << rb.verdict_line();
+  EXPECT_TRUE(has_cap(rb, "llmport's shared forward is checked against it at the bound")) << rb.verdict_line();
 }
 
 // A placeholder is no producer: "unknown", "n/a" and the like named no program and yet the
@@ -413,6 +420,46 @@ TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine)
   EXPECT_NE(bad.failures[0].find("at the most favourable values the printed digits allow"), std::string::npos)
       << bad.failures[0];
   EXPECT_NE(bad.failures[0].find("the mass outside the reference's top-5 is"), std::string::npos) << bad.failures[0];
+}
+
+// A half unit grows with its value: one top entry per step printed as -1e30 (a float32,
+// and no probability at all) once lent its +-5e13 to the whole step, so the KL within the
+// printed digits was ~0 whatever the engine, the mass check was switched off (exp of it was
+// inf), and a golden scaled by 1.01 gave a plain PASS on bf16 and q8_0. Each entry now
+// keeps its own half unit.
+TEST(AdversarialGolden, OneAbsurdTopEntryLendsNoSlackToTheOthers) {
+  TempDir t;
+  json g = load(stories_golden());
+  for (auto& c : g["cases"]) {
+    c.erase("prompt_last_logits");  // full logits would name the edit as malformed
+    for (auto& st : c["steps"]) {
+      for (auto& e : st["top5"]) e["logit"] = e["logit"].get<double>() * 1.01;
+      st["logsumexp"] = st["logsumexp"].get<double>() * 1.01;
+      int unused = 0;  // an id the step's other entries do not hold
+      for (bool taken = true; taken; ++unused) {
+        taken = false;
+        for (int i = 0; i < 4; ++i) taken = taken || st["top5"][i]["id"].get<int>() == unused;
+        if (!taken) break;
+      }
+      st["top5"][4] = {{"id", unused}, {"logit", -1e30}};
+    }
+  }
+  const fs::path forged = write(t, "absurd_entry", g);
+  const RecordFile rf = read_record_file(forged);
+  const StepRecord& st = rf.sequences.at(0).steps.at(0);
+  EXPECT_LT(st.print_resolution(), 1e-5);  // the likely entries' digits, not -1e30's
+  EXPECT_GT(st.top_half_unit(4), 1e10);  // 17 digits of 1e30: +-5e13
+  for (const std::string dtype : {"bf16", "q8_0"}) {
+    const auto r = verify_golden(stories_dir(), forged, dtype);
+    EXPECT_FALSE(r.pass) << dtype << ": " << r.verdict_line();
+    EXPECT_FALSE(r.reference_check_pass) << dtype;
+  }
+  // The same value as a logsumexp: probabilities of inf, malformed (exit 2), not the
+  // engine's NaN/inf.
+  json lse = load(stories_golden());
+  lse["cases"][0]["steps"][2]["logsumexp"] = -1e30;
+  EXPECT_NE(read_error(write(t, "lse_absurd", lse)).find("cases[0].steps[2]: the top entries' probabilities"),
+            std::string::npos);
 }
 
 TEST(AdversarialGolden, AnUnknownSyntheticGoldenVersionIsRefused) {

@@ -198,6 +198,32 @@ TEST(CliVerify, BadInputExitsTwo) {
   EXPECT_EQ(ctx.exit_code, 2) << ctx.out << ctx.err;
   EXPECT_NE(ctx.err.find("exceeds the context of 20 tokens"), std::string::npos) << ctx.err;
   EXPECT_EQ(ctx.err.find("numpy_reference"), std::string::npos) << ctx.err;
+  // A golden whose steps cannot feed the KL gate, or that holds none: the file and the
+  // place are named ("reference steps have neither ..." and "verify: number of steps
+  // must be > 0" named neither).
+  auto golden = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  golden["cases"][2].erase("prompt_last_logits");
+  golden["cases"][2]["steps"][5].erase("logsumexp");
+  test::write_file(tmp.path() / "no_lse.json", golden.dump());
+  const auto no_lse = run_llmport({"verify", m, "--reference", "golden:" + (tmp.path() / "no_lse.json").string(),
+                                   "--report-dir", (tmp.path() / "r6").string()});
+  EXPECT_EQ(no_lse.exit_code, 2) << no_lse.out << no_lse.err;
+  EXPECT_NE(no_lse.err.find("no_lse.json: sequence 2 (" + golden["cases"][2]["name"].get<std::string>() +
+                            "): step 5 has neither full logits nor a logsumexp"),
+            std::string::npos)
+      << no_lse.err;
+  golden = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  golden["steps"] = 0;
+  for (auto& c : golden["cases"]) {
+    c["n_steps"] = 0;
+    c["generated_ids"] = nlohmann::json::array();
+    c["steps"] = nlohmann::json::array();
+  }
+  test::write_file(tmp.path() / "zero.json", golden.dump());
+  const auto zero = run_llmport({"verify", m, "--reference", "golden:" + (tmp.path() / "zero.json").string(),
+                                 "--report-dir", (tmp.path() / "r7").string()});
+  EXPECT_EQ(zero.exit_code, 2) << zero.out << zero.err;
+  EXPECT_NE(zero.err.find("zero.json"), std::string::npos) << zero.err;
 }
 
 // Runs started in the same second (two terminals, a CI matrix) each get their own default

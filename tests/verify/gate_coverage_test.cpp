@@ -139,6 +139,39 @@ TEST(GateCoverageCaps, APlantedFaultCapsAPassingRun) {
   EXPECT_TRUE(has_cap(r, "a test-only fault was planted in the engine: logit_scale=1")) << all_of(r.caps);
 }
 
+// Four distinct prompts that are one story's prompt and its first 1, 2 and 3 generated
+// tokens: 4 x 24 steps by count, 27 distinct steps in fact (each prompt repeats the
+// previous one's steps). It passed as deep enough for a plain PASS.
+TEST(GateCoverageCaps, PromptsThatContinueOneTrajectoryAreNotDepth) {
+  TempDir t;
+  const RecordFile stories = read_record_file(stories_golden());
+  RecordFile rf;
+  rf.model = stories.model;
+  rf.producer = stories.producer;
+  rf.compute_dtype = "float32";
+  rf.n_steps = 24;
+  const RecordSequence& story = stories.sequences.at(0);
+  for (int k = 0; k < 4; ++k) {
+    RecordSequence seq;
+    seq.name = "prefix" + std::to_string(k);
+    seq.prompt_rendering = "ids";
+    seq.prompt_ids = story.prompt_ids;
+    for (int i = 0; i < k; ++i) seq.prompt_ids.push_back(story.steps.at(static_cast<std::size_t>(i)).token);
+    seq.steps.assign(story.steps.begin() + k, story.steps.begin() + k + 24);
+    for (auto& st : seq.steps) st.logits.clear();
+    rf.sequences.push_back(seq);
+  }
+  write_record_file(t.path() / "prefixes.json", rf);
+  VerifyOptions o;
+  o.reference = "golden:" + (t.path() / "prefixes.json").string();
+  o.engine.threads = 1;
+  const VerifyResult r = run_verify(stories_dir(), o);
+  ASSERT_TRUE(r.pass) << r.verdict_line() << " " << all_of(r.failures);
+  EXPECT_EQ(r.distinct_prompts(), 4);
+  EXPECT_EQ(r.distinct_steps(), 27);
+  EXPECT_TRUE(has_cap(r, "depth: the 4 prompts x 24 steps compute only 27 distinct steps")) << all_of(r.caps);
+}
+
 // ---------------------------------------------------------------- reference records
 
 // Runs verify of stories260K against `golden` and returns the error it throws, checking

@@ -2,6 +2,8 @@
 // files hold), llmport's own format with its safetensors side file, malformed input.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -197,6 +199,22 @@ TEST(Records, MalformedFilesNameTheFieldAtFault) {
       "sequences": [{"input_ids": [1], "greedy": {"tokens": [1], "steps_top5": [{"ids": [1], "logits": [1.0]}]},
       "embedding_last": [1, 2, 3], "layer_hidden_last": [[1, 2, 3, 4], [1, 2, 3]], "final_norm_hidden_last": [1, 2, 3]}]})",
                       "sequences[0].layer_hidden_last[0]: has 4 values, expected emb_dim 3");
+}
+
+// A side file that is a FIFO: opening it for reading waited for a writer forever (verify,
+// deploy and diagnosis hung); it is refused as not a regular file.
+TEST(Records, ASideFileThatIsAFifoIsRefusedNotWaitedOn) {
+  test::TempDir tmp;
+  ASSERT_EQ(::mkfifo((tmp.path() / "side.safetensors").c_str(), 0644), 0);
+  const fs::path f = tmp.path() / "g.json";
+  test::write_file(f, R"({"format": "llmport-records/1", "n_steps": 1, "side_file": "side.safetensors",
+      "sequences": [{"prompt_ids": [1], "tokens": [2], "steps": [{"ids": [2], "logits": [1.0]}]}]})");
+  try {
+    read_record_file(f);
+    ADD_FAILURE() << "a FIFO side file was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("side.safetensors: not a regular file"), std::string::npos) << e.what();
+  }
 }
 
 // Half a unit in the last digit of `v` printed with `digits` significant digits.
