@@ -182,6 +182,11 @@ std::string check_deployed_weights(const std::filesystem::path& deployment_dir,
 std::string deployed_model_drift(const std::filesystem::path& deployment_dir,
                                  const std::filesystem::path& model_dir);
 
+/// `run --deployment DIR` and `serve DIR`: "" when every phase of DIR passed and it is not
+/// flagged for human review, else one line: "phase N (NAME) is STATUS: REASON" for the first
+/// phase that did not pass, or "flagged for human review". Throws as deployed_model_drift.
+std::string deployment_not_passed(const std::filesystem::path& deployment_dir);
+
 /// Path of the running llmport executable (the evaluator and Makefile call it).
 std::filesystem::path self_executable();
 

@@ -357,10 +357,13 @@ int run_run(const RunArgs& a) {
   if (!hub_id) check_mode(a);
   // A deployment's `make run` says when the model is no longer the one its verdict covers:
   // a warning, not a refusal (running edited weights on purpose is the user's call).
-  if (!a.deployment.empty())
+  if (!a.deployment.empty()) {
     if (const std::string drift = deploy::deployed_model_drift(a.deployment, dir); !drift.empty())
       std::cerr << "warning: deployment " << a.deployment << ": " << printable(drift)
                 << "; the deployment's verdict may not cover this run\n";
+    if (const std::string open = deploy::deployment_not_passed(a.deployment); !open.empty())
+      std::cerr << "warning: deployment " << a.deployment << " has not passed: " << printable(open) << "\n";
+  }
   const int context = model_context(cfg);
   if (!a.dtype)
     if (auto w = torch_dtype_warning(cfg.torch_dtype, find_config_json(dir).string())) std::cerr << "warning: " << printable(*w) << "\n";

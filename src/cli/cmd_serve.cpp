@@ -121,6 +121,8 @@ int run_serve(const ServeArgs& a) {
     if (const std::string drift = deploy::deployed_model_drift(a.model, dir); !drift.empty())
       std::cerr << "warning: deployment " << a.model << ": " << printable(drift)
                 << "; the deployment's verdict may not cover what is served\n";
+    if (const std::string open = deploy::deployment_not_passed(a.model); !open.empty())
+      std::cerr << "warning: deployment " << a.model << " has not passed: " << printable(open) << "\n";
   } else {
     dir = resolve_model_dir(a.model);
   }
@@ -174,7 +176,17 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                       "(default for a deployment: its registry/)");
                        sub.add_option("--chat-template-file", a->chat_template_file,
                                       "Jinja chat template replacing the tokenizer's");
-                       sub.add_option("--model-name", a->model_name, "the `model` of responses (default: directory name)");
+                       // Every response echoes the name in JSON: invalid UTF-8 would come back as
+                       // U+FFFD (a name no client could send back) and a newline would break the
+                       // listening line scripts read.
+                       sub.add_option("--model-name", a->model_name, "the `model` of responses (default: directory name)")
+                           ->check(CLI::Validator(
+                               [](std::string& n) {
+                                 return printable(n) == n ? std::string()
+                                                          : "'" + printable(n) +
+                                                                "' holds invalid UTF-8 or a control character";
+                               },
+                               "", "NAME"));
                        sub.add_option("--prefill-chunk", a->prefill_chunk,
                                       "prompt tokens prefilled per step, all slots together")
                            ->check(in_range(1, 65536));

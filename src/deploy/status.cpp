@@ -84,6 +84,16 @@ std::string deployed_model_drift(const fs::path& deployment_dir, const fs::path&
   return weights_changed(m, dir);
 }
 
+std::string deployment_not_passed(const fs::path& deployment_dir) {
+  const Manifest m = load_deployment_arg(deployment_dir);
+  if (const int i = m.first_unpassed(); i < kNumPhases) {
+    const PhaseResult& p = m.phases[static_cast<std::size_t>(i)];
+    return fmt::format("phase {} ({}) is {}{}", i, phase_name(i), status_name(p.status),
+                       p.reason.empty() ? "" : ": " + p.reason);
+  }
+  return m.needs_human_review ? "flagged for human review (evaluation_report.md)" : "";
+}
+
 void require_workspace_dir(const fs::path& workspace) {
   std::error_code ec;
   if (fs::is_directory(workspace, ec)) return;

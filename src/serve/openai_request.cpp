@@ -68,11 +68,15 @@ std::string content_text(const json& c, const std::string& where) {
   if (c.is_string()) return c.get<std::string>();
   if (c.is_array()) {
     std::string s;
-    for (const auto& part : c) {
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const json& part = c[i];
       // json::value() throws a type_error (a 500, not a 400) for a "type" that is not a string.
-      const bool text_part = part.is_object() && part.contains("text") && part.at("text").is_string() &&
-                             (!part.contains("type") || part.at("type") == "text");
-      if (!text_part) bad(where, "only text content parts are supported");
+      const bool text_type = part.is_object() && (!part.contains("type") || part.at("type") == "text");
+      if (!text_type) bad(where, "only text content parts are supported");
+      // A text part without its text is malformed, not another kind of part.
+      const std::string at = where + "[" + std::to_string(i) + "].text";
+      if (!part.contains("text")) bad(at, "missing");
+      if (!part.at("text").is_string()) bad(at, "expected a string, got " + std::string(part.at("text").type_name()));
       s += part.at("text").get<std::string>();
     }
     return s;
@@ -219,10 +223,12 @@ GenerationRequest parse_request(const std::string& body, Endpoint endpoint) {
 
   if (const json* n = field(j, "n"); n && int_in(*n, "n", 1, 128) != 1) bad("n", "only n = 1 is supported");
   refuse_unimplemented(j, chat);
+  // Chat: max_completion_tokens replaces the deprecated max_tokens and wins when both are
+  // given (as vLLM's `max_completion_tokens or max_tokens`).
   const char* mt_name = "max_tokens";
   const json* mt = field(j, "max_tokens");
-  if (chat && !mt) {
-    mt = field(j, "max_completion_tokens");
+  if (const json* mct = chat ? field(j, "max_completion_tokens") : nullptr) {
+    mt = mct;
     mt_name = "max_completion_tokens";
   }
   if (mt) r.max_tokens = int_in(*mt, mt_name, 1, std::numeric_limits<int>::max());

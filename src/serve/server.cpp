@@ -324,7 +324,9 @@ class Server {
                        ": the port is in use or the address is not one of this machine's");
     }
     http_.widen_listen_backlog();
-    std::cout << "listening on http://" << opt_.host << ":" << port << std::endl;
+    // An IPv6 literal is bracketed in a URL (RFC 3986 3.2.2): "http://::1:8080" is no URL.
+    const bool v6 = opt_.host.find(':') != std::string::npos;
+    std::cout << "listening on http://" << (v6 ? "[" + opt_.host + "]" : opt_.host) << ":" << port << std::endl;
     std::atomic<bool> listen_returned{false};
     std::thread http_thread([this, &listen_returned] {
       http_.listen_after_bind();

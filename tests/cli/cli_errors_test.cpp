@@ -160,6 +160,14 @@ TEST(CliParseErrors, AnEmptyValueOfAnyStringOptionIsAUsageError) {
   // tokenize's TEXT "" is the empty text (its ids), not "not given".
   const auto empty_text = run_llmport({"tokenize", m, ""});
   EXPECT_EQ(empty_text.exit_code, 0) << empty_text.err;
+  // serve's --model-name comes back in every response: invalid UTF-8 (sent back as U+FFFD)
+  // or a newline is refused before the server starts.
+  for (const std::string name : {"a\xff", "a\nb"}) {
+    const auto r = run_llmport({"serve", m, "--model-name", name, "--port", "0"});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("holds invalid UTF-8 or a control character"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.find("listening"), std::string::npos) << r.out;
+  }
 }
 
 // A number that does not parse, and a value outside a range, read like every other error

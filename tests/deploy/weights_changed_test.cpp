@@ -154,6 +154,20 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   st = run_llmport({"status", "--workspace", ws});
   EXPECT_EQ(st.out.find("deployed"), std::string::npos) << st.out;
   EXPECT_NE(st.out.find("weights changed since deployment: model.safetensors"), std::string::npos) << st.out;
+
+  // A deployment with a phase that did not pass: run and serve say so before they start
+  // (serve started on a FAIL deployment without a word).
+  json failed = json::parse(read_file(dir / "deployment.json"));
+  failed["phases"][7]["status"] = "FAIL";
+  failed["phases"][7]["reason"] = "the re-run failed";
+  write_file(dir / "deployment.json", failed.dump(2));
+  const std::string said =
+      "warning: deployment " + dir.string() + " has not passed: phase 7 (Independent evaluation) is FAIL: the re-run failed";
+  auto fr = run_llmport({"run", model.string(), "--deployment", dir.string(), "--prompt", "Once", "-n", "2"});
+  EXPECT_EQ(fr.exit_code, 0) << fr.err;
+  EXPECT_NE(fr.err.find(said), std::string::npos) << fr.err;
+  auto fsv = run_llmport({"serve", dir.string(), "--host", "256.0.0.1", "--port", "1"});
+  EXPECT_NE(fsv.err.find(said), std::string::npos) << fsv.err;
 }
 
 // The golden a deployment was judged against, changed afterwards (here one byte more), is

@@ -88,6 +88,12 @@ TEST(OpenAiRequest, FieldsAreRead) {
   EXPECT_EQ(c.top_logprobs, 2);
   EXPECT_EQ(c.stop, (std::vector<std::string>{"x"}));
   EXPECT_EQ(token_budget(c, 10, 100), 91);  // chat: the rest of the context
+  // Chat's max_completion_tokens replaces the deprecated max_tokens, and wins beside it.
+  const std::string msgs = R"("messages":[{"role":"user","content":"a"}])";
+  EXPECT_EQ(*parse_request("{" + msgs + R"(,"max_completion_tokens":5})", Endpoint::Chat).max_tokens, 5);
+  EXPECT_EQ(*parse_request("{" + msgs + R"(,"max_tokens":3,"max_completion_tokens":5})", Endpoint::Chat).max_tokens,
+            5);
+  EXPECT_EQ(*parse_request("{" + msgs + R"(,"max_tokens":3})", Endpoint::Chat).max_tokens, 3);
 }
 
 // A content part whose "type" is not a string is a 400 naming the message's content (found
@@ -100,6 +106,13 @@ TEST(OpenAiRequest, AContentPartTypeThatIsNotAStringIs400) {
     EXPECT_EQ(param_of(body, Endpoint::Chat), "messages[0].content");
   }
   EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":[{"text":"hi"}]}]})", Endpoint::Chat), "<accepted>");
+  // A text part without its text, or with text of another type, names that text (it read
+  // "only text content parts are supported").
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text"}]}]})",
+                     Endpoint::Chat),
+            "messages[0].content[1].text");
+  EXPECT_EQ(param_of(R"({"messages":[{"role":"user","content":[{"type":"text","text":5}]}]})", Endpoint::Chat),
+            "messages[0].content[0].text");
 }
 
 // Integers beyond int64 (or beyond 2^53 as floats) are out of range, never wrapped to a

@@ -587,6 +587,23 @@ TEST(ServeCli, SlotContextAboveTheModelsIsCappedWithAWarning) {
   EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
 }
 
+// The listening line is a URL scripts read: an IPv6 literal is bracketed (RFC 3986 3.2.2;
+// it printed "http://::1:PORT"), and the server answers there.
+TEST(ServeCli, AnIpv6HostIsBracketedInTheListeningUrl) {
+  if (read_file("/proc/sys/net/ipv6/conf/lo/disable_ipv6").rfind("0", 0) != 0)
+    GTEST_SKIP() << "no IPv6 loopback on this machine";
+  ServerProcess s({stories(), "--host", "::1", "--parallel", "1", "--threads", "1"});
+  ASSERT_GT(s.port(), 0) << s.first_line() << s.stderr_text();
+  EXPECT_EQ(s.first_line(), "listening on http://[::1]:" + std::to_string(s.port()));
+  HttpResult h;
+  for (int i = 0; i < 600 && h.status != 200; ++i) {
+    h = curl("GET", "http://[::1]:" + std::to_string(s.port()) + "/health", "", {}, 5);
+    if (h.status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(h.status, 200) << s.stderr_text();
+  EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
+}
+
 TEST(ServeCli, BadOptionsAreOneLineErrorsWithExit2) {
   auto r = run_llmport({"serve", stories(), "--parallel", "0"});
   EXPECT_EQ(r.exit_code, 2);
