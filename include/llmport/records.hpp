@@ -137,8 +137,13 @@ struct ModelConfig;
 /// class, every id it names (prompt ids, tokens, top ids) must lie in [0, vocab_size),
 /// every full-logits row hold vocab_size values, and recorded hidden states be hidden_size
 /// wide with one output per layer ([n_layers][n_rows, emb_dim]; embedding and final_norm
-/// [n_rows, emb_dim] when present). Throws UsageError "<file>: <where>: ..."
-/// naming both sides and the model the file states, else returns.
+/// [n_rows, emb_dim] when present), and each step's logsumexp be one its top-k list allows
+/// over vocab_size logits: the other vocab_size - k logits are at most the list's smallest,
+/// so logsumexp <= log(sum_top exp(l_i) + (vocab_size - k) exp(l_k)) (within each value's
+/// printed half unit). A list of filler entries far below the top-1 beside an honest
+/// logsumexp breaks it (the rest of the mass has nowhere to be) and would reduce the KL gate
+/// to a top-1 check. Throws UsageError "<file>: <where>: ..." naming both sides and the
+/// model the file states, else returns.
 void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg);
 
 /// Writes `rf` as `llmport-records/1`: `file` (JSON: ids, top-k, logsumexp) plus, when any

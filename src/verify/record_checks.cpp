@@ -87,6 +87,7 @@ std::string other_model_hint(const RecordFile* ref) {
 
 namespace llmport {
 
+using verify_detail::fmt_g;
 using verify_detail::other_model_hint;
 
 namespace {
@@ -118,6 +119,20 @@ void check_hidden_fits(const RecordFile& ref, const RecordSequence& seq, const M
   sized(h.final_norm, "final_norm");
 }
 
+}  // namespace
+
+namespace {
+// The largest logsumexp a step's top list allows over `vocab` logits (record_fits_model's
+// rule), each value taken at the far end of its printed half unit.
+double top_k_lse_ceiling(const StepRecord& st, int vocab) {
+  const double m = st.top[0].logit + st.top_half_unit(0);
+  double s = 0.0;
+  for (std::size_t i = 0; i < st.top.size(); ++i) s += std::exp(st.top[i].logit + st.top_half_unit(i) - m);
+  const std::size_t last = st.top.size() - 1;
+  const double others = static_cast<double>(vocab) - static_cast<double>(st.top.size());
+  s += others * std::exp(st.top[last].logit + st.top_half_unit(last) - m);
+  return m + std::log(s);
+}
 }  // namespace
 
 void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
@@ -156,6 +171,16 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
       if (!st.logits.empty() && st.logits.size() != static_cast<std::size_t>(cfg.vocab_size))
         throw UsageError(where + ": " + std::to_string(st.logits.size()) + " full logits for a vocabulary of " +
                          std::to_string(cfg.vocab_size) + other_model_hint(&ref));
+      if (st.logsumexp && !st.top.empty() && st.top.size() < static_cast<std::size_t>(cfg.vocab_size)) {
+        const double ceiling = top_k_lse_ceiling(st, cfg.vocab_size);
+        const double lse = *st.logsumexp - st.lse_half_unit;
+        if (lse > ceiling + 1e-4 + 1e-6 * std::abs(lse))
+          throw UsageError(where + ": logsumexp " + fmt_g(*st.logsumexp, 7) + " is above the " + fmt_g(ceiling, 7) +
+                           " its top-" + std::to_string(st.top.size()) + " allows (the other " +
+                           std::to_string(cfg.vocab_size - static_cast<int>(st.top.size())) +
+                           " logits are at most its smallest, " + fmt_g(st.top.back().logit, 7) +
+                           "): the list is not the largest logits");
+      }
     }
   }
 }

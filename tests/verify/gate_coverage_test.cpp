@@ -214,6 +214,37 @@ std::string side_where(const fs::path& json_file, std::size_t seq, std::size_t s
          std::to_string(seq) + "].steps[" + std::to_string(step) + "]: ";
 }
 
+// Entries 2-5 of one step replaced by filler ids 60+ nats below the top-1, the honest
+// logsumexp kept: the fillers carry no probability, so the coarsened KL compared the top-1
+// alone (a model with swapped embedding rows got a plain PASS and deployed). A top-k list
+// bounds the logsumexp from above (the other ids are at most its smallest), and this one
+// leaves the step's rest mass nowhere to be.
+TEST(GateCoverageRecords, FillerEntriesBelowAnHonestLogsumexpAreRefused) {
+  TempDir t;
+  RecordFile rf = read_record_file(stories_golden());
+  for (auto& seq : rf.sequences) {
+    seq.hidden = {};
+    for (auto& st : seq.steps) st.logits.clear();
+  }
+  const fs::path honest = t.path() / "honest.json";
+  write_record_file(honest, rf);
+  EXPECT_EQ(refusal<UsageError>(honest), "");
+  RecordSequence& seq = rf.sequences[2];
+  StepRecord& st = seq.steps[4];
+  int id = 0;
+  for (std::size_t i = 1; i < st.top.size(); ++i) {
+    while (std::any_of(st.top.begin(), st.top.end(), [&](const TopEntry& e) { return e.id == id; })) ++id;
+    st.top[i] = {id, st.top[0].logit - 60.0f - static_cast<float>(i)};
+  }
+  const fs::path g = t.path() / "fillers.json";
+  write_record_file(g, rf);
+  const std::string err = refusal<UsageError>(g);
+  EXPECT_TRUE(starts_with(err, g.string() + ": sequence " + seq.name + " step 4: logsumexp " +
+                                   verify_detail::fmt_g(*st.logsumexp, 7) + " is above the "))
+      << err;
+  EXPECT_NE(err.find("its top-5 allows (the other 507 logits are at most its smallest"), std::string::npos) << err;
+}
+
 TEST(GateCoverageRecords, TheConsistentSideFileIsAccepted) {
   // The base every edit below starts from reads cleanly: each refusal is its edit's.
   TempDir t;
