@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "llmport/error.hpp"
 #include "llmport/verify.hpp"
@@ -46,12 +47,48 @@ const TopEntry* for_each_top(const StepRecord& reference, std::span<const float>
   return nullptr;
 }
 
+// The engine's top-k ids that the reference's first k entries leave out, as engine
+// probabilities (descending). The reference says each holds at most its k-th entry's
+// probability (its list is the largest logits), which the rest bucket alone cannot see.
+std::vector<double> unlisted_engine_top(const StepRecord& reference, std::span<const float> engine_logits,
+                                        double lse_q, int k) {
+  const std::size_t n = std::min(static_cast<std::size_t>(std::max(k, 0)), reference.top.size());
+  std::vector<double> q;
+  for (const TopEntry& e : top_k(engine_logits, k)) {
+    const bool listed = std::any_of(reference.top.begin(), reference.top.begin() + static_cast<std::ptrdiff_t>(n),
+                                    [&](const TopEntry& r) { return r.id == e.id; });
+    if (!listed) q.push_back(std::exp(static_cast<double>(e.logit) - lse_q));
+  }
+  return q;
+}
+
+// The rest bucket's KL, rest_p || rest_q, with the engine's unlisted top ids split out
+// where the reference's bound `cap` (its k-th probability) binds, at the reference's most
+// favourable values: each such id gets p = min(cap, the proportional share rest_p q /
+// rest_q), largest q first (a capped id raises the others' share). Ids whose share fits
+// under the cap cost nothing (proportional splits keep the KL), so an honest reference
+// whose 6th id the engine ranks 5th adds ~0; fillers far below the engine's own top ids add
+// what their mass misses.
+double rest_kl(double rest_p, double rest_q, std::span<const double> unlisted, double cap) {
+  double kl = 0.0;
+  for (double q : unlisted) {
+    if (!(rest_p > 0.0 && rest_q > 0.0 && q > 0.0) || rest_p * q <= cap * rest_q) break;
+    kl += cap > 0.0 ? cap * std::log(cap / q) : 0.0;
+    rest_p = std::max(0.0, rest_p - cap);
+    rest_q = std::max(0.0, rest_q - q);
+  }
+  rest_q = std::clamp(rest_q, 1e-300, 1.0);
+  if (rest_p > 0.0) kl += rest_p * std::log(rest_p / rest_q);
+  return kl;
+}
+
 // The coarsened KL with the reference's logsumexp taken as logsumexp - shift (its
 // log-probabilities raised by shift) and, with within_print, each top log-probability
 // moved toward the engine's by up to its logit's own printed half unit; lse_q is the
-// engine's logsumexp. shift = 0 without within_print is kl_coarsened's formula.
+// engine's logsumexp, `unlisted` unlisted_engine_top's. shift = 0 without within_print is
+// kl_coarsened's formula.
 double coarse_kl(const StepRecord& reference, std::span<const float> engine_logits, double lse_q, int k,
-                 double shift, bool within_print) {
+                 double shift, bool within_print, std::span<const double> unlisted) {
   if (!reference.logsumexp)
     throw UsageError("KL: the reference step has no logsumexp (needed for the coarsened KL)");
   double kl = 0.0, p5 = 0.0, q5 = 0.0;
@@ -72,22 +109,31 @@ double coarse_kl(const StepRecord& reference, std::span<const float> engine_logi
   // clamp both masses into [0, 1] and give the engine's rest a floor so a fully
   // concentrated engine gives a large finite KL instead of inf.
   const double rest_p = std::clamp(1.0 - p5, 0.0, 1.0);
-  const double rest_q = std::clamp(1.0 - q5, 1e-300, 1.0);
-  if (rest_p > 0.0) kl += rest_p * std::log(rest_p / rest_q);
-  return kl;
+  const double rest_q = std::clamp(1.0 - q5, 0.0, 1.0);
+  // The cap: the k-th entry's largest probability the digits allow (favourable to a pass).
+  double cap = 0.0;
+  if (const std::size_t n = std::min(static_cast<std::size_t>(std::max(k, 0)), reference.top.size()); n > 0) {
+    const double hu = within_print ? reference.top_half_unit(n - 1) : 0.0;
+    cap = std::exp(static_cast<double>(reference.top[n - 1].logit) + (std::isfinite(hu) ? hu : 0.0) -
+                   (*reference.logsumexp - shift));
+  }
+  return kl + rest_kl(rest_p, rest_q, unlisted, std::min(cap, 1.0));
 }
 
 }  // namespace
 
 double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
-  return coarse_kl(reference, engine_logits, log_sum_exp(engine_logits), k, 0.0, false);
+  const double lse_q = log_sum_exp(engine_logits);
+  const std::vector<double> unlisted = unlisted_engine_top(reference, engine_logits, lse_q, k);
+  return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
 }
 
 double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits, int k) {
   const double lse_q = log_sum_exp(engine_logits);
+  const std::vector<double> unlisted = unlisted_engine_top(reference, engine_logits, lse_q, k);
   const double h = reference.lse_half_unit;
-  if (!(h >= 0.0 && std::isfinite(h))) return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false);
-  auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, true); };
+  if (!(h >= 0.0 && std::isfinite(h))) return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
+  auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, true, unlisted); };
   const double at_zero = std::max(0.0, kl(0.0));  // a KL; below 0 only by rounding
   if (h == 0.0) return at_zero;
   // Golden-section search of the logsumexp over [-h, h] (each top logit already at its best

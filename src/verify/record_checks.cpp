@@ -129,7 +129,8 @@ double top_k_lse_ceiling(const StepRecord& st, int vocab) {
   double s = 0.0;
   for (std::size_t i = 0; i < st.top.size(); ++i) s += std::exp(st.top[i].logit + st.top_half_unit(i) - m);
   const std::size_t last = st.top.size() - 1;
-  const double others = static_cast<double>(vocab) - static_cast<double>(st.top.size());
+  // A list of the whole vocabulary (or more) leaves no other logit: its own logsumexp.
+  const double others = std::max(0.0, static_cast<double>(vocab) - static_cast<double>(st.top.size()));
   s += others * std::exp(st.top[last].logit + st.top_half_unit(last) - m);
   return m + std::log(s);
 }
@@ -171,13 +172,13 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
       if (!st.logits.empty() && st.logits.size() != static_cast<std::size_t>(cfg.vocab_size))
         throw UsageError(where + ": " + std::to_string(st.logits.size()) + " full logits for a vocabulary of " +
                          std::to_string(cfg.vocab_size) + other_model_hint(&ref));
-      if (st.logsumexp && !st.top.empty() && st.top.size() < static_cast<std::size_t>(cfg.vocab_size)) {
+      if (st.logsumexp && !st.top.empty()) {
         const double ceiling = top_k_lse_ceiling(st, cfg.vocab_size);
         const double lse = *st.logsumexp - st.lse_half_unit;
         if (lse > ceiling + 1e-4 + 1e-6 * std::abs(lse))
           throw UsageError(where + ": logsumexp " + fmt_g(*st.logsumexp, 7) + " is above the " + fmt_g(ceiling, 7) +
                            " its top-" + std::to_string(st.top.size()) + " allows (the other " +
-                           std::to_string(cfg.vocab_size - static_cast<int>(st.top.size())) +
+                           std::to_string(std::max(0, cfg.vocab_size - static_cast<int>(st.top.size()))) +
                            " logits are at most its smallest, " + fmt_g(st.top.back().logit, 7) +
                            "): the list is not the largest logits");
       }

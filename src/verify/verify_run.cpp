@@ -149,6 +149,18 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
     caps.push_back(res.reference_program.value("kind", std::string("hf")) + " reference program " +
                    res.reference_program.value("program", std::string()) + " is not the shipped tools/" +
                    res.reference_program.value("script", std::string("hf_reference.py")));
+  // The reference check (llmport's fp32 computation against the golden) met its fp32 bound
+  // only within the golden's printed digits. On a bf16 or quantized engine it is what holds
+  // the shared forward to the golden beyond the engine's wider bound: a golden rounded to 2
+  // decimals hid a v_proj scaled by 1.012 there with a warning only. As the fp32 engine's
+  // own gate, a pass resting on missing digits is capped.
+  if (res.reference_checked && res.reference_check_pass &&
+      !(res.reference_check_mean_kl_printed <= res.reference_check_bound))
+    caps.push_back("the reference's printed digits: the reference check (llmport's " + res.reference_check_dtype +
+                   " computation, not independent) has mean KL " + fmt_g(res.reference_check_mean_kl_printed) +
+                   " at its values as printed, above the bound " + fmt_g(res.reference_check_bound) + "; " +
+                   at_favourable_values(res.reference_check_mean_kl, res.reference_print_resolution) +
+                   ": too few digits to prove it");
   if (res.mean_kl_pass() && !(res.mean_kl <= res.kl_bound))
     caps.push_back("the reference's printed digits: mean KL " + fmt_g(res.mean_kl) + " at its values as printed " +
                    "exceeds the bound " + fmt_g(res.kl_bound) + "; " +
@@ -938,15 +950,6 @@ void summarize(const Totals& t, VerifyResult& res) {
                              res.reference_check_dtype + " bound " + fmt_g(res.reference_check_bound) +
                              ", where the " + res.dtype + " engine's own gate allows " + fmt_g(res.kl_bound) +
                              ": a damaged reference, or a fault of the forward the engine shares");
-    } else if (!(res.reference_check_mean_kl_printed <= res.reference_check_bound)) {
-      // The check is not independent and claims nothing of its own: where only the printed
-      // digits' slack meets its fp32 bound, that is said, and the engine's verdict (on its
-      // own, wider bound) is not capped for it.
-      res.warnings.push_back("the reference check (not independent) meets the " + res.reference_check_dtype +
-                             " bound " + fmt_g(res.reference_check_bound) + " only within the reference's printed "
-                             "digits: mean KL " + fmt_g(res.reference_check_mean_kl_printed) +
-                             " at its values as printed; " +
-                             at_favourable_values(res.reference_check_mean_kl, res.reference_print_resolution));
     }
   }
   if (res.gate == "kld") {

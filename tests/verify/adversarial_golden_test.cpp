@@ -384,26 +384,28 @@ TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine)
   const auto rl = verify_golden(stories_dir(), write(t, "lse_full", lse_full), "fp32");
   EXPECT_TRUE(rl.pass) << rl.verdict_line() << " " << (rl.failures.empty() ? "" : rl.failures[0]);
   // A quantized engine's reference check holds the golden to the fp32 bound against
-  // llmport's unrounded computation, within the same digits. It is not independent and
-  // claims nothing of its own: where only the digits' slack meets its bound, a warning
-  // says so, and the q8_0 verdict (on its own, wider bound) is not capped for it.
+  // llmport's unrounded computation, within the same digits. On a bf16 or quantized engine
+  // it is what holds the shared forward to the golden beyond the engine's wider bound (a
+  // golden rounded to 2 decimals hid a v_proj scaled by 1.012 with a warning only): where
+  // only the digits' slack meets its bound, the verdict is capped, as an fp32 run's is.
   const auto q8 = verify_golden(stories_dir(), t.path() / "stories260K_g6.json", "q8_0");
   ASSERT_TRUE(q8.pass) << q8.verdict_line() << " " << (q8.failures.empty() ? "" : q8.failures[0]);
   EXPECT_LE(q8.reference_check_mean_kl, q8.reference_check_bound);
   EXPECT_GT(q8.reference_check_mean_kl_printed, q8.reference_check_bound) << "the %.6g print no longer matters";
-  EXPECT_EQ(q8.verdict(), "PASS") << q8.verdict_line();
-  const bool said = std::ranges::any_of(q8.warnings, [](const std::string& w) {
-    return w.find("the reference check (not independent) meets the fp32 bound") != std::string::npos &&
-           w.find("at the most favourable values the printed digits allow") != std::string::npos;
-  });
-  EXPECT_TRUE(said) << testing::PrintToString(q8.warnings);
+  EXPECT_EQ(q8.verdict(), "PASS-with-warnings") << q8.verdict_line();
+  EXPECT_TRUE(has_cap(q8, "the reference's printed digits: the reference check (llmport's fp32 computation, not "
+                          "independent) has mean KL " +
+                              verify_detail::fmt_g(q8.reference_check_mean_kl_printed) + " at its values as printed"))
+      << q8.verdict_line();
   const std::string md = q8.to_markdown();
   EXPECT_NE(md.find("| the reference vs llmport's fp32 computation (not independent) | PASS: mean KL " +
                     verify_detail::fmt_g(q8.reference_check_mean_kl) + " within the reference's printed digits (" +
                     verify_detail::fmt_g(q8.reference_check_mean_kl_printed) + " at its values as printed), bound 2e-06 |"),
             std::string::npos)
       << md;
-  EXPECT_EQ(md.find("## Verdict capped"), std::string::npos) << md;
+  // The exact golden: no such cap on any dtype.
+  const auto q8_exact = verify_golden(stories_dir(), stories_golden(), "q8_0");
+  EXPECT_EQ(q8_exact.verdict(), "PASS") << q8_exact.verdict_line();
   // A logsumexp 20x its printed resolution off on every step but the first (whose full
   // logits would name it as malformed) where its top-5 leaves the room (elsewhere the list
   // bounds it and the file is refused): the digits cannot excuse it.

@@ -224,6 +224,43 @@ TEST(Kl, WithinPrintMovesTheValuesByTheirHalfUnitsAndNoFurther) {
   EXPECT_EQ(st.kl_within_print, kl_coarsened_within_print(printed(3.0 * h, h), logits));
 }
 
+// A reference whose entries 2-5 are ids the model ranks far lower (their own logits, the
+// logsumexp honest, so every listed value is true and the logsumexp within its top list's
+// ceiling): the engine's real 2nd-5th ids sat in the rest bucket, which held the same mass
+// on both sides, and the coarsened KL compared the top-1 alone (0 here). The list says
+// every unlisted id holds at most its 5th entry's probability; the engine's top ids get
+// their own bucket at the most favourable value that allows.
+TEST(Kl, UnlistedEngineTopIdsAboveTheReferencesKthAreNotHiddenInTheRest) {
+  std::vector<float> logits(64);
+  for (std::size_t i = 0; i < logits.size(); ++i) logits[i] = 8.0f - 0.02f * static_cast<float>(i);
+  const StepRecord honest = StepRecord::from_logits(logits, false);
+  EXPECT_NEAR(kl_coarsened(honest, logits), 0.0, 1e-12);
+  EXPECT_NEAR(kl_coarsened_within_print(honest, logits), 0.0, 1e-12);
+  StepRecord fillers = honest;
+  for (int i = 1; i < 5; ++i) fillers.top[static_cast<std::size_t>(i)] = {20 + i, logits[static_cast<std::size_t>(20 + i)]};
+  const double lse = *honest.logsumexp;
+  auto p = [&](std::size_t i) { return std::exp(static_cast<double>(logits[i]) - lse); };
+  // The 59 ids beside the list, each at most its 5th, can hold the rest: a top list the
+  // logsumexp ceiling of check_record_fits_model accepts.
+  double rest = 0.0;
+  for (std::size_t i = 1; i < 64; ++i)
+    if (i < 21 || i > 24) rest += p(i);
+  const double cap = p(24);
+  EXPECT_GE(59.0 * cap, rest);
+  // Every listed value is true (p = q there); the engine's ids 1-4, unlisted, each get at
+  // most the 5th's probability, largest first, the rest taking what is left.
+  double want = 0.0, rest_p = rest, rest_q = rest;
+  for (std::size_t i = 1; i <= 4 && rest_p * p(i) > cap * rest_q; ++i) {
+    want += cap * std::log(cap / p(i));
+    rest_p -= cap;
+    rest_q -= p(i);
+  }
+  want += rest_p * std::log(rest_p / rest_q);
+  EXPECT_GT(want, 1e-3);  // 500x the fp32 bound
+  EXPECT_NEAR(kl_coarsened(fillers, logits), want, 1e-9);
+  EXPECT_NEAR(kl_coarsened_within_print(fillers, logits), want, 1e-9);
+}
+
 TEST(Kl, KindNeedsFullLogitsOnEveryStep) {
   std::vector<StepRecord> steps = {StepRecord::from_logits(std::vector<float>{1, 2}, true),
                                    StepRecord::from_logits(std::vector<float>{1, 2}, false)};

@@ -243,6 +243,19 @@ TEST(GateCoverageRecords, FillerEntriesBelowAnHonestLogsumexpAreRefused) {
                                    verify_detail::fmt_g(*st.logsumexp, 7) + " is above the "))
       << err;
   EXPECT_NE(err.find("its top-5 allows (the other 507 logits are at most its smallest"), std::string::npos) << err;
+  // A list of the whole vocabulary (the top-1, then every other id at -1000 - i) leaves no
+  // other logit: the logsumexp must be its own (the ceiling was skipped for such a list).
+  StepRecord& all = rf.sequences[2].steps[4];
+  all = read_record_file(stories_golden()).sequences[2].steps[4];
+  const TopEntry top1 = all.top[0];
+  all.top = {top1};
+  for (int v = 0, i = 0; v < 512; ++v)
+    if (v != top1.id) all.top.push_back({v, -1000.0f - static_cast<float>(i++)});
+  all.logits.clear();
+  const fs::path whole = t.path() / "whole_vocab.json";
+  write_record_file(whole, rf);
+  const std::string err_all = refusal<UsageError>(whole);
+  EXPECT_NE(err_all.find("its top-512 allows (the other 0 logits"), std::string::npos) << err_all;
 }
 
 TEST(GateCoverageRecords, TheConsistentSideFileIsAccepted) {
