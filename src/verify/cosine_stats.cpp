@@ -21,6 +21,16 @@ double cosine(const float* a, const float* b, std::size_t n) {
   return ab / std::sqrt(aa * bb);
 }
 
+namespace {
+// ||num|| / ||ref|| from squared norms: inf where either is not finite (a NaN compares false
+// everywhere, so a row NaN on both sides would read as "no error") or ref is 0 and num not.
+double norm_ratio(double num2, double ref2) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!(std::isfinite(num2) && std::isfinite(ref2))) return inf;
+  return ref2 > 0 ? std::sqrt(num2 / ref2) : (num2 > 0 ? inf : 0.0);
+}
+}  // namespace
+
 CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
   CosineStats s;
   s.n_rows = n_rows;
@@ -45,22 +55,15 @@ CosineStats compare_rows(const float* a, const float* b, int n_rows, int dim) {
       ref2 += static_cast<double>(br[i]) * br[i];
       got2 += static_cast<double>(ar[i]) * ar[i];
     }
-    // A NaN on either side makes every comparison below false; without this guard a row
-    // NaN on both sides would read as "no error" (rel 0) instead of the worst.
-    const bool finite_row = std::isfinite(diff2) && std::isfinite(ref2) && std::isfinite(got2);
-    const double inf = std::numeric_limits<double>::infinity();
-    const double dev = !finite_row ? inf : ref2 > 0 ? std::fabs(std::sqrt(got2 / ref2) - 1.0) : (got2 > 0 ? inf : 0.0);
+    const double dev = ref2 == 0.0 && got2 == 0.0 ? 0.0 : std::fabs(norm_ratio(got2, ref2) - 1.0);
     s.max_norm_dev = std::max(s.max_norm_dev, dev);
-    const double rel = !finite_row ? inf : ref2 > 0 ? std::sqrt(diff2 / ref2) : (diff2 > 0 ? inf : 0.0);
+    const double rel = norm_ratio(diff2, ref2);
     s.max_rel = std::max(s.max_rel, rel);
     sum_rel += rel;
     all_diff2 += diff2;
     all_ref2 += ref2;
   }
-  const double inf = std::numeric_limits<double>::infinity();
-  s.whole_rel = !(std::isfinite(all_diff2) && std::isfinite(all_ref2)) ? inf
-                : all_ref2 > 0                                         ? std::sqrt(all_diff2 / all_ref2)
-                                                                       : (all_diff2 > 0 ? inf : 0.0);
+  s.whole_rel = norm_ratio(all_diff2, all_ref2);
   const auto n = static_cast<std::size_t>(n_rows);
   s.mean_abs = sum_abs / static_cast<double>(n * d);
   s.mean_rel = sum_rel / static_cast<double>(n);

@@ -177,8 +177,15 @@ KlKind kl_kind_for(std::span<const StepRecord> reference) {
   if (no_logits == reference.end()) return KlKind::Full;
   const auto no_lse = std::ranges::find_if(reference, [](const StepRecord& s) { return !s.logsumexp; });
   if (no_lse == reference.end()) return KlKind::Coarsened;
-  throw UsageError("step " + std::to_string(std::max(no_logits, no_lse) - reference.begin()) +
-                   " has neither full logits nor a logsumexp: the KL gate cannot be computed");
+  const auto neither =
+      std::ranges::find_if(reference, [](const StepRecord& s) { return s.logits.empty() && !s.logsumexp; });
+  if (neither != reference.end())
+    throw UsageError("step " + std::to_string(neither - reference.begin()) +
+                     " has neither full logits nor a logsumexp: the KL gate cannot be computed");
+  // Each step has one of them, but no kind covers every step.
+  throw UsageError("step " + std::to_string(no_logits - reference.begin()) + " has no full logits and step " +
+                   std::to_string(no_lse - reference.begin()) +
+                   " no logsumexp: the KL gate needs one kind on every step");
 }
 
 TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<const float> engine_logits,

@@ -73,7 +73,7 @@ void set_print_half_units(StepRecord& st, const SequenceDigits& d) {
   st.top_half_units.clear();
   for (const TopEntry& e : st.top) {
     st.top_half_units.push_back(d.logits.half_unit(e.logit));
-    if (!st.top.empty() && static_cast<double>(st.top[0].logit) - e.logit <= kPrintMassWindow)
+    if (static_cast<double>(st.top[0].logit) - e.logit <= kPrintMassWindow)
       st.logit_half_unit = std::max(st.logit_half_unit, st.top_half_units.back());
   }
   st.lse_half_unit = st.logsumexp ? d.logsumexp.half_unit(*st.logsumexp) : 0.0;

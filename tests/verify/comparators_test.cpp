@@ -269,7 +269,19 @@ TEST(Kl, KindNeedsFullLogitsOnEveryStep) {
   EXPECT_EQ(kl_kind_for(steps), KlKind::Full);
   steps[0].logsumexp.reset();
   steps[0].logits.clear();
-  EXPECT_THROW(kl_kind_for(steps), Error);
+  auto message = [&] {
+    try {
+      (void)kl_kind_for(steps);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(), "step 0 has neither full logits nor a logsumexp: the KL gate cannot be computed");
+  // Each step has one kind, no kind every step: said as such, not as a step holding neither.
+  steps[0].logits = {1, 2};
+  steps[1].logits.clear();
+  EXPECT_EQ(message(), "step 1 has no full logits and step 0 no logsumexp: the KL gate needs one kind on every step");
 }
 
 TEST(Kl, CompareStepChecksTop5BothWays) {
