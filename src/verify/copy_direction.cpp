@@ -106,10 +106,15 @@ CopyDirection direction(const std::string& against, const std::string& sequence,
 
 }  // namespace
 
-bool CopyDirection::copied() const {
+bool CopyDirection::decidable() const {
   const bool few_far = static_cast<double>(far) <= kCopyDirectionFarShare * static_cast<double>(n + far);
-  return n >= kCopyDirectionMinEntries && few_far && std::isfinite(beta) && std::isfinite(se) &&
-         beta + kCopyDirectionSigmas * se < kCopyDirectionBeta;
+  return n >= kCopyDirectionMinEntries && few_far && std::isfinite(beta) && std::isfinite(se);
+}
+
+bool CopyDirection::copied() const { return decidable() && beta + kCopyDirectionSigmas * se < kCopyDirectionBeta; }
+
+bool CopyDirection::independent() const {
+  return decidable() && beta - kCopyDirectionShownSigmas * se > kCopyDirectionShownBeta;
 }
 
 std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, const std::string& fp64) {

@@ -47,14 +47,15 @@ const TopEntry* for_each_top(const StepRecord& reference, std::span<const float>
   return nullptr;
 }
 
-// The engine's top-k ids that the reference's first k entries leave out, as engine
-// probabilities (descending). The reference says each holds at most its k-th entry's
-// probability (its list is the largest logits), which the rest bucket alone cannot see.
-std::vector<double> unlisted_engine_top(const StepRecord& reference, std::span<const float> engine_logits,
+// The engine's top-k ids (engine_top, descending) that the reference's first k entries
+// leave out, as engine probabilities. The reference says each holds at most its k-th
+// entry's probability (its list is the largest logits), which the rest bucket alone cannot
+// see.
+std::vector<double> unlisted_engine_top(const StepRecord& reference, std::span<const TopEntry> engine_top,
                                         double lse_q, int k) {
   const std::size_t n = std::min(static_cast<std::size_t>(std::max(k, 0)), reference.top.size());
   std::vector<double> q;
-  for (const TopEntry& e : top_k(engine_logits, k)) {
+  for (const TopEntry& e : engine_top) {
     const bool listed = std::any_of(reference.top.begin(), reference.top.begin() + static_cast<std::ptrdiff_t>(n),
                                     [&](const TopEntry& r) { return r.id == e.id; });
     if (!listed) q.push_back(std::exp(static_cast<double>(e.logit) - lse_q));
@@ -120,17 +121,9 @@ double coarse_kl(const StepRecord& reference, std::span<const float> engine_logi
   return kl + rest_kl(rest_p, rest_q, unlisted, std::min(cap, 1.0));
 }
 
-}  // namespace
-
-double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
-  const double lse_q = log_sum_exp(engine_logits);
-  const std::vector<double> unlisted = unlisted_engine_top(reference, engine_logits, lse_q, k);
-  return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
-}
-
-double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits, int k) {
-  const double lse_q = log_sum_exp(engine_logits);
-  const std::vector<double> unlisted = unlisted_engine_top(reference, engine_logits, lse_q, k);
+// kl_coarsened_within_print given the engine's logsumexp and unlisted top ids.
+double coarse_kl_within_print(const StepRecord& reference, std::span<const float> engine_logits, double lse_q,
+                              int k, std::span<const double> unlisted) {
   const double h = reference.lse_half_unit;
   if (!(h >= 0.0 && std::isfinite(h))) return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
   auto kl = [&](double shift) { return coarse_kl(reference, engine_logits, lse_q, k, shift, true, unlisted); };
@@ -152,6 +145,20 @@ double kl_coarsened_within_print(const StepRecord& reference, std::span<const fl
     }
   }
   return std::max(0.0, std::min({at_zero, f1, f2, kl(-h), kl(h)}));
+}
+
+}  // namespace
+
+double kl_coarsened(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  const double lse_q = log_sum_exp(engine_logits);
+  const std::vector<double> unlisted = unlisted_engine_top(reference, top_k(engine_logits, k), lse_q, k);
+  return coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
+}
+
+double kl_coarsened_within_print(const StepRecord& reference, std::span<const float> engine_logits, int k) {
+  const double lse_q = log_sum_exp(engine_logits);
+  const std::vector<double> unlisted = unlisted_engine_top(reference, top_k(engine_logits, k), lse_q, k);
+  return coarse_kl_within_print(reference, engine_logits, lse_q, k, unlisted);
 }
 
 std::optional<KlBreakdown> kl_breakdown(const StepRecord& reference, std::span<const float> engine_logits, int k) {
@@ -208,11 +215,18 @@ TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<
   };
   r.engine_in_reference_top = finite && in(r.reference_top, r.engine_top1);
   r.reference_in_engine_top = finite && in(r.engine_top, r.reference_token);
+  // Full logits wherever the reference has them, whatever the run's kind.
+  r.full_vocabulary = kind == KlKind::Full || reference.logits.size() == engine_logits.size();
   if (!finite) {
     r.kl = r.kl_within_print = std::numeric_limits<double>::infinity();
+  } else if (r.full_vocabulary) {
+    r.kl = r.kl_within_print = kl_full(reference.logits, engine_logits);
   } else {
-    r.kl = kind == KlKind::Full ? kl_full(reference.logits, engine_logits) : kl_coarsened(reference, engine_logits, k);
-    r.kl_within_print = kind == KlKind::Full ? r.kl : kl_coarsened_within_print(reference, engine_logits, k);
+    // One top-k and one logsumexp of the engine's logits serve both coarsened KLs.
+    const double lse_q = log_sum_exp(engine_logits);
+    const std::vector<double> unlisted = unlisted_engine_top(reference, r.engine_top, lse_q, k);
+    r.kl = coarse_kl(reference, engine_logits, lse_q, k, 0.0, false, unlisted);
+    r.kl_within_print = coarse_kl_within_print(reference, engine_logits, lse_q, k, unlisted);
   }
   return r;
 }

@@ -15,17 +15,18 @@
 namespace llmport {
 
 namespace {
-// Teacher-forces `r` along `seqs` (prompt, then each token but the last), calling `at_step`
-// after the prompt and after each fed token.
-void teacher_force(EngineRunner& r, const std::vector<TeacherSequence>& seqs, const std::function<void()>& at_step) {
+// Teacher-forces `r` along `seqs` (prompt, then each token but the last), calling
+// `at_step(sequence, step)` after the prompt (step 0) and after each fed token.
+void teacher_force(EngineRunner& r, const std::vector<TeacherSequence>& seqs,
+                   const std::function<void(const TeacherSequence&, std::size_t)>& at_step) {
   for (const TeacherSequence& s : seqs) {
     if (s.tokens.empty()) continue;
     r.prefill(s.prompt_ids);
-    at_step();
+    at_step(s, 0);
     int pos = static_cast<int>(s.prompt_ids.size());
     for (std::size_t k = 0; k + 1 < s.tokens.size(); ++k) {
       r.decode_step(s.tokens[k], pos++);
-      at_step();
+      at_step(s, k + 1);
     }
   }
 }
@@ -45,7 +46,7 @@ std::vector<StepRecord> plain_steps(const ModelConfig& cfg, const WeightStore& w
   std::vector<StepRecord> out;
   for (const TeacherSequence& s : seqs) {
     if (s.tokens.empty()) continue;
-    TeacherSequence mine{s.prompt_ids, {}};
+    TeacherSequence mine{s.prompt_ids, {}, s.full_vocabulary};
     for (StepRecord& st : generate_greedy(*plain, s.prompt_ids, static_cast<int>(s.tokens.size()))) {
       mine.tokens.push_back(st.token);
       out.push_back(std::move(st));  // with its logits: the runner keeps them
@@ -55,8 +56,8 @@ std::vector<StepRecord> plain_steps(const ModelConfig& cfg, const WeightStore& w
   return out;
 }
 
-// Mean KL(plain || side) per step (`kind` as the gate measures it) and top-1 agreement
-// over every step of the `roundings` sides.
+// Mean KL(plain || side) per step (as the gate measures it: `kind`, full at a sequence's
+// full_vocabulary steps) and top-1 agreement over every step of the `roundings` sides.
 std::pair<double, double> cost_of(const ModelConfig& cfg, const WeightStore& weights, int threads, const Engine& engine,
                                   const std::vector<TeacherSequence>& seqs, const std::vector<StepRecord>& plain,
                                   KlKind kind, const std::vector<std::string>& roundings) {
@@ -66,9 +67,10 @@ std::pair<double, double> cost_of(const ModelConfig& cfg, const WeightStore& wei
     auto side = make_rounding_noise_runner(cfg, weights, threads, engine.dtype(), engine.quant(),
                                            engine.quant_lm_head(), engine.quant_acts(), rounding);
     std::size_t k = 0;
-    teacher_force(*side, seqs, [&] {
+    teacher_force(*side, seqs, [&](const TeacherSequence& s, std::size_t step) {
       const StepRecord& p = plain[k++];
-      kl_sum += kind == KlKind::Full ? kl_full(p.logits, side->last_logits()) : kl_coarsened(p, side->last_logits());
+      const bool full = kind == KlKind::Full || (step < s.full_vocabulary.size() && s.full_vocabulary[step]);
+      kl_sum += full ? kl_full(p.logits, side->last_logits()) : kl_coarsened(p, side->last_logits());
       agree += p.token == argmax_lowest_id(side->last_logits()) ? 1 : 0;
       ++steps;
     });

@@ -16,6 +16,9 @@ namespace llmport {
 struct TeacherSequence {
   std::vector<int> prompt_ids;
   std::vector<int> tokens;
+  /// Steps the gate compares over the whole vocabulary whatever the kind (the reference
+  /// holds full logits there: TeacherForcedStep::full_vocabulary); empty = none.
+  std::vector<bool> full_vocabulary = {};
 };
 
 /// The predicted cost of `engine`'s quantization on this model, on the prompts of `seqs`

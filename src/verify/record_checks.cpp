@@ -16,6 +16,11 @@ namespace llmport::verify_detail {
 
 namespace {
 
+// How far a recorded logsumexp may sit from what its logits allow beyond their printed
+// digits: float32 summation over a vocabulary (relative ~1e-6 of |lse|; logsumexps here
+// are O(10)) plus 1e-4 nats for a reference that summed in a different order.
+double lse_tolerance(double lse) { return 1e-4 + 1e-6 * std::abs(lse); }
+
 std::string token_check(const StepRecord& st) {
   if (st.top.empty()) return "";
   for (const TopEntry& e : st.top)
@@ -63,7 +68,7 @@ std::string logits_check(const StepRecord& st) {
              std::to_string(own[i].id) + ")";
   if (st.logsumexp) {
     const double lse = log_sum_exp(st.logits);
-    if (!(std::abs(lse - *st.logsumexp) <= 1e-4 + 1e-6 * std::abs(lse) + st.print_resolution()))
+    if (!(std::abs(lse - *st.logsumexp) <= lse_tolerance(lse) + st.print_resolution()))
       return "logsumexp " + fmt_g(*st.logsumexp, 9) + " is not the full logits' own " + fmt_g(lse, 9);
   }
   return "";
@@ -175,7 +180,7 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg) {
       if (st.logsumexp && !st.top.empty()) {
         const double ceiling = top_k_lse_ceiling(st, cfg.vocab_size);
         const double lse = *st.logsumexp - st.lse_half_unit;
-        if (lse > ceiling + 1e-4 + 1e-6 * std::abs(lse))
+        if (lse > ceiling + verify_detail::lse_tolerance(lse))
           throw UsageError(where + ": logsumexp " + fmt_g(*st.logsumexp, 7) + " is above the " + fmt_g(ceiling, 7) +
                            " its top-" + std::to_string(st.top.size()) + " allows (the other " +
                            std::to_string(std::max(0, cfg.vocab_size - static_cast<int>(st.top.size()))) +

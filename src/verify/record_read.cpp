@@ -481,7 +481,26 @@ void note_logits_storage(const SafetensorsFile& sf, const std::string& name, Rec
   rf.compute_dtype += (rf.compute_dtype.empty() ? "" : "; ") + note;
 }
 
-void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
+// The steps whose full logits a sequence's side tensor holds, one row each: its
+// "logits_steps" (strictly increasing step indices), else every step.
+std::vector<int> read_logits_steps(const JsonField& sf, std::size_t n_steps) {
+  std::vector<int> rows;
+  if (!sf.has("logits_steps")) {
+    for (std::size_t s = 0; s < n_steps; ++s) rows.push_back(static_cast<int>(s));
+    return rows;
+  }
+  const JsonField f = sf.at("logits_steps");
+  rows = f.ints();
+  if (rows.empty()) f.fail("empty (leave it out when no step has full logits)");
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] < 0 || static_cast<std::size_t>(rows[r]) >= n_steps || (r > 0 && rows[r] <= rows[r - 1]))
+      f.fail("expected strictly increasing step indices in [0, " + std::to_string(n_steps) + "), got " +
+             std::to_string(rows[r]) + " at " + std::to_string(r));
+  return rows;
+}
+
+void load_side(const fs::path& side, const JsonField& where, RecordFile& rf,
+               const std::vector<std::vector<int>>& logits_steps) {
   if (!fs::exists(side)) where.fail("side file " + side.string() + " not found");
   SafetensorsFile sf(side);
   for (std::size_t i = 0; i < rf.sequences.size(); ++i) {
@@ -490,14 +509,17 @@ void load_side(const fs::path& side, const JsonField& where, RecordFile& rf) {
     std::vector<int64_t> shape;
     note_logits_storage(sf, p + "logits", rf);
     auto logits = side_tensor(sf, p + "logits", &shape);
+    const std::vector<int>& rows = logits_steps[i];
     if (!logits.empty()) {
-      if (shape.size() != 2 || shape[0] != static_cast<int64_t>(seq.steps.size()))
-        throw ConfigError(side.string() + ": " + p + "logits: expected shape [n_steps=" +
-                          std::to_string(seq.steps.size()) + ", vocab]");
+      if (shape.size() != 2 || shape[0] != static_cast<int64_t>(rows.size()))
+        throw ConfigError(side.string() + ": " + p + "logits: expected shape [" +
+                          (rows.size() == seq.steps.size() ? "n_steps=" : "rows of logits_steps=") +
+                          std::to_string(rows.size()) + ", vocab]");
       const auto vocab = static_cast<std::size_t>(shape[1]);
-      for (std::size_t s = 0; s < seq.steps.size(); ++s) {
-        seq.steps[s].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(s * vocab),
-                                   logits.begin() + static_cast<std::ptrdiff_t>((s + 1) * vocab));
+      for (std::size_t r = 0; r < rows.size(); ++r) {
+        const auto s = static_cast<std::size_t>(rows[r]);
+        seq.steps[s].logits.assign(logits.begin() + static_cast<std::ptrdiff_t>(r * vocab),
+                                   logits.begin() + static_cast<std::ptrdiff_t>((r + 1) * vocab));
         const std::string why = verify_detail::step_inconsistency(seq.steps[s]);
         if (!why.empty())
           throw ConfigError(side.string() + ": " + p + "logits[" + std::to_string(s) + "] against sequences[" +
@@ -547,6 +569,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
   if (rf.n_steps <= 0) root.at("n_steps").fail("must be > 0");
   const JsonField seqs = root.at("sequences");
   if (seqs.size() == 0) seqs.fail("no sequences");
+  std::vector<std::vector<int>> logits_steps;  // per sequence: the side file's logit rows
   for (std::size_t i = 0; i < seqs.size(); ++i) {
     const JsonField sf = seqs.at(i);
     RecordSequence seq;
@@ -561,9 +584,13 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
     const auto digits = verify_detail::scan_print_digits(sf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
+    logits_steps.push_back(read_logits_steps(sf, seq.steps.size()));
+    if (sf.has("logits_steps") && !root.has("side_file"))
+      sf.at("logits_steps").fail("given without a side_file to hold those logits");
     rf.sequences.push_back(std::move(seq));
   }
-  if (root.has("side_file")) load_side(file.parent_path() / root.at("side_file").str(), root.at("side_file"), rf);
+  if (root.has("side_file"))
+    load_side(file.parent_path() / root.at("side_file").str(), root.at("side_file"), rf, logits_steps);
   return rf;
 }
 

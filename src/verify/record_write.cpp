@@ -34,7 +34,10 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
     s["prompt_ids"] = seq.prompt_ids;
     s["tokens"] = seq.tokens();
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-    bool all_logits = !seq.steps.empty();
+    // Full logits where a step holds them (a golden's often only at the prompt's last
+    // position): rows of the side tensor, with their steps listed unless that is every step.
+    std::vector<int> logit_steps;
+    std::size_t vocab = 0;
     for (const auto& st : seq.steps) {
       nlohmann::ordered_json e;
       std::vector<int> ids;
@@ -47,14 +50,19 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
       e["logits"] = logits;
       if (st.logsumexp) e["logsumexp"] = *st.logsumexp;
       steps.push_back(e);
-      if (st.logits.empty() || st.logits.size() != seq.steps[0].logits.size()) all_logits = false;
+      if (vocab == 0) vocab = st.logits.size();
+      if (!st.logits.empty() && st.logits.size() == vocab) logit_steps.push_back(static_cast<int>(steps.size()) - 1);
     }
     s["steps"] = steps;
-    if (all_logits) {
-      const auto vocab = static_cast<int64_t>(seq.steps[0].logits.size());
-      std::vector<float> flat;  // [n_steps, vocab]
-      for (const auto& st : seq.steps) flat.insert(flat.end(), st.logits.begin(), st.logits.end());
-      side.push_back(make_tensor(p + "logits", DType::F32, {static_cast<int64_t>(seq.steps.size()), vocab}, flat));
+    if (!logit_steps.empty()) {
+      if (logit_steps.size() != seq.steps.size()) s["logits_steps"] = logit_steps;
+      std::vector<float> flat;  // [rows, vocab]
+      for (const int k : logit_steps) {
+        const auto& l = seq.steps[static_cast<std::size_t>(k)].logits;
+        flat.insert(flat.end(), l.begin(), l.end());
+      }
+      side.push_back(make_tensor(p + "logits", DType::F32,
+                                 {static_cast<int64_t>(logit_steps.size()), static_cast<int64_t>(vocab)}, flat));
     }
     const HiddenStates& h = seq.hidden;
     if (!h.empty() && h.n_rows() > 0) {

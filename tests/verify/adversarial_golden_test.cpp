@@ -347,8 +347,9 @@ TEST(AdversarialGolden, FullLogitsAndTopListsMustAgreeInASideFile) {
 // An honest golden printed with "%.6g" holds each logsumexp only to +-5e-5 at ~30: that
 // alone moved the coarsened KL of a sharp step above the fp32 bound, and such a print of
 // the shared goldens FAILed the fp32 engine on 5 of 5 models. The gate now resolves the KL
-// within the printed digits and the verdict says they cannot prove the bound; damage
-// beyond them still fails, and float32's nine digits leave a plain PASS.
+// within the printed digits and the verdict says they cannot prove the bound (nor that the
+// file is not llmport's own output); damage beyond them still fails, and float32's nine
+// digits leave a plain PASS.
 TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine) {
   TempDir t;
   std::vector<std::pair<fs::path, fs::path>> cases = {{stories_dir(), stories_golden()}};
@@ -366,9 +367,12 @@ TEST(AdversarialGolden, AGoldenPrintedWithFewDigitsIsCappedNotBlamedOnTheEngine)
     if (r6.mean_kl > r6.kl_bound) {
       ++resolved;
       EXPECT_TRUE(has_cap(r6, "the reference's printed digits: mean KL")) << name << ": " << r6.verdict_line();
-    } else {
-      EXPECT_EQ(r6.verdict(), "PASS") << name << ": " << r6.verdict_line();
     }
+    // Six digits are far coarser than an fp32 computation's rounding: nothing in the file
+    // tells it from llmport's own output printed the same way (a copy of a damaged model's
+    // output so printed passed plain), so independence is not shown either.
+    EXPECT_EQ(r6.verdict(), "PASS-with-warnings") << name;
+    EXPECT_TRUE(has_cap(r6, "reference independence not shown by its content")) << name << ": " << r6.verdict_line();
     const auto r9 = verify_golden(model, write(t, name + "_g9", test::reprinted_floats(g, "%.9g")), "fp32");
     EXPECT_EQ(r9.verdict(), "PASS") << name << ": " << r9.verdict_line();
     EXPECT_LT(r9.reference_print_resolution, 1e-5) << name;

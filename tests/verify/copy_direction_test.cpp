@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <random>
 
 #include "llmport/model_config.hpp"
@@ -162,10 +164,12 @@ TEST(CopyDirection, HonestSharedGoldensPointAlongLlmportsRounding) {
       SCOPED_TRACE(model.filename().string() + " " + dtype);
       EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
       ASSERT_FALSE(r.copy_directions.empty());
+      EXPECT_EQ(r.independence_unshown, "");
       for (const auto& c : r.copy_directions) {
         EXPECT_FALSE(c.copied()) << c.against << " " << c.sequence << " " << c.beta << " +- " << c.se;
         if (c.sequence == "all") {
           EXPECT_GT(c.beta, kCopyDirectionBeta) << c.against;
+          EXPECT_TRUE(c.independent()) << c.against << " " << c.beta << " +- " << c.se;
         }
       }
     }
@@ -213,6 +217,63 @@ void expect_moved_copies_denied(std::size_t first, std::size_t last) {
 }
 
 TEST(CopyDirection, CopiesMovedInTheirLastBitsAreNotIndependent) { expect_moved_copies_denied(0, 2); }
+
+// Shown independent: beta - 2 se above 0.125, over >= 40 entries with <= 10% far. The
+// figures are the session-34 audit's: an honest synthetic golden (0.41 +- 0.043, 384
+// entries), a 6-digit copy (0.03 +- 0.11, 658 of 1024 far), a 5-digit one (0.62 +- 0.24, 50
+// fitted of 1024), copies by noise 4x llmport's rounding (-0.17 +- 0.08, 333 far).
+TEST(CopyDirection, IndependenceIsShownOnlyByASlopeWellAboveACopys) {
+  auto dir = [](double beta, double se, int64_t n, int64_t far) {
+    CopyDirection c{"engine", "all", n};
+    c.beta = beta, c.se = se, c.far = far;
+    return c;
+  };
+  EXPECT_TRUE(dir(0.41, 0.043, 384, 0).independent());
+  EXPECT_TRUE(dir(0.2, 0.03, 1000, 100).independent());   // 0.14 > 0.125, 9% far
+  EXPECT_FALSE(dir(0.2, 0.04, 1000, 0).independent());   // 0.12: not 2 se above half the copy threshold
+  EXPECT_FALSE(dir(0.6, 0.05, 1000, 120).independent());  // 10.7% far: the fit selects by d
+  EXPECT_FALSE(dir(0.6, 0.05, 39, 0).independent());      // too few entries
+  EXPECT_FALSE(dir(0.03, 0.11, 366, 658).independent());
+  EXPECT_FALSE(dir(0.62, 0.24, 50, 974).independent());
+  EXPECT_FALSE(dir(-0.17, 0.08, 691, 333).independent());
+  EXPECT_FALSE(dir(std::nan(""), 0.0, 384, 0).independent());
+  // Neither copied nor shown: the undecided middle.
+  EXPECT_FALSE(dir(0.3, 0.1, 384, 0).copied());
+  EXPECT_FALSE(dir(0.3, 0.1, 384, 0).independent());
+}
+
+// llmport's engine output printed with 6 digits, or moved by noise of 4x its rounding,
+// decides neither way: capped, where it passed plain (a copy of a model whose v_proj was
+// scaled 1.5 passed plain against itself). Seven digits are still called a copy (above).
+TEST(CopyDirection, CopiesTooCoarseToDecideAreCapped) {
+  TempDir t;
+  const fs::path model = test::stories_dir(), golden = test::stories_golden();
+  const ModelConfig cfg = load_model_config(model);
+  const WeightStore w = WeightStore::open(model, cfg);
+  EngineOptions eo;
+  eo.backend = "cpu";
+  eo.dtype = DType::F32;
+  eo.threads = 1;
+  EngineRunner engine(cfg, w, eo, "engine", true);
+  auto six_digits = [](float v, std::mt19937&) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", v);
+    return std::strtof(b, nullptr);
+  };
+  auto noise = [](float v, std::mt19937& rng) { return v + std::normal_distribution<float>(0.0f, 1e-5f)(rng); };
+  const std::pair<const char*, std::function<float(float, std::mt19937&)>> moves[] = {{"six-digits", six_digits},
+                                                                                       {"noise", noise}};
+  for (const auto& [name, move] : moves) {
+    SCOPED_TRACE(name);
+    const VerifyResult r = verify_golden(model, moved_copy(t.path() / (std::string(name) + ".json"), engine, golden, move), "fp32");
+    EXPECT_TRUE(r.pass) << r.verdict_line();
+    EXPECT_EQ(r.verdict(), "PASS-with-warnings");
+    EXPECT_NE(r.independence_unshown, "");
+    EXPECT_TRUE(test::has_cap(r, "reference independence not shown by its content: its logits do not show an "
+                                 "independent computation's rounding against llmport's "))
+        << r.verdict_line();
+  }
+}
 
 TEST(CopyDirection, CopiesMovedInTheirLastBitsAreNotIndependentOnTheOtherModels) {
   expect_moved_copies_denied(2, shared_models_and_goldens().size());

@@ -328,12 +328,18 @@ TEST(VerifyVerdict, LlmportOutputPassedOffAsIndependentIsCaughtByItsContent) {
         << name << ": " << tr.verdict_line();
     fs::remove(t.path() / "tail.json");
   }
-  // Junk full logits beside copied top-5 lists do not dilute the count: only the top-k the
-  // gates read are compared.
+  // Junk full logits beside copied top-5 lists cannot dilute the count: a step's full logits
+  // must hold its top list's values, so the file is refused (exit 2), naming the step.
   RecordFile diluted = forged;
   for (auto& s : diluted.sequences) s.steps[0].logits.assign(static_cast<std::size_t>(cfg.vocab_size), 0.0f);
   write_record_file(t.path() / "diluted.json", diluted);
-  EXPECT_TRUE(has_cap(verify_golden(stories_dir(), t.path() / "diluted.json"), "content:"));
+  try {
+    verify_golden(stories_dir(), t.path() / "diluted.json");
+    ADD_FAILURE() << "junk full logits were accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("seq0.logits[0] against sequences[0].steps[0]: top entry "), std::string::npos)
+        << e.what();
+  }
 }
 
 // A registry's tuned tile configs may change the engine's bits (the bf16 GEMM on fp32 FMAs
@@ -630,7 +636,10 @@ TEST(VerifyVerdict, HfReferenceFromAnotherProgramIsNamedAndCapped) {
   const fs::path records = rewritten_golden(t, "replay", [](RecordFile& rf) {
     rf.producer = "tools/hf_reference.py (transformers AutoModelForCausalLM, float32)";
     rf.versions = {{"python", "3.11.2"}, {"torch", "2.5.0"}, {"transformers", "4.46.0"}};
-    for (auto& s : rf.sequences) s.hidden = {};  // no side file: the program copies one file
+    for (auto& s : rf.sequences) {  // no side file: the program copies one file
+      s.hidden = {};
+      for (auto& st : s.steps) st.logits.clear();
+    }
   });
   // A python stand-in: the torch/transformers probe succeeds, the script runs under sh.
   const fs::path py = t.path() / "python";
