@@ -172,20 +172,32 @@ int run_regress(const std::filesystem::path& workspace, std::ostream& out);
 std::string check_deployed_weights(const std::filesystem::path& deployment_dir,
                                    const std::filesystem::path& model_dir);
 
-/// `run --deployment DIR` (`make run`, `make profile`): "" when `model_dir` is DIR's model
-/// and each of its files has the size and mtime recorded when it was hashed (a stat per
-/// file, as `status`; hashed instead for a manifest that recorded no stats), else one line:
-/// "MODEL is not the deployed model M" or "weights changed? F: size or mtime differs from
-/// deployment (...)". Cheap by design: a differing stat is no proof of other bytes and a
-/// matching one no proof of the same; `make verify` hashes. Throws UsageError when DIR is
-/// not a deployment, ConfigError when its deployment.json is malformed.
-std::string deployed_model_drift(const std::filesystem::path& deployment_dir,
-                                 const std::filesystem::path& model_dir);
+/// What `serve DIR` and `run --deployment DIR` (`make run`, `make profile`) take from a
+/// deployment's deployment.json, read once.
+struct DeploymentRun {
+  std::filesystem::path model_dir;  ///< the deployed model (absolute; may since be gone)
+  std::string name;
+  std::string dtype;                ///< as deployed: "bf16" | "fp16" | "fp32" | "q8_0" | "q4_0"
+  std::string quantize_lm_head;     ///< "" | "q8_0" | "q4_0"
+  int threads = 0;                  ///< as deployed (0 = every core)
+  /// "" when the model run is the deployed one and each of its files has the size and
+  /// mtime recorded when it was hashed (a stat per file, as `status`; hashed instead for a
+  /// manifest that recorded no stats), else one line: "MODEL is not the deployed model M"
+  /// or "weights changed? F: size or mtime differs from deployment (...)". Cheap by design:
+  /// a differing stat is no proof of other bytes and a matching one no proof of the same;
+  /// `make verify` hashes.
+  std::string drift;
+  /// "" when every phase passed and the deployment is not flagged for human review, else
+  /// one line: "phase N (NAME) is STATUS: REASON" for the first phase that did not pass, or
+  /// "flagged for human review (evaluation_report.md)".
+  std::string not_passed;
+};
 
-/// `run --deployment DIR` and `serve DIR`: "" when every phase of DIR passed and it is not
-/// flagged for human review, else one line: "phase N (NAME) is STATUS: REASON" for the first
-/// phase that did not pass, or "flagged for human review". Throws as deployed_model_drift.
-std::string deployment_not_passed(const std::filesystem::path& deployment_dir);
+/// Reads DIR's deployment.json (DIR, or the file itself) for a run of `model_dir` (empty:
+/// the deployed model). Throws UsageError when DIR is not a deployment, ConfigError naming
+/// the file and field when its deployment.json is malformed.
+DeploymentRun read_deployment_run(const std::filesystem::path& deployment_dir,
+                                  const std::filesystem::path& model_dir = {});
 
 /// Path of the running llmport executable (the evaluator and Makefile call it).
 std::filesystem::path self_executable();

@@ -358,11 +358,12 @@ int run_run(const RunArgs& a) {
   // A deployment's `make run` says when the model is no longer the one its verdict covers:
   // a warning, not a refusal (running edited weights on purpose is the user's call).
   if (!a.deployment.empty()) {
-    if (const std::string drift = deploy::deployed_model_drift(a.deployment, dir); !drift.empty())
-      std::cerr << "warning: deployment " << a.deployment << ": " << printable(drift)
+    const deploy::DeploymentRun d = deploy::read_deployment_run(a.deployment, dir);
+    if (!d.drift.empty())
+      std::cerr << "warning: deployment " << a.deployment << ": " << printable(d.drift)
                 << "; the deployment's verdict may not cover this run\n";
-    if (const std::string open = deploy::deployment_not_passed(a.deployment); !open.empty())
-      std::cerr << "warning: deployment " << a.deployment << " has not passed: " << printable(open) << "\n";
+    if (!d.not_passed.empty())
+      std::cerr << "warning: deployment " << a.deployment << " has not passed: " << printable(d.not_passed) << "\n";
   }
   const int context = model_context(cfg);
   if (!a.dtype)
@@ -397,7 +398,10 @@ const Registrar reg{{"run", "generate text from a prompt (prefill + KV-cache dec
                        add_model_arg(sub, &a->model);
                        sub.add_option("-p,--prompt", a->prompt, "prompt text ('-' reads stdin)");
                        sub.add_option("--prompt-ids", a->prompt_ids, "prompt token ids: 1,2,3 or a JSON array \"[1, 2, 3]\"");
-                       sub.add_option("--n-tokens,-n", a->n_tokens, "maximum new tokens")
+                       sub.add_option("--n-tokens,-n", a->n_tokens,
+                                      "maximum new tokens (default: generation_config.json max_new_tokens, or its max_length "
+                                      "less the prompt, else "
+                                      "256; at most the context left after the prompt)")
                            ->check(at_least(1));
                        sub.add_option("--temperature", a->temperature, "sampling temperature (0: greedy)")
                            ->check(at_least(0));

@@ -7,8 +7,6 @@
 #include <iostream>
 #include <optional>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/command.hpp"
 #include "cli/engine_flags.hpp"
 #include "cli/option_checks.hpp"
@@ -22,24 +20,6 @@
 
 namespace llmport::cli {
 namespace {
-
-// deployment.json's `section.key` (or root `key` when section is empty) as text; "" when
-// absent. Throws ConfigError naming the file and field when it is not a string.
-std::string manifest_text(const nlohmann::json& m, const std::string& section, const std::string& key,
-                          const std::filesystem::path& file) {
-  const nlohmann::json* obj = &m;
-  if (!section.empty()) {
-    if (!m.contains(section)) return "";
-    obj = &m[section];
-    if (!obj->is_object()) throw ConfigError(file.string() + ": " + section + ": expected an object");
-  }
-  if (!obj->contains(key)) return "";
-  const nlohmann::json& v = (*obj)[key];
-  if (!v.is_string())
-    throw ConfigError(file.string() + ": " + (section.empty() ? "" : section + ".") + key + ": expected a string, got " +
-                      v.type_name());
-  return v.get<std::string>();
-}
 
 struct ServeArgs {
   std::string model;
@@ -87,17 +67,14 @@ int run_serve(const ServeArgs& a) {
   int threads = a.threads.value_or(0);
   const std::filesystem::path manifest = std::filesystem::path(a.model) / "deployment.json";
   if (std::filesystem::is_regular_file(manifest)) {
-    // A deployment: its model, dtype, threads and tuned registry.
-    const nlohmann::json m = parse_json_text(read_text_file(manifest), manifest.string());
-    if (!m.is_object()) throw ConfigError(manifest.string() + ": expected a JSON object");
-    const std::string path = manifest_text(m, "model", "path", manifest);
-    if (path.empty()) throw ConfigError(manifest.string() + ": model.path: missing or empty");
-    if (!std::filesystem::is_directory(path))
-      throw ConfigError(manifest.string() + ": model.path: " + path + " is not a directory (moved or deleted since "
-                        "the deployment?)");
-    dir = path;
-    if (const std::string recorded = manifest_text(m, "", "dtype", manifest); !dtype && !recorded.empty()) {
-      dtype = recorded;
+    // A deployment: its model, dtype, threads and tuned registry, unless the flags say.
+    const deploy::DeploymentRun d = deploy::read_deployment_run(a.model);
+    if (!std::filesystem::is_directory(d.model_dir))
+      throw ConfigError(manifest.string() + ": model.path: " + d.model_dir.string() +
+                        " is not a directory (moved or deleted since the deployment?)");
+    dir = d.model_dir;
+    if (!dtype && !d.dtype.empty()) {
+      dtype = d.dtype;
       try {  // refused here with the file named, not later as if a flag had said it
         EngineOptions probe_dtype;
         set_dtype_flag(probe_dtype, *dtype);
@@ -105,24 +82,26 @@ int run_serve(const ServeArgs& a) {
         throw ConfigError(manifest.string() + ": dtype: " + e.what());
       }
     }
-    if (!a.dtype && lm_head.empty()) lm_head = manifest_text(m, "", "quantize_lm_head", manifest);
-    if (!a.threads && m.contains("threads"))
-      try {
-        // The CLI's limit (4 x the hardware threads), checked here with the file named, not
-        // by the engine after the server is listening.
-        threads = static_cast<int>(json_integer(m["threads"], "threads", 0, max_backend_threads()));
-      } catch (const ConfigError& e) {
-        throw ConfigError(manifest.string() + ": " + e.what());
-      }
-    if (o.model_name.empty()) o.model_name = manifest_text(m, "", "name", manifest);
+    if (!a.dtype && lm_head.empty()) lm_head = d.quantize_lm_head;
+    // Another dtype is the user's call, but not what the deployment's verdict covers.
+    if (a.dtype && !d.dtype.empty() && *a.dtype != d.dtype)
+      std::cerr << "warning: deployment " << a.model << " verified dtype " << d.dtype << "; serving --dtype "
+                << printable(*a.dtype) << " is not covered by its verdict\n";
+    // The CLI's limit (4 x the hardware threads), checked here with the file named, not by
+    // the engine after the server is listening.
+    if (!a.threads && d.threads > max_backend_threads())
+      throw ConfigError(manifest.string() + ": threads: expected an integer in [0, " +
+                        std::to_string(max_backend_threads()) + "], got " + std::to_string(d.threads));
+    if (!a.threads) threads = d.threads;
+    if (o.model_name.empty()) o.model_name = d.name;
     if (registry.empty() && std::filesystem::is_directory(std::filesystem::path(a.model) / "registry"))
       registry = (std::filesystem::path(a.model) / "registry").string();
     // As `make run`: the deployment's verdict covers the files it hashed, not later ones.
-    if (const std::string drift = deploy::deployed_model_drift(a.model, dir); !drift.empty())
-      std::cerr << "warning: deployment " << a.model << ": " << printable(drift)
+    if (!d.drift.empty())
+      std::cerr << "warning: deployment " << a.model << ": " << printable(d.drift)
                 << "; the deployment's verdict may not cover what is served\n";
-    if (const std::string open = deploy::deployment_not_passed(a.model); !open.empty())
-      std::cerr << "warning: deployment " << a.model << " has not passed: " << printable(open) << "\n";
+    if (!d.not_passed.empty())
+      std::cerr << "warning: deployment " << a.model << " has not passed: " << printable(d.not_passed) << "\n";
   } else {
     dir = resolve_model_dir(a.model);
   }
@@ -143,16 +122,16 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                        auto a = std::make_shared<ServeArgs>();
                        add_model_arg(sub, &a->model);
                        sub.add_option("--host", a->host, "address to bind (default 127.0.0.1: loopback only)");
-                       sub.add_option("--port", a->port, "TCP port (0: any free port; the bound one is printed)")
+                       sub.add_option("--port", a->port, "TCP port (0: any free port; the bound one is printed; default 8080)")
                            ->check(in_range(0, 65535));
-                       sub.add_option("--parallel", a->parallel, "sequence slots decoded together")
+                       sub.add_option("--parallel", a->parallel, "sequence slots decoded together (default 4)")
                            ->check(in_range(1, 256));
                        CLI::Option* ctx =
                            sub.add_option("--ctx-size,-c", a->ctx_size,
                                           "total KV-cache budget in tokens, shared by the slots (each: ctx-size / "
                                           "parallel, at most the model's context; default 4096)")
                                ->check(at_least(2));
-                       sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429")
+                       sub.add_option("--queue", a->queue, "requests that may wait for a slot; beyond: 429 (default 16)")
                            ->check(in_range(0, 4096));
                        // An empty key (an unset $KEY) would switch authentication off without a
                        // word; said here, before the generic "empty value" of option_rules.
@@ -188,13 +167,13 @@ const Registrar reg{{"serve", "OpenAI-compatible HTTP server with continuous bat
                                },
                                "", "NAME"));
                        sub.add_option("--prefill-chunk", a->prefill_chunk,
-                                      "prompt tokens prefilled per step, all slots together")
+                                      "prompt tokens prefilled per step, all slots together (default 128)")
                            ->check(in_range(1, 65536));
                        sub.add_option("--shutdown-grace", a->shutdown_grace,
-                                      "SIGINT/SIGTERM: seconds in-flight requests may still finish")
+                                      "SIGINT/SIGTERM: seconds in-flight requests may still finish (default 10)")
                            ->check(in_range(0, 3600));
                        sub.add_option("--read-timeout", a->read_timeout,
-                                      "seconds the request head may take in all, and each next body byte; beyond: 408")
+                                      "seconds the request head may take in all, and each next body byte; beyond: 408 (default 30)")
                            ->check(in_range(1, 3600));
                        sub.add_option("--max-connections", a->max_connections,
                                       "connections served at once (default: parallel + queue + 64); beyond, the "

@@ -71,12 +71,7 @@ std::string state_of(const Manifest& m) {
   return state == "deployed" ? changed : state + "; " + changed;
 }
 
-}  // namespace
-
-std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
-
-std::string deployed_model_drift(const fs::path& deployment_dir, const fs::path& model_dir) {
-  const Manifest m = load_deployment_arg(deployment_dir);
+std::string model_drift(const Manifest& m, const fs::path& model_dir) {
   // MODEL may name the model's config.json, as every command accepts.
   const fs::path dir = fs::is_regular_file(model_dir) ? model_dir.parent_path() : model_dir;
   std::error_code ec;
@@ -84,14 +79,30 @@ std::string deployed_model_drift(const fs::path& deployment_dir, const fs::path&
   return weights_changed(m, dir);
 }
 
-std::string deployment_not_passed(const fs::path& deployment_dir) {
-  const Manifest m = load_deployment_arg(deployment_dir);
+std::string not_passed(const Manifest& m) {
   if (const int i = m.first_unpassed(); i < kNumPhases) {
     const PhaseResult& p = m.phases[static_cast<std::size_t>(i)];
     return fmt::format("phase {} ({}) is {}{}", i, phase_name(i), status_name(p.status),
                        p.reason.empty() ? "" : ": " + p.reason);
   }
   return m.needs_human_review ? "flagged for human review (evaluation_report.md)" : "";
+}
+
+}  // namespace
+
+std::vector<fs::path> list_deployments(const fs::path& workspace) { return deployments_in_dir(workspace); }
+
+DeploymentRun read_deployment_run(const fs::path& deployment_dir, const fs::path& model_dir) {
+  const Manifest m = load_deployment_arg(deployment_dir);
+  DeploymentRun r;
+  r.model_dir = m.model_dir;
+  r.name = m.name;
+  r.dtype = m.dtype;
+  r.quantize_lm_head = m.quantize_lm_head;
+  r.threads = m.threads;
+  r.drift = model_drift(m, model_dir.empty() ? m.model_dir : model_dir);
+  r.not_passed = not_passed(m);
+  return r;
 }
 
 void require_workspace_dir(const fs::path& workspace) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "deploy/manifest.hpp"
 #include "support/test_support.hpp"
 
 namespace llmport::test {
@@ -595,6 +596,15 @@ std::vector<Case> cases() {
        return std::vector<std::string>{"chat-template", m.string(), "--messages", (d / "msgs.json").string()};
      },
      "tokenizer_config.json: chat template line 1: raise_exception: roles must alternate");
+  // The model's own template, rendered by `run` (an instruct prompt): named by file and field.
+  ct("run_tokenizer_config_template_syntax_error",
+     [](const fs::path&, const fs::path& m) {
+       json tc = read_json_file(m / "tokenizer_config.json");
+       tc["chat_template"] = "{% for m in messages %}{{ m.content }";
+       write_json_file(m / "tokenizer_config.json", tc);
+       return std::vector<std::string>{"run", m.string(), "--prompt", "hi", "-n", "1"};
+     },
+     "tokenizer_config.json: chat_template: chat template line 1: unexpected '}'");
   ct("tokenizer_config_template_not_json",
      [](const fs::path& d, const fs::path& m) {
        write_file(m / "tokenizer_config.json", "{\"chat_template\": \"{{ x }}");
@@ -718,31 +728,43 @@ std::vector<Case> cases() {
     return std::vector<std::string>{"run", m.string(), "--prompt-ids", "1", "--max-seq", "99999999999"};
   }, "--max-seq");
 
-  // ---- a deployment directory whose deployment.json lacks or mistypes what serve reads
-  auto manifest = [&](const std::string& name, const std::string& text, std::string names) {
+  // ---- a deployment directory whose deployment.json lacks or mistypes what serve reads:
+  // a record as deploy writes it (stories260K, fp32), one field damaged
+  auto manifest = [&](const std::string& name, std::function<std::string(json)> damage, std::string names) {
     c.push_back({"deployment/" + name,
-                 [text](const fs::path& d, const fs::path&) {
-                   write_file(d / "dep" / "deployment.json", text);
+                 [damage](const fs::path& d, const fs::path&) {
+                   llmport::deploy::Manifest m;
+                   m.name = "dep";
+                   m.model_dir = shared_path("models/stories260K");
+                   m.target = "cpu";
+                   m.dtype = "fp32";
+                   m.reference.kind = "oracle";
+                   write_file(d / "dep" / "deployment.json", damage(m.to_json()));
                    return std::vector<std::string>{"serve", (d / "dep").string(), "--port", "0"};
                  },
                  names});
   };
-  manifest("serve_empty_object", "{}", "deployment.json: model.path: missing or empty");
-  manifest("serve_path_not_text", R"({"model": {"path": 7}})", "deployment.json: model.path: expected a string");
-  manifest("serve_threads_text",
-           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"threads\": \"two\"}",
-           "deployment.json: field 'threads'");
-  manifest("serve_not_json", "{\"model\":", "deployment.json: malformed JSON");
-  manifest("serve_dtype_unknown",
-           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"dtype\": \"fp8\"}",
-           "deployment.json: dtype: unknown dtype 'fp8'");
-  manifest("serve_model_path_gone", "{\"model\": {\"path\": \"/nonexistent/model\"}}",
+  auto set = [](std::vector<std::string> path, json value) {
+    return [path, value](json j) {
+      json* at = &j;
+      for (const auto& k : path) at = &(*at)[k];
+      *at = value;
+      return j.dump(2);
+    };
+  };
+  manifest("serve_empty_object", [](json) { return std::string("{}"); },
+           "deployment.json: format is not llmport-deployment/1");
+  manifest("serve_path_not_text", set({"model", "path"}, 7),
+           "deployment.json: not a valid deployment record: model.path: expected a string");
+  manifest("serve_threads_text", set({"threads"}, "two"),
+           "deployment.json: not a valid deployment record: threads: expected an integer");
+  manifest("serve_not_json", [](json) { return std::string("{\"model\":"); }, "deployment.json: malformed JSON");
+  manifest("serve_dtype_unknown", set({"dtype"}, "fp8"), "deployment.json: dtype: unknown dtype 'fp8'");
+  manifest("serve_model_path_gone", set({"model", "path"}, "/nonexistent/model"),
            "deployment.json: model.path: /nonexistent/model is not a directory");
   // Beyond the CLI's limit (4 x the hardware threads): named here, not by the engine once the
   // server listens (where a load error could leave the listener running: a hang).
-  manifest("serve_threads_beyond_the_machine",
-           "{\"model\": {\"path\": \"" + shared_path("models/stories260K").string() + "\"}, \"threads\": 100000}",
-           "deployment.json: field 'threads': 100000 does not fit");
+  manifest("serve_threads_beyond_the_machine", set({"threads"}, 100000), "deployment.json: threads: expected an integer in [0, ");
 
   // ---- output paths (an existing user file is kept)
   auto keep = [](const fs::path& f) {

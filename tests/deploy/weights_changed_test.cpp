@@ -58,6 +58,19 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   auto mr = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
   ASSERT_EQ(mr.exit_code, 0) << mr.out << mr.err;
   EXPECT_EQ(mr.err.find("warning"), std::string::npos) << mr.err;
+  {  // A deployment flagged for human review runs, and says so.
+    const std::string passed = read_file(dir / "deployment.json");
+    json flagged = json::parse(passed);
+    flagged["needs_human_review"] = true;
+    llmport::test::write_file(dir / "deployment.json", flagged.dump(2));
+    const auto fr = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
+    EXPECT_EQ(fr.exit_code, 0) << fr.out << fr.err;
+    EXPECT_NE(fr.err.find("warning: deployment " + dir.string() + " has not passed: flagged for human review "
+                          "(evaluation_report.md)"),
+              std::string::npos)
+        << fr.err;
+    llmport::test::write_file(dir / "deployment.json", passed);
+  }
   scale_tensor(weights, "model.layers.2.mlp.down_proj.weight", 1.02f);
 
   // make run (run --deployment) still runs, and says the verdict does not cover it.
@@ -75,6 +88,13 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
             std::string::npos)
       << sv.err;
   EXPECT_NE(sv.err.find("the deployment's verdict may not cover what is served"), std::string::npos) << sv.err;
+  // Served in another dtype than the one deployed: said too.
+  auto other_dtype = run_llmport({"serve", dir.string(), "--dtype", "bf16", "--host", "256.0.0.1", "--port", "1"});
+  EXPECT_NE(other_dtype.err.find("warning: deployment " + dir.string() + " verified dtype q8_0; serving --dtype bf16 "
+                                 "is not covered by its verdict"),
+            std::string::npos)
+      << other_dtype.err;
+  EXPECT_EQ(sv.err.find("verified dtype"), std::string::npos) << sv.err;
   // MODEL given as its config.json, the deployment as its deployment.json: the same ones.
   auto by_files = run_llmport({"run", (model / "config.json").string(), "--deployment",
                                (dir / "deployment.json").string(), "--prompt", "Once", "-n", "2"});
