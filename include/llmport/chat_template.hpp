@@ -26,8 +26,10 @@ class Tokenizer;
 class ChatTemplate {
  public:
   /// Parses `source`. Throws ConfigError("chat template line N: ...") on a syntax error or
-  /// an unsupported construct (statement, filter or test), naming it.
-  explicit ChatTemplate(const std::string& source);
+  /// an unsupported construct (statement, filter or test), naming it. `origin` (the file
+  /// and field the source came from, Tokenizer::chat_template_origin()) leads every error
+  /// message of the template, parse and render alike: "ORIGIN: chat template line N: ...".
+  explicit ChatTemplate(const std::string& source, std::string origin = {});
 
   /// Renders the template. `messages`: JSON array of {role, content, ...} objects (object
   /// key order is kept, as Python dicts keep it, for `tojson`). `vars`: a JSON object or
@@ -42,6 +44,7 @@ class ChatTemplate {
 
  private:
   std::shared_ptr<const jinja::Program> program_;
+  std::string origin_;
 };
 
 /// Renders a chat template once (parse + render); see ChatTemplate for the variables and

@@ -63,6 +63,9 @@ class Tokenizer {
   /// precedence, as in transformers), else tokenizer_config.json "chat_template" (a string,
   /// or a list of {name, template}: the one named "default"); "" when none.
   virtual std::string chat_template() const = 0;
+  /// Where chat_template() came from, for error messages: "<dir>/chat_template.jinja" or
+  /// "<dir>/tokenizer_config.json: chat_template"; "" when there is none.
+  virtual std::string chat_template_origin() const { return ""; }
   /// Id of bos_token()/eos_token() when they name a token, else nullopt.
   std::optional<int> bos_id() const { return bos_token().empty() ? std::nullopt : token_to_id(bos_token()); }
   std::optional<int> eos_id() const { return eos_token().empty() ? std::nullopt : token_to_id(eos_token()); }

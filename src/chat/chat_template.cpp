@@ -7,10 +7,20 @@
 
 namespace llmport {
 
-ChatTemplate::ChatTemplate(const std::string& source)
-    : program_(std::make_shared<const jinja::Program>(jinja::parse(source))) {}
-
 namespace {
+
+// f(), its errors led by the template's origin ("" leaves them as they are).
+template <class F>
+auto with_origin(const std::string& origin, F&& f) -> decltype(f()) {
+  if (origin.empty()) return f();
+  try {
+    return f();
+  } catch (const UsageError& e) {
+    throw UsageError(origin + ": " + e.what());
+  } catch (const ConfigError& e) {
+    throw ConfigError(origin + ": " + e.what());
+  }
+}
 
 template <class Json>
 std::string render_impl(const jinja::Program& p, const Json& messages, bool add_generation_prompt, const Json& vars) {
@@ -37,14 +47,18 @@ std::string render_impl(const jinja::Program& p, const Json& messages, bool add_
 
 }  // namespace
 
+ChatTemplate::ChatTemplate(const std::string& source, std::string origin)
+    : program_(with_origin(origin, [&] { return std::make_shared<const jinja::Program>(jinja::parse(source)); })),
+      origin_(std::move(origin)) {}
+
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& vars) const {
-  return render_impl(*program_, messages, add_generation_prompt, vars);
+  return with_origin(origin_, [&] { return render_impl(*program_, messages, add_generation_prompt, vars); });
 }
 
 std::string ChatTemplate::render(const nlohmann::json& messages, bool add_generation_prompt,
                                  const nlohmann::json& vars) const {
-  return render_impl(*program_, messages, add_generation_prompt, vars);
+  return with_origin(origin_, [&] { return render_impl(*program_, messages, add_generation_prompt, vars); });
 }
 
 std::string render_chat_template(const std::string& tmpl, const nlohmann::json& messages, bool add_generation_prompt,

@@ -25,7 +25,7 @@ std::vector<int> instruct_prompt_ids(const Tokenizer& tok, const std::string& sy
   messages.push_back({{"role", "user"}, {"content", prompt}});
   EncodeOptions opt;
   opt.add_special_tokens = false;
-  return tok.encode(ChatTemplate(src).render(messages, true, special_token_vars(tok)), opt);
+  return tok.encode(ChatTemplate(src, tok.chat_template_origin()).render(messages, true, special_token_vars(tok)), opt);
 }
 
 std::vector<int> chat_stop_ids(const std::vector<int>& model_stop_ids, const Tokenizer& tok) {

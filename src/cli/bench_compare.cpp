@@ -54,6 +54,10 @@ std::vector<LlamaBenchRow> read_llama_bench(const std::filesystem::path& file) {
       const nlohmann::json doc = parse_json_text(text, name);
       for (std::size_t i = 0; i < doc.size(); ++i)
         rows.push_back(parse_row(doc[i], name + ": row " + std::to_string(i)));
+    } else if (const nlohmann::json whole = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+               whole.is_object() && text.find('\n', first) < text.find_last_not_of(" \t\r\n")) {
+      // One object over several lines (pretty-printed): read whole, not as JSONL lines.
+      rows.push_back(parse_row(whole, name));
     } else {
       std::istringstream lines(text);
       std::string line;

@@ -114,14 +114,7 @@ int run_chat_template(const ChatTemplateArgs& a) {
   const std::string origin = !a.template_file.empty()          ? a.template_file
                              : std::filesystem::exists(jinja, ec) ? jinja.string()
                                                                  : (std::filesystem::path(dir) / "tokenizer_config.json").string();
-  std::string rendered;
-  try {
-    rendered = ChatTemplate(source).render(messages, a.add_generation_prompt, vars);
-  } catch (const UsageError& e) {
-    throw UsageError(origin + ": " + e.what());
-  } catch (const ConfigError& e) {
-    throw ConfigError(origin + ": " + e.what());
-  }
+  const std::string rendered = ChatTemplate(source, origin).render(messages, a.add_generation_prompt, vars);
   if (a.ids) {
     EncodeOptions opt;
     opt.add_special_tokens = false;

@@ -17,7 +17,7 @@ ChatTemplate load_template(const Tokenizer& tok) {
   if (src.empty())
     throw UsageError("the tokenizer has no chat_template (tokenizer_config.json or chat_template.jinja): "
                      "not an instruct model; use --raw for plain completion");
-  return ChatTemplate(src);
+  return ChatTemplate(src, tok.chat_template_origin());
 }
 
 nlohmann::ordered_json message(const char* role, const std::string& content) {

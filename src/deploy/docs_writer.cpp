@@ -237,7 +237,10 @@ void write_readme(const Workspace& ws, const Manifest& m) {
          << " N_TOKENS=24   # no tokenizer: token ids in, token ids out\n";
   o << "```\n\n## Verify\n\n```sh\nmake verify        # the gate: free-running top-5 + teacher-forced KL\n"
        "make verify-full   # the same gate (kept for scripts)\nmake diagnosis     # per-layer cosine vs the fp32 reference\n```\n\n"
-       "## Profile\n\n```sh\nmake profile       # per-op time table, prefill tokens/s, decode ms/token\n```\n\n";
+       "## Profile and bench\n\n```sh\nmake profile       # per-op time table, prefill tokens/s, decode ms/token\n"
+       "make bench         # llama-bench style pp/tg tokens/s, each repetition beside its measured bound\n"
+       "make compile       # validate every kernel x shape with the deployment's configs\n"
+       "make clean         # remove the kernel cache and verify reports (never the manifest or registry)\n```\n\n";
   o << "## Measured\n\n";
   if (m.measured.empty()) {
     o << "Not measured yet (phases 4-6 fill this in).\n\n";

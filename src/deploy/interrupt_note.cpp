@@ -22,8 +22,12 @@ struct sigaction g_old[3];
 
 void on_signal(int sig) {
   for (int i = 0; i < 3; ++i)
-    if (kSignals[i] == sig && g_fd >= 0 && g_len[i] > 0) {
-      [[maybe_unused]] const ssize_t n = ::write(g_fd, g_line[i], g_len[i]);
+    if (kSignals[i] == sig && g_fd >= 0 && g_len[i] > 2) {
+      [[maybe_unused]] ssize_t n = ::write(g_fd, g_line[i], g_len[i]);
+      // And on the terminal, whose last line is the interrupted phase's unfinished one;
+      // the progress log's "- " list marker left off.
+      n = ::write(STDERR_FILENO, "\n", 1);
+      n = ::write(STDERR_FILENO, g_line[i] + 2, g_len[i] - 2);
     }
   ::signal(sig, SIG_DFL);
   ::raise(sig);

@@ -228,10 +228,10 @@ std::optional<int> resume_phase(const DeployOptions& opt, const Workspace& ws, c
           "--from-phase {}: phase {} ({}) has not passed ({}); a resume never skips it: use "
           "--from-phase {} or earlier",
           start, fu, phase_name(fu), status_name(m.phases[static_cast<std::size_t>(fu)].status), fu));
-  } else if (!opt.resume) {
+  } else if (!opt.resume && fu < kNumPhases) {  // a finished deployment has nothing to ask about
     auto a = ask(in, out,
                  fmt::format("deployment '{}' exists at {} ({}). Resume at phase {}? [y/N]", opt.name,
-                             ws.dir().string(), passed_summary(m), std::min(fu, kNumPhases - 1)));
+                             ws.dir().string(), passed_summary(m), fu));
     if (!a)
       throw UsageError(fmt::format(
           "deployment {} already exists and nobody answered whether to resume it; nothing was "
@@ -449,13 +449,13 @@ std::string existing_deployments(const fs::path& workspace) {
 }
 }  // namespace
 
-// A resume (--resume, --from-phase) continues the deployment as deployed: an option the
-// command line leaves out takes deployment.json's value, as --threads does, so `deploy MODEL
-// --resume` needs no repeat of --reference or --dtype (they read as the defaults, which
-// check_same_deployment then refused as a change). A value given that differs is still
-// refused there. A deployment that is not there or does not load is left to the checks.
+// A deploy of an existing deployment (--resume, --from-phase, or the resume question)
+// continues it as deployed: an option the command line leaves out takes deployment.json's
+// value, as --threads does, so `deploy MODEL [--resume]` needs no repeat of --reference or
+// --dtype (they read as the defaults, which check_same_deployment then refused as a
+// change). A value given that differs is still refused there. A deployment that is not
+// there or does not load is left to the checks.
 void resume_as_deployed(DeployOptions& opt) {
-  if (!opt.resume && !opt.from_phase) return;
   const std::string name = opt.name.empty() ? default_deployment_name(opt.model, opt.model_dir) : opt.name;
   const Workspace ws(opt.workspace / name);
   if (!ws.is_deployment()) return;

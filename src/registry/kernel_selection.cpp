@@ -105,8 +105,9 @@ std::string KernelSelection::foreign_line() const {
   std::string where;
   for (const auto& [desc, n] : foreign_machines)
     where += (where.empty() ? "" : "; ") + desc + (foreign_machines.size() > 1 ? fmt::format(" ({})", n) : "");
-  return fmt::format("registry: {} entr{} skipped: measured on {}, not this machine ({}); heuristic "
-                     "defaults serve instead; 'llmport kernels sweep MODEL' tunes here",
+  return fmt::format("registry: {} entr{} skipped: measured on {}, and this machine is another ({}); heuristic "
+                     "defaults serve instead; 'llmport kernels sweep MODEL --prefill --registry DIR' (then "
+                     "--decode) tunes here, and --registry DIR uses what it measured",
                      foreign_skipped, foreign_skipped == 1 ? "y" : "ies", where,
                      machine ? machine->describe() : "this machine");
 }
@@ -115,7 +116,8 @@ std::string KernelSelection::miss_line() const {
   if (!registry || heuristic_used.empty()) return "";
   std::string first = heuristic_used.front();
   return fmt::format("registry: {} linear shape(s) not measured on this machine ran with the heuristic "
-                     "default config (first: {}); 'llmport kernels sweep MODEL' measures them",
+                     "default config (first: {}); 'llmport kernels sweep MODEL --prefill --registry DIR' (then "
+                     "--decode) measures them, and --registry DIR uses what it measured",
                      heuristic_used.size(), first);
 }
 

@@ -280,7 +280,9 @@ class Server {
     } else if (tok_) {
       chat_template_ = tok_->chat_template();
     }
-    if (!chat_template_.empty()) template_ = std::make_unique<ChatTemplate>(chat_template_);
+    if (!chat_template_.empty())
+      template_ = std::make_unique<ChatTemplate>(
+          chat_template_, !opt_.chat_template_file.empty() ? opt_.chat_template_file.string() : tok_->chat_template_origin());
     model_name_ = !opt_.model_name.empty() ? opt_.model_name : dir_.filename().string();
     if (model_name_.empty() || model_name_ == ".") model_name_ = std::filesystem::absolute(dir_).parent_path().filename().string();
 
@@ -645,7 +647,11 @@ class Server {
         eo.add_special_tokens = false;  // the template writes the BOS
         ids = tok_->encode(render_chat_prompt(*template_, r.messages, special_token_vars(*tok_)), eo);
       } catch (const Error& e) {
-        throw ApiError(400, std::string("chat template: ") + e.what(), "messages");
+        // The template's own errors name it ("ORIGIN: chat template line N: ..."); others
+        // (the rendered text's encoding) get the context.
+        const std::string what = e.what();
+        throw ApiError(400, what.find("chat template") != std::string::npos ? what : "chat template: " + what,
+                       "messages");
       }
     } else if (r.prompt_ids) {
       ids = *r.prompt_ids;

@@ -149,6 +149,7 @@ class HfTokenizer final : public Tokenizer {
   std::string bos_token() const override { return bos_; }
   std::string eos_token() const override { return eos_; }
   std::string chat_template() const override { return chat_template_; }
+  std::string chat_template_origin() const override { return chat_template_origin_; }
 
  private:
   void encode_piece(std::string_view text, bool at_start, std::vector<int>& ids) const {
@@ -183,6 +184,7 @@ class HfTokenizer final : public Tokenizer {
             if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string())
               chat_template_ = t["template"].get<std::string>();
         }
+        if (!chat_template_.empty()) chat_template_origin_ = p.string() + ": chat_template";
       }
     }
     if (fs::path p = dir / "special_tokens_map.json"; fs::exists(p) && (bos_.empty() || eos_.empty())) {
@@ -190,7 +192,10 @@ class HfTokenizer final : public Tokenizer {
       if (bos_.empty()) bos_ = token_field(m, "bos_token");
       if (eos_.empty()) eos_ = token_field(m, "eos_token");
     }
-    if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) chat_template_ = read_text(p);
+    if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) {
+      chat_template_ = read_text(p);
+      chat_template_origin_ = p.string();
+    }
   }
 
   std::unique_ptr<tok::BpeModel> model_;
@@ -200,7 +205,7 @@ class HfTokenizer final : public Tokenizer {
   std::unique_ptr<tok::Decoder> decoder_;
   tok::AddedVocabulary added_;
   int vocab_size_ = 0;
-  std::string bos_, eos_, chat_template_;
+  std::string bos_, eos_, chat_template_, chat_template_origin_;
 };
 
 }  // namespace

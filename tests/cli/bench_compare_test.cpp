@@ -81,7 +81,10 @@ TEST(BenchCompare, DamagedFilesNameTheFileAndField) {
                         Case{R"([{"n_prompt": 8, "n_gen": 0, "n_threads": 1, "avg_ts": "fast"}])", "avg_ts"},
                         Case{R"([{"n_prompt": 1e40, "n_gen": 0, "n_threads": 1, "avg_ts": 1}])", "n_prompt"},
                         Case{R"([{"n_prompt": 8, "n_gen": 0, "n_depth": -1, "n_threads": 1, "avg_ts": 1}])", "n_depth"},
-                        Case{std::string(200, '[') + std::string(200, ']'), "deeper"}}) {
+                        Case{std::string(200, '[') + std::string(200, ']'), "deeper"},
+                        // One pretty-printed object (a config.json given by mistake): read
+                        // whole, so the missing field is named, not line 1 as broken JSONL.
+                        Case{"{\n  \"vocab_size\": 512\n}\n", "bad.json: field 'n_prompt'"}}) {
     write_file(t.path() / "bad.json", c.text);
     try {
       read_llama_bench(t.path() / "bad.json");

@@ -21,4 +21,8 @@ for run in 1 2; do
   grep -q '^verdict    PASS ' <<<"$out" || { echo "FAIL: run $run ended without a PASS verdict:"; echo "$out"; exit 1; }
 done
 grep -q 'every phase has passed; nothing to do' <<<"$out" || { echo "FAIL: the second run did not find the deployment complete:"; echo "$out"; exit 1; }
+# MODEL as the caller wrote it, relative to where the script was called (not the checkout).
+out=$(cd "$T/build" && bash ../scripts/demo.sh demo-model/tiny-llama-ascii 2>&1) ||
+  { echo "FAIL: demo.sh with a model path relative to the caller exited non-zero:"; echo "$out"; exit 1; }
+grep -q 'every phase has passed; nothing to do' <<<"$out" || { echo "FAIL: the relative MODEL was not the deployed one:"; echo "$out"; exit 1; }
 echo "PASS: demo.sh deploys on a first run and finds the deployment complete on a second"

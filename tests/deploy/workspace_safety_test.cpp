@@ -322,6 +322,18 @@ TEST(DeployPipeline, APlainResumeContinuesWithTheDeployedReferenceAndDtype) {
   const auto first =
       deploy_quick({model, "--workspace", ws.string(), "--reference", golden, "--dtype", "bf16", "--last-phase", "3"});
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  // A plain re-run asks whether to resume (the left-out reference is the deployed one, not a
+  // change): with nobody to answer it is refused, answered "n" it leaves the deployment.
+  const std::string before = read_file(dir / "deployment.json");
+  const auto unanswered = deploy_quick({model, "--workspace", ws.string()});
+  EXPECT_EQ(unanswered.exit_code, 2) << unanswered.out << unanswered.err;
+  EXPECT_NE(unanswered.err.find("already exists and nobody answered whether to resume it"), std::string::npos)
+      << unanswered.err;
+  EXPECT_NE(unanswered.out.find("Resume at phase 4? [y/N]"), std::string::npos) << unanswered.out;
+  const auto declined = deploy_quick({model, "--workspace", ws.string()}, "n\n");
+  EXPECT_EQ(declined.exit_code, 0) << declined.out << declined.err;
+  EXPECT_NE(declined.out.find("left deployment " + dir.string() + " unchanged"), std::string::npos) << declined.out;
+  EXPECT_EQ(read_file(dir / "deployment.json"), before);
   const auto resumed = deploy_quick({model, "--workspace", ws.string(), "--resume"});
   EXPECT_EQ(resumed.exit_code, 0) << resumed.out << resumed.err;
   const auto m = nlohmann::json::parse(read_file(dir / "deployment.json"));
@@ -332,6 +344,12 @@ TEST(DeployPipeline, APlainResumeContinuesWithTheDeployedReferenceAndDtype) {
   EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
   EXPECT_NE(changed.err.find("exists with a different reference " + golden + " -> oracle"), std::string::npos)
       << changed.err;
+  // A plain re-run (no --resume, no --reference) of the finished deployment: the left-out
+  // reference is the deployed one, not oracle, and with every phase passed nothing is asked.
+  const auto again = run_llmport({"deploy", model, "--workspace", ws.string(), "--threads", "1"});
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("every phase has passed; nothing to do"), std::string::npos) << again.out;
+  EXPECT_EQ(again.out.find("Resume at phase"), std::string::npos) << again.out;
 }
 
 // Answers "y" to each --interactive question, running `edit` before answering the n-th.

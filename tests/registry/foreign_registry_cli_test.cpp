@@ -69,7 +69,7 @@ TEST(ForeignRegistry, RunVerifyBenchSkipForeignEntriesInOneLineAndUseHeuristics)
   const auto run = run_llmport(run_args);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(count_of(run.err, skipped), 1) << run.err;
-  EXPECT_EQ(count_of(run.err, "'llmport kernels sweep MODEL' tunes here"), 1) << run.err;
+  EXPECT_EQ(count_of(run.err, "'llmport kernels sweep MODEL --prefill --registry DIR' (then --decode) tunes here"), 1) << run.err;
   EXPECT_EQ(count_of(run.err, "linear shape(s) not measured on this machine"), 1) << run.err;
   EXPECT_EQ(run.err.find("every linear shape from the registry"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("ran with the heuristic default config"), std::string::npos) << run.err;

@@ -278,7 +278,7 @@ TEST(Registry, ForeignEntriesAreSkippedCountedAndSaidInOneLine) {
   EXPECT_NE(line.find("registry: 2 entries skipped: measured on "), std::string::npos) << line;
   EXPECT_NE(line.find("AuthenticAMD family 25 model 17"), std::string::npos) << line;
   EXPECT_NE(line.find("an unrecorded machine (no fingerprint)"), std::string::npos) << line;
-  EXPECT_NE(line.find("'llmport kernels sweep MODEL' tunes here"), std::string::npos) << line;
+  EXPECT_NE(line.find("'llmport kernels sweep MODEL --prefill --registry DIR' (then --decode) tunes here"), std::string::npos) << line;
   EXPECT_NE(sel.miss_line().find("registry: 2 linear shape(s) not measured on this machine"), std::string::npos)
       << sel.miss_line();
   // Tuned stage (no heuristic allowed): the miss names the foreign measurement.
