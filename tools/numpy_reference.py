@@ -124,7 +124,11 @@ class Model:
         self.window = int(window) if window and uses_window else None
         if cfg.get("hidden_act", "silu") not in ("silu", "swish"):
             raise InputError(f"hidden_act {cfg['hidden_act']!r} not supported by this reference")
-        tied = "lm_head.weight" not in self.w
+        # As transformers ties them (TRAPS.md #8): tie_word_embeddings (absent: false for
+        # these families) decides, not whether the file happens to hold an lm_head.
+        tied = bool(cfg.get("tie_word_embeddings", False))
+        if not tied and "lm_head.weight" not in self.w:
+            raise InputError("tie_word_embeddings is false and the checkpoint has no lm_head.weight")
         self.lm_head = self.w["model.embed_tokens.weight"] if tied else self.w["lm_head.weight"]
 
     def linear(self, x, name):

@@ -160,6 +160,11 @@ struct CopyDirection {
   int64_t far = 0;       ///< entries not fitted: |d| > kCopyDirectionFar x max(rms(f), |f|)
   double beta = 0.0, se = 0.0;
   double rms_d = 0.0, rms_f = 0.0;  ///< root mean square of d and f (logits)
+  /// How many of llmport's computations C averages: 1, or 2 for the mean of a pair ("mean
+  /// of A and B"): the float32 mean of two runs is the cheapest forgery the single rows
+  /// cannot call (its slope against each is ~0.25 +- 0.02); against the pair's own mean it
+  /// is 0. A mean's rows only ever deny independence (copied()).
+  int computations = 1;
   /// beta + kCopyDirectionSigmas x se < kCopyDirectionBeta, over >= kCopyDirectionMinEntries
   /// with at most kCopyDirectionFarShare of the entries far: C's output moved in its last bits.
   bool copied() const;
@@ -197,13 +202,19 @@ inline constexpr double kCopyDirectionFarShare = 0.1;
 
 /// The check of every fp32 computation in `rows` against the reference, per sequence and
 /// over all (rows of one against name), each against the row of `fp64` (SelfMatch::against
-/// of the F computation) of the same sequence. Rows without entries, without an F row or
-/// with f = 0 everywhere give nothing.
+/// of the F computation) of the same sequence; then of the mean of every pair of them
+/// (CopyDirection::computations = 2), whose per-sequence rows are kept only where
+/// copied(). Rows without entries, without an F row or with f = 0 everywhere give nothing.
 std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, const std::string& fp64);
 
-/// Of the rows pooled over all sequences ("all"), or with `pooled` false of the per-sequence
-/// rows, the one with the least beta + kCopyDirectionSigmas x se (the closest to a copy);
-/// null when there is none.
+/// The pooled row `all` without the sequence of `one` (same computation): the other
+/// sequences' slope and error, from the sums both rows carry (n, beta, rms_d, rms_f). A
+/// sequence judged against a pool it is part of drags the pool toward itself.
+CopyDirection pooled_without(const CopyDirection& all, const CopyDirection& one);
+
+/// Of the single computations' rows pooled over all sequences ("all"), or with `pooled`
+/// false of their per-sequence rows, the one with the least beta + kCopyDirectionSigmas x se
+/// (the closest to a copy); null when there is none.
 const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows, bool pooled = true);
 
 /// The against name of the fp64 computation's SelfMatch rows.

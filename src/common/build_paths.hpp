@@ -9,5 +9,9 @@ const char* build_data_dir();
 const char* build_binary_dir();
 /// The installed data directory relative to the installed bin/ (e.g. "../share/llmport").
 const char* installed_data_dir_from_bin();
+/// sha256 (hex) of the reference program tools/`script` ("hf_reference.py",
+/// "numpy_reference.py") this build shipped; "" for another name. Compiled in: a copy in
+/// a data directory the user points at is not what was shipped, whatever it is named.
+const char* shipped_script_sha256(const char* script);
 
 }  // namespace llmport

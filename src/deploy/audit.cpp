@@ -122,8 +122,11 @@ AuditItem audit_reference_independence(const VerifyResult& r) {
   if (r.reference_program.is_object()) detail += "; program: " + r.reference_program.dump();
   if (!r.reference_independent)
     detail = "not independent (" + r.independence_finding + "): the verdict is capped at PASS-with-warnings; " + detail;
-  return row("reference is independent of the engine (kind, provenance, content)", r.reference_independent, detail,
-             /*warn_only=*/true);
+  else if (!r.independence_unshown.empty())
+    detail = "independence not shown by its content (" + r.independence_unshown +
+             "): the verdict is capped at PASS-with-warnings; " + detail;
+  return row("reference is independent of the engine (kind, provenance, content)",
+             r.reference_independent && r.independence_unshown.empty(), detail, /*warn_only=*/true);
 }
 
 AuditItem audit_reference_depth(const VerifyResult& r, const ExpectedDepth& e) {

@@ -117,13 +117,41 @@ bool CopyDirection::independent() const {
   return decidable() && beta - kCopyDirectionShownSigmas * se > kCopyDirectionShownBeta;
 }
 
-std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, const std::string& fp64) {
+namespace {
+
+// The float32 mean of each pair of rows of one sequence over the same entries, as a forger
+// averaging two runs writes it.
+std::vector<SelfMatch> pair_means(const std::vector<SelfMatch>& rows, const std::string& fp64) {
+  std::vector<SelfMatch> out;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::size_t j = i + 1; j < rows.size(); ++j) {
+      const SelfMatch &a = rows[i], &b = rows[j];
+      if (!a.fp32 || !b.fp32 || a.against == fp64 || b.against == fp64 || a.own.empty() || a.against == b.against ||
+          a.sequence != b.sequence || a.step_end != b.step_end || a.reference != b.reference)
+        continue;
+      SelfMatch m{"mean of " + a.against + " and " + b.against, a.sequence, 0, 0};
+      m.reference = a.reference;
+      m.step_end = a.step_end;
+      m.fp32 = true;
+      for (std::size_t k = 0; k < a.own.size(); ++k) m.own.push_back(0.5f * (a.own[k] + b.own[k]));
+      out.push_back(std::move(m));
+    }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& singles, const std::string& fp64) {
+  std::vector<SelfMatch> rows = singles;
+  const std::size_t n_singles = rows.size();
+  for (SelfMatch& m : pair_means(singles, fp64)) rows.push_back(std::move(m));
   std::vector<const SelfMatch*> exact;  // the F rows, one per sequence
   for (const SelfMatch& r : rows)
     if (r.against == fp64 && r.fp32) exact.push_back(&r);
   std::vector<CopyDirection> out;
   std::vector<std::pair<std::string, Sums>> totals;  // per computation, in first-seen order
-  for (const SelfMatch& r : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const SelfMatch& r = rows[i];
     if (!r.fp32 || r.against == fp64 || r.own.empty()) continue;
     // The F row of the same sequence: same name and the same reference entries (names
     // may repeat in a file).
@@ -135,18 +163,49 @@ std::vector<CopyDirection> copy_directions(const std::vector<SelfMatch>& rows, c
     auto t = std::find_if(totals.begin(), totals.end(), [&](const auto& e) { return e.first == r.against; });
     if (t == totals.end()) t = totals.insert(totals.end(), {r.against, Sums{}});
     t->second.add(s);
-    if (readable(s)) out.push_back(direction(r.against, r.sequence, s));
+    if (!readable(s)) continue;
+    CopyDirection c = direction(r.against, r.sequence, s);
+    c.computations = i < n_singles ? 1 : 2;
+    if (c.computations == 1 || c.copied()) out.push_back(c);
   }
   for (const auto& [against, s] : totals)
-    if (readable(s)) out.push_back(direction(against, "all", s));
+    if (readable(s)) {
+      CopyDirection c = direction(against, "all", s);
+      c.computations = against.rfind("mean of ", 0) == 0 ? 2 : 1;
+      out.push_back(c);
+    }
   return out;
+}
+
+CopyDirection pooled_without(const CopyDirection& all, const CopyDirection& one) {
+  auto sums = [](const CopyDirection& c) {
+    Sums s;
+    s.n = c.n;
+    s.far = c.far;
+    s.ff = c.rms_f * c.rms_f * static_cast<double>(c.n);
+    s.dd = c.rms_d * c.rms_d * static_cast<double>(c.n);
+    s.df = c.beta * s.ff;
+    return s;
+  };
+  const Sums a = sums(all), o = sums(one);
+  Sums rest;
+  rest.n = a.n - o.n;
+  rest.far = a.far - o.far;
+  rest.ff = a.ff - o.ff;
+  rest.dd = a.dd - o.dd;
+  rest.df = a.df - o.df;
+  CopyDirection c{all.against, "all but " + one.sequence, 0};
+  if (!readable(rest) || rest.dd < 0.0) return c;  // nothing left (n 0: never decides)
+  c = direction(all.against, "all but " + one.sequence, rest);
+  c.computations = all.computations;
+  return c;
 }
 
 const CopyDirection* least_copy_direction(const std::vector<CopyDirection>& rows, bool pooled) {
   const CopyDirection* least = nullptr;
   auto upper = [](const CopyDirection& c) { return c.beta + kCopyDirectionSigmas * c.se; };
   for (const auto& c : rows)
-    if ((c.sequence == "all") == pooled && (!least || upper(c) < upper(*least))) least = &c;
+    if (c.computations == 1 && (c.sequence == "all") == pooled && (!least || upper(c) < upper(*least))) least = &c;
   return least;
 }
 

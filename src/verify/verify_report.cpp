@@ -79,7 +79,9 @@ nlohmann::json VerifyResult::to_json() const {
                           {"slope_se", c.se},
                           {"rms_reference_minus_llmport", c.rms_d},
                           {"rms_fp64_minus_llmport", c.rms_f},
-                          {"copied", c.copied()}});
+                          {"computations", c.computations},
+                          {"copied", c.copied()},
+                          {"independent", c.independent()}});
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& m : self_match_steps)
     steps.push_back({{"sequence", m.sequence}, {"steps", m.compared}, {"copied_steps", m.identical}, {"share", m.share()}});

@@ -108,14 +108,37 @@ void decide_independence(VerifyResult& res) {
   res.reference_independent = res.independence_finding.empty();
 }
 
+// Of a sequence's row against one computation, what keeps it from the other sequences'
+// pooled direction, else "": too many logits too far to fit (honest goldens: at most 1.6%
+// of a sequence), or a slope on a copy's side of kCopyDirectionBeta and kCopyDirectionSigmas
+// combined errors below the others' pool (honest goldens: at most 3.3 errors below, and
+// then at 0.3 or more). A sequence copied from llmport into an honest file hides in the
+// pool otherwise (one of mistral-tiny's four, from a model damaged only on its inputs,
+// passed: -0.16 +- 0.12, 4.6 errors below the others).
+std::string sequence_apart(const CopyDirection& c, const CopyDirection& all) {
+  const CopyDirection pooled = pooled_without(all, c);
+  const int64_t total = c.n + c.far;
+  if (static_cast<double>(c.far) > kCopyDirectionFarShare * static_cast<double>(total))
+    return "sequence " + c.sequence + ": " + std::to_string(c.far) + " of " + std::to_string(total) +
+           " logits too far from llmport's " + c.against + " output to fit";
+  const double gap = pooled.beta - c.beta, se = std::hypot(pooled.se, c.se);
+  if (c.n >= kCopyDirectionMinEntries && pooled.n >= kCopyDirectionMinEntries && c.beta < kCopyDirectionBeta &&
+      gap > kCopyDirectionSigmas * se)
+    return "sequence " + c.sequence + ": slope " + fmt_g(c.beta, 2) + " +- " + fmt_g(c.se, 2) + " against llmport's " +
+           c.against + " output, " + fmt_g(gap / se, 2) + " combined errors below the other sequences' " +
+           fmt_g(pooled.beta, 2) + " (a sequence unlike the others: copied into the file?)";
+  return "";
+}
+
 // A reference not found a copy must still show, per fp32 computation over all its
-// sequences, the direction an independent computation's error takes: a copy printed with
-// 6 digits or moved by noise 4x llmport's rounding decides neither way and passed plain.
+// sequences and in each of them, the direction an independent computation's error takes:
+// a copy printed with 6 digits or moved by noise 4x llmport's rounding decides neither way
+// and passed plain, and so did one sequence copied into an honest file.
 void decide_independence_shown(VerifyResult& res) {
   if (!res.reference_independent) return;
   bool any = false;
   for (const auto& c : res.copy_directions) {
-    if (c.sequence != "all") continue;
+    if (c.sequence != "all" || c.computations != 1) continue;
     any = true;
     if (c.independent()) continue;
     const int64_t total = c.n + c.far;
@@ -127,8 +150,21 @@ void decide_independence_shown(VerifyResult& res) {
         "printed or perturbed too coarsely to tell from llmport's own output";
     return;
   }
-  if (!any)
+  if (!any) {
     res.independence_unshown = "the copy-direction check had no logits to read (no fp32 computation compared)";
+    return;
+  }
+  for (const auto& c : res.copy_directions) {
+    if (c.sequence == "all" || c.computations != 1) continue;
+    const auto pooled = std::ranges::find_if(res.copy_directions, [&](const CopyDirection& p) {
+      return p.sequence == "all" && p.against == c.against && p.computations == 1;
+    });
+    if (pooled == res.copy_directions.end()) continue;
+    if (std::string why = sequence_apart(c, *pooled); !why.empty()) {
+      res.independence_unshown = std::move(why);
+      return;
+    }
+  }
 }
 
 // "Y at the most favourable values the printed digits allow (log-probabilities +-R nats)":

@@ -152,6 +152,13 @@ TEST(Audit, IndependenceRowWarnsForEveryFinding) {
   EXPECT_NE(audit_reference_independence(c.r).detail.find("least slope 0.46 +- 0.04 against llmport's oracle"),
             std::string::npos)
       << audit_reference_independence(c.r).detail;
+  // A reference whose content shows no independent rounding warns as a finding does.
+  c.r.independence_unshown = "sequence s0: 90 of 128 logits too far from llmport's engine output to fit";
+  EXPECT_EQ(audit_reference_independence(c.r).result, "warning");
+  EXPECT_EQ(audit_reference_independence(c.r).detail.rfind("independence not shown by its content (sequence s0: 90 of ", 0),
+            0u)
+      << audit_reference_independence(c.r).detail;
+  c.r.independence_unshown.clear();
   for (const char* finding : {"oracle", "provenance: produced by llmport (llmport 0.1)",
                               "content: 100% of 1280 compared logits equal llmport's engine output bit for bit",
                               "content: sequence s0: its logits differ from llmport's oracle output (rms 1e-06) in no "

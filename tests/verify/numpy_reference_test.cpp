@@ -117,14 +117,57 @@ TEST(NumpyReference, VerifyRunsTheShippedProgramAndCapsAnother) {
   {
     std::ofstream(copy, std::ios::app) << "# edited\n";
   }
-  const ScopedEnv other("LLMPORT_NUMPY_REFERENCE", copy.string());
-  const auto c = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32",
-                              "--report-dir", (t.path() / "b").string()});
-  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
-  EXPECT_NE(c.out.find("PASS-with-warnings (numpy reference program " + copy.string() +
-                       " is not the shipped tools/numpy_reference.py)"),
-            std::string::npos)
-      << c.out;
+  {
+    const ScopedEnv other("LLMPORT_NUMPY_REFERENCE", copy.string());
+    const auto c = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32",
+                                "--report-dir", (t.path() / "b").string()});
+    EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+    EXPECT_NE(c.out.find("PASS-with-warnings (numpy reference program " + copy.string() +
+                         " is not the shipped tools/numpy_reference.py)"),
+              std::string::npos)
+        << c.out;
+  }
+  // The same edit where a data directory keeps the program (LLMPORT_DATA_DIR): not the
+  // shipped one either, whatever its place and name (the hash is compiled in).
+  const fs::path data = t.path() / "d" / "data";
+  fs::create_directories(data.parent_path());
+  fs::copy(fs::path(LLMPORT_SOURCE_DIR) / "data", data, fs::copy_options::recursive);
+  fs::create_directories(data / "tools");
+  fs::copy_file(copy, data / "tools" / "numpy_reference.py");
+  const ScopedEnv data_dir("LLMPORT_DATA_DIR", data.string());
+  const auto d = run_llmport({"verify", stories_dir().string(), "--reference", "numpy", "--dtype", "fp32",
+                              "--report-dir", (t.path() / "c").string()});
+  EXPECT_EQ(d.exit_code, 0) << d.out << d.err;
+  EXPECT_NE(d.out.find("is not the shipped tools/numpy_reference.py)"), std::string::npos) << d.out;
+  EXPECT_EQ(json::parse(read_file(t.path() / "c" / "report.json"))["reference"]["program"]["shipped"], false);
+}
+
+// A model that says tie_word_embeddings and still ships an lm_head.weight (here the negated
+// embedding): transformers and llmport use the embedding (TRAPS.md #8), so must the numpy
+// reference, whose greedy tokens then equal the golden's (the lm_head would reverse them).
+TEST(NumpyReference, TiedEmbeddingsWinOverAShippedLmHead) {
+  TempDir t;
+  const fs::path model = copy_stories(t.path() / "tied");
+  const std::string py = python_with("numpy", "python3-numpy");
+  const std::string add = R"(
+import json, struct, sys
+p = sys.argv[1]
+raw = open(p, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+e = h["model.embed_tokens.weight"]; a, b = e["data_offsets"]
+neg = bytes(x ^ 0x80 if i % 4 == 3 else x for i, x in enumerate(data[a:b]))  # sign bit of each f32
+h["lm_head.weight"] = {"dtype": "F32", "shape": e["shape"], "data_offsets": [len(data), len(data) + b - a]}
+hb = json.dumps(h).encode(); hb += b" " * (-len(hb) % 8)
+open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + data + neg)
+)";
+  write_file(t.path() / "add.py", add);
+  ASSERT_EQ(std::system((py + " " + (t.path() / "add.py").string() + " " + (model / "model.safetensors").string()).c_str()), 0);
+  const RecordFile golden = read_record_file(stories_golden());
+  const RecordFile ours = read_record_file(numpy_records(t, model, {{golden.sequences[0].name, golden.sequences[0].prompt_ids}}, 8));
+  ASSERT_EQ(ours.sequences.size(), 1u);
+  for (std::size_t k = 0; k < ours.sequences[0].steps.size(); ++k)
+    EXPECT_EQ(ours.sequences[0].steps[k].token, golden.sequences[0].steps[k].token) << k;
 }
 
 // Without numpy the reference is a one-line usage error (exit 2), never a crash or a PASS.
