@@ -55,6 +55,23 @@ TEST(HeuristicDefault, NoConfigPacksWithTheReportedDefault) {
     }
 }
 
+// A thread count is 0 (every core) or 1..4 x the hardware threads; a negative one is refused
+// with the one wording every backend uses, not read as "every core" (it once was).
+TEST(Targets, ThreadCountsResolveOrAreRefused) {
+  EXPECT_EQ(resolve_backend_threads(1), 1);
+  EXPECT_GE(resolve_backend_threads(0), 1);
+  EXPECT_EQ(resolve_backend_threads(max_backend_threads()), max_backend_threads());
+  for (const int bad : {-1, -4, max_backend_threads() + 1}) {
+    try {
+      resolve_backend_threads(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("threads: " + std::to_string(bad) + " is ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_THROW(make_backend("cpu", -2), UsageError);
+}
+
 TEST(Targets, OnlyBuiltInOnesAndClearMessagesForTheOthers) {
   EXPECT_EQ(available_backends(), (std::vector<std::string>{"reference", "cpu"}));
   try {

@@ -97,6 +97,21 @@ TEST(VerifyGolden, ReportFilesCarryTheAuditFields) {
   EXPECT_THROW(run_verify(test::stories_dir(), o), UsageError);
 }
 
+// A golden's prompt texts beside a model without tokenizer.json: the ids are what is
+// compared, and each prompt says its text was not checked against them.
+TEST(VerifyGolden, PromptTextsOfAModelWithoutATokenizerAreLabelledNotChecked) {
+  test::TempDir t;
+  const fs::path model = test::copy_stories(t.path() / "no_tokenizer");
+  fs::remove(model / "tokenizer.json");
+  const VerifyResult r = test::verify_golden(model, test::stories_golden(), "fp32");
+  EXPECT_TRUE(r.pass) << r.verdict_line();
+  ASSERT_FALSE(r.prompts.empty());
+  for (const auto& p : r.prompts) {
+    EXPECT_TRUE(p.tokenization_ok) << p.name;
+    EXPECT_EQ(p.tokenization.rfind("not checked: the model has no tokenizer.json", 0), 0u) << p.name << ": " << p.tokenization;
+  }
+}
+
 TEST(VerifyGolden, GoldenIdsOutsideTheVocabularyAreBadInput) {
   test::TempDir tmp;
   auto j = nlohmann::json::parse(test::read_file(test::stories_golden()));
