@@ -131,12 +131,15 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
   // Every user-controlled value below is written for its use in the recipes (make_dquoted
   // or a single-quoted shell word), never as bare text: a path or name must not run code.
   o << "LLMPORT_HASH := \\#\n";
-  o << "LLMPORT ?= " << makefile_dquoted(self_executable().string()) << "\n";
-  o << "MODEL ?= " << makefile_dquoted(m.model_dir.string()) << "\n";
+  // What the deployment is (binary, model, threads, directory): plain `=`, so only the make
+  // command line overrides them, never the environment (an exported MODEL or THREADS of the
+  // user's shell ran another model, or skipped the tuned entries as another thread count's).
+  o << "LLMPORT = " << makefile_dquoted(self_executable().string()) << "\n";
+  o << "MODEL = " << makefile_dquoted(m.model_dir.string()) << "\n";
   std::string ids = default_prompt_ids(m);
   if (m.has_tokenizer) o << "PROMPT ?= Once upon a time\nPROMPT_IDS ?=\n";
   else o << "PROMPT ?=\nPROMPT_IDS ?= " << ids << "\n";
-  o << "THREADS ?= " << m.threads << "\n";
+  o << "THREADS = " << m.threads << "\n";
   o << "N_TOKENS ?= 32\n"
        // The prompt reaches llmport byte for byte: $(value ...) takes the text unexpanded
        // (make PROMPT='$(x) $HOME' must not become " OME"), := keeps it unexpanded on export.
@@ -145,7 +148,7 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "export PROMPT PROMPT_IDS\n"
        // Written out, not derived from MAKEFILE_LIST: make's path functions split at spaces.
        "# The deployment directory (make DEPLOY_DIR=... after moving it).\n"
-       "DEPLOY_DIR ?= "
+       "DEPLOY_DIR = "
     << makefile_dquoted(fs::absolute(ws.dir()).lexically_normal().string()) << "\n";
   o << "FLAGS := " << engine_flags(m) << "\n";
   o << "REFERENCE := " << makefile_dquoted(m.reference.to_arg()) << "\n";

@@ -58,6 +58,15 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   auto mr = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
   ASSERT_EQ(mr.exit_code, 0) << mr.out << mr.err;
   EXPECT_EQ(mr.err.find("warning"), std::string::npos) << mr.err;
+  {  // The user's exported MODEL and THREADS are not the deployment's: only make's command
+     // line overrides what the deployment is.
+    const llmport::test::ScopedEnv model_env("MODEL", "/nonexistent/model");
+    const llmport::test::ScopedEnv threads_env("THREADS", "3");
+    const auto er = run_make({"-C", dir.string(), "run", "PROMPT=Once", "N_TOKENS=2"});
+    EXPECT_EQ(er.exit_code, 0) << er.out << er.err;
+    EXPECT_EQ(er.out, mr.out);
+    EXPECT_EQ(er.err.find("warning"), std::string::npos) << er.err;
+  }
   {  // A deployment flagged for human review runs, and says so.
     const std::string passed = read_file(dir / "deployment.json");
     json flagged = json::parse(passed);
