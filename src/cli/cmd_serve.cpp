@@ -83,10 +83,20 @@ int run_serve(const ServeArgs& a) {
       }
     }
     if (!a.dtype && lm_head.empty()) lm_head = d.quantize_lm_head;
-    // Another dtype is the user's call, but not what the deployment's verdict covers.
-    if (a.dtype && !d.dtype.empty() && *a.dtype != d.dtype)
-      std::cerr << "warning: deployment " << a.model << " verified dtype " << d.dtype << "; serving --dtype "
-                << printable(*a.dtype) << " is not covered by its verdict\n";
+    // Another precision is the user's call, but not what the deployment's verdict covers
+    // (compared as the engine reads them: "float32" is fp32; a quantized lm_head counts).
+    if (a.dtype && !d.dtype.empty()) {
+      EngineOptions given, deployed;
+      set_dtype_flag(given, *a.dtype);
+      set_dtype_flag(deployed, d.dtype);
+      const std::string g = precision_name(given.dtype.value_or(DType::BF16), given.quant) +
+                            (lm_head.empty() ? "" : " (lm_head " + lm_head + ")");
+      const std::string v = precision_name(deployed.dtype.value_or(DType::BF16), deployed.quant) +
+                            (d.quantize_lm_head.empty() ? "" : " (lm_head " + d.quantize_lm_head + ")");
+      if (g != v)
+        std::cerr << "warning: deployment " << a.model << " verified " << v << "; serving " << printable(g)
+                  << " is not covered by its verdict\n";
+    }
     // The CLI's limit (4 x the hardware threads), checked here with the file named, not by
     // the engine after the server is listening.
     if (!a.threads && d.threads > max_backend_threads())

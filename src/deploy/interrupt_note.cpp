@@ -25,7 +25,9 @@ void on_signal(int sig) {
     if (kSignals[i] == sig && g_fd >= 0 && g_len[i] > 2) {
       [[maybe_unused]] ssize_t n = ::write(g_fd, g_line[i], g_len[i]);
       // And on the terminal, whose last line is the interrupted phase's unfinished one;
-      // the progress log's "- " list marker left off.
+      // the progress log's "- " list marker left off. A stderr whose reader died with the
+      // same Ctrl-C (2>&1 | tee) must not turn this death into SIGPIPE's.
+      ::signal(SIGPIPE, SIG_IGN);
       n = ::write(STDERR_FILENO, "\n", 1);
       n = ::write(STDERR_FILENO, g_line[i] + 2, g_len[i] - 2);
     }

@@ -280,9 +280,10 @@ class Server {
     } else if (tok_) {
       chat_template_ = tok_->chat_template();
     }
-    if (!chat_template_.empty())
-      template_ = std::make_unique<ChatTemplate>(
-          chat_template_, !opt_.chat_template_file.empty() ? opt_.chat_template_file.string() : tok_->chat_template_origin());
+    template_origin_ = !opt_.chat_template_file.empty() ? opt_.chat_template_file.string()
+                       : tok_                             ? tok_->chat_template_origin()
+                                                          : std::string();
+    if (!chat_template_.empty()) template_ = std::make_unique<ChatTemplate>(chat_template_, template_origin_);
     model_name_ = !opt_.model_name.empty() ? opt_.model_name : dir_.filename().string();
     if (model_name_.empty() || model_name_ == ".") model_name_ = std::filesystem::absolute(dir_).parent_path().filename().string();
 
@@ -647,11 +648,13 @@ class Server {
         eo.add_special_tokens = false;  // the template writes the BOS
         ids = tok_->encode(render_chat_prompt(*template_, r.messages, special_token_vars(*tok_)), eo);
       } catch (const Error& e) {
-        // The template's own errors name it ("ORIGIN: chat template line N: ..."); others
-        // (the rendered text's encoding) get the context.
-        const std::string what = e.what();
-        throw ApiError(400, what.find("chat template") != std::string::npos ? what : "chat template: " + what,
-                       "messages");
+        // The template's errors lead with its file (the server's path: not the client's
+        // business), then "chat template line N: ..."; others (the rendered text's
+        // encoding) get the context.
+        std::string what = e.what();
+        if (const std::string& origin = template_origin_; !origin.empty() && what.rfind(origin + ": ", 0) == 0)
+          what.erase(0, origin.size() + 2);
+        throw ApiError(400, what.rfind("chat template", 0) == 0 ? what : "chat template: " + what, "messages");
       }
     } else if (r.prompt_ids) {
       ids = *r.prompt_ids;
@@ -916,6 +919,7 @@ class Server {
   std::unique_ptr<Tokenizer> tok_;
   std::string chat_template_;
   std::unique_ptr<ChatTemplate> template_;
+  std::string template_origin_;  // the file chat_template_ came from (errors name it)
   std::string model_name_;
   long long created_ = static_cast<long long>(std::time(nullptr));
   std::unique_ptr<WeightStore> weights_;

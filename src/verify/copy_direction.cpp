@@ -195,7 +195,8 @@ CopyDirection pooled_without(const CopyDirection& all, const CopyDirection& one)
   rest.dd = a.dd - o.dd;
   rest.df = a.df - o.df;
   CopyDirection c{all.against, "all but " + one.sequence, 0};
-  if (!readable(rest) || rest.dd < 0.0) return c;  // nothing left (n 0: never decides)
+  // Nothing left, or a difference of sums cancelled to noise: no pool to compare with.
+  if (!readable(rest) || rest.dd < 0.0 || rest.n < kCopyDirectionMinEntries || !(rest.ff > 1e-9 * a.ff)) return c;
   c = direction(all.against, "all but " + one.sequence, rest);
   c.computations = all.computations;
   return c;

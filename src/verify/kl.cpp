@@ -29,6 +29,23 @@ double kl_full(std::span<const float> reference_logits, std::span<const float> e
   return kl;
 }
 
+double kl_full_within_print(std::span<const float> reference_logits, std::span<const float> engine_logits,
+                            double half_unit) {
+  const double printed = kl_full(reference_logits, engine_logits);
+  if (!(half_unit > 0.0) || !std::isfinite(half_unit)) return printed;
+  const double lse_p = log_sum_exp(reference_logits);
+  double c = 0.0;
+  for (std::size_t i = 0; i < reference_logits.size(); ++i)
+    c += std::exp(static_cast<double>(reference_logits[i]) - lse_p) *
+         (static_cast<double>(reference_logits[i]) - static_cast<double>(engine_logits[i]));
+  std::vector<float> moved(reference_logits.size());
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    const double l = reference_logits[i];
+    moved[i] = static_cast<float>(std::clamp(static_cast<double>(engine_logits[i]) + c, l - half_unit, l + half_unit));
+  }
+  return std::max(0.0, std::min(printed, kl_full(moved, engine_logits)));
+}
+
 namespace {
 
 // Walks the reference's top-k ids with both log-probabilities, f(id, lp, lq), given the two
@@ -220,7 +237,10 @@ TeacherForcedStep compare_step(int step, const StepRecord& reference, std::span<
   if (!finite) {
     r.kl = r.kl_within_print = std::numeric_limits<double>::infinity();
   } else if (r.full_vocabulary) {
-    r.kl = r.kl_within_print = kl_full(reference.logits, engine_logits);
+    r.kl = kl_full(reference.logits, engine_logits);
+    // The full logits were printed with the top list's digits (the reader holds the two
+    // to one another): their half unit is the step's.
+    r.kl_within_print = kl_full_within_print(reference.logits, engine_logits, reference.logit_half_unit);
   } else {
     // One top-k and one logsumexp of the engine's logits serve both coarsened KLs.
     const double lse_q = log_sum_exp(engine_logits);

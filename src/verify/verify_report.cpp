@@ -90,6 +90,7 @@ nlohmann::json VerifyResult::to_json() const {
                     {"producer", reference_producer},
                     {"independent", reference_independent},
                     {"independence_finding", independence_finding},
+                    {"independence_unshown", independence_unshown},
                     {"dtype", reference_dtype},
                     {"sequences", reference_sequences},
                     {"steps", reference_steps},
@@ -116,6 +117,7 @@ nlohmann::json VerifyResult::to_json() const {
                      {"kl_statistic", "mean KL(reference || engine) per teacher-forced step, whole run"},
                      {"full_kl_steps", full_kl_steps},
                      {"mean_full_kl", mean_full_kl},
+                     {"mean_full_kl_within_print", mean_full_kl_within_print},
                      {"full_kl_statistic", "mean KL over the steps whose reference holds the full logits (the "
                                            "whole vocabulary), held to kl_bound on its own too"}};
   j["gate"] = gate;
@@ -127,6 +129,7 @@ nlohmann::json VerifyResult::to_json() const {
                             {"mean_kl", reference_check_mean_kl},
                             {"mean_kl_printed", reference_check_mean_kl_printed},
                             {"mean_full_kl", reference_check_mean_full_kl},
+                            {"mean_full_kl_printed", reference_check_mean_full_kl_printed},
                             {"bound", reference_check_bound},
                             {"pass", reference_check_pass}};
   if (golden_layer_sequences > 0 || !golden_layers_unrecorded.empty())

@@ -118,7 +118,7 @@ void decide_independence(VerifyResult& res) {
 std::string sequence_apart(const CopyDirection& c, const CopyDirection& all) {
   const CopyDirection pooled = pooled_without(all, c);
   const int64_t total = c.n + c.far;
-  if (static_cast<double>(c.far) > kCopyDirectionFarShare * static_cast<double>(total))
+  if (total >= kCopyDirectionMinEntries && static_cast<double>(c.far) > kCopyDirectionFarShare * static_cast<double>(total))
     return "sequence " + c.sequence + ": " + std::to_string(c.far) + " of " + std::to_string(total) +
            " logits too far from llmport's " + c.against + " output to fit";
   const double gap = pooled.beta - c.beta, se = std::hypot(pooled.se, c.se);
@@ -222,6 +222,16 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    " at its values as printed, above the bound " + fmt_g(res.reference_check_bound) + "; " +
                    at_favourable_values(res.reference_check_mean_kl, res.reference_print_resolution) +
                    ": too few digits to prove it");
+  if (res.full_kl_pass() && res.gate != "kld" && res.full_kl_steps > 0 && !(res.mean_full_kl <= res.kl_bound))
+    caps.push_back("the reference's printed digits: its " + std::to_string(res.full_kl_steps) +
+                   " steps with full logits have mean KL " + fmt_g(res.mean_full_kl) +
+                   " at their values as printed, above the bound " + fmt_g(res.kl_bound) + "; " +
+                   fmt_g(res.mean_full_kl_within_print) + " within their digits: too few digits to prove it");
+  if (res.reference_checked && res.reference_check_pass && res.reference_check_mean_full_kl_printed > 0 &&
+      !(res.reference_check_mean_full_kl_printed <= res.reference_check_bound))
+    caps.push_back("the reference's printed digits: the reference check's steps with full logits have mean KL " +
+                   fmt_g(res.reference_check_mean_full_kl_printed) + " at their values as printed, above the bound " +
+                   fmt_g(res.reference_check_bound) + ": too few digits to prove it");
   if (res.mean_kl_pass() && !(res.mean_kl <= res.kl_bound))
     caps.push_back("the reference's printed digits: mean KL " + fmt_g(res.mean_kl) + " at its values as printed " +
                    "exceeds the bound " + fmt_g(res.kl_bound) + "; " +
@@ -249,13 +259,15 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
   if (res.kl_bound > res.default_kl_bound)
     caps.push_back("bounds loosened by the user: mean KL <= " + fmt_g(res.kl_bound) + ", above the " + which + " " +
                    fmt_g(res.default_kl_bound));
-  if (res.gate == "kld" && res.format_kl_bound > 0 && !(res.mean_kl_within_print <= res.format_kl_bound))
+  if (res.gate == "kld" && res.format_kl_bound > 0 && res.default_kl_bound > res.format_kl_bound &&
+      !(res.mean_kl_within_print <= res.format_kl_bound))
     caps.push_back("the " + res.dtype + " format costs this model more than its default bound: mean KL " +
                    fmt_g(res.mean_kl_within_print) + " passes only the bound widened for this model (" +
                    fmt_g(res.default_kl_bound) + ", from the predicted cost " + fmt_g(res.predicted_mean_kl) +
                    "), not the " + res.dtype + " bound " + fmt_g(res.format_kl_bound) +
                    ": as close as the format gets here, not its usual fidelity");
-  if (res.gate == "kld" && res.format_min_top1 > 0 && res.top1_agreement < res.format_min_top1)
+  if (res.gate == "kld" && res.format_min_top1 > 0 && res.default_min_top1 < res.format_min_top1 &&
+      res.top1_agreement < res.format_min_top1)
     caps.push_back("the " + res.dtype + " format costs this model more than its default bound: top-1 agreement " +
                    fmt_g(100.0 * res.top1_agreement, 4) + "% passes only the bound widened for this model (" +
                    fmt_g(100.0 * res.default_min_top1, 4) + "%), not the " + res.dtype + " bound " +
@@ -774,14 +786,16 @@ struct Totals {
   double kl_sum = 0.0;
   double kl_within_sum = 0.0;  // TeacherForcedStep::kl_within_print
   int64_t n_tf = 0, n_agree = 0;
-  double full_kl_sum = 0.0;  // the steps compared over the whole vocabulary
+  double full_kl_sum = 0.0;  // the steps compared over the whole vocabulary (as printed)
+  double full_within_sum = 0.0;  // the same within the printed digits
   int64_t n_full = 0;
   double kernel_kl_sum = 0.0;  // the kernel check of a quantized engine
   int64_t n_kernel = 0;
   double plain_kl_sum = 0.0;  // the reference check (within the printed digits)
   double plain_kl_printed_sum = 0.0;  // the same at the reference's values as printed
   int64_t n_plain = 0;
-  double plain_full_sum = 0.0;  // its steps compared over the whole vocabulary
+  double plain_full_sum = 0.0;  // its steps compared over the whole vocabulary (within the digits)
+  double plain_full_printed_sum = 0.0;
   int64_t n_plain_full = 0;
   bool first_kind = true;
   std::string worst_kl_where;
@@ -921,14 +935,15 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
       t.plain_kl_sum += plain.kl_within_print;
       t.plain_kl_printed_sum += plain.kl;
       t.n_plain += 1;
-      if (plain.full_vocabulary) t.plain_full_sum += plain.kl, t.n_plain_full += 1;
+      if (plain.full_vocabulary)
+        t.plain_full_sum += plain.kl_within_print, t.plain_full_printed_sum += plain.kl, t.n_plain_full += 1;
     }
     auto st = compare_step(k, ref, engine.last_logits(), kind, res.top_k);
     if (p.golden) mark_copied(t.copied, p, static_cast<std::size_t>(k),
                               count_self_match(ref, engine.last_logits(), engine_match, res.top_k));
     p_kl += st.kl;
     t.kl_within_sum += st.kl_within_print;
-    if (st.full_vocabulary) t.full_kl_sum += st.kl, t.n_full += 1;
+    if (st.full_vocabulary) t.full_kl_sum += st.kl, t.full_within_sum += st.kl_within_print, t.n_full += 1;
     res.reference_print_resolution = std::max(res.reference_print_resolution, ref.print_resolution());
     pv.max_kl = std::max(pv.max_kl, st.kl);
     if (st.kl >= res.max_kl) {
@@ -1040,6 +1055,7 @@ void summarize(const Totals& t, VerifyResult& res) {
   res.mean_kl_within_print = t.n_tf ? t.kl_within_sum / static_cast<double>(t.n_tf) : 0.0;
   res.full_kl_steps = t.n_full;
   res.mean_full_kl = t.n_full ? t.full_kl_sum / static_cast<double>(t.n_full) : 0.0;
+  res.mean_full_kl_within_print = t.n_full ? t.full_within_sum / static_cast<double>(t.n_full) : 0.0;
   const bool kl_ok = res.mean_kl_pass();
   if (!(res.mean_kl_within_print <= res.kl_bound)) {
     res.teacher_forced_pass = false;
@@ -1048,7 +1064,7 @@ void summarize(const Totals& t, VerifyResult& res) {
   } else if (!kl_ok) {
     res.teacher_forced_pass = false;
     res.failures.push_back("mean KL over the " + std::to_string(res.full_kl_steps) +
-                           " steps the reference gives full logits for, " + fmt_g(res.mean_full_kl) +
+                           " steps the reference gives full logits for, " + fmt_g(res.mean_full_kl_within_print) +
                            ", exceeds the bound " + fmt_g(res.kl_bound) +
                            " (the whole vocabulary: mass moved among the ids outside the reference's top-" +
                            std::to_string(res.top_k) + " shows there; mean KL over all steps " +
@@ -1059,12 +1075,14 @@ void summarize(const Totals& t, VerifyResult& res) {
     res.reference_check_mean_kl = t.n_plain ? t.plain_kl_sum / static_cast<double>(t.n_plain) : 0.0;
     res.reference_check_mean_kl_printed = t.n_plain ? t.plain_kl_printed_sum / static_cast<double>(t.n_plain) : 0.0;
     res.reference_check_mean_full_kl = t.n_plain_full ? t.plain_full_sum / static_cast<double>(t.n_plain_full) : 0.0;
+    res.reference_check_mean_full_kl_printed =
+        t.n_plain_full ? t.plain_full_printed_sum / static_cast<double>(t.n_plain_full) : 0.0;
     // Its full-vocabulary steps on their own too (as the engine's gate): never averaged away.
     const bool full_ok = t.n_plain_full == 0 || res.reference_check_mean_full_kl <= res.reference_check_bound;
     res.reference_check_pass =
         t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound && full_ok;  // NaN fails
     if (!res.reference_check_pass) {
-      const bool on_full = res.reference_check_mean_kl <= res.reference_check_bound;
+      const bool on_full = t.n_plain > 0 && res.reference_check_mean_kl <= res.reference_check_bound;
       res.failures.push_back("the reference disagrees with llmport's fp32 computation (not independent): mean KL " +
                              fmt_g(on_full ? res.reference_check_mean_full_kl : res.reference_check_mean_kl) +
                              (on_full ? " over the " + std::to_string(t.n_plain_full) +

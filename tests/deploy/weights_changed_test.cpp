@@ -99,11 +99,14 @@ TEST(DeployWeightsChanged, RegressMakeVerifyAndStatusCatchAChangedTensor) {
   EXPECT_NE(sv.err.find("the deployment's verdict may not cover what is served"), std::string::npos) << sv.err;
   // Served in another dtype than the one deployed: said too.
   auto other_dtype = run_llmport({"serve", dir.string(), "--dtype", "bf16", "--host", "256.0.0.1", "--port", "1"});
-  EXPECT_NE(other_dtype.err.find("warning: deployment " + dir.string() + " verified dtype q8_0; serving --dtype bf16 "
+  EXPECT_NE(other_dtype.err.find("warning: deployment " + dir.string() + " verified q8_0; serving bf16 "
                                  "is not covered by its verdict"),
             std::string::npos)
       << other_dtype.err;
-  EXPECT_EQ(sv.err.find("verified dtype"), std::string::npos) << sv.err;
+  EXPECT_EQ(sv.err.find(" verified "), std::string::npos) << sv.err;
+  // The deployed precision spelled another way is the same one: no warning.
+  auto same = run_llmport({"serve", dir.string(), "--dtype", "Q8_0", "--host", "256.0.0.1", "--port", "1"});
+  EXPECT_EQ(same.err.find(" verified "), std::string::npos) << same.err;
   // MODEL given as its config.json, the deployment as its deployment.json: the same ones.
   auto by_files = run_llmport({"run", (model / "config.json").string(), "--deployment",
                                (dir / "deployment.json").string(), "--prompt", "Once", "-n", "2"});

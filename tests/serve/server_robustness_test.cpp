@@ -84,6 +84,23 @@ TEST(ServeStartup, AChatTemplateFileThatIsADirectoryOrEmptyIsRefusedWithExit2) {
   }
 }
 
+// A template that raises (transformers' raise_exception) answers 400 with the template's
+// line and message, once prefixed: no "chat template: chat template", and no server path
+// (the file the template came from is named in the server's own errors, not to clients).
+TEST(ServeStartup, ATemplatesRaiseIsA400WithItsMessageOnly) {
+  TempDir dir;
+  const auto tmpl = dir.path() / "raises.jinja";
+  write_file(tmpl, "{{ raise_exception('no system role here') }}");
+  ServerProcess s({stories(), "--threads", "1", "--chat-template-file", tmpl.string()});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const auto r = curl("POST", s.url("/v1/chat/completions"),
+                      R"({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})");
+  EXPECT_EQ(r.status, 400) << r.body;
+  const auto j = nlohmann::json::parse(r.body);
+  EXPECT_EQ(j["error"]["message"], "chat template line 1: raise_exception: no system role here") << r.body;
+  EXPECT_EQ(r.body.find(dir.path().string()), std::string::npos) << r.body;
+}
+
 class ServeBodies : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -66,19 +66,37 @@ TEST(FullVocabulary, TheFullStepsAreHeldToTheBoundOnTheirOwn) {
   r.kl_bound = 2e-6;
   r.mean_kl_within_print = 3e-7;  // 8 full steps of 1e-5 among 256
   r.full_kl_steps = 8;
-  r.mean_full_kl = 1e-5;
+  r.mean_full_kl = r.mean_full_kl_within_print = 1e-5;
   EXPECT_FALSE(r.full_kl_pass());
   EXPECT_FALSE(r.mean_kl_pass());
-  r.mean_full_kl = 1.9e-6;
+  r.mean_full_kl_within_print = 1.9e-6;  // within the digits the full logits were printed with
   EXPECT_TRUE(r.mean_kl_pass());
-  r.mean_full_kl = std::nan("");
+  r.mean_full_kl_within_print = std::nan("");
   EXPECT_FALSE(r.mean_kl_pass());
   r.full_kl_steps = 0;  // none: nothing to hold (and the verdict is capped instead)
   EXPECT_TRUE(r.mean_kl_pass());
   r.full_kl_steps = 8;
-  r.mean_full_kl = 1e-5;
+  r.mean_full_kl_within_print = 1e-5;
   r.gate = "kld";
   EXPECT_TRUE(r.mean_kl_pass());
+}
+
+// Full logits printed with few digits: each reference logit may sit anywhere within its
+// half unit; at the engine's own values (shifted by any constant) where they lie within it,
+// the KL is 0; never above the printed KL; the printed KL for half unit 0.
+TEST(FullVocabulary, TheFullKlWithinPrintedDigitsMovesEachLogitByItsHalfUnitAtMost) {
+  std::vector<float> engine = falling_logits();
+  for (std::size_t i = 0; i < engine.size(); ++i) engine[i] += 0.0049f * std::sin(1.7f * static_cast<float>(i));
+  std::vector<float> printed = engine;
+  for (std::size_t i = 0; i < printed.size(); ++i)
+    printed[i] = 7.0f + std::round(engine[i] * 100.0f) / 100.0f;  // "%.2f" of a shifted copy: |error| <= 0.005
+  const double as_printed = kl_full(printed, engine);
+  EXPECT_GT(as_printed, 1e-7);
+  EXPECT_EQ(kl_full_within_print(printed, engine, 0.0), as_printed);
+  EXPECT_LT(kl_full_within_print(printed, engine, 0.005 + 1e-6), 1e-3 * as_printed);  // float32 rounding left
+  const double part = kl_full_within_print(printed, engine, 0.001);  // too little room: between
+  EXPECT_GT(part, 0.0);
+  EXPECT_LT(part, as_printed);
 }
 
 // Ids the golden never lists (no prompt, token or top entry of any step), ranked by their
