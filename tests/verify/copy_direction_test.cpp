@@ -338,12 +338,19 @@ TEST(CopyDirection, CopiedSequencesAndMeansOfTwoRunsAreCaught) {
   write_record_file(t.path() / "mean.json", mean);
   const VerifyResult r = verify_golden(model, t.path() / "mixed.json", "fp32");
   EXPECT_EQ(r.verdict(), "PASS-with-warnings") << r.verdict_line();
-  EXPECT_TRUE(r.reference_independent) << r.verdict_line();  // no copy called: each sequence alone is too loose
-  EXPECT_NE(r.independence_unshown.find(" combined errors below the other sequences' "), std::string::npos)
-      << r.verdict_line();
-  EXPECT_TRUE(r.independence_unshown.rfind("sequence " + mixed.sequences[1].name + ": ", 0) == 0 ||
-              r.independence_unshown.rfind("sequence " + mixed.sequences[3].name + ": ", 0) == 0)
-      << r.independence_unshown;
+  // Where this build's computation leaves each copied sequence too loose to be called a
+  // copy alone (the Release build's AVX-512 engine at this draw), only its gap to the other
+  // sequences catches it; elsewhere (the ASan build's kernels) the copy is called outright.
+  // Either way the finding names a copied sequence.
+  const std::string why = r.reference_independent ? r.independence_unshown : r.independence_finding;
+  if (r.reference_independent) {
+    EXPECT_NE(r.independence_unshown.find(" combined errors below the other sequences' "), std::string::npos)
+        << r.verdict_line();
+  }
+  const std::string prefix = r.reference_independent ? "sequence " : "content: sequence ";
+  EXPECT_TRUE(why.rfind(prefix + mixed.sequences[1].name + ": ", 0) == 0 ||
+              why.rfind(prefix + mixed.sequences[3].name + ": ", 0) == 0)
+      << why;
   const VerifyResult m = verify_golden(model, t.path() / "mean.json", "fp32");
   EXPECT_FALSE(m.reference_independent) << m.verdict_line();
   EXPECT_NE(m.independence_finding.find("mean of "), std::string::npos) << m.independence_finding;
