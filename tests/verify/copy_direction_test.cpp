@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
 
 #include "llmport/model_config.hpp"
@@ -151,6 +152,16 @@ TEST(CopyDirection, ThePoolWithoutASequenceIsTheOthersFit) {
   EXPECT_EQ(rest.sequence, "all but s0");
 }
 
+// The cpu engine in fp32, one thread, keeping its logits: the engine a verify of an fp32
+// deployment runs, whose output the forged goldens below copy.
+std::unique_ptr<EngineRunner> fp32_engine(const ModelConfig& cfg, const WeightStore& w) {
+  EngineOptions eo;
+  eo.backend = "cpu";
+  eo.dtype = DType::F32;
+  eo.threads = 1;
+  return std::make_unique<EngineRunner>(cfg, w, eo, "engine", true);
+}
+
 // `runner`'s greedy output on the golden's prompts, every logit moved by `move`
 // (the full logits, so the top list, token and logsumexp stay consistent with them),
 // labelled an independent fp32 numpy reference.
@@ -241,11 +252,7 @@ void expect_moved_copies_denied(std::size_t first, std::size_t last) {
     const ModelConfig cfg = load_model_config(model);
     const WeightStore w = WeightStore::open(model, cfg);
     auto oracle = make_oracle_runner(cfg, w, 1);
-    EngineOptions eo;
-    eo.backend = "cpu";
-    eo.dtype = DType::F32;
-    eo.threads = 1;
-    EngineRunner engine(cfg, w, eo, "engine", true);
+    auto engine = fp32_engine(cfg, w);
     for (const auto& [name, move] : moves) {
       SCOPED_TRACE(model.filename().string() + " " + name);
       // A copy of the oracle judges a bf16 engine too (the oracle is a side of every verify).
@@ -258,7 +265,7 @@ void expect_moved_copies_denied(std::size_t first, std::size_t last) {
         EXPECT_NE(r.verdict(), "PASS");
       }
       // A copy of the engine under test (its decode path is the gate's own run).
-      const fs::path of_engine = moved_copy(t.path() / (std::string(name) + "-engine.json"), engine, golden, move);
+      const fs::path of_engine = moved_copy(t.path() / (std::string(name) + "-engine.json"), *engine, golden, move);
       const VerifyResult r = verify_golden(model, of_engine, "fp32");
       EXPECT_FALSE(r.reference_independent) << r.verdict_line();
       EXPECT_TRUE(direction_says_copied(r)) << r.independence_finding;
@@ -304,11 +311,7 @@ TEST(CopyDirection, CopiedSequencesAndMeansOfTwoRunsAreCaught) {
   const fs::path model = test::stories_dir(), golden = test::stories_golden();
   const ModelConfig cfg = load_model_config(model);
   const WeightStore w = WeightStore::open(model, cfg);
-  EngineOptions eo;
-  eo.backend = "cpu";
-  eo.dtype = DType::F32;
-  eo.threads = 1;
-  EngineRunner engine(cfg, w, eo, "engine", true);
+  auto engine = fp32_engine(cfg, w);
   auto oracle = make_oracle_runner(cfg, w, 1);
   // A draw where neither copied sequence is called a copy alone (at this noise some draws
   // are: CopiesMovedInTheirLastBits): what remains to catch them is their gap to the others.
@@ -319,15 +322,15 @@ TEST(CopyDirection, CopiedSequencesAndMeansOfTwoRunsAreCaught) {
     RecordSequence& s = mixed.sequences[i];
     RecordSequence& m = mean.sequences[i];
     s.hidden = m.hidden = {};
-    engine.prefill(s.prompt_ids);
+    engine->prefill(s.prompt_ids);
     oracle->prefill(s.prompt_ids);
     int pos = static_cast<int>(s.prompt_ids.size());
     for (std::size_t k = 0; k < s.steps.size(); ++k) {
       if (k > 0) {
-        engine.decode_step(s.steps[k - 1].token, pos);
+        engine->decode_step(s.steps[k - 1].token, pos);
         oracle->decode_step(s.steps[k - 1].token, pos++);
       }
-      std::vector<float> moved = engine.last_logits(), avg = engine.last_logits();
+      std::vector<float> moved = engine->last_logits(), avg = engine->last_logits();
       for (float& v : moved) v += noise(rng);
       for (std::size_t v = 0; v < avg.size(); ++v) avg[v] = 0.5f * (avg[v] + oracle->last_logits()[v]);
       if (i == 1 || i == 3) s.steps[k] = StepRecord::from_logits(moved, true);
@@ -364,11 +367,7 @@ TEST(CopyDirection, CopiesTooCoarseToDecideAreCapped) {
   const fs::path model = test::stories_dir(), golden = test::stories_golden();
   const ModelConfig cfg = load_model_config(model);
   const WeightStore w = WeightStore::open(model, cfg);
-  EngineOptions eo;
-  eo.backend = "cpu";
-  eo.dtype = DType::F32;
-  eo.threads = 1;
-  EngineRunner engine(cfg, w, eo, "engine", true);
+  auto engine = fp32_engine(cfg, w);
   auto six_digits = [](float v, std::mt19937&) {
     char b[32];
     std::snprintf(b, sizeof b, "%.6g", v);
@@ -379,7 +378,7 @@ TEST(CopyDirection, CopiesTooCoarseToDecideAreCapped) {
                                                                                        {"noise", noise}};
   for (const auto& [name, move] : moves) {
     SCOPED_TRACE(name);
-    const VerifyResult r = verify_golden(model, moved_copy(t.path() / (std::string(name) + ".json"), engine, golden, move), "fp32");
+    const VerifyResult r = verify_golden(model, moved_copy(t.path() / (std::string(name) + ".json"), *engine, golden, move), "fp32");
     EXPECT_TRUE(r.pass) << r.verdict_line();
     EXPECT_EQ(r.verdict(), "PASS-with-warnings");
     EXPECT_NE(r.independence_unshown, "");
