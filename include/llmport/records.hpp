@@ -148,9 +148,11 @@ void check_record_fits_model(const RecordFile& ref, const ModelConfig& cfg);
 
 /// Writes `rf` as `llmport-records/1`: `file` (JSON: ids, top-k, logsumexp) plus, when any
 /// sequence carries full logits or hidden states, the side file `<file stem>.safetensors`
-/// next to it (tensors `seq<i>.logits` [n_steps, vocab], `seq<i>.embedding`,
-/// `seq<i>.layer_out` [n_layers, n_rows, emb_dim], `seq<i>.final_norm`, fp32).
-/// Throws WeightsError/ConfigError on I/O failure.
+/// next to it (tensors `seq<i>.logits` [rows, vocab]: one row per step holding full logits,
+/// those steps listed as the sequence's `logits_steps` unless that is every step;
+/// `seq<i>.embedding`, `seq<i>.layer_out` [n_layers, n_rows, emb_dim], `seq<i>.final_norm`,
+/// fp32). Throws WeightsError/ConfigError on I/O failure, and ConfigError (nothing written)
+/// for a sequence whose steps hold full logits of two widths.
 void write_record_file(const std::filesystem::path& file, const RecordFile& rf);
 
 }  // namespace llmport

@@ -117,6 +117,7 @@ class KernelRegistry {
   /// Every entry of every machine (writable ones shadow shipped ones of the same machine).
   std::vector<RegistryEntry> entries() const;
   const std::optional<std::filesystem::path>& writable_dir() const { return writable_; }
+  const std::filesystem::path& shipped_path() const { return shipped_; }
 
  private:
   std::filesystem::path shipped_;
@@ -174,6 +175,9 @@ struct KernelSelection {
   /// without a lookup.
   TileConfig linear_config(const Backend& backend, int n, int k, DType dtype);
   /// backend.make_linear with the selected config, through the kernel cache when set.
+  /// Throws what the backend throws for the config; UsageError naming the registry
+  /// directory and the entry when a registry entry's config is refused (a tile value the
+  /// kernels would not run as given).
   std::unique_ptr<LinearWeight> make_linear(Backend& backend, const TensorView& w, DType dtype);
   /// Tile config of a linear W [n, k] block-quantized to `quant`: backend.default_tiles of
   /// its gemv (the key "act", ActQuant) with this machine's registry entry "gemv <quant>"

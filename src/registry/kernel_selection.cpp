@@ -50,13 +50,22 @@ TileConfig KernelSelection::linear_config(const Backend& backend, int n, int k, 
 std::unique_ptr<LinearWeight> KernelSelection::make_linear(Backend& backend, const TensorView& w,
                                                            DType dtype) {
   TileConfig cfg;
+  const std::size_t from_registry = registry_used.size();
   if (w.shape.size() == 2)
     cfg = linear_config(backend, static_cast<int>(w.shape[0]), static_cast<int>(w.shape[1]), dtype);
-  if (!cache_dir) return backend.make_linear(w, dtype, cfg);
-  CacheOutcome out;
-  auto lw = KernelCache(*cache_dir).get_or_pack(backend, w, dtype, cfg, nullptr, &out);
-  count(out);
-  return lw;
+  try {
+    if (!cache_dir) return backend.make_linear(w, dtype, cfg);
+    CacheOutcome out;
+    auto lw = KernelCache(*cache_dir).get_or_pack(backend, w, dtype, cfg, nullptr, &out);
+    count(out);
+    return lw;
+  } catch (const UsageError& e) {
+    // A refused value a registry entry gave: say which entry of which registry.
+    if (registry_used.size() == from_registry || !registry) throw;
+    const auto& dir = registry->writable_dir() ? *registry->writable_dir() : registry->shipped_path();
+    throw UsageError("kernel registry " + dir.string() + ": the entry for " + registry_used.back() + ": " +
+                     e.what());
+  }
 }
 
 TileConfig KernelSelection::quantized_linear_config(const Backend& backend, int n, int k, QuantType quant) {

@@ -591,6 +591,11 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
   }
   if (root.has("side_file"))
     load_side(file.parent_path() / root.at("side_file").str(), root.at("side_file"), rf, logits_steps);
+  // A listed step whose logits the side file does not hold would read as a top-k step.
+  for (std::size_t i = 0; i < seqs.size(); ++i)
+    if (seqs.at(i).has("logits_steps") && rf.sequences[i].steps[static_cast<std::size_t>(logits_steps[i][0])].logits.empty())
+      seqs.at(i).at("logits_steps").fail("lists steps with full logits, but the side file holds no seq" +
+                                         std::to_string(i) + ".logits");
   return rf;
 }
 

@@ -51,7 +51,13 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
       if (st.logsumexp) e["logsumexp"] = *st.logsumexp;
       steps.push_back(e);
       if (vocab == 0) vocab = st.logits.size();
-      if (!st.logits.empty() && st.logits.size() == vocab) logit_steps.push_back(static_cast<int>(steps.size()) - 1);
+      if (st.logits.empty()) continue;
+      // One side tensor [rows, vocab] per sequence: a step of another width has no row.
+      if (st.logits.size() != vocab)
+        throw ConfigError(file.string() + ": sequence " + seq.name + " step " + std::to_string(steps.size() - 1) +
+                          ": full logits of width " + std::to_string(st.logits.size()) + ", its other steps' " +
+                          std::to_string(vocab));
+      logit_steps.push_back(static_cast<int>(steps.size()) - 1);
     }
     s["steps"] = steps;
     if (!logit_steps.empty()) {

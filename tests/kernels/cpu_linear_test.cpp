@@ -68,6 +68,12 @@ TEST(CpuLinear, MatchesReferenceAllIsasDtypesShapes) {
                 << cpu::isa_name(isa) << " " << dtype_name(dt);
             continue;
           }
+          if (isa == cpu::Isa::Avx2 && cfg.count("mr") && cfg.at("mr") > cpu::kAvx2MaxMr) {
+            // Above the AVX2 micro-kernel's rows: refused, not clamped (TileValues... below).
+            const auto w = random_vec(static_cast<std::size_t>(s.n) * s.k, 1.0f, 1u);
+            EXPECT_THROW(be->make_linear(view_of(w, s.n, s.k), dt, cfg), UsageError) << dtype_name(dt);
+            continue;
+          }
           // An empty config packs with the heuristic default, which may pick the FMA path.
           const TileConfig used =
               cfg.empty() ? be->default_tiles({OpKind::Gemm, dt, {{"n", s.n}, {"k", s.k}}}) : cfg;
@@ -165,6 +171,51 @@ TEST(CpuLinear, PrefetchHintChangesNoBitAndIsParsed) {
       }
   }
   EXPECT_GT(cases, 0);
+}
+
+// A tile value the kernels would clamp or round (mr past the register limit at its np, an np
+// or gnp without a micro-kernel) is refused naming the key, at make_linear and at retile (the
+// weight keeps its config), so no registry entry records a config that never ran. Keys a level
+// does not read (np and gnp at AVX2, everything at scalar) are not judged there.
+TEST(CpuLinear, TileValuesTheKernelsWouldClampAreRefused) {
+  const int n = 40, k = 64;
+  const auto w = random_vec(static_cast<std::size_t>(n) * k, 0.1f, 3u);
+  const auto refused = [&](cpu::Isa isa, DType dt, const TileConfig& cfg, const std::string& key) {
+    try {
+      cpu::check_tiles_run_as_given(isa, dt, cfg);
+      return false;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + key + "'"), std::string::npos) << e.what();
+      return true;
+    }
+  };
+  using cpu::Isa;
+  for (Isa isa : {Isa::Avx512, Isa::Avx512Bf16}) {
+    EXPECT_TRUE(refused(isa, DType::BF16, {{"mr", 13}, {"np", 2}, {"fma", 0}}, "mr")) << cpu::isa_name(isa);
+    EXPECT_FALSE(refused(isa, DType::BF16, {{"mr", 13}, {"np", 2}, {"fma", 1}}, "mr"));  // the FMA tile
+    EXPECT_TRUE(refused(isa, DType::BF16, {{"mr", 14}, {"np", 2}, {"fma", 1}}, "mr"));
+    EXPECT_TRUE(refused(isa, DType::F32, {{"mr", 7}, {"np", 4}}, "mr"));
+    EXPECT_FALSE(refused(isa, DType::F32, {{"mr", 6}, {"np", 4}}, "mr"));
+    EXPECT_TRUE(refused(isa, DType::F16, {{"np", 3}}, "np"));
+    EXPECT_FALSE(refused(isa, DType::BF16, {{"np", 3}, {"mr", 8}, {"fma", 1}}, "np"));
+    EXPECT_TRUE(refused(isa, DType::BF16, {{"np", 5}, {"fma", 1}}, "np"));
+    EXPECT_TRUE(refused(isa, DType::BF16, {{"gnp", 3}}, "gnp"));
+    EXPECT_TRUE(refused(isa, DType::F32, {{"mr", 1000000}}, "mr"));
+    EXPECT_FALSE(refused(isa, DType::F32, {{"kc", 1000000}, {"mc", 7}, {"nc", 17}}, "kc"));  // block sizes
+  }
+  EXPECT_TRUE(refused(Isa::Avx2, DType::F32, {{"mr", 5}}, "mr"));
+  EXPECT_FALSE(refused(Isa::Avx2, DType::F32, {{"mr", 4}, {"np", 3}, {"gnp", 3}}, "mr"));
+  EXPECT_FALSE(refused(Isa::Scalar, DType::F32, {{"mr", 100}, {"np", 9}, {"gnp", 9}}, "mr"));
+  // Through the backend, at the best level this CPU runs.
+  const auto levels = cpu::supported_isas();
+  auto be = cpu::make_cpu_backend_isa(1, levels.front());
+  const int too_many = levels.front() == Isa::Scalar ? 0 : levels.front() == Isa::Avx2 ? 5 : 13;
+  if (too_many > 0) {
+    EXPECT_THROW(be->make_linear(view_of(w, n, k), DType::F32, {{"mr", too_many}, {"np", 2}}), UsageError);
+    auto lw = be->make_linear(view_of(w, n, k), DType::F32, {{"mr", 2}, {"np", 1}});
+    EXPECT_THROW(be->retile(*lw, {{"mr", too_many}, {"np", 2}}), UsageError);
+    EXPECT_EQ(lw->config.at("mr"), 2);  // the refused config was not kept
+  }
 }
 
 TEST(CpuLinear, FmaConfigKeyParsedAndRejected) {

@@ -209,6 +209,32 @@ TEST(Registry, SelectionUsesMeasuredConfigElseHeuristicElseThrows) {
   EXPECT_TRUE(sel.linear_config(*ref, 100, 80, DType::BF16).empty());
 }
 
+// A registry entry whose tile the kernels would not run as given (mr past every level's
+// register limit) is refused when a weight is made with it, naming the registry and entry.
+TEST(Registry, AnEntryTheKernelsWouldClampIsRefusedNamingTheRegistry) {
+  TempDir dir;
+  auto be = make_backend("cpu", 1);
+  ASSERT_NE(be->isa(), "scalar") << "the scalar kernels read no tile: nothing to refuse";
+  auto reg = std::make_shared<KernelRegistry>(dir.path() / "none", dir.path() / "w");
+  RegistryEntry g = entry("gemm", {{"m", 64}, {"n", 96}, {"k", 80}}, {{"mr", 17}, {"np", 1}}, 10);
+  g.isa = be->isa();
+  reg->record(g);
+  KernelSelection sel;
+  sel.registry = reg;
+  sel.prefill_m = 64;
+  sel.machine = here();
+  const std::vector<float> w(96 * 80, 0.01f);
+  try {
+    sel.make_linear(*be, TensorView::f32(w.data(), 96, 80), DType::BF16);
+    ADD_FAILURE() << "mr 17 was packed";
+  } catch (const UsageError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("kernel registry " + (dir.path() / "w").string() + ": the entry for gemm bf16"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("'mr' 17"), std::string::npos) << msg;
+  }
+}
+
 TEST(Registry, ShippedRegistryParsesAndMarkdownIsGenerated) {
   const auto dir = KernelRegistry::shipped_dir("cpu");
   KernelRegistry reg(dir, std::nullopt);

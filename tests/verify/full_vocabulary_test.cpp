@@ -210,5 +210,42 @@ TEST(FullVocabulary, RecordFilesKeepTheFullLogitsOfSomeSteps) {
       << refused({0, 1});
 }
 
+// What a side file cannot hold is said, not dropped: steps listed in logits_steps whose
+// sequence has no logits tensor (they would read as top-k steps), and, when writing, a
+// sequence whose steps carry full logits of two widths (nothing is written).
+TEST(FullVocabulary, RecordFilesRefuseLogitsTheSideFileCannotHold) {
+  TempDir t;
+  RecordFile g = read_record_file(stories_golden());
+  ASSERT_GE(g.sequences.size(), 2u);
+  ASSERT_FALSE(g.sequences[0].steps[0].logits.empty());
+  for (auto& st : g.sequences[0].steps) st.logits.clear();  // sequence 1 keeps the side file
+  const fs::path out = t.path() / "g.json";
+  write_record_file(out, g);
+  nlohmann::json j = nlohmann::json::parse(test::read_file(out));
+  ASSERT_FALSE(j["sequences"][0].contains("logits_steps"));
+  j["sequences"][0]["logits_steps"] = {0};
+  test::write_file(out, j.dump());
+  try {
+    read_record_file(out);
+    ADD_FAILURE() << "listed steps without a logits tensor were read";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("logits_steps"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds no seq0.logits"), std::string::npos) << e.what();
+  }
+
+  RecordFile two = read_record_file(stories_golden());
+  const std::size_t vocab = two.sequences[1].steps[0].logits.size();
+  two.sequences[1].steps[1].logits.assign(vocab - 1, 0.0f);
+  const fs::path out2 = t.path() / "two.json";
+  try {
+    write_record_file(out2, two);
+    ADD_FAILURE() << "full logits of two widths were written";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("width " + std::to_string(vocab - 1)), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out2));
+  EXPECT_FALSE(fs::exists(t.path() / "two.safetensors"));
+}
+
 }  // namespace
 }  // namespace llmport

@@ -31,6 +31,13 @@ Blocking blocking_from_config(const TileConfig& cfg);
 /// Same, for a weight of `dtype`: also throws UsageError for fma = 1 on a weight that is
 /// not bf16. (The backend rejects fma = 1 below the AVX-512 levels, at make_linear/linear.)
 Blocking blocking_from_config(const TileConfig& cfg, DType dtype);
+/// Throws UsageError naming the key when the linear kernels at `isa` would not run a value
+/// `cfg` names as given for a weight of `dtype`: mr above the micro-kernel's register limit
+/// at its np (avx512_max_mr, kAvx2MaxMr), np other than 1, 2, 4 (1-4 with fma 1), gnp other
+/// than 1, 2, 4. The kernels would clamp them, and a registry entry would record a config
+/// that never ran. AVX2 reads only mr of these, the scalar kernels no tile; keys `cfg` leaves
+/// out take the kernels' own defaults. Also throws what blocking_from_config throws.
+void check_tiles_run_as_given(Isa isa, DType dtype, const TileConfig& cfg);
 /// Heuristic default config for a linear of W [n, k] in `dtype` at level `isa`
 /// (used until a sweep measured the shape). bf16 at avx512bf16: the fma path when the
 /// kernel probe (llmport/kernel_probe.hpp) measured it faster on this machine and `probe`
@@ -54,8 +61,8 @@ bool in_probe_measurement();
 /// Configs a sweep tries: prefill GEMM (mr, np, kc, mc, nc) or decode GEMV (gnp).
 std::vector<TileConfig> candidate_tile_configs(Isa isa, DType dtype, bool prefill);
 /// The tile keys of each op: gemm {mr, np, kc, mc, nc, fma}; gemv {gnp, act}; linear_group both
-/// (a group runs as GEMM or GEMV by m); others none. Values >= 1 (the kernels clamp mr/np to
-/// their register limits), fma 0 or 1.
+/// (a group runs as GEMM or GEMV by m); others none. Values >= 1 (mr, np and gnp within the
+/// level's kernels: check_tiles_run_as_given), fma 0 or 1.
 TileSchema tile_schema(OpKind kind);
 
 /// A weight packed in 16-column panels (see PackedView) in backend-owned, 64-byte

@@ -53,6 +53,17 @@ struct Blocking {
   int pf = 0;
 };
 
+/// Largest mr of the AVX-512 prefill micro-kernels for kernel K (0 bf16 vdpbf16ps or shift
+/// emulation, 1 fp16, 2 fp32, 3 bf16 on fp32 FMAs) at np panels: the mr x np accumulators
+/// plus the B operands fit the 32 zmm (np for K 0-2; for K 3 2*np widened + the hi mask +
+/// one broadcast: 13 x 2, 8 x 3, 5 x 4; np 1 capped at 16 to bound the instantiations).
+constexpr int avx512_max_mr(int K, int np) {
+  if (K == 3) return np <= 1 ? 16 : np == 2 ? 13 : np == 3 ? 8 : 5;
+  return np >= 4 ? 6 : 12;
+}
+/// Largest mr of the AVX2 prefill micro-kernel (one 16-column panel).
+constexpr int kAvx2MaxMr = 4;
+
 /// y[0..m, panels p0..p1) = a . W^T (+ bias). `a` is x rounded to bf16 [m][kp] (uint16)
 /// for BF16 weights and fp32 x [m][k] otherwise; lda its row stride in elements.
 /// y: [m][n] fp32, row stride n; only columns < n are written.

@@ -107,7 +107,7 @@ void run_linear(const PackedView& w, const void* a, int lda, int m, float* y, co
   const std::size_t b_step = K == 0 ? 32 : 16;
   const std::size_t a_esz = K == 0 ? 2 : 4;
   const int ksteps = w.kp / k_per_step;
-  const int mr = imax(1, imin(blk.mr, 4));
+  const int mr = imax(1, imin(blk.mr, kAvx2MaxMr));
   const int kcs = m == 1 ? ksteps : imax(1, blk.kc / k_per_step);
   const int mc = imax(mr, blk.mc / mr * mr);
   const int ncp = imax(1, blk.nc / 16);

@@ -57,15 +57,41 @@ Blocking blocking_from_config(const TileConfig& cfg, DType dtype) {
   return b;
 }
 
+void check_tiles_run_as_given(Isa isa, DType dtype, const TileConfig& cfg) {
+  const Blocking b = blocking_from_config(cfg, dtype);
+  const auto named = [&](const char* key) { return cfg.count(key) > 0; };
+  const auto refuse = [&](const std::string& what) {
+    throw UsageError("cpu tile config: " + what + " (" + isa_name(isa) + ", " +
+                     std::string(dtype_name(dtype)) + " weights)");
+  };
+  if (isa == Isa::Scalar) return;  // the scalar kernels read no tile
+  if (isa == Isa::Avx2) {
+    if (named("mr") && b.mr > kAvx2MaxMr)
+      refuse("'mr' " + std::to_string(b.mr) + " is above the micro-kernel's " +
+             std::to_string(kAvx2MaxMr) + " rows");
+    return;  // one panel per call and no GEMV streams: np and gnp are not read
+  }
+  const bool fma = b.fma && dtype == DType::BF16;
+  const int K = fma ? 3 : dtype == DType::BF16 ? 0 : dtype == DType::F16 ? 1 : 2;
+  if (named("np") && (fma ? b.np > 4 : (b.np != 1 && b.np != 2 && b.np != 4)))
+    refuse("'np' " + std::to_string(b.np) + " is not one the micro-kernels run (" +
+           (fma ? "1 to 4" : "1, 2 or 4") + ")");
+  if (named("mr") && b.mr > avx512_max_mr(K, b.np))
+    refuse("'mr' " + std::to_string(b.mr) + " is above the " + std::to_string(avx512_max_mr(K, b.np)) +
+           " rows the micro-kernel holds in registers at np " + std::to_string(b.np));
+  if (named("gnp") && b.gnp != 1 && b.gnp != 2 && b.gnp != 4)
+    refuse("'gnp' " + std::to_string(b.gnp) + " is not one the decode GEMV runs (1, 2 or 4)");
+}
+
 TileSchema tile_schema(OpKind kind) {
   constexpr int kMax = 1 << 30;
-  const TileSchema gemm = {{"mr", 1, kMax, "rows of x per micro-kernel call"},
-                           {"np", 1, kMax, "16-column panels per micro-kernel call"},
+  const TileSchema gemm = {{"mr", 1, 16, "rows of x per micro-kernel call (at most the level's register limit)"},
+                           {"np", 1, 4, "16-column panels per micro-kernel call (1, 2, 4; fma 1: 1-4)"},
                            {"kc", 1, kMax, "k block in elements"},
                            {"mc", 1, kMax, "rows of x per cache block"},
                            {"nc", 1, kMax, "output columns per cache block"},
                            {"fma", 0, 1, "bf16 GEMM on fp32 FMAs (1) or vdpbf16ps (0)"}};
-  const TileSchema gemv = {{"gnp", 1, kMax, "decode GEMV panels streamed at once"},
+  const TileSchema gemv = {{"gnp", 1, 4, "decode GEMV panels streamed at once (1, 2 or 4)"},
                            {kPrefetchTileKey, 0, 1,
                             "decode GEMV weight prefetch: prefetcht1 (0) or prefetchnta (1); absent: the "
                             "kernel probe's choice for this machine"},
