@@ -95,6 +95,12 @@ struct RecordSequence {
   std::vector<int> prompt_ids;
   std::vector<StepRecord> steps;
   HiddenStates hidden;  ///< at the last prompt position (goldens) or all prompt positions
+  /// What the reference printed for its ids, where the file says it (stories golden
+  /// `full_text`, `completion_text`, `prompt_tokens` + `generated_tokens`; llmport-records/1
+  /// the same keys): verify holds llmport's tokenizer to them (decode, pieces, round trip).
+  std::optional<std::string> full_text;        ///< decode(prompt_ids + tokens), special tokens skipped
+  std::optional<std::string> completion_text;  ///< the text the tokens add to the prompt's
+  std::vector<std::string> pieces;             ///< vocabulary strings of prompt_ids then tokens; empty when unstated
   /// Generated tokens (steps[i].token).
   std::vector<int> tokens() const;
 };

@@ -441,6 +441,11 @@ struct PromptVerdict {
   bool teacher_forced_top5_ok = true;
   std::string tokenization;  ///< "" or a mismatch/skip note for golden text prompts
   bool tokenization_ok = true;
+  /// The texts the reference printed (decode, pieces, round trip: verify/reference_text.hpp)
+  /// against llmport's tokenizer: "" when the reference states none or there is no
+  /// tokenizer.json, "matches the reference (N checks)", or the first difference.
+  std::string reference_text;
+  bool reference_text_ok = true;
 };
 
 /// Result of one verify run (also the content of report.json).
@@ -471,6 +476,11 @@ struct VerifyResult {
   /// or none could be read): why, "" otherwise. Caps the verdict; reference_independent
   /// stays true (nothing says it is llmport's).
   std::string independence_unshown;
+  /// Stop ids (config.json / generation_config.json eos_token_id) that are ordinary text
+  /// tokens of tokenizer.json, not special ones, e.g. "426 ('.')": generation would end at
+  /// ordinary text, and no reference checks where generation stops (goldens run a fixed
+  /// number of steps). Caps the verdict; "" when none or there is no tokenizer.json.
+  std::string ordinary_stop_ids;
   std::string reference_producer;    ///< the producer the reference names
   std::string reference_dtype;
   /// hf and numpy only: {"program", "sha256", "shipped", "python", "kind", "script",

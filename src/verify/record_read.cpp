@@ -338,6 +338,32 @@ void check_derived_fields(const JsonField& cf, const JsonField& steps, const std
 }
 
 // ------------------------------------------------------------------ stories260K golden
+// The texts a reference printed beside its ids (RecordSequence::full_text and friends).
+// `prompt_tokens` + `generated_tokens` must name one piece per id; the stories format writes
+// `generated_tokens` as a Python list repr (a string), which is not read.
+void read_texts(const JsonField& cf, RecordSequence& seq) {
+  if (cf.has("full_text")) seq.full_text = cf.at("full_text").str();
+  if (cf.has("completion_text")) seq.completion_text = cf.at("completion_text").str();
+  const auto strings = [&](const char* key) {
+    std::vector<std::string> out;
+    const JsonField f = cf.at(key);
+    for (std::size_t i = 0; i < f.size(); ++i) out.push_back(f.at(i).str());
+    return out;
+  };
+  if (!cf.has("prompt_tokens") || !cf.at("prompt_tokens").raw().is_array() || !cf.has("generated_tokens") ||
+      !cf.at("generated_tokens").raw().is_array())
+    return;
+  seq.pieces = strings("prompt_tokens");
+  if (seq.pieces.size() != seq.prompt_ids.size())
+    cf.at("prompt_tokens").fail("has " + std::to_string(seq.pieces.size()) + " pieces for " +
+                                std::to_string(seq.prompt_ids.size()) + " prompt ids");
+  const auto gen = strings("generated_tokens");
+  if (gen.size() != seq.steps.size())
+    cf.at("generated_tokens").fail("has " + std::to_string(gen.size()) + " pieces for " +
+                                   std::to_string(seq.steps.size()) + " generated ids");
+  seq.pieces.insert(seq.pieces.end(), gen.begin(), gen.end());
+}
+
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {
   JsonField root(j, file, "");
   RecordFile rf;
@@ -389,6 +415,7 @@ RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, con
     }
     if (cf.has("prompt_last_logits") && !seq.steps.empty())
       seq.steps[0].logits = cf.at("prompt_last_logits").floats();
+    read_texts(cf, seq);
     const auto digits = verify_detail::scan_print_digits(cf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     check_derived_fields(cf, steps, seq.steps, static_cast<int>(seq.prompt_ids.size()) - 1,
@@ -584,6 +611,7 @@ RecordFile read_llmport(const nlohmann::json& j, const OrderedJson& ordered, con
     const auto digits = verify_detail::scan_print_digits(sf.raw());
     for (std::size_t s = 0; s < seq.steps.size(); ++s) check_step(steps.at(s), seq.steps[s], digits);
     if (sf.has("hidden_positions")) seq.hidden.positions = sf.at("hidden_positions").ints();
+    read_texts(sf, seq);
     logits_steps.push_back(read_logits_steps(sf, seq.steps.size()));
     if (sf.has("logits_steps") && !root.has("side_file"))
       sf.at("logits_steps").fail("given without a side_file to hold those logits");

@@ -91,6 +91,7 @@ nlohmann::json VerifyResult::to_json() const {
                     {"independent", reference_independent},
                     {"independence_finding", independence_finding},
                     {"independence_unshown", independence_unshown},
+                    {"ordinary_stop_ids", ordinary_stop_ids},
                     {"dtype", reference_dtype},
                     {"sequences", reference_sequences},
                     {"steps", reference_steps},
@@ -194,6 +195,7 @@ nlohmann::json VerifyResult::to_json() const {
     e["engine_tokens"] = p.engine_tokens;
     e["reference_tokens"] = p.reference_tokens;
     e["tokenization"] = p.tokenization;
+    e["reference_text"] = p.reference_text;
     const auto& f = p.free_running;
     e["free_running"] = {{"pass", f.pass},
                          {"n_engine", f.n_engine},

@@ -15,6 +15,7 @@
 #include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
 #include "llmport/tokenizer.hpp"
+#include "verify/reference_text.hpp"
 #include "llmport/verify.hpp"
 #include "llmport/weights.hpp"
 #include "verify/format.hpp"
@@ -174,6 +175,16 @@ std::string at_favourable_values(double within_kl, double resolution) {
          fmt_g(resolution, 2) + " nats)";
 }
 
+// Stop ids the tokenizer knows as ordinary text ("426 ('.'), 13 ('x')"): a real model
+// stops at a control token (</s>, <|im_end|>, <|eot_id|>), never at a word or a period.
+std::string ordinary_stop_ids(const ModelConfig& cfg, const Tokenizer& tok) {
+  std::string out;
+  for (const int id : cfg.stop_ids())
+    if (id >= 0 && id < tok.vocab_size() && !tok.is_special(id))
+      out += (out.empty() ? "" : ", ") + std::to_string(id) + " ('" + tok.id_to_token(id) + "')";
+  return out;
+}
+
 // What keeps a passing run from a plain PASS, independence first (docs/verification.md).
 std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set) {
   std::vector<std::string> caps;
@@ -249,6 +260,10 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
     caps.push_back("the reference gives only its top-" + std::to_string(res.top_k) +
                    " logits at every step (no step holds the full logits): probability moved among the other ids "
                    "is not seen");
+  if (!res.ordinary_stop_ids.empty())
+    caps.push_back("generation stops at ordinary text: stop id " + res.ordinary_stop_ids +
+                   " (eos_token_id) is not a special token of tokenizer.json, and no reference checks where "
+                   "generation stops");
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -893,7 +908,15 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
         pv.tokenization = pv.tokenization_ok ? "matches the reference"
                                            : "llmport encodes the prompt to " + format_ids(ours) +
                                                  ", the reference used " + format_ids(p.ids);
-    } else if (p.golden->prompt) {
+    }
+    if (tok) {
+      int n = 0;
+      const std::string why = verify_detail::reference_text_mismatch(*p.golden, *tok, &n);
+      pv.reference_text_ok = why.empty();
+      if (!why.empty()) pv.reference_text = why;
+      else if (n > 0) pv.reference_text = "matches the reference (" + std::to_string(n) + " checks)";
+    }
+    if (!tok && p.golden->prompt) {
       // The report shows the text beside ids nothing tied to it.
       pv.tokenization = "not checked: the model has no tokenizer.json (the ids are what was compared; the text is "
                         "the reference's label)";
@@ -968,6 +991,8 @@ PromptVerdict run_prompt(const Prepared& p, EngineRunner& engine, EngineRunner* 
   // Failures of this prompt, first one first. Under the KLD gate the token-set findings are
   // reported (as warnings) but do not decide.
   if (!pv.tokenization_ok) res.failures.push_back("prompt " + p.name + ": tokenization differs: " + pv.tokenization);
+  if (!pv.reference_text_ok)
+    res.failures.push_back("prompt " + p.name + ": the reference's text differs: " + pv.reference_text);
   auto& token_sets = res.gate == "kld" ? res.warnings : res.failures;
   const std::string note = res.gate == "kld" ? " [reported, not gating: KLD gate]" : "";
   if (!pv.free_running.pass)
@@ -1169,6 +1194,7 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const auto& w : weights.warnings()) res.warnings.push_back("weights: " + w);
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
+  if (tok) res.ordinary_stop_ids = ordinary_stop_ids(cfg, *tok);
   const Plan plan = plan_reference(model_dir, opt, cfg, weights, tok.get(), dir, res);
   if (plan.golden) {
     const ReferenceProvenance prov = assess_provenance(*plan.golden);
