@@ -3,6 +3,8 @@
 
 #include <pcre2.h>
 
+#include <chrono>
+
 #include "llmport/error.hpp"
 #include "tokenizer/utf8.hpp"
 
@@ -88,8 +90,11 @@ Regex::~Regex() {
   if (impl_ && impl_->code) pcre2_code_free(impl_->code);
 }
 
-std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_view text) const {
+std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_view text, double base_s,
+                                                                 double per_byte_s) const {
   std::vector<std::pair<std::size_t, std::size_t>> out;
+  const auto start = std::chrono::steady_clock::now();
+  const double budget_s = base_s + per_byte_s * static_cast<double>(text.size());
   // Per call (not per match) so that one Regex can be used by several threads.
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
   pcre2_match_context* mc = pcre2_match_context_create(nullptr);
@@ -113,6 +118,16 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     std::size_t s = ov[0], e = ov[1];
     out.emplace_back(s, e);
+    if (out.size() % 64 == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s) {
+      if (js) pcre2_jit_stack_free(js);
+      pcre2_match_context_free(mc);
+      pcre2_match_data_free(md);
+      throw ConfigError(impl_->where + ": pre-tokenizer regex '" + impl_->source + "' ran past " +
+                        std::to_string(static_cast<int>(budget_s + 0.5)) + " s on a text of " +
+                        std::to_string(text.size()) + " bytes, after " + std::to_string(out.size()) +
+                        " matches (a pattern that re-scans the rest of the text at every match is quadratic)");
+    }
     if (e == s) {
       if (e >= text.size()) break;
       std::size_t n = utf8_valid_len(text, e);

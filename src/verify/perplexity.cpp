@@ -162,8 +162,14 @@ void check_base(const fs::path& f, const nlohmann::json& h, const std::string& t
 // A base row must be a log-probability distribution: no NaN or +inf, no value above 0
 // (log p <= 0; 1e-6 allows float rounding of row - lse), and sum exp = 1 within 1e-3 (float
 // log-probs of a normalised row sum to 1 within ~1e-6). Anything else would turn the KLD
-// statistics into garbage that still prints as numbers.
-void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row) {
+// statistics into garbage that still prints as numbers. The scored token's log-prob must be
+// finite: -inf (probability 0) makes the base's perplexity infinite and every ratio to it
+// -inf or 0, which printed as a figure with a +- 0 error.
+void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row, int target) {
+  if (target >= 0 && static_cast<std::size_t>(target) < lp.size() && std::isinf(lp[static_cast<std::size_t>(target)]))
+    throw UsageError(fmt::format("{}: row {}: the scored token {} has log-prob -inf (probability 0 in the base run): "
+                                 "its perplexity is infinite, nothing compares to it",
+                                 f.string(), row, target));
   double mass = 0;
   for (std::size_t v = 0; v < lp.size(); ++v) {
     const float x = lp[v];
@@ -403,7 +409,7 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
       if (base) {
         if (!base->in.read(reinterpret_cast<char*>(base_lp.data()), static_cast<std::streamsize>(base_lp.size() * sizeof(float))))
           throw UsageError(opt.kl_base->string() + ": truncated (fewer rows than its header says)");
-        check_base_row(*opt.kl_base, base_lp, n - 1);
+        check_base_row(*opt.kl_base, base_lp, n - 1, target);
         kl.add(base_lp, lp, target);
       }
     }

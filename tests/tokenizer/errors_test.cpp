@@ -1,6 +1,7 @@
 // Malformed tokenizer files and bad input give one typed, one-line error naming the file
 // and the component or field at fault; never a crash.
 #include "llmport/error.hpp"
+#include "tokenizer/regex.hpp"
 #include "tokenizer/tokenizer_fixtures.hpp"
 
 namespace llmport::test {
@@ -132,3 +133,30 @@ TEST(TokenizerErrors, InvalidUtf8InputAndOutOfRangeId) {
 
 }  // namespace
 }  // namespace llmport::test
+
+namespace llmport {
+namespace {
+
+// PCRE2's match limit bounds one match; a pattern that re-scans the rest of the text at
+// every match ((?:[\s\S]*\x01)? finds no \x01 and backtracks over all of it) is quadratic in
+// the text: minutes at 1 MB, a hang for `perplexity -f`. The whole find_all is bounded in
+// time (here a budget of 50 ms + 0.1 us a byte), refused naming the file and pattern.
+TEST(TokenizerErrors, AQuadraticRegexIsStoppedByItsTimeBudget) {
+  const tok::Regex quadratic(R"((?:[\s\S]*\x01)?a)", "tokenizer.json: pre_tokenizer");
+  const std::string text(400000, 'a');  // ~8e10 steps in all: hours without the bound
+  try {
+    quadratic.find_all(text, 0.05, 1e-7);
+    ADD_FAILURE() << "ran to the end";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tokenizer.json: pre_tokenizer: pre-tokenizer regex '(?:[\\s\\S]*\\x01)?a' ran past"),
+              std::string::npos) << m;
+    EXPECT_NE(m.find("on a text of 400000 bytes"), std::string::npos) << m;
+  }
+  // A linear pattern over the same text: every match, within the default budget.
+  const tok::Regex linear("a", "tokenizer.json: pre_tokenizer");
+  EXPECT_EQ(linear.find_all(text).size(), text.size());
+}
+
+}  // namespace
+}  // namespace llmport

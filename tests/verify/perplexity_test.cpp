@@ -197,7 +197,7 @@ TEST(Perplexity, KlStatisticsAndUncertaintiesFollowLlamaPerplexity) {
 }
 
 // A base file whose header is intact but whose rows are not log-probabilities (a NaN, a
-// positive value, a row that does not normalise) or that holds an extra row is refused with
+// positive value, a row that does not normalise, -inf at the scored token) or that holds an extra row is refused with
 // the file and row named, not turned into KLD figures.
 TEST(Perplexity, DamagedBaseRowsAreRefused) {
   TempDir t;
@@ -214,11 +214,16 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
   auto put = [](std::string& b, std::size_t at, float v) { std::memcpy(b.data() + at, &v, 4); };
   const auto vocab = nlohmann::json::parse(good.substr(16, base_header)).at("vocab").get<std::size_t>();
   const std::size_t row1 = row0 + vocab * 4;
+  const auto target0 = nlohmann::json::parse(good.substr(16, base_header)).at("tokens").at(0).get<std::size_t>();
+  const std::string neg_inf_says = "row 0: the scored token " + std::to_string(target0) + " has log-prob -inf";
   for (const Case& c : {Case{"nan", [&](std::string& b) { put(b, row0 + 4 * 7, NAN); }, "row 0 token 7"},
                         Case{"positive", [&](std::string& b) { put(b, row1 + 4 * 3, 0.5f); }, "row 1 token 3"},
                         Case{"unnormalised", [&](std::string& b) {
                                for (std::size_t v = 0; v < vocab; ++v) put(b, row1 + 4 * v, -1.0f);
                              }, "row 1: probabilities sum to"},
+                        // The base gave the scored token probability 0: infinite perplexity.
+                        Case{"scored -inf", [&](std::string& b) { put(b, row0 + 4 * target0, -INFINITY); },
+                             neg_inf_says.c_str()},
                         Case{"extra row", [&](std::string& b) { b += b.substr(row0, vocab * 4); }, "more rows"},
                         // Cut short anywhere: named as truncation, not as another format.
                         Case{"cut in magic", [&](std::string& b) { b.resize(5); }, "truncated (5 bytes, inside the 8-byte magic)"},
