@@ -151,7 +151,9 @@ int evaluate_deployment(const std::filesystem::path& deployment_dir, std::ostrea
 
 /// `llmport status [NAME]`: phase table of one deployment or all under `workspace`.
 /// A deployment whose deployment.json cannot be read is listed as "unreadable: <reason>"
-/// and the listing goes on (returns 0). Throws UsageError when NAME (or the workspace)
+/// and the listing goes on (returns 2 at the end; 0 when every row was read). A phase not
+/// yet run is "in progress" only while a deploy holds the deployment's lock, else "stopped
+/// before phase N". Throws UsageError when NAME (or the workspace)
 /// does not exist.
 int print_status(const std::filesystem::path& workspace, const std::string& name,
                  std::ostream& out, bool json);

@@ -210,9 +210,18 @@ void write_makefile(const Workspace& ws, const Manifest& m) {
        "compile:\n"
        "\t\"$(LLMPORT)\" kernels validate \"$(MODEL)\" --dtype " << m.dtype
     << " --threads $(THREADS) --registry \"$(REGISTRY)\" --name " << make_text(shell_quote(m.name)) << "\n\n";
-  o << "## clean: remove the kernel cache and verify reports (never the manifest or registry)\n"
+  // Only the files llmport writes there (the kernel cache's <hash>-<hash>.bin, the reports
+  // of verify and diagnosis), then the directories left empty: a file of the user's in
+  // either stays, as phase 7 keeps it (set_aside_unknown_files).
+  o << "## clean: remove the kernel cache and verify reports llmport wrote (never the manifest, the\n"
+       "## registry, or a file of yours placed in those directories)\n"
        "clean:\n"
-       "\trm -rf \"$(DEPLOY_DIR)/kernel_cache\" \"$(DEPLOY_DIR)/verify/reports\"\n";
+       "\t@find \"$(DEPLOY_DIR)/kernel_cache\" -maxdepth 1 -type f -regextype posix-extended "
+       "-regex '.*/[0-9a-f]+-[0-9a-f]+\\.bin' -delete 2>/dev/null || true\n"
+       "\t@find \"$(DEPLOY_DIR)/verify/reports\" -mindepth 2 -maxdepth 2 -type f \\( -name report.md -o "
+       "-name report.json -o -name 'diagnosis.*' \\) -delete 2>/dev/null || true\n"
+       "\t@find \"$(DEPLOY_DIR)/kernel_cache\" \"$(DEPLOY_DIR)/verify/reports\" -depth -type d -empty -delete "
+       "2>/dev/null || true\n";
   write_generated(ws, ws.makefile(), o.str());
 }
 
@@ -243,7 +252,7 @@ void write_readme(const Workspace& ws, const Manifest& m) {
        "## Profile and bench\n\n```sh\nmake profile       # per-op time table, prefill tokens/s, decode ms/token\n"
        "make bench         # llama-bench style pp/tg tokens/s, each repetition beside its measured bound\n"
        "make compile       # validate every kernel x shape with the deployment's configs\n"
-       "make clean         # remove the kernel cache and verify reports (never the manifest or registry)\n```\n\n";
+       "make clean         # remove the kernel cache and reports llmport wrote (not the manifest, registry or your files)\n```\n\n";
   o << "## Measured\n\n";
   if (m.measured.empty()) {
     o << "Not measured yet (phases 4-6 fill this in).\n\n";

@@ -2,7 +2,12 @@
 // with its state (a deployment whose model files changed is not shown as deployed).
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <ostream>
 
 #include "deploy/audit.hpp"
@@ -53,7 +58,17 @@ std::string weights_changed(const Manifest& m, const fs::path& model_dir) {
          ": size or mtime differs from deployment (not verified: `llmport regress` checks the hashes)";
 }
 
-std::string state_of(const Manifest& m) {
+// Whether a deploy holds this deployment's lock now (pipeline.cpp takes it for the whole
+// run). Probed with a shared lock on the file as it is: nothing is created or left held.
+bool deploy_running(const fs::path& workspace, const std::string& name) {
+  const int fd = ::open(deployment_lock_file(workspace, name).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // drops the shared lock if it was taken
+  return held;
+}
+
+std::string state_of(const Manifest& m, const fs::path& workspace) {
   std::string state;
   const int fu = m.first_unpassed();
   if (m.needs_human_review) {
@@ -62,8 +77,12 @@ std::string state_of(const Manifest& m) {
     state = "deployed";
   } else {
     const auto& p = m.phases[static_cast<std::size_t>(fu)];
-    state = p.status == PhaseStatus::NotRun ? fmt::format("in progress (next: phase {})", fu)
-                                            : fmt::format("stopped at phase {} ({})", fu, status_name(p.status));
+    // A phase not run is in progress only while a deploy holds the lock; otherwise the run
+    // stopped there (interrupted, or answered "no" under --interactive).
+    state = p.status != PhaseStatus::NotRun ? fmt::format("stopped at phase {} ({})", fu, status_name(p.status))
+            : deploy_running(workspace, m.name) ? fmt::format("in progress (next: phase {})", fu)
+                                                : fmt::format("stopped before phase {} (not running; deploy "
+                                                              "--resume continues)", fu);
   }
   const std::string changed = weights_changed(m, m.model_dir);
   if (changed.empty()) return state;
@@ -128,7 +147,7 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
       return kExitOk;
     }
     out << fmt::format("deployment {}: {}\nmodel {} ({})\ntarget {}, dtype {}, reference {}\n\n", m.name,
-                       state_of(m), m.model_dir.string(), m.architecture, m.target, m.dtype, m.reference.to_arg());
+                       state_of(m, workspace), m.model_dir.string(), m.architecture, m.target, m.dtype, m.reference.to_arg());
     out << fmt::format("{:<6} {:<24} {:<20} {:>9}  {}\n", "phase", "name", "status", "wall min", "reason");
     for (const auto& p : m.phases)
       out << fmt::format("{:<6} {:<24} {:<20} {:>9.3f}  {}\n", p.phase, phase_name(p.phase), status_name(p.status),
@@ -137,6 +156,7 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
   }
   auto deps = deployments_in_dir(workspace);
   require_workspace_dir(workspace);
+  bool unreadable = false;  // a row that could not be read: listed, and exit 2 at the end
   if (json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : deps) {
@@ -145,14 +165,15 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
         m = Manifest::load(Workspace(d).manifest());
       } catch (const std::exception& e) {  // one bad manifest must not hide the others
         a.push_back({{"name", d.filename().string()}, {"state", std::string("unreadable: ") + e.what()}});
+        unreadable = true;
         continue;
       }
       nlohmann::json ph = nlohmann::json::array();
       for (const auto& p : m.phases) ph.push_back(std::string(status_name(p.status)));
-      a.push_back({{"name", m.name}, {"target", m.target}, {"dtype", m.dtype}, {"state", state_of(m)}, {"phases", ph}});
+      a.push_back({{"name", m.name}, {"target", m.target}, {"dtype", m.dtype}, {"state", state_of(m, workspace)}, {"phases", ph}});
     }
     out << a.dump(2) << "\n";
-    return kExitOk;
+    return unreadable ? kExitBadInput : kExitOk;
   }
   if (deps.empty()) {
     out << "no deployments in " << workspace.string() << "\n";
@@ -167,14 +188,15 @@ int print_status(const fs::path& workspace, const std::string& name, std::ostrea
       m = Manifest::load(Workspace(d).manifest());
     } catch (const std::exception& e) {  // flag the row, keep listing the others
       out << fmt::format("{:<28} unreadable: {}\n", d.filename().string(), e.what());
+      unreadable = true;
       continue;
     }
     out << fmt::format("{:<28} {:<6} {:<5}", m.name, m.target, m.dtype);
     for (const auto& p : m.phases) out << fmt::format(" {:<5}", short_status(p.status));
-    out << "  " << state_of(m) << "\n";
+    out << "  " << state_of(m, workspace) << "\n";
   }
   out << "(PASS~ = PASS-with-warnings)\n";
-  return kExitOk;
+  return unreadable ? kExitBadInput : kExitOk;
 }
 
 }  // namespace llmport::deploy

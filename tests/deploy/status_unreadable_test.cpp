@@ -38,19 +38,37 @@ TEST(StatusUnreadable, FlagsTheCorruptRowAndListsTheOthers) {
   TempDir t;
   make_workspace(t.path());
   const auto r = run_llmport({"status", "--workspace", t.path().string()});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // listed, but a row could not be read
   EXPECT_NE(r.out.find("bad"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unreadable: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("good"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cpu"), std::string::npos) << r.out;
 
   const auto j = run_llmport({"status", "--workspace", t.path().string(), "--json"});
-  ASSERT_EQ(j.exit_code, 0) << j.err;
+  ASSERT_EQ(j.exit_code, 2) << j.err;
   const auto a = nlohmann::json::parse(j.out);
   ASSERT_EQ(a.size(), 2u);
   EXPECT_EQ(a[0].at("name"), "bad");
   EXPECT_EQ(a[0].at("state").get<std::string>().rfind("unreadable: ", 0), 0u) << a[0];
   EXPECT_EQ(a[1].at("name"), "good");
+}
+
+// A deployment whose next phase never ran is "in progress" only while a deploy holds its
+// lock; a deploy stopped by a signal (or a "no" under --interactive) left it "stopped before".
+TEST(StatusUnreadable, InProgressOnlyWhileADeployHoldsTheLock) {
+  TempDir t;
+  make_workspace(t.path());
+  fs::remove_all(t.path() / "bad");
+  const auto idle = run_llmport({"status", "--workspace", t.path().string()});
+  EXPECT_EQ(idle.exit_code, 0) << idle.err;
+  EXPECT_NE(idle.out.find("stopped before phase 0 (not running"), std::string::npos) << idle.out;
+  EXPECT_EQ(idle.out.find("in progress"), std::string::npos) << idle.out;
+  const auto lock = FileLock::try_lock(deployment_lock_file(t.path(), "good"));
+  ASSERT_TRUE(lock);
+  const auto busy = run_llmport({"status", "--workspace", t.path().string()});
+  EXPECT_NE(busy.out.find("in progress (next: phase 0)"), std::string::npos) << busy.out;
+  EXPECT_NE(run_llmport({"status", "good", "--workspace", t.path().string()}).out.find("in progress"),
+            std::string::npos);
 }
 
 TEST(RegressUnreadable, ContinuesWithTheOthersAndExits1) {

@@ -405,4 +405,37 @@ TEST(DeployPipeline, AGoldenReplacedBetweenPhasesBlocksTheNextVerify) {
   EXPECT_NE(out.str().find(golden.string() + " changed since deployment"), std::string::npos) << out.str();
 }
 
+// `make clean` removes what llmport wrote in kernel_cache/ and verify/reports/ and nothing
+// else: a file of the user's there was deleted by `rm -rf` (the fresh-user walk of session
+// 35), though phase 7 keeps such files. Directories left empty go too.
+TEST(DeployPipeline, MakeCleanRemovesOnlyWhatLlmportWrote) {
+  TempDir t;
+  const fs::path ws = t.path() / "ws", dir = ws / "stories260k";
+  ASSERT_EQ(deploy_quick({shared_path("models/stories260K").string(), "--workspace", ws.string(), "--last-phase", "0"})
+                .exit_code,
+            0);
+  const fs::path cache = dir / "kernel_cache", reports = dir / "verify" / "reports";
+  fs::create_directories(cache);
+  fs::create_directories(reports / "20261207-170000-1");
+  fs::create_directories(reports / "20261207-170001-2");
+  write_file(cache / "0123abcd-89ef0123.bin", "packed");
+  write_file(cache / "mine.txt", "my notes");
+  write_file(reports / "20261207-170000-1" / "report.md", "r");
+  write_file(reports / "20261207-170000-1" / "report.json", "{}");
+  write_file(reports / "20261207-170001-2" / "diagnosis.svg", "<svg/>");
+  write_file(reports / "20261207-170001-2" / "notes.md", "mine");
+  const auto r = run_make({"-C", dir.string(), "clean"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(cache / "0123abcd-89ef0123.bin"));
+  EXPECT_EQ(read_file(cache / "mine.txt"), "my notes");
+  EXPECT_FALSE(fs::exists(reports / "20261207-170000-1"));  // emptied, removed
+  EXPECT_FALSE(fs::exists(reports / "20261207-170001-2" / "diagnosis.svg"));
+  EXPECT_EQ(read_file(reports / "20261207-170001-2" / "notes.md"), "mine");
+  // Nothing left to clean, or nothing there at all: still exit 0.
+  EXPECT_EQ(run_make({"-C", dir.string(), "clean"}).exit_code, 0);
+  fs::remove_all(cache);
+  fs::remove_all(dir / "verify");
+  EXPECT_EQ(run_make({"-C", dir.string(), "clean"}).exit_code, 0);
+}
+
 }  // namespace
