@@ -49,7 +49,12 @@ def main():
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     ap.add_argument("--top-k", type=int, default=20)
     ap.add_argument("--no-side-file", action="store_true", help="skip the full-logits side file")
+    ap.add_argument("--force", action="store_true", help="replace an existing --out file and its side file")
     args = ap.parse_args()
+    for path in (args.out, os.path.splitext(args.out)[0] + ".safetensors"):
+        if os.path.exists(path) and not args.force:
+            print(f"error: {path} exists; not overwriting (--force replaces it)", file=sys.stderr)
+            return 2
 
     try:
         import torch

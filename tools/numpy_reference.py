@@ -255,7 +255,12 @@ def main():
     ap.add_argument("--steps", type=int, default=8, help="tokens per prompt (1 prefill + steps-1 decode)")
     ap.add_argument("--out", required=True, help="output record file (.json)")
     ap.add_argument("--top-k", type=int, default=20)
+    ap.add_argument("--force", action="store_true", help="replace an existing --out file and its side file")
     args = ap.parse_args()
+    for path in (args.out, os.path.splitext(args.out)[0] + ".safetensors"):
+        if os.path.exists(path) and not args.force:
+            print(f"error: {path} exists; not overwriting (--force replaces it)", file=sys.stderr)
+            return 2
     try:
         run(args)
     except (InputError, OSError, KeyError, ValueError) as e:

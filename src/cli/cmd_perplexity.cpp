@@ -55,8 +55,8 @@ Registrar reg{Command{
       sub.footer(
           "Method: the whole text tokenized once, non-overlapping chunks of CTX tokens (tail dropped), each chunk's\n"
           "first token BOS when the tokenizer adds one, positions CTX/2 .. CTX-2 scored; PPL = exp(mean NLL).\n"
-          "exit codes: 0 done, 2 bad input (missing/empty text, text shorter than one chunk, CTX < 3 or above the\n"
-          "context, a base file made for another text, ctx or vocab)");
+          "exit codes: 0 done, 1 the model's logits are NaN/Inf, 2 bad input (missing/empty text, text shorter than\n"
+          "one chunk, CTX < 3 or above the context, a base file made for another text, ctx or vocab)");
       auto a = std::make_shared<PerplexityArgs>();
       add_model_arg(sub, &a->model);
       sub.add_option("-f,--file", a->text, "text file to score");

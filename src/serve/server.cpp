@@ -363,7 +363,7 @@ class Server {
       throw;
     }
     state_.store(State::Ready);
-    std::cerr << "model loaded: " << model_name_ << " (" << opt_.parallel << " slots x " << slot_ctx_
+    std::cerr << "model loaded: " << model_name_ << " (" << opt_.parallel << (opt_.parallel == 1 ? " slot x " : " slots x ") << slot_ctx_
               << " tokens, " << precision_name(engine_->dtype(), engine_->quant())
               << (engine_->quant_lm_head() == QuantType::None ? "" : ", lm_head " + std::string(quant_name(engine_->quant_lm_head())))
               << ")" << std::endl;

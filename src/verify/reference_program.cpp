@@ -72,7 +72,7 @@ nlohmann::json run_reference_program(const ReferenceProgram& p, const std::strin
   }
   std::string cmd = sh_quote(py) + " " + sh_quote(script.string()) + " --model " + sh_quote(model_dir.string()) +
                     " --prompts " + sh_quote(pfile.string()) + " --steps " + std::to_string(n_steps) + " --out " +
-                    sh_quote(out.string());
+                    sh_quote(out.string()) + " --force";  // verify owns its report directory
   for (const auto& a : extra_args) cmd += " " + sh_quote(a);
   if (std::system(cmd.c_str()) != 0 || !fs::exists(out))
     throw UsageError(flag + ": " + script.string() + " failed (see its messages above)");

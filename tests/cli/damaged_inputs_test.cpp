@@ -210,6 +210,10 @@ std::vector<Case> cases() {
   cfg("intermediate_string", [](json& j) { j["intermediate_size"] = "172"; }, "intermediate_size", true);
   cfg("mpe_1e300", [](json& j) { j["max_position_embeddings"] = 1e300; }, "max_position_embeddings", true);
   cfg("rms_eps_negative", [](json& j) { j["rms_norm_eps"] = -1.0; }, "rms_norm_eps", true);
+  // Values no model has, that ran as silent garbage ("Once Once Once", non-finite logits).
+  cfg("rms_eps_7_5", [](json& j) { j["rms_norm_eps"] = 7.5; }, "rms_norm_eps", true);
+  cfg("rope_theta_1e-300", [](json& j) { j["rope_theta"] = 1e-300; }, "rope_theta", true);
+  cfg("rope_theta_1", [](json& j) { j["rope_theta"] = 1.0; }, "rope_theta", true);
   cfg("head_dim_odd", [](json& j) { j["head_dim"] = 7; }, "head_dim", true);
   cfg("tie_string", [](json& j) { j["tie_word_embeddings"] = "yes"; }, "tie_word_embeddings", true);
   c.push_back({"config/generation_config_eos_2_pow_40",

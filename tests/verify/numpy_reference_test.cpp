@@ -5,6 +5,8 @@
 // context limit, for every family, at fp32 and bf16. A planted fault must fail against it.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
@@ -168,6 +170,25 @@ open(p, "wb").write(struct.pack("<Q", len(hb)) + hb + data + neg)
   ASSERT_EQ(ours.sequences.size(), 1u);
   for (std::size_t k = 0; k < ours.sequences[0].steps.size(); ++k)
     EXPECT_EQ(ours.sequences[0].steps[k].token, golden.sequences[0].steps[k].token) << k;
+}
+
+// Run by hand, the program does not replace a record file (or its side file) that exists:
+// exit 2 naming it, the file untouched; --force replaces it (verify passes it for the files
+// in its own report directory).
+TEST(NumpyReference, AnExistingOutputIsNotOverwrittenWithoutForce) {
+  TempDir t;
+  const fs::path out = numpy_records(t, stories_dir(), {{"a", {1, 403, 407}}}, 2);
+  llmport::test::write_file(out, "mine");
+  const std::string cmd = python_with("numpy", "python3-numpy") + " " + std::string(LLMPORT_SOURCE_DIR) +
+                          "/tools/numpy_reference.py --model " + stories_dir().string() + " --prompts " +
+                          (t.path() / "prompts.json").string() + " --steps 2 --out " + out.string();
+  const int rc = std::system((cmd + " 2> " + (t.path() / "err.txt").string()).c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  EXPECT_NE(llmport::test::read_file(t.path() / "err.txt").find(out.string() + " exists; not overwriting"),
+            std::string::npos);
+  EXPECT_EQ(llmport::test::read_file(out), "mine");
+  EXPECT_EQ(WEXITSTATUS(std::system((cmd + " --force").c_str())), 0);
+  EXPECT_NO_THROW(read_record_file(out));
 }
 
 // Without numpy the reference is a one-line usage error (exit 2), never a crash or a PASS.
