@@ -97,10 +97,12 @@ struct RecordSequence {
   HiddenStates hidden;  ///< at the last prompt position (goldens) or all prompt positions
   /// What the reference printed for its ids, where the file says it (stories golden
   /// `full_text`, `completion_text`, `prompt_tokens` + `generated_tokens`; llmport-records/1
-  /// the same keys): verify holds llmport's tokenizer to them (decode, pieces, round trip).
+  /// the same keys): verify holds llmport's tokenizer to them (decode, pieces, round trip)
+  /// where they overlap the ids.
   std::optional<std::string> full_text;        ///< decode(prompt_ids + tokens), special tokens skipped
   std::optional<std::string> completion_text;  ///< the text the tokens add to the prompt's
-  std::vector<std::string> pieces;             ///< vocabulary strings of prompt_ids then tokens; empty when unstated
+  std::vector<std::string> prompt_pieces;     ///< vocabulary strings of prompt_ids (as many as stated)
+  std::vector<std::string> generated_pieces;  ///< vocabulary strings of the tokens (as many as stated)
   /// Generated tokens (steps[i].token).
   std::vector<int> tokens() const;
 };

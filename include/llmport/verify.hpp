@@ -481,6 +481,10 @@ struct VerifyResult {
   /// ordinary text, and no reference checks where generation stops (goldens run a fixed
   /// number of steps). Caps the verdict; "" when none or there is no tokenizer.json.
   std::string ordinary_stop_ids;
+  /// The first prompt whose printed text (PromptVerdict::reference_text) llmport's tokenizer
+  /// does not reproduce, with the difference; "" when every one matched or none was stated.
+  /// Caps the verdict.
+  std::string reference_text_differs;
   std::string reference_producer;    ///< the producer the reference names
   std::string reference_dtype;
   /// hf and numpy only: {"program", "sha256", "shipped", "python", "kind", "script",
@@ -689,10 +693,14 @@ struct PromptSpec {
   std::optional<std::vector<int>> ids;
 };
 
-/// Reads a prompt file: {"name":..., "prompts":[{"name", "text"|"prompt", "prompt_ids"}]},
-/// a JSON array of such objects, or a JSON array of strings. Throws ConfigError naming
-/// the file and entry.
-std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file);
+/// Reads a prompt file: {"name", "description", "chat": bool, "prompts": [{"name",
+/// "description", "text"|"prompt", "prompt_ids"}]}, a JSON array of such objects, or a JSON
+/// array of strings. `chat` (when non-null) receives the file's "chat" (render the texts
+/// through the chat template or not; unset when the file does not say). Throws ConfigError
+/// naming the file and entry, also for a key verify would not read but that says how to run
+/// ("n_steps", "max_new_tokens", "messages", a prompt's own "chat", ...: ignored, they ran
+/// otherwise than the file said); descriptive keys ("kind") are free.
+std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file, std::optional<bool>* chat = nullptr);
 /// Seed of the built-in id prompt set.
 inline constexpr uint64_t kIdPromptSeed = 20240607;
 /// The built-in "ids" prompt set for a model without a tokenizer: 8 prompts of

@@ -3,12 +3,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "deploy/manifest_fields.hpp"
 #include "deploy/util.hpp"
+#include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
@@ -86,7 +88,16 @@ Manifest read_fields(const ManifestFields& f) {
     }
   m.has_tokenizer = mo.get<bool>("has_tokenizer", false);
   m.target = f.get<std::string>("target");
+  if (m.target != "cpu") throw ConfigError("target: '" + m.target + "' is not a target llmport deploys to (cpu)");
   m.dtype = f.get<std::string>("dtype");
+  // What deploy writes; a value it cannot have written would reach serve/resume as a flag
+  // the user never gave ("--reference 'zzz'", "unknown dtype").
+  try {
+    EngineOptions probe;
+    set_dtype_flag(probe, m.dtype);
+  } catch (const UsageError& e) {
+    throw ConfigError(std::string("dtype: ") + e.what());
+  }
   m.quantize_lm_head = f.get<std::string>("quantize_lm_head", "");
   // Negative counts mean nothing (0 = every core / the config's context); the upper bound
   // of threads is the machine's, checked where a backend starts (resolve_backend_threads).
@@ -98,9 +109,16 @@ Manifest read_fields(const ManifestFields& f) {
     m.verify_top_k = static_cast<int>(v.integer("top_k", 5, 1, std::numeric_limits<int>::max()));
     m.verify_kl_bound = v.get<double>("kl_bound", 0.0);
     m.verify_min_top1 = v.get<double>("min_top1", 0.0);
+    if (!(m.verify_kl_bound >= 0 && std::isfinite(m.verify_kl_bound)))
+      throw ConfigError("verify.kl_bound: " + std::to_string(m.verify_kl_bound) + " is not a KL bound (>= 0)");
+    if (!(m.verify_min_top1 >= 0 && m.verify_min_top1 <= 1))
+      throw ConfigError("verify.min_top1: " + std::to_string(m.verify_min_top1) + " is not a share in [0, 1]");
   }
   const ManifestFields r = f.object("reference");
   m.reference.kind = r.get<std::string>("kind");
+  if (m.reference.kind != "golden" && m.reference.kind != "hf" && m.reference.kind != "numpy" &&
+      m.reference.kind != "oracle")
+    throw ConfigError("reference.kind: '" + m.reference.kind + "' (expected golden, hf, numpy or oracle)");
   if (m.reference.kind == "golden") {
     m.reference.file = r.get<std::string>("file");
     m.reference_hash = r.get<std::string>("sha256", "");
@@ -152,7 +170,8 @@ Manifest Manifest::from_json(const nlohmann::json& j, const fs::path& file) {
 }
 
 Manifest Manifest::load(const fs::path& file) {
-  return from_json(read_json_file(file), file);
+  // Keys distinct: a dtype given twice ran serve at the second while the gates held the first.
+  return from_json(parse_json_text(read_text_file(file), file.string(), JsonKeys::distinct), file);
 }
 
 void Manifest::save(const fs::path& file) {

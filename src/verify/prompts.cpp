@@ -13,13 +13,37 @@
 
 namespace llmport {
 
-std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
+namespace {
+// Keys that would change what runs if verify read them, and that it does not read: refused
+// naming the key (n_steps of 0 or 100000 ran 32 steps; "chat": false on a prompt rendered
+// the template). Other keys are descriptions ("kind", "description") and stay free.
+void refuse_unread(const verify_detail::JsonField& f, bool root) {
+  static const char* const kUnread[] = {"n_steps", "steps", "max_new_tokens", "max_tokens", "n_tokens",
+                                        "messages", "prompt_rendering", "rendering", "system",
+                                        "system_prompt", "temperature", "stop", "seed"};
+  for (const char* key : kUnread)
+    if (f.has(key))
+      f.at(key).fail(std::string("is not read by verify (the step count is --quick/--full's or the golden's; "
+                                 "rendering is the file's \"chat\"): remove it"));
+  if (!root && f.has("chat"))
+    f.at("chat").fail("rendering is chosen for the whole file: put \"chat\" at its root");
+}
+}  // namespace
+
+std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file, std::optional<bool>* chat) {
   const nlohmann::json j = parse_json_text(read_text_file(file), file.string());
   verify_detail::JsonField root(j, file, "");
   // A golden given as --prompts would only say "prompts: missing"; name what it is.
   if (j.is_object() && !root.has("prompts") && (root.has("cases") || root.has("sequences")))
     root.fail("holds no \"prompts\" but golden records (\"cases\"/\"sequences\"): a golden is given as "
               "--reference golden:FILE, and runs its own prompts");
+  if (j.is_object()) {
+    refuse_unread(root, true);
+    if (root.has("chat")) {
+      if (!root.at("chat").raw().is_boolean()) root.at("chat").fail("expected true or false");
+      if (chat) *chat = root.at("chat").raw().get<bool>();
+    }
+  }
   verify_detail::JsonField list = j.is_object() ? root.at("prompts") : root;
   std::vector<PromptSpec> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -29,6 +53,7 @@ std::vector<PromptSpec> read_prompt_file(const std::filesystem::path& file) {
     if (f.raw().is_string()) {
       p.text = f.str();
     } else if (f.raw().is_object()) {
+      refuse_unread(f, false);
       if (f.has("name")) p.name = f.at("name").str();
       if (f.has("text")) p.text = f.at("text").str();
       else if (f.has("prompt")) p.text = f.at("prompt").str();

@@ -339,8 +339,8 @@ void check_derived_fields(const JsonField& cf, const JsonField& steps, const std
 
 // ------------------------------------------------------------------ stories260K golden
 // The texts a reference printed beside its ids (RecordSequence::full_text and friends).
-// `prompt_tokens` + `generated_tokens` must name one piece per id; the stories format writes
-// `generated_tokens` as a Python list repr (a string), which is not read.
+// They are compared where they overlap the ids (a golden cut to fewer steps keeps its longer
+// texts); a list that is not an array of strings is not read.
 void read_texts(const JsonField& cf, RecordSequence& seq) {
   if (cf.has("full_text")) seq.full_text = cf.at("full_text").str();
   if (cf.has("completion_text")) seq.completion_text = cf.at("completion_text").str();
@@ -350,18 +350,9 @@ void read_texts(const JsonField& cf, RecordSequence& seq) {
     for (std::size_t i = 0; i < f.size(); ++i) out.push_back(f.at(i).str());
     return out;
   };
-  if (!cf.has("prompt_tokens") || !cf.at("prompt_tokens").raw().is_array() || !cf.has("generated_tokens") ||
-      !cf.at("generated_tokens").raw().is_array())
-    return;
-  seq.pieces = strings("prompt_tokens");
-  if (seq.pieces.size() != seq.prompt_ids.size())
-    cf.at("prompt_tokens").fail("has " + std::to_string(seq.pieces.size()) + " pieces for " +
-                                std::to_string(seq.prompt_ids.size()) + " prompt ids");
-  const auto gen = strings("generated_tokens");
-  if (gen.size() != seq.steps.size())
-    cf.at("generated_tokens").fail("has " + std::to_string(gen.size()) + " pieces for " +
-                                   std::to_string(seq.steps.size()) + " generated ids");
-  seq.pieces.insert(seq.pieces.end(), gen.begin(), gen.end());
+  if (cf.has("prompt_tokens") && cf.at("prompt_tokens").raw().is_array()) seq.prompt_pieces = strings("prompt_tokens");
+  if (cf.has("generated_tokens") && cf.at("generated_tokens").raw().is_array())
+    seq.generated_pieces = strings("generated_tokens");
 }
 
 RecordFile read_stories(const nlohmann::json& j, const OrderedJson& ordered, const fs::path& file) {

@@ -35,11 +35,8 @@ void write_record_file(const std::filesystem::path& file, const RecordFile& rf) 
     s["tokens"] = seq.tokens();
     if (seq.full_text) s["full_text"] = *seq.full_text;
     if (seq.completion_text) s["completion_text"] = *seq.completion_text;
-    if (!seq.pieces.empty()) {
-      const auto split = seq.pieces.begin() + static_cast<std::ptrdiff_t>(seq.prompt_ids.size());
-      s["prompt_tokens"] = std::vector<std::string>(seq.pieces.begin(), split);
-      s["generated_tokens"] = std::vector<std::string>(split, seq.pieces.end());
-    }
+    if (!seq.prompt_pieces.empty()) s["prompt_tokens"] = seq.prompt_pieces;
+    if (!seq.generated_pieces.empty()) s["generated_tokens"] = seq.generated_pieces;
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     // Full logits where a step holds them (a golden's often only at the prompt's last
     // position): rows of the side tensor, with their steps listed unless that is every step.

@@ -7,15 +7,36 @@
 namespace llmport::verify_detail {
 namespace {
 
-// `what`: ours "..." where the reference printed "...", around the first differing byte.
-std::string differ(const std::string& what, const std::string& ours, const std::string& theirs) {
-  const auto [a, b] = std::mismatch(ours.begin(), ours.end(), theirs.begin(), theirs.end());
-  const std::size_t at = static_cast<std::size_t>(a - ours.begin());
+// Byte offset of the first difference of `a` and `b`, or npos when one is a prefix of the
+// other (a golden cut to fewer steps keeps its longer text; only the overlap is compared).
+std::size_t first_difference(const std::string& a, const std::string& b) {
+  const auto [x, y] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  (void)y;
+  const auto at = static_cast<std::size_t>(x - a.begin());
+  return at >= std::min(a.size(), b.size()) ? std::string::npos : at;
+}
+
+// Ids cut inside a character decode to U+FFFD at the end: not a difference of the text.
+std::string without_trailing_replacement(std::string s) {
+  static const std::string kReplacement = "\xEF\xBF\xBD";
+  while (s.size() >= 3 && s.compare(s.size() - 3, 3, kReplacement) == 0) s.resize(s.size() - 3);
+  return s;
+}
+
+// `what` gives "..." where the reference printed "...", around byte `at`.
+std::string differ(const std::string& what, const std::string& ours, const std::string& theirs, std::size_t at) {
   const std::size_t from = at > 24 ? at - 24 : 0;
   const auto window = [&](const std::string& s) { return "\"" + s.substr(std::min(from, s.size()), 48) + "\""; };
-  (void)b;
   return what + " gives " + window(ours) + " where the reference printed " + window(theirs) + " (byte " +
          std::to_string(at) + ")";
+}
+
+std::string pieces_mismatch(const std::vector<int>& ids, const std::vector<std::string>& pieces, const Tokenizer& tok) {
+  for (std::size_t i = 0; i < ids.size() && i < pieces.size(); ++i)
+    if (ids[i] >= 0 && ids[i] < tok.vocab_size() && tok.id_to_token(ids[i]) != pieces[i])
+      return "id " + std::to_string(ids[i]) + " is the piece \"" + tok.id_to_token(ids[i]) +
+             "\" in llmport's tokenizer, \"" + pieces[i] + "\" in the reference's";
+  return "";
 }
 
 }  // namespace
@@ -26,40 +47,39 @@ std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& to
     if (n_checked) *n_checked = checked;
     return why;
   };
-  std::vector<int> ids = g.prompt_ids;
   const std::vector<int> gen = g.tokens();
-  ids.insert(ids.end(), gen.begin(), gen.end());
-  if (!g.pieces.empty()) {
-    for (std::size_t i = 0; i < ids.size() && i < g.pieces.size(); ++i)
-      if (ids[i] < tok.vocab_size() && tok.id_to_token(ids[i]) != g.pieces[i])
-        return done("id " + std::to_string(ids[i]) + " is the piece \"" + tok.id_to_token(ids[i]) +
-                    "\" in llmport's tokenizer, \"" + g.pieces[i] + "\" in the reference's");
+  for (const auto& [ids, pieces] : {std::pair{&g.prompt_ids, &g.prompt_pieces}, std::pair{&gen, &g.generated_pieces}}) {
+    if (pieces->empty()) continue;
+    if (std::string why = pieces_mismatch(*ids, *pieces, tok); !why.empty()) return done(why);
     ++checked;
   }
-  const std::string text = tok.decode(ids, /*skip_special_tokens=*/true);
+  std::vector<int> ids = g.prompt_ids;
+  ids.insert(ids.end(), gen.begin(), gen.end());
+  const std::string text = without_trailing_replacement(tok.decode(ids, /*skip_special_tokens=*/true));
   if (g.full_text) {
     // A prompt the tokenizer cannot give back (special-token text, characters without a
     // piece) differs within its own length whoever decodes it; its ids are checked against
     // the reference's elsewhere. Differences past it are the generated text's.
     const std::size_t prompt_len = g.prompt ? g.prompt->size() : 0;
-    const auto past_prompt = [&](const std::string& ours) {
-      const auto [a, b] = std::mismatch(ours.begin(), ours.end(), g.full_text->begin(), g.full_text->end());
-      (void)b;
-      return static_cast<std::size_t>(a - ours.begin()) >= prompt_len;
-    };
-    if (text != *g.full_text && past_prompt(text)) return done(differ("decoding its ids", text, *g.full_text));
-    checked += text == *g.full_text;
+    const std::size_t at = first_difference(text, *g.full_text);
+    if (at != std::string::npos && at >= prompt_len) return done(differ("decoding its ids", text, *g.full_text, at));
+    checked += at == std::string::npos;
     const std::string round = tok.decode(tok.encode(*g.full_text), true);
-    if (round != *g.full_text && past_prompt(round))
-      return done(differ("encoding and decoding its text", round, *g.full_text));
-    checked += round == *g.full_text;
+    const std::size_t rat = round == *g.full_text ? std::string::npos : std::min(first_difference(round, *g.full_text),
+                                                                                   std::min(round.size(), g.full_text->size()));
+    if (rat != std::string::npos && rat >= prompt_len)
+      return done(differ("encoding and decoding its text", round, *g.full_text, rat));
+    checked += rat == std::string::npos;
   }
   if (g.completion_text) {
     const std::string prompt = tok.decode(g.prompt_ids, true);
-    const bool ok = text.size() >= prompt.size() && text.compare(0, prompt.size(), prompt) == 0 &&
-                    text.substr(prompt.size()) == *g.completion_text;
-    if (!ok) return done(differ("decoding its generated ids after the prompt's", text, prompt + *g.completion_text));
-    ++checked;
+    if (text.compare(0, prompt.size(), prompt) == 0) {
+      const std::string ours = text.substr(prompt.size());
+      const std::size_t at = first_difference(ours, *g.completion_text);
+      if (at != std::string::npos)
+        return done(differ("decoding its generated ids after the prompt's", ours, *g.completion_text, at));
+      ++checked;
+    }
   }
   return done("");
 }

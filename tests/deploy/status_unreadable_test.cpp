@@ -71,6 +71,35 @@ TEST(StatusUnreadable, InProgressOnlyWhileADeployHoldsTheLock) {
             std::string::npos);
 }
 
+// Values deploy cannot have written are refused naming the field, wherever deployment.json
+// is read (status, serve DIR, deploy --resume), not taken as flags the user never gave
+// ("--reference 'zzz'") or served (target "tpu", a dtype given twice: the second ran).
+TEST(StatusUnreadable, ValuesDeployCannotHaveWrittenAreRefusedByField) {
+  TempDir t;
+  make_workspace(t.path());
+  const fs::path file = Workspace(t.path() / "good").manifest();
+  const std::string good = read_file(file);
+  struct Case {
+    std::string from, to, says;
+  };
+  for (const Case& c : std::vector<Case>{{"\"dtype\": \"bf16\"", "\"dtype\": \"int3\"", "dtype: unknown dtype 'int3'"},
+                                         {"\"target\": \"cpu\"", "\"target\": \"tpu\"", "target: 'tpu'"},
+                                         {"\"kind\": \"oracle\"", "\"kind\": \"zzz\"", "reference.kind: 'zzz'"},
+                                         {"\"dtype\": \"bf16\"", "\"dtype\": \"bf16\", \"dtype\": \"fp32\"",
+                                          "\"dtype\" appears twice"}}) {
+    SCOPED_TRACE(c.to);
+    std::string bad = good;
+    const auto at = bad.find(c.from);
+    ASSERT_NE(at, std::string::npos) << good;
+    bad.replace(at, c.from.size(), c.to);
+    write_file(file, bad);
+    const auto r = run_llmport({"status", "good", "--workspace", t.path().string()});
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(file.string()), std::string::npos) << r.err;
+  }
+}
+
 TEST(RegressUnreadable, ContinuesWithTheOthersAndExits1) {
   TempDir t;
   make_workspace(t.path());

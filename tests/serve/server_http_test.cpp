@@ -583,7 +583,7 @@ TEST(ServeCli, SlotContextAboveTheModelsIsCappedWithAWarning) {
                                  "model's context of 512: each slot holds 512 tokens"),
             std::string::npos)
       << s.stderr_text();
-  EXPECT_NE(s.stderr_text().find("(1 slots x 512 tokens"), std::string::npos) << s.stderr_text();
+  EXPECT_NE(s.stderr_text().find("(1 slot x 512 tokens"), std::string::npos) << s.stderr_text();
   EXPECT_EQ(s.signal_and_wait(SIGINT, 20), 0);
 }
 

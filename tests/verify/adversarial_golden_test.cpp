@@ -183,10 +183,16 @@ TEST(AdversarialGolden, LlmportAsAKeyOrSplitAcrossStringsIsProvenance) {
   honest["notes"] = {"converted from an LLM", "port of llama2.c", "small LLM", "Portuguese excluded"};
   honest["tags"] = {"llm", "portable", "stories"};
   honest["model_files"] = {{"/home/me/llmport-models/stories260K/model.safetensors", "ab12"}};
-  honest["cases"][0]["completion_text"] = "llm port";
   honest["cases"][0]["name"] = "llm_port";
   auto r = verify_golden(stories_dir(), write(t, "honest_fragments", honest));
   EXPECT_EQ(r.verdict(), "PASS") << r.verdict_line();
+  // A printed text reading "llm port" is no producer statement either; it contradicts the
+  // case's ids, which caps for that reason alone.
+  honest["cases"][0]["completion_text"] = "llm port";
+  r = verify_golden(stories_dir(), write(t, "honest_text", honest));
+  EXPECT_EQ(r.caps.size(), 1u) << r.verdict_line();
+  EXPECT_TRUE(has_cap(r, "the reference's printed text is not what llmport's tokenizer makes of its ids"))
+      << r.verdict_line();
 }
 
 // Two values under one key: the reader keeps one, a person may read the other.
