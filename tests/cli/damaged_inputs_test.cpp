@@ -763,7 +763,7 @@ std::vector<Case> cases() {
   manifest("serve_threads_text", set({"threads"}, "two"),
            "deployment.json: not a valid deployment record: threads: expected an integer");
   manifest("serve_not_json", [](json) { return std::string("{\"model\":"); }, "deployment.json: malformed JSON");
-  manifest("serve_dtype_unknown", set({"dtype"}, "fp8"), "deployment.json: dtype: unknown dtype 'fp8'");
+  manifest("serve_dtype_unknown", set({"dtype"}, "fp8"), "deployment.json: not a valid deployment record: dtype: unknown dtype 'fp8'");
   manifest("serve_model_path_gone", set({"model", "path"}, "/nonexistent/model"),
            "deployment.json: model.path: /nonexistent/model is not a directory");
   // Beyond the CLI's limit (4 x the hardware threads): named here, not by the engine once the
