@@ -1,5 +1,7 @@
 // Prompt files: the built-in base/instruct sets (data/prompts) and --prompts FILE.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -19,14 +21,23 @@ namespace {
 // the template). Other keys are descriptions ("kind", "description") and stay free.
 void refuse_unread(const verify_detail::JsonField& f, bool root) {
   static const char* const kUnread[] = {"n_steps", "steps", "max_new_tokens", "max_tokens", "n_tokens",
-                                        "messages", "prompt_rendering", "rendering", "system",
-                                        "system_prompt", "temperature", "stop", "seed"};
-  for (const char* key : kUnread)
-    if (f.has(key))
+                                        "max_length", "n_predict", "messages", "prompt_rendering",
+                                        "rendering", "chat_template", "system", "system_prompt",
+                                        "system_message", "add_bos", "add_special_tokens", "temperature",
+                                        "top_p", "top_k", "min_p", "repetition_penalty", "stop", "seed"};
+  for (const auto& [key, value] : f.raw().items()) {
+    (void)value;
+    std::string lower = key;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool unread = std::any_of(std::begin(kUnread), std::end(kUnread), [&](const char* k) { return lower == k; });
+    if (unread || (lower == "chat" && key != "chat"))
       f.at(key).fail(std::string("is not read by verify (the step count is --quick/--full's or the golden's; "
-                                 "rendering is the file's \"chat\"): remove it"));
+                                 "rendering is the file's \"chat\"; sampling is greedy): remove it"));
+  }
   if (!root && f.has("chat"))
     f.at("chat").fail("rendering is chosen for the whole file: put \"chat\" at its root");
+  if (!root && f.has("text") && f.has("prompt"))
+    f.at("prompt").fail("given beside \"text\": one prompt text per entry");
 }
 }  // namespace
 

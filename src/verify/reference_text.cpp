@@ -2,6 +2,7 @@
 #include "verify/reference_text.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 namespace llmport::verify_detail {
@@ -41,6 +42,15 @@ std::string pieces_mismatch(const std::vector<int>& ids, const std::vector<std::
 
 }  // namespace
 
+// What `llmport run` prints for `ids`: the streaming decoder, one id at a time (a decoder
+// rule anchored at the text's end fires there, on each short window, and not on the whole).
+std::string streamed(const Tokenizer& tok, const std::vector<int>& ids) {
+  IncrementalDecoder dec(tok, /*skip_special_tokens=*/true);
+  std::string out;
+  for (const int id : ids) out += dec.push(id);
+  return out + dec.flush();
+}
+
 std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& tok, int* n_checked) {
   int checked = 0;
   const auto done = [&](std::string why) {
@@ -55,31 +65,43 @@ std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& to
   }
   std::vector<int> ids = g.prompt_ids;
   ids.insert(ids.end(), gen.begin(), gen.end());
-  const std::string text = without_trailing_replacement(tok.decode(ids, /*skip_special_tokens=*/true));
+  // A prompt holding special tokens past its first id (special-token text, characters that
+  // became <unk>) does not come back from any tokenizer: a difference within its text is
+  // not judged then (its ids are checked against the reference's elsewhere). Otherwise the
+  // prompt is text like the rest.
+  const bool prompt_lossy = std::any_of(g.prompt_ids.begin() + (g.prompt_ids.empty() ? 0 : 1), g.prompt_ids.end(),
+                                        [&](int id) { return id >= 0 && id < tok.vocab_size() && tok.is_special(id); });
+  const std::size_t exempt = prompt_lossy && g.prompt ? g.prompt->size() : 0;
+  // The generated text the reference printed: completion_text, else full_text past the prompt.
+  std::optional<std::string> completion = g.completion_text;
+  if (!completion && g.full_text && g.prompt && g.full_text->compare(0, g.prompt->size(), *g.prompt) == 0)
+    completion = g.full_text->substr(g.prompt->size());
+  const std::string prompt_text = tok.decode(g.prompt_ids, true);
+  const std::string whole = without_trailing_replacement(tok.decode(ids, /*skip_special_tokens=*/true));
+  const std::string stream = without_trailing_replacement(streamed(tok, ids));
+  for (const auto& [how, text] : {std::pair{"decoding its ids", &whole}, std::pair{"streaming its ids (as run prints them)", &stream}}) {
+    if (g.full_text) {
+      const std::size_t at = first_difference(*text, *g.full_text);
+      if (at != std::string::npos && at >= exempt) return done(differ(how, *text, *g.full_text, at));
+      checked += at == std::string::npos;
+    }
+    if (completion) {
+      if (text->compare(0, prompt_text.size(), prompt_text) != 0)
+        return done(std::string(how) + ": the prompt's ids alone decode to a text that does not begin it (\"" +
+                    prompt_text.substr(0, 48) + "\")");
+      const std::string ours = text->substr(prompt_text.size());
+      const std::size_t at = first_difference(ours, *completion);
+      if (at != std::string::npos) return done(differ(std::string(how) + " after the prompt's", ours, *completion, at));
+      ++checked;
+    }
+  }
   if (g.full_text) {
-    // A prompt the tokenizer cannot give back (special-token text, characters without a
-    // piece) differs within its own length whoever decodes it; its ids are checked against
-    // the reference's elsewhere. Differences past it are the generated text's.
-    const std::size_t prompt_len = g.prompt ? g.prompt->size() : 0;
-    const std::size_t at = first_difference(text, *g.full_text);
-    if (at != std::string::npos && at >= prompt_len) return done(differ("decoding its ids", text, *g.full_text, at));
-    checked += at == std::string::npos;
     const std::string round = tok.decode(tok.encode(*g.full_text), true);
     const std::size_t rat = round == *g.full_text ? std::string::npos : std::min(first_difference(round, *g.full_text),
                                                                                    std::min(round.size(), g.full_text->size()));
-    if (rat != std::string::npos && rat >= prompt_len)
+    if (rat != std::string::npos && rat >= exempt)
       return done(differ("encoding and decoding its text", round, *g.full_text, rat));
     checked += rat == std::string::npos;
-  }
-  if (g.completion_text) {
-    const std::string prompt = tok.decode(g.prompt_ids, true);
-    if (text.compare(0, prompt.size(), prompt) == 0) {
-      const std::string ours = text.substr(prompt.size());
-      const std::size_t at = first_difference(ours, *g.completion_text);
-      if (at != std::string::npos)
-        return done(differ("decoding its generated ids after the prompt's", ours, *g.completion_text, at));
-      ++checked;
-    }
   }
   return done("");
 }

@@ -14,12 +14,14 @@ namespace llmport::verify_detail {
 /// (shown around its byte offset). Compared where text and ids overlap (a golden cut to
 /// fewer steps keeps its longer text: a prefix is no difference). Checked, each where stated:
 /// - pieces: id_to_token of each prompt and generated id is the reference's piece;
-/// - full_text: decode(prompt_ids + tokens, skip special) agrees with it, and
-///   decode(encode(full_text)) equals it (the encoder's normalizer must not rewrite the text; the
-///   prompt's own encoding is checked against its ids elsewhere); a difference within the
-///   prompt's text length is not judged (a prompt holding special-token text or characters
-///   without a piece does not come back from any tokenizer);
-/// - completion_text: decode(prompt_ids + tokens) agrees with decode(prompt_ids) + it.
+/// - the ids decoded whole and streamed (IncrementalDecoder, what `run` prints: a decoder
+///   rule anchored at the text's end fires on its short windows only) each agree with
+///   full_text, and past the prompt's own decoding (which must begin them) with
+///   completion_text (or full_text past the prompt text);
+/// - decode(encode(full_text)) equals it (the encoder's normalizer must not rewrite text).
+/// A difference within the prompt's text is not judged only when the prompt's ids hold a
+/// special token past the first (special-token text, <unk>): such a prompt does not come back
+/// from any tokenizer, and its ids are checked against the reference's elsewhere.
 /// verify caps the verdict on a difference (VerifyResult::reference_text_differs).
 /// `n_checked` (optional) receives how many of these held.
 std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& tok, int* n_checked = nullptr);

@@ -34,6 +34,12 @@ TEST(PromptFile, KeysThatSayHowToRunAreReadOrRefused) {
   EXPECT_NE(refused(t, json::array({steps})).find("n_steps: is not read by verify"), std::string::npos)
       << refused(t, json::array({steps}));
   EXPECT_NE(refused(t, {{"max_new_tokens", 9}, {"prompts", {prompt}}}).find("max_new_tokens"), std::string::npos);
+  json other_case = prompt;
+  other_case["N_Steps"] = 3;
+  EXPECT_NE(refused(t, json::array({other_case})).find("N_Steps: is not read"), std::string::npos);
+  json both = prompt;
+  both["text"] = "Once";
+  EXPECT_NE(refused(t, json::array({both})).find("given beside \"text\""), std::string::npos);
   json per_prompt_chat = prompt;
   per_prompt_chat["chat"] = false;
   EXPECT_NE(refused(t, json::array({per_prompt_chat})).find("put \"chat\" at its root"), std::string::npos);
