@@ -2,6 +2,7 @@
 // (architecture.hpp); the field rules here are the ones every class shares.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -30,23 +31,20 @@ double positive_double(const json& j, const char* key, double dflt) {
   return *v;
 }
 
-// positive_double within (0, `below`): a value past it is no model's, and would run as
-// silent garbage (an eps of 7.5 flattens every norm; a RoPE base <= 1 turns every
+// positive_double within (`above`, `below`): a value past them is no model's, and would run
+// as silent garbage (an eps of 7.5 flattens every norm; a RoPE base <= 1 turns every
 // frequency into >= 1 radian per position).
-double bounded_double(const json& j, const char* key, double dflt, double below, const char* why) {
+double positive_double_within(const json& j, const char* key, double dflt, double above, double below,
+                              const char* why) {
   const double v = positive_double(j, key, dflt);
-  if (!(v < below))
-    throw ConfigError(std::string("field '") + key + "': " + json_excerpt(*field(j, key)) + " must be < " +
-                      json(below).dump() + " (" + why + ")");
+  const char* bound = !(v > above) ? " must be > " : !(v < below) ? " must be < " : nullptr;
+  if (bound)
+    throw ConfigError(std::string("field '") + key + "': " + json_excerpt(*field(j, key)) + bound +
+                      json(!(v > above) ? above : below).dump() + " (" + why + ")");
   return v;
 }
-double rope_base(const json& j, double dflt) {
-  const double v = positive_double(j, "rope_theta", dflt);
-  if (!(v > 1.0))
-    throw ConfigError("field 'rope_theta': " + json_excerpt(*field(j, "rope_theta")) +
-                      " must be > 1 (the RoPE base: inv_freq = theta^(-2i/head_dim) must fall with i)");
-  return v;
-}
+constexpr const char* kRopeBaseWhy = "the RoPE base: inv_freq = theta^(-2i/head_dim) must fall with i";
+constexpr double kNoBound = std::numeric_limits<double>::infinity();
 
 RopeScaling resolve_rope_scaling(const json& config, const Architecture& arch) {
   RopeScaling rs;
@@ -195,13 +193,13 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   auto mpe = strict_int(config, "max_position_embeddings", false, 1, who);
   cfg.max_position_embeddings = mpe ? as_int(mpe) : arch.default_max_position_embeddings;
 
-  cfg.rope_theta = rope_base(config, arch.default_rope_theta);
+  cfg.rope_theta = positive_double_within(config, "rope_theta", arch.default_rope_theta, 1.0, kNoBound, kRopeBaseWhy);
   if (!field(config, "rope_theta"))
     if (const json* rp = field(config, "rope_parameters"); rp && rp->is_object())
-      cfg.rope_theta = rope_base(*rp, arch.default_rope_theta);
+      cfg.rope_theta = positive_double_within(*rp, "rope_theta", arch.default_rope_theta, 1.0, kNoBound, kRopeBaseWhy);
   cfg.rope_scaling = resolve_rope_scaling(config, arch);
-  cfg.rms_norm_eps = bounded_double(config, "rms_norm_eps", 1e-6, 1.0,
-                                    "a variance floor: models use 1e-5 or 1e-6, and 1 or more flattens every norm");
+  cfg.rms_norm_eps = positive_double_within(config, "rms_norm_eps", 1e-6, 0.0, 1.0,
+                                            "a variance floor: models use 1e-5 or 1e-6, and 1 or more flattens every norm");
 
   if (const json* act = field(config, "hidden_act")) {
     if (!act->is_string()) throw ConfigError("field 'hidden_act': expected a string, got " + json_excerpt(*act));

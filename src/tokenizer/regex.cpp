@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include <chrono>
+#include <memory>
 
 #include "llmport/error.hpp"
 #include "tokenizer/utf8.hpp"
@@ -95,20 +96,23 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
   std::vector<std::pair<std::size_t, std::size_t>> out;
   const auto start = std::chrono::steady_clock::now();
   const double budget_s = base_s + per_byte_s * static_cast<double>(text.size());
-  // Per call (not per match) so that one Regex can be used by several threads.
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
-  pcre2_match_context* mc = pcre2_match_context_create(nullptr);
-  pcre2_jit_stack* js = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr);
-  if (js) pcre2_jit_stack_assign(mc, nullptr, js);
+  // Per call (not per match) so that one Regex can be used by several threads; freed on
+  // every way out, the errors' included.
+  const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> md_owner(
+      pcre2_match_data_create_from_pattern(impl_->code, nullptr), &pcre2_match_data_free);
+  const std::unique_ptr<pcre2_match_context, decltype(&pcre2_match_context_free)> mc_owner(
+      pcre2_match_context_create(nullptr), &pcre2_match_context_free);
+  const std::unique_ptr<pcre2_jit_stack, decltype(&pcre2_jit_stack_free)> js_owner(
+      pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, nullptr), &pcre2_jit_stack_free);
+  pcre2_match_data* md = md_owner.get();
+  pcre2_match_context* mc = mc_owner.get();
+  if (js_owner) pcre2_jit_stack_assign(mc, nullptr, js_owner.get());
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t pos = 0;
   while (pos <= text.size()) {
     int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, mc);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
-      if (js) pcre2_jit_stack_free(js);
-      pcre2_match_context_free(mc);
-      pcre2_match_data_free(md);
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
       // E.g. the match limit on a pathological pattern: name the file and the pattern.
@@ -119,15 +123,11 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
     std::size_t s = ov[0], e = ov[1];
     out.emplace_back(s, e);
     if (out.size() % 64 == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s) {
-      if (js) pcre2_jit_stack_free(js);
-      pcre2_match_context_free(mc);
-      pcre2_match_data_free(md);
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s)
       throw ConfigError(impl_->where + ": pre-tokenizer regex '" + impl_->source + "' ran past " +
                         std::to_string(static_cast<int>(budget_s + 0.5)) + " s on a text of " +
                         std::to_string(text.size()) + " bytes, after " + std::to_string(out.size()) +
                         " matches (a pattern that re-scans the rest of the text at every match is quadratic)");
-    }
     if (e == s) {
       if (e >= text.size()) break;
       std::size_t n = utf8_valid_len(text, e);
@@ -136,9 +136,6 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
       pos = e;
     }
   }
-  if (js) pcre2_jit_stack_free(js);
-  pcre2_match_context_free(mc);
-  pcre2_match_data_free(md);
   return out;
 }
 

@@ -8,12 +8,15 @@
 namespace llmport::verify_detail {
 namespace {
 
+// Byte offset where `a` and `b` part: their first differing byte, else the shorter one's end.
+std::size_t parting(const std::string& a, const std::string& b) {
+  return static_cast<std::size_t>(std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+}
+
 // Byte offset of the first difference of `a` and `b`, or npos when one is a prefix of the
 // other (a golden cut to fewer steps keeps its longer text; only the overlap is compared).
 std::size_t first_difference(const std::string& a, const std::string& b) {
-  const auto [x, y] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
-  (void)y;
-  const auto at = static_cast<std::size_t>(x - a.begin());
+  const std::size_t at = parting(a, b);
   return at >= std::min(a.size(), b.size()) ? std::string::npos : at;
 }
 
@@ -40,8 +43,6 @@ std::string pieces_mismatch(const std::vector<int>& ids, const std::vector<std::
   return "";
 }
 
-}  // namespace
-
 // What `llmport run` prints for `ids`: the streaming decoder, one id at a time (a decoder
 // rule anchored at the text's end fires there, on each short window, and not on the whole).
 std::string streamed(const Tokenizer& tok, const std::vector<int>& ids) {
@@ -50,6 +51,8 @@ std::string streamed(const Tokenizer& tok, const std::vector<int>& ids) {
   for (const int id : ids) out += dec.push(id);
   return out + dec.flush();
 }
+
+}  // namespace
 
 std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& tok, int* n_checked) {
   int checked = 0;
@@ -96,12 +99,12 @@ std::string reference_text_mismatch(const RecordSequence& g, const Tokenizer& to
     }
   }
   if (g.full_text) {
+    // The whole text both ways: here a prefix is a difference too.
     const std::string round = tok.decode(tok.encode(*g.full_text), true);
-    const std::size_t rat = round == *g.full_text ? std::string::npos : std::min(first_difference(round, *g.full_text),
-                                                                                   std::min(round.size(), g.full_text->size()));
-    if (rat != std::string::npos && rat >= exempt)
-      return done(differ("encoding and decoding its text", round, *g.full_text, rat));
-    checked += rat == std::string::npos;
+    const bool same = round == *g.full_text;
+    if (!same && parting(round, *g.full_text) >= exempt)
+      return done(differ("encoding and decoding its text", round, *g.full_text, parting(round, *g.full_text)));
+    checked += same;
   }
   return done("");
 }

@@ -161,8 +161,7 @@ class CpuBackend final : public Backend {
   }
   void retile(LinearWeight& w, const TileConfig& cfg) override {
     if (auto* q = dynamic_cast<CpuQuantLinear*>(&w)) return q->set_config(cfg);
-    check_tiles_run_as_given(isa_, w.dtype, cfg);  // before: a refused config is not kept
-    check_fma_supported(blocking_from_config(cfg, w.dtype));
+    check_tiles(w.dtype, cfg);  // before: a refused config is not kept
     as_cpu_mut(w).set_config(cfg);
   }
   std::size_t quantized_packed_size(int n, int k, QuantType q) const override {
@@ -183,7 +182,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<LinearWeight> linear_from_packed(int n, int k, DType dtype, const TileConfig& cfg,
                                                    std::span<const std::byte> bytes) override {
     auto lw = std::make_unique<CpuLinear>(n, k, dtype, float_config_or_default(cfg, dtype, n, k));
-    check_tiles(*lw);
+    check_tiles(lw->dtype, lw->config);
     if (bytes.size() != lw->bytes())
       throw UsageError("cpu: packed weight of " + std::to_string(bytes.size()) + " bytes, expected " +
                        std::to_string(lw->bytes()));
@@ -194,7 +193,7 @@ class CpuBackend final : public Backend {
       int n, int k, DType dtype, const TileConfig& cfg,
       const std::function<bool(std::span<std::byte>)>& read) override {
     auto lw = std::make_unique<CpuLinear>(n, k, dtype, float_config_or_default(cfg, dtype, n, k));
-    check_tiles(*lw);
+    check_tiles(lw->dtype, lw->config);
     if (!read({static_cast<std::byte*>(lw->data()), lw->bytes()})) return nullptr;
     return lw;
   }
@@ -211,7 +210,7 @@ class CpuBackend final : public Backend {
                                                                          static_cast<int>(w.shape[1]))
                                                : cfg;
     auto lw = pack_linear(w, compute, use, threads_);
-    check_tiles(*lw);
+    check_tiles(lw->dtype, lw->config);
     return lw;
   }
 
@@ -602,9 +601,9 @@ class CpuBackend final : public Backend {
 
   // A config this level's kernels would not run as given (clamped mr, rounded np) or an
   // fma path it lacks: refused where a weight gets its config, so nothing records it.
-  void check_tiles(const CpuLinear& w) const {
-    check_fma_supported(w.blocking());
-    check_tiles_run_as_given(isa_, w.dtype, w.config);
+  void check_tiles(DType dtype, const TileConfig& cfg) const {
+    check_tiles_run_as_given(isa_, dtype, cfg);
+    check_fma_supported(blocking_from_config(cfg, dtype));
   }
   void check_fma_supported(const Blocking& blk) const {
     if (blk.fma && !k_.linear_bf16_fma)
