@@ -85,6 +85,8 @@ TEST(StatusUnreadable, ValuesDeployCannotHaveWrittenAreRefusedByField) {
   for (const Case& c : std::vector<Case>{{"\"dtype\": \"bf16\"", "\"dtype\": \"int3\"", "dtype: unknown dtype 'int3'"},
                                          {"\"target\": \"cpu\"", "\"target\": \"tpu\"", "target: 'tpu'"},
                                          {"\"kind\": \"oracle\"", "\"kind\": \"zzz\"", "reference.kind: 'zzz'"},
+                                         {"\"kl_bound\": 0.0", "\"kl_bound\": -1.0", "verify.kl_bound: -1"},
+                                         {"\"min_top1\": 0.0", "\"min_top1\": 1.5", "verify.min_top1: 1.5"},
                                          {"\"dtype\": \"bf16\"", "\"dtype\": \"bf16\", \"dtype\": \"fp32\"",
                                           "\"dtype\" appears twice"}}) {
     SCOPED_TRACE(c.to);
