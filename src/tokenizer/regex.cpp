@@ -3,6 +3,7 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -76,7 +77,7 @@ Regex::Regex(const std::string& source, const std::string& where) : impl_(std::m
   impl_->source = source.size() > 60 ? source.substr(0, 57) + "..." : source;
   const std::string pattern = onig_compatible(source);
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                              PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &err, &off, nullptr);
+                              PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK | PCRE2_USE_OFFSET_LIMIT, &err, &off, nullptr);
   if (!impl_->code) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
@@ -110,8 +111,25 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   std::size_t pos = 0;
   while (pos <= text.size()) {
+    // A search tries at most kStartsPerCall start positions (the offset limit), so that the
+    // clock is read between calls that each cost a bounded amount: a pattern that never
+    // matches may still spend up to PCRE2's match limit at every start position (10 ms or
+    // more each), and one unbounded call over a 3 KB text ran for a minute.
+    const std::size_t limit = std::min(text.size(), pos + kStartsPerCall - 1);
+    pcre2_set_offset_limit(mc, limit);
     int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK, md, mc);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s)
+      throw ConfigError(impl_->where + ": pre-tokenizer regex '" + impl_->source + "' ran past " +
+                        std::to_string(static_cast<int>(budget_s + 0.5)) + " s on a text of " +
+                        std::to_string(text.size()) + " bytes, after " + std::to_string(out.size()) +
+                        " matches (a pattern that backtracks at every position, or re-scans the rest of the "
+                        "text at every match, is superlinear)");
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      if (limit >= text.size()) break;
+      pos = limit + 1;  // the next start is the next character boundary past the limit
+      while (pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80) ++pos;
+      continue;
+    }
     if (rc < 0) {
       PCRE2_UCHAR buf[256];
       pcre2_get_error_message(rc, buf, sizeof buf);
@@ -122,12 +140,6 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     std::size_t s = ov[0], e = ov[1];
     out.emplace_back(s, e);
-    if (out.size() % 64 == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > budget_s)
-      throw ConfigError(impl_->where + ": pre-tokenizer regex '" + impl_->source + "' ran past " +
-                        std::to_string(static_cast<int>(budget_s + 0.5)) + " s on a text of " +
-                        std::to_string(text.size()) + " bytes, after " + std::to_string(out.size()) +
-                        " matches (a pattern that re-scans the rest of the text at every match is quadratic)");
     if (e == s) {
       if (e >= text.size()) break;
       std::size_t n = utf8_valid_len(text, e);

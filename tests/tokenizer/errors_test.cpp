@@ -1,5 +1,9 @@
 // Malformed tokenizer files and bad input give one typed, one-line error naming the file
 // and the component or field at fault; never a crash.
+#include <chrono>
+#include <string>
+#include <vector>
+
 #include "llmport/error.hpp"
 #include "tokenizer/regex.hpp"
 #include "tokenizer/tokenizer_fixtures.hpp"
@@ -156,6 +160,51 @@ TEST(TokenizerErrors, AQuadraticRegexIsStoppedByItsTimeBudget) {
   // A linear pattern over the same text: every match, within the default budget.
   const tok::Regex linear("a", "tokenizer.json: pre_tokenizer");
   EXPECT_EQ(linear.find_all(text).size(), text.size());
+}
+
+TEST(TokenizerErrors, APatternThatBacktracksAtEveryPositionWithoutMatchingIsStoppedToo) {
+  // ~20 ms of backtracking at each start position (under PCRE2's match limit) and no match
+  // anywhere: one unbounded search over these 3 KB ran for a minute before the clock was read.
+  const tok::Regex redos("(?:a|aa){1,22}c", "tokenizer.json: pre_tokenizer");
+  const std::string text = std::string(3000, 'a') + "bc";
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    redos.find_all(text, 0.05, 1e-7);
+    ADD_FAILURE() << "ran to the end";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran past"), std::string::npos) << e.what();
+  }
+  // The budget is overrun by at most kStartsPerCall positions' work (~0.3 s here).
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+}
+
+TEST(TokenizerErrors, SearchingInWindowsOfStartPositionsFindsWhatOneSearchFinds) {
+  // Matches far apart (past several windows, at every phase of a window), multibyte
+  // characters across a window's edge, a lookbehind reaching back before the window, and
+  // empty matches.
+  std::string text;
+  std::vector<std::size_t> y_at, e_at;
+  for (std::size_t i = 0; i < 48; ++i) {
+    text += std::string(37 + i % 17, 'x');
+    e_at.push_back(text.size());
+    text += "\xc3\xa9\xe2\x82\xac";  // U+00E9 U+20AC
+    y_at.push_back(text.size());
+    text += "yz";
+  }
+  const tok::Regex after_euro("(?<=\\x{20AC})y", "t");
+  const auto m = after_euro.find_all(text);
+  ASSERT_EQ(m.size(), y_at.size());
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].first, y_at[i]);
+    EXPECT_EQ(m[i].second, y_at[i] + 1);
+  }
+  const tok::Regex before_e_acute("(?=\\x{E9})", "t");
+  const auto e = before_e_acute.find_all(text);
+  ASSERT_EQ(e.size(), e_at.size());
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    EXPECT_EQ(e[i].first, e_at[i]);
+    EXPECT_EQ(e[i].second, e_at[i]);
+  }
 }
 
 }  // namespace
