@@ -112,6 +112,31 @@ TEST(VerifyGolden, PromptTextsOfAModelWithoutATokenizerAreLabelledNotChecked) {
   }
 }
 
+// A golden's raw prompt that the tokenizer cannot encode (PCRE2 gives up on the
+// pre-tokenizer's pattern) is the tokenizer's error: it was once read as "not checked", as a
+// chat template llmport cannot render is, and the verdict stayed a plain PASS.
+TEST(VerifyGolden, ARawPromptTheTokenizerCannotEncodeIsAnError) {
+  test::TempDir tmp;
+  const fs::path model = test::copy_stories(tmp.path() / "m");
+  auto tj = nlohmann::json::parse(test::read_file(model / "tokenizer.json"));
+  tj["pre_tokenizer"] = {{"type", "Split"},
+                         {"pattern", {{"Regex", "(?:a+)+[^a]"}}},  // exponential on a run of a's
+                         {"behavior", "Isolated"},
+                         {"invert", false}};
+  test::write_file(model / "tokenizer.json", tj.dump());
+  auto g = nlohmann::json::parse(test::read_file(test::stories_golden()));
+  g["cases"][0]["prompt"] = std::string(64, 'a');
+  test::write_file(tmp.path() / "g.json", g.dump());
+  try {
+    test::verify_golden(model, tmp.path() / "g.json");
+    ADD_FAILURE() << "verify ran";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("pre-tokenizer regex '(?:a+)+[^a]' failed on the input text"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(VerifyGolden, GoldenIdsOutsideTheVocabularyAreBadInput) {
   test::TempDir tmp;
   auto j = nlohmann::json::parse(test::read_file(test::stories_golden()));
