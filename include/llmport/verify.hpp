@@ -479,8 +479,14 @@ struct VerifyResult {
   /// Stop ids (config.json / generation_config.json eos_token_id) that are ordinary text
   /// tokens of tokenizer.json, not special ones, e.g. "426 ('.')": generation would end at
   /// ordinary text, and no reference checks where generation stops (goldens run a fixed
-  /// number of steps). Caps the verdict; "" when none or there is no tokenizer.json.
+  /// number of steps). Read from tokenizer.json's added tokens, or without one from
+  /// tokenizer_config.json's added_tokens_decoder. Caps the verdict; "" when none or the
+  /// model has neither file.
   std::string ordinary_stop_ids;
+  /// Tokenizer::config_disagreements() joined by "; ": tokenizer_config.json says what
+  /// tokenizer.json does not, so transformers and llmport (the Rust library's reading)
+  /// tokenize the model differently. Caps the verdict; "" when they agree.
+  std::string tokenizer_files_disagree;
   /// The first prompt whose printed text (PromptVerdict::reference_text) llmport's tokenizer
   /// does not reproduce, with the difference; "" when every one matched or none was stated.
   /// Caps the verdict.

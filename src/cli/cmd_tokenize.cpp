@@ -29,6 +29,7 @@ std::string ids_json(const std::vector<int>& ids) { return nlohmann::json(ids).d
 
 int run_tokenize(const TokenizeArgs& a) {
   auto tok = Tokenizer::load(tokenizer_dir(a.model));
+  warn_tokenizer_disagreements(*tok, std::cerr);
   EncodeOptions opt;
   opt.add_special_tokens = !a.no_special;
   opt.split_special_tokens = a.split_special;

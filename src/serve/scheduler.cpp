@@ -102,6 +102,12 @@ void Scheduler::stop() {
   n_active_.store(0);
 }
 
+void Scheduler::cancel_queued() {
+  std::lock_guard<std::mutex> l(mu_);
+  for (auto& s : waiting_) s->gen->finish("cancelled");
+  waiting_.clear();
+}
+
 void Scheduler::release(Seq& s, const std::string& reason, const std::string& error) {
   s.gen->finish(reason, error);
   if (s.slot >= 0) {

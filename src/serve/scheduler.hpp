@@ -85,6 +85,8 @@ class Scheduler {
   int queued() const;
   /// Cancels everything still running or queued and joins the thread.
   void stop();
+  /// Cancels the requests still waiting for a slot (shutdown: they would never start).
+  void cancel_queued();
 
  private:
   struct Seq {

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <thread>
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include "chat/ustr.hpp"
@@ -227,7 +228,7 @@ class TextPipe {
       : stop_(std::move(stops)) {
     if (!tok) return;
     dec_.emplace(*tok, /*skip_special_tokens=*/true);
-    for (int id : prompt) dec_->push(id);
+    (void)dec_->seed(prompt);
   }
   std::string push(int id) {
     raw_ = dec_ ? dec_->push(id) : std::string();
@@ -275,6 +276,7 @@ class Server {
                        " tokens per slot (need at least 2)");
     const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
     if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
+    if (tok_) warn_tokenizer_disagreements(*tok_, std::cerr);
     if (!opt_.chat_template_file.empty()) {
       chat_template_ = read_chat_template_file(opt_.chat_template_file);
     } else if (tok_) {
@@ -372,9 +374,19 @@ class Server {
     sigwait(&sigs, &sig);
     std::cerr << "signal " << sig << ": draining (" << opt_.shutdown_grace_s << " s grace)" << std::endl;
     state_.store(State::Draining);
+    // A request still waiting for a slot would only start to be cut by the end of the grace:
+    // it is answered 503 now, so that a balancer retries it on another replica.
+    scheduler_->cancel_queued();
     const auto deadline = Clock::now() + std::chrono::duration<double>(opt_.shutdown_grace_s);
     // In-flight: generation requests not yet answered in full (streams until their releaser).
-    while (Clock::now() < deadline && inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // A second SIGINT/SIGTERM ends the grace at once (Ctrl-C twice).
+    const timespec tick{0, 20'000'000};
+    while (Clock::now() < deadline && inflight_.load() > 0) {
+      if (sigtimedwait(&sigs, nullptr, &tick) > 0) {
+        std::cerr << "second signal: cancelling what is left" << std::endl;
+        break;
+      }
+    }
     scheduler_->stop();  // cancels what is left; their handlers answer 503
     const auto hard = Clock::now() + std::chrono::seconds(2);
     while (Clock::now() < hard && inflight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -748,7 +760,7 @@ class Server {
       return send_error(res, 429, "the server is busy: " + std::to_string(opt_.parallel) + " requests running and " +
                                       std::to_string(opt_.queue) + " queued; retry later");
     }
-    ResponseHead head{ep, (ep == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + std::to_string(++next_id_),
+    ResponseHead head{ep, (ep == Endpoint::Chat ? "chatcmpl-" : "cmpl-") + response_id(),
                       static_cast<long long>(std::time(nullptr)), model_name_};
     if (r.stream) return stream(res, r, head, gen, prompt, guard, req.version == "HTTP/1.0");
 
@@ -927,6 +939,13 @@ class Server {
   Metrics metrics_;
   std::unique_ptr<Scheduler> scheduler_;
   std::atomic<State> state_{State::Loading};
+  // Response ids: a random 64-bit prefix per process and a counter, so that ids do not
+  // repeat across restarts or the replicas behind one balancer (clients and logs key on
+  // them), as OpenAI's random ids do not.
+  std::string response_id() {
+    return fmt::format("{:016x}{:08x}", id_base_, static_cast<std::uint32_t>(++next_id_));
+  }
+  const std::uint64_t id_base_ = std::random_device{}() * 0x100000000ULL ^ std::random_device{}();
   std::atomic<uint64_t> next_id_{0};
   std::atomic<int> inflight_{0};
   HttpServer http_;

@@ -23,7 +23,7 @@ using ResponseJson = nlohmann::ordered_json;
 std::string dump(const nlohmann::json& j);
 std::string dump(const ResponseJson& j);
 
-/// Identity of one response: id ("cmpl-N" / "chatcmpl-N"), created (unix s), model.
+/// Identity of one response: id ("cmpl-" / "chatcmpl-" and 24 hex digits, unique across processes), created (unix s), model.
 struct ResponseHead {
   Endpoint endpoint = Endpoint::Completions;
   std::string id;

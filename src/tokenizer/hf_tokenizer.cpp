@@ -7,6 +7,7 @@
 #include "llmport/tokenizer.hpp"
 #include "tokenizer/added_vocabulary.hpp"
 #include "tokenizer/bpe_model.hpp"
+#include "tokenizer/config_agreement.hpp"
 #include "tokenizer/components.hpp"
 #include "tokenizer/tokenizer_json.hpp"
 #include "tokenizer/utf8.hpp"
@@ -150,6 +151,7 @@ class HfTokenizer final : public Tokenizer {
   std::string eos_token() const override { return eos_; }
   std::string chat_template() const override { return chat_template_; }
   std::string chat_template_origin() const override { return chat_template_origin_; }
+  std::vector<std::string> config_disagreements() const override { return disagreements_; }
 
  private:
   void encode_piece(std::string_view text, bool at_start, std::vector<int>& ids) const {
@@ -165,8 +167,9 @@ class HfTokenizer final : public Tokenizer {
   }
 
   void load_metadata(const fs::path& dir) {
-    json cfg;
-    if (fs::path p = dir / "tokenizer_config.json"; fs::exists(p)) {
+    json cfg, special_map;
+    const fs::path cfg_path = dir / "tokenizer_config.json";
+    if (const fs::path& p = cfg_path; fs::exists(p)) {
       cfg = parse_json(p);
       // A damaged file is named, not read as "no settings" (which would drop the chat
       // template and the special tokens without a word).
@@ -187,15 +190,16 @@ class HfTokenizer final : public Tokenizer {
         if (!chat_template_.empty()) chat_template_origin_ = p.string() + ": chat_template";
       }
     }
-    if (fs::path p = dir / "special_tokens_map.json"; fs::exists(p) && (bos_.empty() || eos_.empty())) {
-      json m = parse_json(p);
-      if (bos_.empty()) bos_ = token_field(m, "bos_token");
-      if (eos_.empty()) eos_ = token_field(m, "eos_token");
+    if (fs::path p = dir / "special_tokens_map.json"; fs::exists(p)) {
+      special_map = parse_json(p);
+      if (bos_.empty()) bos_ = token_field(special_map, "bos_token");
+      if (eos_.empty()) eos_ = token_field(special_map, "eos_token");
     }
     if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) {
       chat_template_ = read_text(p);
       chat_template_origin_ = p.string();
     }
+    disagreements_ = tok::config_disagreements(*this, added_, cfg, special_map, cfg_path.string());
   }
 
   std::unique_ptr<tok::BpeModel> model_;
@@ -206,6 +210,7 @@ class HfTokenizer final : public Tokenizer {
   tok::AddedVocabulary added_;
   int vocab_size_ = 0;
   std::string bos_, eos_, chat_template_, chat_template_origin_;
+  std::vector<std::string> disagreements_;
 };
 
 }  // namespace

@@ -92,6 +92,7 @@ nlohmann::json VerifyResult::to_json() const {
                     {"independence_finding", independence_finding},
                     {"independence_unshown", independence_unshown},
                     {"ordinary_stop_ids", ordinary_stop_ids},
+                    {"tokenizer_files_disagree", tokenizer_files_disagree},
                     {"text_differs", reference_text_differs},
                     {"dtype", reference_dtype},
                     {"sequences", reference_sequences},

@@ -175,13 +175,23 @@ std::string at_favourable_values(double within_kl, double resolution) {
          fmt_g(resolution, 2) + " nats)";
 }
 
-// Stop ids the tokenizer knows as ordinary text ("426 ('.'), 13 ('x')"): a real model
-// stops at a control token (</s>, <|im_end|>, <|eot_id|>), never at a word or a period.
-std::string ordinary_stop_ids(const ModelConfig& cfg, const Tokenizer& tok) {
+// Stop ids the model's tokenizer files know as ordinary text ("426 ('.'), 13 ('x')"): a real
+// model stops at a control token (</s>, <|im_end|>, <|eot_id|>), never at a word or a
+// period. tokenizer.json's added tokens say which are special; without one,
+// tokenizer_config.json's added_tokens_decoder does. "" when neither file exists.
+std::string ordinary_stop_ids(const ModelConfig& cfg, const Tokenizer* tok, const fs::path& dir) {
   std::string out;
+  if (tok) {
+    for (const int id : cfg.stop_ids())
+      if (id >= 0 && id < tok->vocab_size() && !tok->is_special(id))
+        out += (out.empty() ? "" : ", ") + std::to_string(id) + " ('" + tok->id_to_token(id) + "')";
+    return out;
+  }
+  if (!fs::exists(dir / "tokenizer_config.json")) return out;
+  const std::vector<int> special = tokenizer_config_special_ids(dir);
   for (const int id : cfg.stop_ids())
-    if (id >= 0 && id < tok.vocab_size() && !tok.is_special(id))
-      out += (out.empty() ? "" : ", ") + std::to_string(id) + " ('" + tok.id_to_token(id) + "')";
+    if (!std::binary_search(special.begin(), special.end(), id))
+      out += (out.empty() ? "" : ", ") + std::to_string(id) + " (no special entry of added_tokens_decoder)";
   return out;
 }
 
@@ -268,8 +278,12 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    res.reference_text_differs);
   if (!res.ordinary_stop_ids.empty())
     caps.push_back("generation stops at ordinary text: stop id " + res.ordinary_stop_ids +
-                   " (eos_token_id) is not a special token of tokenizer.json, and no reference checks where "
-                   "generation stops");
+                   " (eos_token_id) is not a special token of the model's tokenizer files, and no reference "
+                   "checks where generation stops");
+  if (!res.tokenizer_files_disagree.empty())
+    caps.push_back("the model's tokenizer files disagree (llmport reads tokenizer.json as the Rust tokenizers "
+                   "library does; transformers applies tokenizer_config.json on top of it and encodes or decodes "
+                   "otherwise): " + res.tokenizer_files_disagree);
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -379,7 +393,8 @@ std::vector<PromptSpec> choose_prompt_set(const VerifyOptions& opt, const ModelC
 // for both sides, said in the report).
 // A prompt that gives both "text" and "prompt_ids": the ids must be the text's encoding,
 // raw or (for an instruct set) rendered through the chat template. UsageError otherwise.
-void check_text_matches_ids(const Tokenizer& tok, const PromptSpec& p, bool chat) {
+// `where` names the prompt file.
+void check_text_matches_ids(const Tokenizer& tok, const PromptSpec& p, bool chat, const std::string& where) {
   const std::vector<int>& ids = *p.ids;
   if (encode_prompt(tok, *p.text, false) == ids) return;
   if (chat) {
@@ -391,13 +406,13 @@ void check_text_matches_ids(const Tokenizer& tok, const PromptSpec& p, bool chat
   const std::vector<int> raw = encode_prompt(tok, *p.text, false);
   std::size_t at = 0;
   while (at < raw.size() && at < ids.size() && raw[at] == ids[at]) ++at;
-  throw UsageError("--prompts: prompt '" + p.name + "': \"text\" does not encode to its \"prompt_ids\" (they differ at " +
+  throw UsageError(where + ": prompt '" + p.name + "': \"text\" does not encode to its \"prompt_ids\" (they differ at " +
                    "index " + std::to_string(at) + "; the text has " + std::to_string(raw.size()) + " ids, prompt_ids " +
                    std::to_string(ids.size()) + "): give one of them");
 }
 
 std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const Tokenizer* tok, bool& chat,
-                                     const fs::path& model_dir, VerifyResult& res) {
+                                     const fs::path& model_dir, const std::string& where, VerifyResult& res) {
   std::vector<Prepared> out;
   for (const auto& p : specs) {
     Prepared pp{p.name, p.text, {}, nullptr};
@@ -405,7 +420,7 @@ std::vector<Prepared> encode_prompts(const std::vector<PromptSpec>& specs, const
       pp.ids = *p.ids;
       // Both given: the ids run and the text labels the report, so they must say the same
       // (a "Hi" that ran [1, 2] was reported as "Hi").
-      if (p.text && tok) check_text_matches_ids(*tok, p, chat);
+      if (p.text && tok) check_text_matches_ids(*tok, p, chat, where);
     } else if (!tok) {
       throw UsageError(model_dir.string() + " has no tokenizer.json: give prompt ids (--prompts FILE with "
                        "\"prompt_ids\") or a golden with id sequences (--reference golden:FILE)");
@@ -474,12 +489,12 @@ Plan plan_reference(const fs::path& model_dir, const VerifyOptions& opt, const M
   plan.n_steps = opt.n_steps;
   bool chat = false;
   const auto specs = choose_prompt_set(opt, cfg, tok, plan.n_steps, plan, chat, res);
-  plan.prompts = encode_prompts(specs, tok, chat, model_dir, res);
+  const std::string where = opt.prompts_file ? "--prompts " + opt.prompts_file->string() : "--prompts";
+  plan.prompts = encode_prompts(specs, tok, chat, model_dir, where, res);
   // Before a reference program runs on them: its records would carry the error instead,
   // named by a file of llmport's own making.
   for (const auto& p : plan.prompts)
-    check_ids(p.ids, cfg, plan.n_steps,
-              (opt.prompts_file ? "--prompts " + opt.prompts_file->string() + ": " : std::string()) + "prompt " + p.name);
+    check_ids(p.ids, cfg, plan.n_steps, (opt.prompts_file ? where + ": " : std::string()) + "prompt " + p.name);
   if (ref != "oracle") {
     attach_program_reference(opt, cfg, weights, tok_dir, specs, chat, plan, res);
   } else {
@@ -1208,7 +1223,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
   for (const auto& w : weights.warnings()) res.warnings.push_back("weights: " + w);
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
-  if (tok) res.ordinary_stop_ids = ordinary_stop_ids(cfg, *tok);
+  res.ordinary_stop_ids = ordinary_stop_ids(cfg, tok.get(), dir);
+  if (tok)
+    for (const std::string& d : tok->config_disagreements())
+      res.tokenizer_files_disagree += (res.tokenizer_files_disagree.empty() ? "" : "; ") + d;
   const Plan plan = plan_reference(model_dir, opt, cfg, weights, tok.get(), dir, res);
   if (plan.golden) {
     const ReferenceProvenance prov = assess_provenance(*plan.golden);

@@ -4,6 +4,8 @@
 // backpressure (429), and SIGTERM draining.
 #include <fstream>
 #include <future>
+#include <regex>
+#include <set>
 
 #include "serve/serve_test_util.hpp"
 
@@ -75,6 +77,7 @@ TEST_F(ServeStories, ListeningLineHealthAndModels) {
 
 TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
   const json g = golden();  // a range-for over golden().at(...) would outlive the temporary
+  std::set<std::string> ids;
   for (const auto& c : g.at("cases")) {
     SCOPED_TRACE(c.at("prompt").get<std::string>());
     const auto r = post("/v1/completions", completion_request(c));
@@ -82,7 +85,8 @@ TEST_F(ServeStories, GreedyCompletionIsTheGoldenTextForEveryPrompt) {
     const auto j = json::parse(r.body);
     EXPECT_EQ(j["object"], "text_completion");
     EXPECT_EQ(j["model"], "stories");
-    EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+    EXPECT_TRUE(std::regex_match(j["id"].get<std::string>(), std::regex("cmpl-[0-9a-f]{24}"))) << j["id"];
+    EXPECT_TRUE(ids.insert(j["id"].get<std::string>()).second) << j["id"];  // never one id for two responses
     EXPECT_TRUE(j["created"].is_number_integer());
     EXPECT_EQ(j["choices"][0]["index"], 0);
     EXPECT_EQ(j["choices"][0]["text"], c.at("completion_text"));
@@ -485,6 +489,30 @@ TEST(ServeSlow, AnAnswerCutByTheEndOfTheGraceIs503AndClosesItsConnection) {
   EXPECT_EQ(json::parse(r.body)["error"]["message"], "the server is shutting down");
   EXPECT_NE(r.headers.find("Connection: close"), std::string::npos) << r.headers;
   EXPECT_EQ(r.headers.find("Keep-Alive"), std::string::npos) << r.headers;
+}
+
+// Shutdown answers a request still queued for a slot at once (it waited out the whole grace
+// for a 503), and a second SIGTERM ends the grace (Ctrl-C twice waited up to
+// --shutdown-grace); found by the session-36 serve round.
+TEST(ServeSlow, ShutdownAnswersTheQueueAtOnceAndASecondSignalEndsTheGrace) {
+  ServerProcess s({stories(), "--parallel", "1", "--queue", "1", "--ctx-size", "512", "--threads", "1",
+                   "--test-step-delay-ms", "20", "--shutdown-grace", "60"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string slow = R"({"prompt":"Once upon a time","max_tokens":450,"temperature":0})";
+  auto running = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_active", 1)) << s.stderr_text();
+  auto queued = std::async(std::launch::async, [&] { return curl("POST", s.url("/v1/completions"), slow); });
+  ASSERT_TRUE(wait_metric(s, "llmport_requests_queued", 1)) << s.stderr_text();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(s.pid(), SIGTERM);
+  const auto q = queued.get();
+  EXPECT_EQ(q.status, 503) << q.body;
+  EXPECT_EQ(json::parse(q.body)["error"]["message"], "the server is shutting down");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, 10), 0) << s.stderr_text();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));  // not the 60 s grace
+  EXPECT_EQ(running.get().status, 503);
+  EXPECT_NE(s.stderr_text().find("second signal: cancelling what is left"), std::string::npos) << s.stderr_text();
 }
 
 // A streamed request whose client hangs up while it is still queued gives its queue place

@@ -164,7 +164,8 @@ TEST(CliVerify, APromptsTextAndIdsMustAgree) {
                                 (tmp.path() / "r1").string(), "--threads", "1"});
   EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
   EXPECT_EQ(bad.err,
-            "error: --prompts: prompt 'tale': \"text\" does not encode to its \"prompt_ids\" (they differ at index 3; "
+            "error: --prompts " + (tmp.path() / "bad.json").string() +
+                ": prompt 'tale': \"text\" does not encode to its \"prompt_ids\" (they differ at index 3; "
             "the text has 5 ids, prompt_ids 4): give one of them\n");
   test::write_file(tmp.path() / "good.json",
                    R"({"prompts": [{"name": "tale", "text": "Once upon a time", "prompt_ids": [1, 403, 407, 261, 378]}]})");

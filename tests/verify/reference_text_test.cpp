@@ -147,5 +147,49 @@ TEST(ReferenceText, AStopIdThatIsOrdinaryTextCapsTheVerdict) {
   EXPECT_EQ(verify_golden(test::stories_dir(), stories_golden()).ordinary_stop_ids, "");
 }
 
+// Without tokenizer.json, tokenizer_config.json's added_tokens_decoder says which ids are
+// control tokens (adversarial round 7: a model without tokenizer.json skipped the check, and
+// an ordinary stop id cut every completion while verify said PASS).
+TEST(ReferenceText, AStopIdOrdinaryByTokenizerConfigCapsAModelWithoutTokenizerJson) {
+  TempDir t;
+  const fs::path m = test::copy_stories(t.path() / "m");
+  const int period = *Tokenizer::load(m)->token_to_id(".");
+  fs::remove(m / "tokenizer.json");
+  test::write_file(m / "generation_config.json",
+                   nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", {2, period}}}.dump());
+  const VerifyResult r = verify_golden(m, stories_golden());
+  EXPECT_TRUE(r.pass) << r.verdict_line();
+  EXPECT_TRUE(has_cap(r, "generation stops at ordinary text: stop id " + std::to_string(period) +
+                             " (no special entry of added_tokens_decoder)"))
+      << r.verdict_line();
+  // </s> alone is special there: no cap.
+  test::write_file(m / "generation_config.json", nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}}.dump());
+  EXPECT_EQ(verify_golden(m, stories_golden()).ordinary_stop_ids, "");
+}
+
+// tokenizer_config.json saying what tokenizer.json does not: transformers encodes such a
+// model otherwise than llmport (adversarial round 7: an added_tokens_decoder entry 'ar' and
+// add_bos_token false / add_eos_token true passed plainly, the golden being tokenizer.json's).
+TEST(ReferenceText, TokenizerFilesThatDisagreeCapTheVerdict) {
+  TempDir t;
+  const fs::path m = test::copy_stories(t.path() / "m");
+  auto c = nlohmann::json::parse(test::read_file(m / "tokenizer_config.json"));
+  c["added_tokens_decoder"]["295"] = {{"content", "ar"}, {"special", true}, {"lstrip", false},
+                                      {"rstrip", false}, {"normalized", false}, {"single_word", false}};
+  c["add_eos_token"] = true;
+  test::write_file(m / "tokenizer_config.json", c.dump());
+  const VerifyResult r = verify_golden(m, stories_golden());
+  EXPECT_TRUE(r.pass) << r.verdict_line();
+  EXPECT_TRUE(has_cap(r, "the model's tokenizer files disagree (llmport reads tokenizer.json as the Rust tokenizers"))
+      << r.verdict_line();
+  EXPECT_NE(r.tokenizer_files_disagree.find("added_tokens_decoder 295 ('ar') is not an added token of tokenizer.json"),
+            std::string::npos)
+      << r.tokenizer_files_disagree;
+  EXPECT_NE(r.tokenizer_files_disagree.find("add_eos_token is true, but tokenizer.json's post_processor adds no EOS"),
+            std::string::npos)
+      << r.tokenizer_files_disagree;
+  EXPECT_EQ(verify_golden(test::stories_dir(), stories_golden()).tokenizer_files_disagree, "");
+}
+
 }  // namespace
 }  // namespace llmport
