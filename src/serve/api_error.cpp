@@ -11,6 +11,7 @@ nlohmann::json error_body(int status, const std::string& message, const std::str
     case 404: code = "not_found"; break;
     case 405: code = "method_not_allowed"; break;
     case 413: code = "request_too_large"; break;
+    case 415: code = "unsupported_media_type"; break;
     case 429: type = "rate_limit_error"; code = "rate_limit_exceeded"; break;
     case 501: code = "method_not_implemented"; break;  // the client's method, not a server fault
     case 503: type = "server_error"; code = "unavailable"; break;

@@ -157,6 +157,17 @@ std::string framing_error(const httplib::Request& req) {
   return "";
 }
 
+// A compressed body (Content-Encoding other than identity): this server reads JSON as sent,
+// so the client is told the encoding is the problem (415) rather than "could not read".
+std::string content_encoding_error(const httplib::Request& req) {
+  const bool has_body = req.has_header("Transfer-Encoding") ||
+                        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+  if (!has_body || !req.has_header("Content-Encoding")) return "";
+  const std::string ce = req.get_header_value("Content-Encoding");
+  if (ce == "identity") return "";
+  return "unsupported Content-Encoding '" + printable(ce) + "': send the request body uncompressed";
+}
+
 // A request with a body (a chunked one, or a Content-Length other than 0) that httplib 0.11
 // does not read: its method is none of POST, PUT, PATCH, DELETE (httplib's expect_content).
 bool body_left_unread(const httplib::Request& req) {
@@ -419,6 +430,8 @@ class Server {
       send_error(res, 400, bad);
     } else if (const std::string bad2 = framing_error(req); !bad2.empty()) {
       send_error(res, 400, bad2);
+    } else if (const std::string bad3 = content_encoding_error(req); !bad3.empty()) {
+      send_error(res, 415, bad3);
     } else if (const int st = declared_length_status(req, opt_.max_body_bytes)) {
       send_error(res, st, st == 413 ? over_limit_message()
                                     : std::string("malformed Content-Length header (not a decimal number)"));
@@ -679,6 +692,10 @@ class Server {
       ids = tok_->encode(*r.prompt_text);
     }
     if (ids.empty()) throw ApiError(400, "the prompt encodes to zero tokens", "prompt");
+    // Stop strings match the decoded text: without a tokenizer there is none, and a stop
+    // that can never match must not be taken silently.
+    if (!tok_ && !r.stop.empty())
+      throw ApiError(400, "this model has no tokenizer: stop strings cannot match its output (token ids only)", "stop");
     return ids;
   }
 

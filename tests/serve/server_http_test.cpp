@@ -297,6 +297,10 @@ TEST_F(ServeStories, ErrorStatusesInOpenAisShape) {
   expect_error(curl("POST", url, R"({"prompt":"a","n":2})"), 400, "n");
   expect_error(curl("POST", url, R"({"prompt":"a","echo":true})"), 400, "echo");
   expect_error(curl("POST", url, R"({"prompt":[1,9999]})"), 400, "prompt");
+  // A compressed body is named as such (it was "could not read the request body").
+  const auto gz = curl("POST", url, R"({"prompt":"a"})", {"Content-Encoding: gzip"});
+  expect_error(gz, 415);
+  EXPECT_NE(gz.body.find("unsupported Content-Encoding 'gzip'"), std::string::npos) << gz.body;
   // 3 prompt tokens + 510 - 1 = 512 fits the 512-token slot; 511 does not.
   EXPECT_EQ(curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":510,"temperature":0,"stop":"."})").status, 200);
   const auto over = curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":511})");
@@ -489,6 +493,28 @@ TEST(ServeSlow, AnAnswerCutByTheEndOfTheGraceIs503AndClosesItsConnection) {
   EXPECT_EQ(json::parse(r.body)["error"]["message"], "the server is shutting down");
   EXPECT_NE(r.headers.find("Connection: close"), std::string::npos) << r.headers;
   EXPECT_EQ(r.headers.find("Keep-Alive"), std::string::npos) << r.headers;
+}
+
+// A model without a tokenizer (qwen3-tiny: tokenizer_config.json only) serves token ids;
+// text prompts and stop strings (matched on decoded text) are 400s naming the field: a stop
+// that could never match was once taken silently (session-36 serve round).
+TEST(ServeSlow, AModelWithoutATokenizerRefusesTextAndStopStrings) {
+  ServerProcess s({shared_path("models/synthetic/qwen3-tiny").string(), "--ctx-size", "64", "--threads", "1"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const std::string url = s.url("/v1/completions");
+  const auto ok = curl("POST", url, R"({"prompt":[1,2,3],"max_tokens":2,"temperature":0})");
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(json::parse(ok.body)["usage"]["completion_tokens"], 2);
+  for (const auto& [body, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt":[1,2,3],"max_tokens":2,"stop":["a"]})", "stop"},
+           {R"({"prompt":[1,2,3],"max_tokens":2,"stop":"a"})", "stop"},
+           {R"({"prompt":"hello","max_tokens":2})", "prompt"}}) {
+    const auto r = curl("POST", url, body);
+    EXPECT_EQ(r.status, 400) << body << " -> " << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["param"], param) << r.body;
+    EXPECT_NE(json::parse(r.body)["error"]["message"].get<std::string>().find("no tokenizer"), std::string::npos)
+        << r.body;
+  }
 }
 
 // Shutdown answers a request still queued for a slot at once (it waited out the whole grace
