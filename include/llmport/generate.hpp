@@ -39,8 +39,9 @@ struct GenerateResult {
 };
 
 /// Throws GateError "non-finite logits at step N (position P): ..." when `logits` ([vocab],
-/// fp32) holds a NaN or Inf: sampling from them would emit arbitrary ids. `position` is the
-/// sequence position of the token whose logits these are.
+/// fp32) holds a NaN or Inf, and "degenerate logits at step N ..." when all of them are one
+/// value (a collapsed forward pass: every id equally likely): sampling from them would emit
+/// arbitrary ids. `position` is the sequence position of the token whose logits these are.
 void check_finite_logits(std::span<const float> logits, int step, long position);
 
 /// Runs prefill over `prompt` then decode steps. `on_token(id)` is called for every

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <unordered_map>
 
 #include "chat/args.hpp"
@@ -376,6 +379,15 @@ Value filter_round(const Value& v, const CallArgs& a) {
   double r;
   if (method == "common") {
     if (!v.is_float()) return v.is_bool() ? Value::integer(v.as_int()) : v;  // round(int, n) is that int
+    // Python's round(x, n >= 0) rounds the double's exact value half to even, as printf's
+    // "%.nf" does: 2.675 is 2.67499999... and rounds to 2.67 (x * 100 rounds up to 267.5).
+    if (prec >= 0 && std::isfinite(v.as_double())) {
+      if (prec > 340) return v;
+      const int n = static_cast<int>(prec);
+      std::string text(static_cast<std::size_t>(std::snprintf(nullptr, 0, "%.*f", n, v.as_double())) + 1, '\0');
+      std::snprintf(text.data(), text.size(), "%.*f", n, v.as_double());
+      return Value::number(std::strtod(text.c_str(), nullptr));
+    }
     r = std::nearbyint(x);  // Python round(): half to even
   } else if (method == "ceil") {
     r = std::ceil(x);

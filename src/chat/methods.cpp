@@ -11,6 +11,17 @@
 namespace llmport::jinja {
 namespace {
 
+// Bytes of the line boundary Python's str.splitlines sees at s[i] (0: none): \n, \r, \r\n,
+// \v, \f, \x1c-\x1e, U+0085, U+2028, U+2029.
+std::size_t line_break_at(const std::string& s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c == '\r') return i + 1 < s.size() && s[i + 1] == '\n' ? 2 : 1;
+  if (c == '\n' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e)) return 1;
+  if (s.compare(i, 2, "\xC2\x85") == 0) return 2;
+  if (s.compare(i, 3, "\xE2\x80\xA8") == 0 || s.compare(i, 3, "\xE2\x80\xA9") == 0) return 3;
+  return 0;
+}
+
 using Fn = std::function<Value(CallArgs&)>;
 
 Value bound(const std::string& name, Fn fn) { return Value::callable(name, std::move(fn)); }
@@ -137,14 +148,14 @@ Value str_method(const std::string& s, const std::string& name, bool* found) {
       BoundArgs b(fn, a, {"keepends"});
       bool keep = b.get(0, Value::boolean(false)).truthy();
       ValueList out;
-      std::size_t p = 0;
+      std::size_t p = 0, e = 0;
       while (p < s.size()) {
-        std::size_t e = s.find_first_of("\n\r", p);
-        if (e == std::string::npos) {
+        std::size_t nl = 0;
+        for (e = p; e < s.size() && (nl = line_break_at(s, e)) == 0;) ++e;
+        if (e == s.size()) {
           out.push_back(Value::string(s.substr(p)));
           break;
         }
-        std::size_t nl = (s[e] == '\r' && e + 1 < s.size() && s[e + 1] == '\n') ? 2 : 1;
         out.push_back(Value::string(s.substr(p, e - p + (keep ? nl : 0))));
         p = e + nl;
       }

@@ -3,11 +3,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <string>
 
 #include "llmport/error.hpp"
 
 namespace llmport {
+
+namespace {
+std::string fmt_value(float v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+}  // namespace
 
 // A NaN/Inf in the logits means the forward pass is broken (e.g. a NaN weight); sampling
 // from them would silently emit arbitrary ids, so generation stops with a check failure.
@@ -19,7 +28,17 @@ void check_finite_logits(std::span<const float> logits, int step, long position)
     if (bad++ == 0) first = i;
     any_nan = any_nan || std::isnan(logits[i]);
   }
-  if (bad == 0) return;
+  if (bad == 0) {
+    // Every id equally likely: the forward pass collapsed (a weight whose square overflows
+    // fp32 makes RMSNorm's sum of squares Inf and zeroes the hidden state, so every logit
+    // is 0). A model's logits are never all one value; greedy would print id 0 for ever.
+    if (logits.size() > 1 && std::all_of(logits.begin(), logits.end(), [&](float v) { return v == logits[0]; }))
+      throw GateError("degenerate logits at step " + std::to_string(step) + " (position " + std::to_string(position) +
+                      "): all " + std::to_string(logits.size()) + " values are " + fmt_value(logits[0]) +
+                      ", so every id is equally likely; the forward pass collapsed (`llmport check MODEL "
+                      "--scan-values` finds weights above sqrt(FLT_MAX), whose square overflows fp32)");
+    return;
+  }
   throw GateError("non-finite logits at step " + std::to_string(step) + " (position " +
                   std::to_string(position) + "): " + std::to_string(bad) + " of " +
                   std::to_string(logits.size()) + " values are " + (any_nan ? "NaN/Inf" : "Inf") +

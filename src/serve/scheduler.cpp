@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "llmport/error.hpp"
+#include "llmport/generate.hpp"
 
 namespace llmport::serve {
 
@@ -193,8 +194,13 @@ bool Scheduler::step() {
 }
 
 void Scheduler::emit(Seq& s, std::span<const float> logits) {
-  for (float l : logits)
-    if (!std::isfinite(l)) return release(s, "error", "non-finite logits");
+  // The run path's check (check_finite_logits): NaN/Inf, or all one value (a collapsed
+  // forward pass), would sample arbitrary ids.
+  try {
+    check_finite_logits(logits, s.generated, static_cast<long>(s.p.prompt.size()) - 1 + s.generated);
+  } catch (const GateError& e) {
+    return release(s, "error", e.what());
+  }
   TokenEvent ev;
   ev.id = s.sampler->sample(logits, s.history);
   // log-softmax of the raw logits: the model's distribution, whatever the sampling.

@@ -65,6 +65,12 @@ void check_named_tokens(const AddedVocabulary& added, const json& config, const 
   for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"}) {
     const Setting v = setting(config, special_map, key);
     const std::string s = v.value ? named_token(*v.value) : "";
+    // Both files name it, differently: transformers v4 takes special_tokens_map.json's when
+    // tokenizer_config.json has no added_tokens_decoder, llmport reads tokenizer_config.json.
+    if (const Setting m = setting(json(), special_map, key); v.value && !v.from_map && m.value)
+      if (const std::string other = named_token(*m.value); !other.empty() && other != s)
+        out.push_back(file_of(m, where) + ": " + key + " " + quoted(other) + " is not tokenizer_config.json's " +
+                      quoted(s) + " (transformers may read either; llmport reads tokenizer_config.json's)");
     if (!s.empty() && !added.by_content(s))
       out.push_back(file_of(v, where) + ": " + key + " " + quoted(s) +
                     " is not an added token of tokenizer.json (transformers adds it as a special token)");

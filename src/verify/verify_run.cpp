@@ -175,23 +175,32 @@ std::string at_favourable_values(double within_kl, double resolution) {
          fmt_g(resolution, 2) + " nats)";
 }
 
-// Stop ids the model's tokenizer files know as ordinary text ("426 ('.'), 13 ('x')"): a real
-// model stops at a control token (</s>, <|im_end|>, <|eot_id|>), never at a word or a
-// period. tokenizer.json's added tokens say which are special; without one,
-// tokenizer_config.json's added_tokens_decoder does. "" when neither file exists.
+// Stop ids the model's tokenizer files know as ordinary text ("426 ('.') (eos_token_id)"): a
+// real model stops at a control token (</s>, <|im_end|>, <|eot_id|>), never at a word or a
+// period. The stop ids are config/generation_config's eos_token_id and, for chat (run
+// --chat, instruct prompts, serve's chat endpoint), the tokenizer's eos_token too.
+// tokenizer.json's added tokens say which are special; without one, tokenizer_config.json's
+// added_tokens_decoder does. "" when neither file exists.
 std::string ordinary_stop_ids(const ModelConfig& cfg, const Tokenizer* tok, const fs::path& dir) {
   std::string out;
+  auto add = [&out](int id, const std::string& what) { out += (out.empty() ? "" : ", ") + std::to_string(id) + what; };
   if (tok) {
-    for (const int id : cfg.stop_ids())
+    std::vector<int> seen;
+    auto check = [&](int id, const std::string& source) {
+      if (std::find(seen.begin(), seen.end(), id) != seen.end()) return;
+      seen.push_back(id);
       if (id >= 0 && id < tok->vocab_size() && !tok->is_special(id))
-        out += (out.empty() ? "" : ", ") + std::to_string(id) + " ('" + tok->id_to_token(id) + "')";
+        add(id, " ('" + tok->id_to_token(id) + "') (" + source + ")");
+    };
+    for (const int id : cfg.stop_ids()) check(id, "eos_token_id");
+    if (const auto eos = tok->eos_id()) check(*eos, "the tokenizer's eos_token, a stop id of chat");
     return out;
   }
   if (!fs::exists(dir / "tokenizer_config.json")) return out;
   const std::vector<int> special = tokenizer_config_special_ids(dir);
   for (const int id : cfg.stop_ids())
     if (!std::binary_search(special.begin(), special.end(), id))
-      out += (out.empty() ? "" : ", ") + std::to_string(id) + " (no special entry of added_tokens_decoder)";
+      add(id, " (eos_token_id; no special entry of added_tokens_decoder)");
   return out;
 }
 
@@ -278,8 +287,8 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
                    res.reference_text_differs);
   if (!res.ordinary_stop_ids.empty())
     caps.push_back("generation stops at ordinary text: stop id " + res.ordinary_stop_ids +
-                   " (eos_token_id) is not a special token of the model's tokenizer files, and no reference "
-                   "checks where generation stops");
+                   " is not a special token of the model's tokenizer files, and no reference checks where "
+                   "generation stops");
   if (!res.tokenizer_files_disagree.empty())
     caps.push_back("the model's tokenizer files disagree (llmport reads tokenizer.json as the Rust tokenizers "
                    "library does; transformers applies tokenizer_config.json on top of it and encodes or decodes "

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "llmport/error.hpp"
+#include "llmport/generate.hpp"
 #include "llmport/sampler.hpp"
 #include "runtime/engine_test_util.hpp"
 
@@ -29,6 +31,32 @@ TEST(NonFiniteLogits, RunFailsWithExit1AndNamesStepAndPosition) {
       }
     }
   }
+}
+
+// A weight whose square overflows fp32 (1e30 in a down_proj) zeroes the hidden state at the
+// next RMSNorm: every logit is 0 and greedy printed id 0 for ever with exit 0. All logits
+// one value is a check failure too.
+TEST(NonFiniteLogits, AllLogitsEqualIsACheckFailureNotSilentGarbage) {
+  TempDir t;
+  copy_stories(t.path());
+  edit_f32_tensor(t.path() / "model.safetensors", "model.layers.0.mlp.down_proj.weight", [](float& v, std::size_t i) {
+    if (i == 0) v = 1e30f;
+  });
+  const auto r = run_llmport({"run", t.path().string(), "--prompt", "Once upon a time", "--n-tokens", "4"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("error: degenerate logits at step 0 (position 4): all 512 values are 0, so every id is equally "
+                       "likely"),
+            std::string::npos)
+      << r.err;
+  const std::vector<float> constant(8, 2.5f);
+  try {
+    check_finite_logits(constant, 3, 9);
+    ADD_FAILURE() << "accepted";
+  } catch (const GateError& e) {
+    EXPECT_NE(std::string(e.what()).find("all 8 values are 2.5"), std::string::npos) << e.what();
+  }
+  const std::vector<float> varied{2.5f, 2.5f, 2.5000002f};
+  EXPECT_NO_THROW(check_finite_logits(varied, 0, 0));
 }
 
 // bench checks its warmup's logits before timing anything: a broken model's speed is not

@@ -517,6 +517,21 @@ TEST(ServeSlow, AModelWithoutATokenizerRefusesTextAndStopStrings) {
   }
 }
 
+// A collapsed forward pass (a weight whose square overflows fp32: every logit 0) is a 500
+// naming the cause, as `llmport run` fails on it, not 200 with id 0 over and over.
+TEST(ServeSlow, DegenerateLogitsAreAGenerationFailure) {
+  TempDir t;
+  copy_stories(t.path());
+  edit_f32_tensor(t.path() / "model.safetensors", "model.layers.0.mlp.down_proj.weight", [](float& v, std::size_t i) {
+    if (i == 0) v = 1e30f;
+  });
+  ServerProcess s({t.path().string(), "--ctx-size", "64", "--threads", "1"});
+  ASSERT_TRUE(s.wait_ready()) << s.stderr_text();
+  const auto r = curl("POST", s.url("/v1/completions"), R"({"prompt":"Once upon a time","max_tokens":4})");
+  EXPECT_EQ(r.status, 500) << r.body;
+  EXPECT_NE(r.body.find("generation failed: degenerate logits at step 0"), std::string::npos) << r.body;
+}
+
 // Shutdown answers a request still queued for a slot at once (it waited out the whole grace
 // for a 503), and a second SIGTERM ends the grace (Ctrl-C twice waited up to
 // --shutdown-grace); found by the session-36 serve round.

@@ -103,6 +103,17 @@ TEST(TokenizerConfigAgreement, ANamedSpecialTokenTokenizerJsonLacksIsNamed) {
       << d[0];
 }
 
+// special_tokens_map.json naming another bos_token than tokenizer_config.json: transformers
+// v4 reads the map's (legacy files without added_tokens_decoder), llmport the config's, and
+// the BOS of every prompt differs (adversarial round 8).
+TEST(TokenizerConfigAgreement, TwoFilesNamingDifferentSpecialTokensAreNamed) {
+  const auto d = disagreements(agreeing_config(), {{"bos_token", "</s>"}, {"eos_token", "</s>"}});
+  ASSERT_EQ(d.size(), 1U) << joined(d);
+  EXPECT_NE(d[0].find("special_tokens_map.json: bos_token '</s>' is not tokenizer_config.json's '<s>'"),
+            std::string::npos)
+      << d[0];
+}
+
 TEST(TokenizerConfigAgreement, AnAddFlagThePostProcessorDoesNotFollowIsNamed) {
   json c = agreeing_config();
   c["add_bos_token"] = false;

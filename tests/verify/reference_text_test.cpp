@@ -140,11 +140,38 @@ TEST(ReferenceText, AStopIdThatIsOrdinaryTextCapsTheVerdict) {
                    nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", {2, period}}}.dump());
   const VerifyResult r = verify_golden(m, stories_golden());
   EXPECT_TRUE(r.pass) << r.verdict_line();
-  EXPECT_EQ(r.ordinary_stop_ids, std::to_string(period) + " ('.')");
+  EXPECT_EQ(r.ordinary_stop_ids, std::to_string(period) + " ('.') (eos_token_id)");
   EXPECT_TRUE(has_cap(r, "generation stops at ordinary text: stop id " + std::to_string(period) + " ('.')"))
       << r.verdict_line();
   // The honest model's stop id is </s>, a special token: no cap.
   EXPECT_EQ(verify_golden(test::stories_dir(), stories_golden()).ordinary_stop_ids, "");
+}
+
+// Chat stops at the tokenizer's eos_token too (chat_stop_ids): an ordinary '.' named
+// eos_token, consistently in both tokenizer files, ended every chat answer at its first
+// period and passed plainly (adversarial round 8).
+TEST(ReferenceText, AnEosTokenThatIsOrdinaryTextCapsTheVerdict) {
+  TempDir t;
+  const fs::path m = test::copy_stories(t.path() / "m");
+  const int period = *Tokenizer::load(m)->token_to_id(".");
+  auto tj = nlohmann::json::parse(test::read_file(m / "tokenizer.json"));
+  const nlohmann::json entry = {{"id", period}, {"content", "."}, {"single_word", false}, {"lstrip", false},
+                                {"rstrip", false}, {"normalized", true}, {"special", false}};
+  tj["added_tokens"].push_back(entry);
+  test::write_file(m / "tokenizer.json", tj.dump());
+  auto c = nlohmann::json::parse(test::read_file(m / "tokenizer_config.json"));
+  c["added_tokens_decoder"][std::to_string(period)] = entry;
+  c["added_tokens_decoder"][std::to_string(period)].erase("id");
+  c["eos_token"] = ".";
+  test::write_file(m / "tokenizer_config.json", c.dump());
+  auto map = nlohmann::json::parse(test::read_file(m / "special_tokens_map.json"));
+  map["eos_token"] = ".";  // the files agree: only the stop id is wrong
+  test::write_file(m / "special_tokens_map.json", map.dump());
+  const VerifyResult r = verify_golden(m, stories_golden());
+  EXPECT_TRUE(r.pass) << r.verdict_line();
+  EXPECT_EQ(r.tokenizer_files_disagree, "");
+  EXPECT_EQ(r.ordinary_stop_ids, std::to_string(period) + " ('.') (the tokenizer's eos_token, a stop id of chat)");
+  EXPECT_TRUE(has_cap(r, "generation stops at ordinary text: stop id " + std::to_string(period))) << r.verdict_line();
 }
 
 // Without tokenizer.json, tokenizer_config.json's added_tokens_decoder says which ids are
@@ -160,7 +187,7 @@ TEST(ReferenceText, AStopIdOrdinaryByTokenizerConfigCapsAModelWithoutTokenizerJs
   const VerifyResult r = verify_golden(m, stories_golden());
   EXPECT_TRUE(r.pass) << r.verdict_line();
   EXPECT_TRUE(has_cap(r, "generation stops at ordinary text: stop id " + std::to_string(period) +
-                             " (no special entry of added_tokens_decoder)"))
+                             " (eos_token_id; no special entry of added_tokens_decoder)"))
       << r.verdict_line();
   // </s> alone is special there: no cap.
   test::write_file(m / "generation_config.json", nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}}.dump());
