@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -369,6 +370,26 @@ Value filter_reverse(const Value& v, const CallArgs& a) {
   return Value::list(std::move(items));
 }
 
+// Python's round(x, n) of an integer: x itself for n >= 0, else to a multiple of 10^-n,
+// half to even (round(25, -1) == 20, round(35, -1) == 40).
+Value round_integer(std::int64_t x, std::int64_t prec) {
+  if (prec >= 0) return Value::integer(x);
+  constexpr std::int64_t kHalfTen19 = 5'000'000'000'000'000'000;  // half of 10^19, beyond int64
+  if (prec < -19 || (prec == -19 && x >= -kHalfTen19 && x <= kHalfTen19)) return Value::integer(0);
+  if (prec == -19) throw RenderError("round: the result does not fit in 64 bits");
+  std::int64_t q = 1;
+  for (std::int64_t i = 0; i < -prec; ++i) q *= 10;
+  std::int64_t d = x / q, r = x % q;  // floor division: 0 <= r < q
+  if (r < 0) {
+    d -= 1;
+    r += q;
+  }
+  if (r > q - r || (r == q - r && d % 2 != 0)) d += 1;
+  std::int64_t out = 0;
+  if (__builtin_mul_overflow(d, q, &out)) throw RenderError("round: the result does not fit in 64 bits");
+  return Value::integer(out);
+}
+
 Value filter_round(const Value& v, const CallArgs& a) {
   BoundArgs b("round", a, {"precision", "method"});
   std::int64_t prec = b.integer(0, 0);
@@ -378,7 +399,7 @@ Value filter_round(const Value& v, const CallArgs& a) {
   double x = v.as_double() * scale;
   double r;
   if (method == "common") {
-    if (!v.is_float()) return v.is_bool() ? Value::integer(v.as_int()) : v;  // round(int, n) is that int
+    if (!v.is_float()) return round_integer(v.as_int(), prec);  // Python: round(int, n) is an int
     // Python's round(x, n >= 0) rounds the double's exact value half to even, as printf's
     // "%.nf" does: 2.675 is 2.67499999... and rounds to 2.67 (x * 100 rounds up to 267.5).
     if (prec >= 0 && std::isfinite(v.as_double())) {

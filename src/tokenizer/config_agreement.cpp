@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <optional>
 #include <ostream>
+#include <utility>
 
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
@@ -39,6 +40,21 @@ Setting setting(const json& config, const json& special_map, const char* key) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+std::filesystem::path beside(const std::string& where, const char* name) {
+  return std::filesystem::path(where).parent_path() / name;
+}
+
+void check_added_flags(const AddedToken& a, const json& entry, const std::string& name, std::vector<std::string>& out) {
+  const std::pair<const char*, bool> flags[] = {
+      {"lstrip", a.lstrip}, {"rstrip", a.rstrip}, {"single_word", a.single_word}, {"normalized", a.normalized}};
+  for (const auto& [key, ours] : flags) {
+    auto it = entry.find(key);
+    if (it == entry.end() || !it->is_boolean() || it->get<bool>() == ours) continue;
+    out.push_back(name + " has " + key + " " + (ours ? "false" : "true") + " here, " + (ours ? "true" : "false") +
+                  " in tokenizer.json (transformers re-adds the entry: the text around it is split otherwise)");
+  }
+}
+
 void check_added_tokens(const AddedVocabulary& added, const json& config, const std::string& where,
                         std::vector<std::string>& out) {
   for (const AddedToken& t : config_added_tokens(config, where)) {
@@ -52,35 +68,64 @@ void check_added_tokens(const AddedVocabulary& added, const json& config, const 
     else if (a->special != t.special)
       out.push_back(name + std::string(t.special ? " is special" : " is not special") + " here, " +
                     (a->special ? "special" : "not special") + " in tokenizer.json (skipped or kept in decoding)");
+    else if (const json& dec = config.at("added_tokens_decoder"); dec.contains(std::to_string(t.id)))
+      check_added_flags(*a, dec.at(std::to_string(t.id)), name, out);
   }
 }
 
-// `where` names tokenizer_config.json; special_tokens_map.json is its neighbour.
-std::string file_of(const Setting& s, const std::string& where) {
-  return s.from_map ? (std::filesystem::path(where).parent_path() / "special_tokens_map.json").string() : where;
+// added_tokens.json ({"content": id}, the slow tokenizers' file): transformers v4 adds its
+// entries when tokenizer_config.json has no added_tokens_decoder.
+void check_added_tokens_file(const AddedVocabulary& added, const std::string& where, std::vector<std::string>& out) {
+  const std::filesystem::path p = beside(where, "added_tokens.json");
+  if (!std::filesystem::exists(p)) return;
+  const json j = parse_json_text(read_text_file(p), p.string());
+  if (!j.is_object()) throw ConfigError(p.string() + ": expected an object of token -> id");
+  for (const auto& [content, id] : j.items()) {
+    if (!id.is_number_integer()) throw ConfigError(p.string() + ": field '" + content + "': expected an integer id");
+    const AddedToken* a = added.by_content(content);
+    if (!a || a->id != id.get<long long>())
+      out.push_back(p.string() + ": " + quoted(content) + " (" + std::to_string(id.get<long long>()) +
+                    ") is not an added token of tokenizer.json (transformers adds it)");
+  }
+}
+
+// Every special token a file names: a string (or {"content"}) under any key ending in
+// "_token" (bos_token ... mask_token, and v5's model-specific ones such as image_token), and
+// the entries of additional_special_tokens and extra_special_tokens (a list, or v4.47's
+// object of name -> token).
+std::vector<std::pair<std::string, std::string>> named_tokens(const json& file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!file.is_object()) return out;
+  for (const auto& [key, v] : file.items()) {
+    // add_bos_token / add_eos_token are flags, whatever their value.
+    if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0 && key.rfind("add_", 0) != 0) {
+      if (std::string t = named_token(v); !t.empty()) out.emplace_back(key, t);
+    } else if (key == "additional_special_tokens" || key == "extra_special_tokens") {
+      if (v.is_array() || v.is_object())
+        for (const auto& [k, e] : v.items())
+          if (std::string t = named_token(e); !t.empty()) out.emplace_back(key, t);
+    }
+  }
+  return out;
 }
 
 void check_named_tokens(const AddedVocabulary& added, const json& config, const json& special_map,
                         const std::string& where, std::vector<std::string>& out) {
-  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"}) {
-    const Setting v = setting(config, special_map, key);
-    const std::string s = v.value ? named_token(*v.value) : "";
-    // Both files name it, differently: transformers v4 takes special_tokens_map.json's when
-    // tokenizer_config.json has no added_tokens_decoder, llmport reads tokenizer_config.json.
-    if (const Setting m = setting(json(), special_map, key); v.value && !v.from_map && m.value)
-      if (const std::string other = named_token(*m.value); !other.empty() && other != s)
-        out.push_back(file_of(m, where) + ": " + key + " " + quoted(other) + " is not tokenizer_config.json's " +
-                      quoted(s) + " (transformers may read either; llmport reads tokenizer_config.json's)");
-    if (!s.empty() && !added.by_content(s))
-      out.push_back(file_of(v, where) + ": " + key + " " + quoted(s) +
-                    " is not an added token of tokenizer.json (transformers adds it as a special token)");
-  }
-  if (const Setting extra = setting(config, special_map, "additional_special_tokens");
-      extra.value && extra.value->is_array())
-    for (const json& e : *extra.value)
-      if (const std::string s = named_token(e); !s.empty() && !added.by_content(s))
-        out.push_back(file_of(extra, where) + ": additional_special_tokens " + quoted(s) +
+  const std::string map_file = beside(where, "special_tokens_map.json").string();
+  for (const auto& [file, name] : {std::pair{&config, where}, std::pair{&special_map, map_file}})
+    for (const auto& [key, token] : named_tokens(*file))
+      if (!added.by_content(token))
+        out.push_back(name + ": " + key + " " + quoted(token) +
                       " is not an added token of tokenizer.json (transformers adds it as a special token)");
+  // Both files name one, differently: transformers v4 takes special_tokens_map.json's when
+  // tokenizer_config.json has no added_tokens_decoder, llmport reads tokenizer_config.json's.
+  for (const auto& [key, token] : named_tokens(special_map)) {
+    if (key == "additional_special_tokens" || key == "extra_special_tokens") continue;
+    const Setting ours = setting(config, json(), key.c_str());
+    if (const std::string s = ours.value ? named_token(*ours.value) : ""; !s.empty() && s != token)
+      out.push_back(map_file + ": " + key + " " + quoted(token) + " is not tokenizer_config.json's " + quoted(s) +
+                    " (transformers may read either; llmport reads tokenizer_config.json's)");
+  }
 }
 
 // Whether tokenizer.json's post-processor puts `id` first (bos) or last (eos) of a text's ids.
@@ -98,6 +143,17 @@ bool post_processor_adds(const Tokenizer& tok, int id, bool first) {
   }
 }
 
+// Python's truth of a JSON value, as transformers tests the flags (`if self.add_eos_token`):
+// "false" and 1 are true, null and 0 false.
+bool truthy(const json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_null()) return false;
+  if (v.is_number_integer()) return v.get<long long>() != 0;
+  if (v.is_number()) return v.get<double>() != 0.0;
+  if (v.is_string()) return !v.get_ref<const std::string&>().empty();
+  return !v.empty();  // a list or an object
+}
+
 void check_add_flags(const Tokenizer& tok, const json& config, const std::string& where,
                      std::vector<std::string>& out) {
   if (!config.is_object()) return;
@@ -112,8 +168,8 @@ void check_add_flags(const Tokenizer& tok, const json& config, const std::string
                         Flag{"add_eos_token", "EOS", tok.eos_id(), tok.eos_token(), false}}) {
     auto it = config.find(f.key);
     // transformers turns a flag off when its token is unset: nothing to disagree about.
-    if (it == config.end() || !it->is_boolean() || !f.id) continue;
-    const bool says = it->get<bool>();
+    if (it == config.end() || !f.id) continue;
+    const bool says = truthy(*it);
     if (says == post_processor_adds(tok, *f.id, f.first)) continue;
     out.push_back(where + ": " + std::string(f.key) + " is " + (says ? "true" : "false") + ", but tokenizer.json's post_processor " +
                   (says ? "adds no " : "adds ") + f.what + " (" + quoted(f.token) +
@@ -154,6 +210,7 @@ std::vector<std::string> config_disagreements(const Tokenizer& tok, const AddedV
   std::vector<std::string> out;
   check_added_tokens(added, config, where, out);
   check_named_tokens(added, config, special_map, where, out);
+  check_added_tokens_file(added, where, out);
   check_add_flags(tok, config, where, out);
   return out;
 }

@@ -3,6 +3,8 @@
 // Rust tokenizers library and llmport do not. Where they disagree the two readings encode
 // the model differently: Tokenizer::config_disagreements() names each difference (verify
 // caps on it), and the real shared tokenizers have none.
+#include <tuple>
+
 #include "llmport/error.hpp"
 #include "tokenizer/tokenizer_fixtures.hpp"
 
@@ -134,6 +136,72 @@ TEST(TokenizerConfigAgreement, AnAddFlagThePostProcessorDoesNotFollowIsNamed) {
   c.erase("add_bos_token");
   c.erase("add_eos_token");
   EXPECT_EQ(joined(disagreements(c)), "");
+}
+
+// Every way transformers names a special token (adversarial round 9): any "*_token" key
+// (v5's model-specific image_token ...), extra_special_tokens as an object (v4.47) or a
+// list, additional_special_tokens in special_tokens_map.json beside the config's own list.
+TEST(TokenizerConfigAgreement, EveryNamedSpecialTokenIsHeldToTokenizerJson) {
+  for (const auto& [config_extra, map, says] :
+       std::vector<std::tuple<json, json, std::string>>{
+           {{{"extra_special_tokens", {{"image_token", "ab"}}}}, nullptr, "extra_special_tokens 'ab'"},
+           {{{"extra_special_tokens", {"ab"}}}, nullptr, "extra_special_tokens 'ab'"},
+           {{{"image_token", "ab"}}, nullptr, "image_token 'ab'"},
+           {{{"additional_special_tokens", json::array()}},
+            {{"additional_special_tokens", {"ab"}}},
+            "special_tokens_map.json: additional_special_tokens 'ab'"}}) {
+    SCOPED_TRACE(config_extra.dump());
+    json c = agreeing_config();
+    c.update(config_extra);
+    const auto d = disagreements(c, map);
+    ASSERT_EQ(d.size(), 1U) << joined(d);
+    EXPECT_NE(d[0].find(says + " is not an added token of tokenizer.json"), std::string::npos) << d[0];
+  }
+}
+
+// added_tokens.json (the slow tokenizers' {"content": id}) is added by transformers v4.
+TEST(TokenizerConfigAgreement, AnAddedTokensJsonEntryTokenizerJsonLacksIsNamed) {
+  TempDir d;
+  write_file(d.path() / "tokenizer.json", bpe_with_bos().dump());
+  write_file(d.path() / "tokenizer_config.json", agreeing_config().dump());
+  write_file(d.path() / "added_tokens.json", json{{"</s>", 1}}.dump());
+  EXPECT_EQ(joined(Tokenizer::load(d.path())->config_disagreements()), "");
+  write_file(d.path() / "added_tokens.json", json{{"ab", 4}}.dump());
+  const auto dis = Tokenizer::load(d.path())->config_disagreements();
+  ASSERT_EQ(dis.size(), 1U) << joined(dis);
+  EXPECT_NE(dis[0].find("added_tokens.json: 'ab' (4) is not an added token of tokenizer.json"), std::string::npos)
+      << dis[0];
+  write_file(d.path() / "added_tokens.json", "[1]");
+  EXPECT_THROW(Tokenizer::load(d.path()), ConfigError);
+}
+
+// transformers reads the flags by Python truth: "false" and 1 add the EOS.
+TEST(TokenizerConfigAgreement, AddFlagsAreReadByPythonTruth) {
+  for (const json& v : {json("false"), json(1), json(0.5)}) {
+    SCOPED_TRACE(v.dump());
+    json c = agreeing_config();
+    c["add_eos_token"] = v;
+    const auto d = disagreements(c);
+    ASSERT_EQ(d.size(), 1U) << joined(d);
+    EXPECT_NE(d[0].find("add_eos_token is true, but tokenizer.json's post_processor adds no EOS"), std::string::npos)
+        << d[0];
+  }
+  for (const json& v : {json(nullptr), json(0), json("")}) {
+    json c = agreeing_config();
+    c["add_eos_token"] = v;
+    EXPECT_EQ(joined(disagreements(c)), "") << v.dump();
+  }
+}
+
+// An entry's whitespace and word flags: transformers re-adds it, so lstrip/rstrip apply.
+TEST(TokenizerConfigAgreement, AnAddedTokensFlagsAreCompared) {
+  json c = agreeing_config();
+  c["added_tokens_decoder"]["1"]["lstrip"] = true;
+  const auto d = disagreements(c);
+  ASSERT_EQ(d.size(), 1U) << joined(d);
+  EXPECT_NE(d[0].find("added_tokens_decoder 1 ('</s>') has lstrip true here, false in tokenizer.json"),
+            std::string::npos)
+      << d[0];
 }
 
 TEST(TokenizerConfigAgreement, AMalformedAddedTokensDecoderIsNamed) {
