@@ -3,20 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <sstream>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "llmport/error.hpp"
 
 namespace llmport {
-
-namespace {
-std::string fmt_value(float v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
-}  // namespace
 
 // A NaN/Inf in the logits means the forward pass is broken (e.g. a NaN weight); sampling
 // from them would silently emit arbitrary ids, so generation stops with a check failure.
@@ -34,7 +27,7 @@ void check_finite_logits(std::span<const float> logits, int step, long position)
     // is 0). A model's logits are never all one value; greedy would print id 0 for ever.
     if (logits.size() > 1 && std::all_of(logits.begin(), logits.end(), [&](float v) { return v == logits[0]; }))
       throw GateError("degenerate logits at step " + std::to_string(step) + " (position " + std::to_string(position) +
-                      "): all " + std::to_string(logits.size()) + " values are " + fmt_value(logits[0]) +
+                      "): all " + std::to_string(logits.size()) + " values are " + fmt::format("{}", logits[0]) +
                       ", so every id is equally likely; the forward pass collapsed (`llmport check MODEL "
                       "--scan-values` finds weights above sqrt(FLT_MAX), whose square overflows fp32)");
     return;

@@ -157,12 +157,16 @@ std::string framing_error(const httplib::Request& req) {
   return "";
 }
 
+// A chunked body, or a Content-Length other than 0.
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
 // A compressed body (Content-Encoding other than identity): this server reads JSON as sent,
 // so the client is told the encoding is the problem (415) rather than "could not read".
 std::string content_encoding_error(const httplib::Request& req) {
-  const bool has_body = req.has_header("Transfer-Encoding") ||
-                        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-  if (!has_body || !req.has_header("Content-Encoding")) return "";
+  if (!has_body(req) || !req.has_header("Content-Encoding")) return "";
   const std::string ce = req.get_header_value("Content-Encoding");
   if (ce == "identity") return "";
   return "unsupported Content-Encoding '" + printable(ce) + "': send the request body uncompressed";
@@ -173,8 +177,7 @@ std::string content_encoding_error(const httplib::Request& req) {
 bool body_left_unread(const httplib::Request& req) {
   for (const char* m : {"POST", "PUT", "PATCH", "DELETE"})
     if (req.method == m) return false;
-  return req.has_header("Transfer-Encoding") ||
-         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+  return has_body(req);
 }
 
 // The text of --chat-template-file. A directory, an unreadable file or one with no template

@@ -6,6 +6,7 @@
 // does not implement, never skipping it silently.
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,9 @@ class Decoder {
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
 };
 std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where);
+/// The byte a ByteFallback piece "<0xNN>" stands for (0-255), or -1 for any other token
+/// (decoders/byte_fallback.rs: six characters, two hex digits).
+int byte_piece_value(std::string_view token);
 
 /// Reads a {"String": s} / {"Regex": r} pattern object as a PCRE2 regex source.
 std::string pattern_to_regex(const json& pattern, const std::string& where);

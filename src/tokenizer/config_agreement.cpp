@@ -13,16 +13,6 @@
 namespace llmport::tok {
 namespace {
 
-// A named special token: a string or an AddedToken object {"content": ...}; "" otherwise.
-std::string named_token(const json& j) {
-  if (j.is_string()) return j.get<std::string>();
-  if (j.is_object()) {
-    auto it = j.find("content");
-    if (it != j.end() && it->is_string()) return it->get<std::string>();
-  }
-  return "";
-}
-
 struct Setting {
   const json* value = nullptr;
   bool from_map = false;  // special_tokens_map.json, not tokenizer_config.json
@@ -178,6 +168,15 @@ void check_add_flags(const Tokenizer& tok, const json& config, const std::string
 }
 
 }  // namespace
+
+std::string named_token(const json& j) {
+  if (j.is_string()) return j.get<std::string>();
+  if (j.is_object()) {
+    auto it = j.find("content");
+    if (it != j.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
 
 std::vector<AddedToken> config_added_tokens(const json& config, const std::string& where) {
   std::vector<AddedToken> out;

@@ -18,6 +18,10 @@ class Tokenizer;
 
 namespace llmport::tok {
 
+/// A named special token's text: a string or an AddedToken object {"content": ...}; ""
+/// for anything else (null, a flag, a malformed object).
+std::string named_token(const json& j);
+
 /// tokenizer_config.json's `added_tokens_decoder` ({"<id>": {"content", "special", ...}}),
 /// sorted by id; empty when absent or null. Throws ConfigError naming `where` and the entry
 /// when a key is not an id or an entry has no string content.

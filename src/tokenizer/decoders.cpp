@@ -58,7 +58,7 @@ class ByteFallback final : public Decoder {
       pending.clear();
     };
     for (auto& t : tokens) {
-      int byte = parse_byte(t);
+      int byte = byte_piece_value(t);
       if (byte >= 0) {
         pending.push_back(static_cast<char>(byte));
       } else {
@@ -68,19 +68,6 @@ class ByteFallback final : public Decoder {
     }
     flush();
     tokens.swap(out);
-  }
-
- private:
-  static int hex(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  }
-  static int parse_byte(const std::string& t) {
-    if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
-    int h = hex(t[3]), l = hex(t[4]);
-    return h < 0 || l < 0 ? -1 : h * 16 + l;
   }
 };
 
@@ -193,7 +180,20 @@ class Sequence final : public Decoder {
   std::vector<std::unique_ptr<Decoder>> v_;
 };
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 }  // namespace
+
+int byte_piece_value(std::string_view t) {
+  if (t.size() != 6 || t.compare(0, 3, "<0x") != 0 || t[5] != '>') return -1;
+  const int h = hex_digit(t[3]), l = hex_digit(t[4]);
+  return h < 0 || l < 0 ? -1 : h * 16 + l;
+}
 
 std::unique_ptr<Decoder> make_decoder(const json& j, const std::string& where) {
   if (j.is_null()) return nullptr;

@@ -22,15 +22,11 @@ std::string read_text(const fs::path& p) { return read_text_file(p); }
 
 json parse_json(const fs::path& p) { return parse_json_text(read_text_file(p), p.string()); }
 
-/// bos_token / eos_token value: a string or an AddedToken object {"content": ...}.
+/// bos_token / eos_token value of a tokenizer_config.json / special_tokens_map.json object.
 std::string token_field(const json& j, const char* key) {
   if (!j.is_object()) return "";
   auto it = j.find(key);
-  if (it == j.end()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_object() && it->contains("content") && (*it)["content"].is_string())
-    return (*it)["content"].get<std::string>();
-  return "";
+  return it == j.end() ? "" : tok::named_token(*it);
 }
 
 class HfTokenizer final : public Tokenizer {

@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <cctype>
 #include <utility>
 
 #include "llmport/error.hpp"
 #include "llmport/tokenizer.hpp"
+#include "tokenizer/components.hpp"
 
 namespace llmport {
 namespace {
@@ -14,12 +14,6 @@ bool ends_with_replacement(const std::string& s) {
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.size() >= prefix.size() && s.compare(0, prefix.size(), prefix) == 0;
-}
-
-// "<0xF5>": a ByteFallback piece (the decoder's own test: six characters, two hex digits).
-bool is_byte_piece(const std::string& t) {
-  return t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
-         std::isxdigit(static_cast<unsigned char>(t[3])) && std::isxdigit(static_cast<unsigned char>(t[4]));
 }
 
 // The first character boundary of `s` at or after byte `i`.
@@ -45,7 +39,7 @@ std::string IncrementalDecoder::take_prompt_tail() { return std::exchange(prompt
 
 bool IncrementalDecoder::byte_piece(int id) const {
   try {
-    return is_byte_piece(tok_.id_to_token(id));
+    return tok::byte_piece_value(tok_.id_to_token(id)) >= 0;
   } catch (const Error&) {
     return false;  // an id without a token decodes to nothing
   }

@@ -185,15 +185,13 @@ std::string ordinary_stop_ids(const ModelConfig& cfg, const Tokenizer* tok, cons
   std::string out;
   auto add = [&out](int id, const std::string& what) { out += (out.empty() ? "" : ", ") + std::to_string(id) + what; };
   if (tok) {
-    std::vector<int> seen;
-    auto check = [&](int id, const std::string& source) {
-      if (std::find(seen.begin(), seen.end(), id) != seen.end()) return;
-      seen.push_back(id);
+    const std::vector<int> model = cfg.stop_ids();
+    for (const int id : chat_stop_ids(model, *tok))  // the set chat stops at: model ids and eos_token
       if (id >= 0 && id < tok->vocab_size() && !tok->is_special(id))
-        add(id, " ('" + tok->id_to_token(id) + "') (" + source + ")");
-    };
-    for (const int id : cfg.stop_ids()) check(id, "eos_token_id");
-    if (const auto eos = tok->eos_id()) check(*eos, "the tokenizer's eos_token, a stop id of chat");
+        add(id, " ('" + tok->id_to_token(id) + "') (" +
+                    (std::binary_search(model.begin(), model.end(), id) ? "eos_token_id"
+                                                                         : "the tokenizer's eos_token, a stop id of chat") +
+                    ")");
     return out;
   }
   if (!fs::exists(dir / "tokenizer_config.json")) return out;
