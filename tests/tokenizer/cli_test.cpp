@@ -60,6 +60,29 @@ TEST(TokenizeCli, TokenizerOnlyDirectoryNeedsNoConfigJson) {
   EXPECT_EQ(json::parse(r.out), json({1, 22557, 1526}));
 }
 
+// tokenizer_config.json saying what tokenizer.json does not: the ids are tokenizer.json's
+// (the Rust library's reading), and each difference is a warning line on stderr; the real
+// shared tokenizers print none.
+TEST(TokenizeCli, TokenizerFilesThatDisagreeAreWarnedAbout) {
+  TempDir t;
+  auto src = shared_path("tokenizers/mistral_v0_1");
+  std::filesystem::copy_file(src / "tokenizer.json", t.path() / "tokenizer.json");
+  json cfg = read_json(src / "tokenizer_config.json");
+  cfg["add_eos_token"] = true;
+  write_file(t.path() / "tokenizer_config.json", cfg.dump());
+  auto r = run_llmport({"tokenize", t.path().string(), "Hello world"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json({1, 22557, 1526}));
+  EXPECT_EQ(r.err.rfind("warning: " + (t.path() / "tokenizer_config.json").string() +
+                            ": add_eos_token is true, but tokenizer.json's post_processor adds no EOS ('</s>')",
+                        0),
+            0U)
+      << r.err;
+  r = run_llmport({"tokenize", src.string(), "Hello world"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+}
+
 // Every golden case's ids of both decoders (SentencePiece-style mistral, byte-level qwen3),
 // one --jsonl process per tokenizer; the argument forms each once.
 TEST(DetokenizeCli, PrintsDecodedText) {
