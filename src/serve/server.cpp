@@ -166,10 +166,24 @@ bool has_body(const httplib::Request& req) {
 // A compressed body (Content-Encoding other than identity): this server reads JSON as sent,
 // so the client is told the encoding is the problem (415) rather than "could not read".
 std::string content_encoding_error(const httplib::Request& req) {
-  if (!has_body(req) || !req.has_header("Content-Encoding")) return "";
-  const std::string ce = req.get_header_value("Content-Encoding");
-  if (ce == "identity") return "";
-  return "unsupported Content-Encoding '" + printable(ce) + "': send the request body uncompressed";
+  if (!has_body(req)) return "";
+  // Every coding of every Content-Encoding header (a list field, RFC 9110 8.4; coding names
+  // are case-insensitive): only identity leaves the body as sent.
+  for (std::size_t i = 0; i < req.get_header_value_count("Content-Encoding"); ++i) {
+    const std::string ce = req.get_header_value("Content-Encoding", i);
+    std::size_t p = 0;
+    while (p <= ce.size()) {
+      const std::size_t e = std::min(ce.find(',', p), ce.size());
+      std::string coding = ce.substr(p, e - p);
+      coding.erase(0, coding.find_first_not_of(" \t"));
+      coding.erase(coding.find_last_not_of(" \t") + 1);
+      for (char& c : coding) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!coding.empty() && coding != "identity")
+        return "unsupported Content-Encoding '" + printable(ce) + "': send the request body uncompressed";
+      p = e + 1;
+    }
+  }
+  return "";
 }
 
 // A request with a body (a chunked one, or a Content-Length other than 0) that httplib 0.11

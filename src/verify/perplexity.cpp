@@ -199,7 +199,15 @@ void check_finite_row(std::span<const float> row, int chunk, int position) {
   std::size_t bad = 0, first = 0;
   for (std::size_t v = 0; v < row.size(); ++v)
     if (!std::isfinite(row[v]) && bad++ == 0) first = v;
-  if (bad == 0) return;
+  if (bad == 0) {
+    // All one value (a collapsed forward pass, as `run` refuses it): the "perplexity" would
+    // be the vocabulary size, a uniform guess printed as the model's.
+    if (row.size() > 1 && std::all_of(row.begin(), row.end(), [&](float v) { return v == row[0]; }))
+      throw GateError(fmt::format("degenerate logits in chunk {} at position {}: all {} values are {}, so every id is "
+                                  "equally likely; the forward pass collapsed, no perplexity",
+                                  chunk + 1, position, row.size(), row[0]));
+    return;
+  }
   throw GateError(fmt::format("non-finite logits in chunk {} at position {}: {} of {} values are NaN/Inf (first at "
                               "id {}); the weights or the forward pass produce non-finite values, no perplexity",
                               chunk + 1, position, bad, row.size(), first));

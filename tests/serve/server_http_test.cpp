@@ -301,6 +301,10 @@ TEST_F(ServeStories, ErrorStatusesInOpenAisShape) {
   const auto gz = curl("POST", url, R"({"prompt":"a"})", {"Content-Encoding: gzip"});
   expect_error(gz, 415);
   EXPECT_NE(gz.body.find("unsupported Content-Encoding 'gzip'"), std::string::npos) << gz.body;
+  // Coding names are case-insensitive and the field is a list: identity passes in any case,
+  // gzip behind it does not.
+  EXPECT_EQ(curl("POST", url, R"({"prompt":"a","max_tokens":1})", {"Content-Encoding: Identity"}).status, 200);
+  expect_error(curl("POST", url, R"({"prompt":"a"})", {"Content-Encoding: identity, gzip"}), 415);
   // 3 prompt tokens + 510 - 1 = 512 fits the 512-token slot; 511 does not.
   EXPECT_EQ(curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":510,"temperature":0,"stop":"."})").status, 200);
   const auto over = curl("POST", url, R"({"prompt":[1,403,407],"max_tokens":511})");

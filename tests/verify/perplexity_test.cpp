@@ -534,6 +534,21 @@ TEST(Perplexity, NonFiniteLogitsFailTheRunInsteadOfPrintingNan) {
     }
 }
 
+// A weight whose square overflows fp32 zeroes every logit: the "perplexity" was the
+// vocabulary size (512), a uniform guess printed with exit 0 (session-36 walk).
+TEST(Perplexity, DegenerateLogitsFailTheRunInsteadOfPrintingTheVocabularySize) {
+  TempDir t;
+  test::copy_stories(t.path());
+  test::edit_f32_tensor(t.path() / "model.safetensors", "model.layers.0.mlp.down_proj.weight",
+                        [](float& v, std::size_t i) {
+                          if (i == 0) v = 1e30f;
+                        });
+  auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("error: degenerate logits in chunk 1 at position 32: all 512 values are 0", 0), 0u) << r.err;
+  EXPECT_EQ(r.out.find("512.0000"), std::string::npos) << r.out;
+}
+
 // A planted quantization fault (every block scale of one quantized projection x2: o_proj of
 // one layer, input 64) moves the q4_0 perplexity KLD of stories260K outside the 5% band
 // around the reference's figure, in every layer: the band is a check that can fail. The
