@@ -1,6 +1,7 @@
 // Diagnosis: per-layer comparison of two prefills' hidden states, flags, and the
 // phase-2 single-block gate.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -97,6 +98,41 @@ void flag(DiagnosisRow& row, double prev_median, double scale_bound, DiagnosisRe
   if (why.empty()) return;
   row.flagged = true;
   row.reason = why;
+  if (d.first_suspicious.empty()) {
+    d.first_suspicious = row.name;
+    d.first_suspicious_layer = row.layer;
+  }
+}
+
+// The first position whose row of `v` ([positions, dim]) has a squared L2 norm past FLT_MAX,
+// and that norm. An RMSNorm reading the row squares it in fp32 (transformers:
+// hidden.to(float32).pow(2).mean(-1)), gets inf and outputs zeros: the model computes
+// nothing past it on any side, which cosine (zero rows agree) cannot see.
+std::optional<std::pair<int, double>> norm_overflow(const std::vector<float>& v, const std::vector<int>& positions,
+                                                    int dim) {
+  const auto d = static_cast<std::size_t>(dim);
+  for (std::size_t r = 0; r < positions.size() && (r + 1) * d <= v.size(); ++r) {
+    double ss = 0;
+    for (std::size_t i = r * d; i < (r + 1) * d; ++i) ss += static_cast<double>(v[i]) * v[i];
+    if (std::isfinite(ss) && ss > FLT_MAX) return std::make_pair(positions[r], std::sqrt(ss));
+  }
+  return std::nullopt;
+}
+
+// Flags a row the rules left alone when the engine's record overflows an RMSNorm.
+void flag_norm_overflow(DiagnosisRow& row, const HiddenStates& e, const HiddenStates& r,
+                        const std::vector<float>& e_rec, const std::vector<float>& r_rec, DiagnosisResult& d) {
+  if (row.flagged) return;
+  const auto eo = norm_overflow(e_rec, e.positions, e.emb_dim);
+  if (!eo) return;
+  using verify_detail::fmt_g;
+  const bool both = norm_overflow(r_rec, r.positions, r.emb_dim).has_value();
+  row.flagged = true;
+  row.reason = "position " + std::to_string(eo->first) + "'s hidden state has norm " + fmt_g(eo->second, 3) +
+               ": its square overflows fp32, so the RMSNorm reading it outputs zeros (" +
+               (both ? "on both sides: the model's weights produce it; llmport check --scan-values names an "
+                       "extreme weight)"
+                     : "the engine's alone)");
   if (d.first_suspicious.empty()) {
     d.first_suspicious = row.name;
     d.first_suspicious_layer = row.layer;
@@ -257,6 +293,7 @@ DiagnosisResult diagnose(const PrefillRecord& engine, const PrefillRecord& refer
       flag(row, prev_median, scale_bound, d);
     }
     const Record& rec = chain[static_cast<std::size_t>(row.layer) + off];
+    if (row.layer != bad_layer) flag_norm_overflow(row, e, r, *rec.e, *rec.r, d);
     if (row.flagged && any_non_finite(*rec.e) && any_non_finite(*rec.r)) row.reason = kBothNonFinite;
     prev_median = row.stats.median;
     d.rows.push_back(std::move(row));

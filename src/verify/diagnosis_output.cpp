@@ -119,7 +119,7 @@ std::string DiagnosisResult::to_markdown() const {
   else
     s += "No layer flagged (min cosine >= " + fmt_g(kFlagMinCosine) + ", no median drop > " +
          fmt_g(kFlagMedianDrop) + ", update median cosine >= " + fmt_g(kFlagUpdateMedianCosine) +
-         ", every position's norm within the scale budget).\n";
+         ", every position's norm within the scale budget and fp32's range).\n";
   return s;
 }
 

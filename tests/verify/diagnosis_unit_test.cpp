@@ -131,6 +131,33 @@ TEST(Diagnosis, TheFinalNormRowIsFlaggedByTheSameRules) {
   EXPECT_TRUE(diagnose(ref, ref).first_suspicious.empty());
 }
 
+// A hidden row whose squared norm passes FLT_MAX (3.4e38) makes every side's RMSNorm output
+// zeros; both sides agreeing, only this rule sees it. dim 16: 16 * (5e18)^2 = 4e38 > FLT_MAX,
+// 16 * (4e18)^2 = 2.56e38 is not.
+TEST(Diagnosis, AHiddenNormWhoseSquareOverflowsFp32IsFlaggedOnBothSides) {
+  const int dim = 16;
+  auto ref = make_record(4, 3, dim, 12);
+  const auto set_row = [&](PrefillRecord& r, int from_layer, float v) {
+    for (std::size_t l = static_cast<std::size_t>(from_layer); l < r.hidden.layer_out.size(); ++l)
+      for (int i = 0; i < dim; ++i) r.hidden.layer_out[l][static_cast<std::size_t>(1 * dim + i)] = i % 2 ? v : -v;
+  };
+  auto below = ref;
+  set_row(below, 2, 4e18f);
+  EXPECT_EQ(diagnose(below, below).first_suspicious_layer, -1);
+  auto over = ref;
+  set_row(over, 2, 5e18f);
+  const auto d = diagnose(over, over);
+  EXPECT_EQ(d.first_suspicious_layer, 2);
+  EXPECT_FALSE(d.rows[1].flagged);
+  ASSERT_TRUE(d.rows[2].flagged);
+  EXPECT_NE(d.rows[2].reason.find("position 1's hidden state has norm 2e+19"), std::string::npos) << d.rows[2].reason;
+  EXPECT_NE(d.rows[2].reason.find("on both sides"), std::string::npos) << d.rows[2].reason;
+  // The engine's alone: the cosine rules see it first (an unrelated scale), unless they do not.
+  const auto alone = diagnose(over, below);
+  EXPECT_EQ(alone.first_suspicious_layer, 2);
+  EXPECT_TRUE(alone.rows[2].flagged);
+}
+
 TEST(Diagnosis, GoldenWithLastPositionOnlyIsAlignedByPosition) {
   auto eng = make_record(2, 4, 8, 4);
   PrefillRecord ref;
