@@ -56,6 +56,13 @@ class Tokenizer {
   virtual int vocab_size() const = 0;
   /// Whether `id` is a special added token.
   virtual bool is_special(int id) const = 0;
+  /// The raw bytes a vocabulary token stands for where the decoder maps pieces to bytes: a
+  /// ByteFallback piece "<0xNN>" is that one byte, a piece under a ByteLevel decoder its
+  /// characters mapped back through the byte alphabet (GPT-2's bytes_to_unicode). nullopt
+  /// for added tokens, other pieces and other decoders (their text is their bytes). Unlike
+  /// decode({id}), never replaced by U+FFFD: half a UTF-8 character stays its bytes (what
+  /// OpenAI's logprobs `bytes` carries per token).
+  virtual std::optional<std::string> token_bytes(int id) const { return std::nullopt; }
   /// Token strings from tokenizer_config.json (a string or {"content": ...}), else from
   /// special_tokens_map.json; empty if absent.
   virtual std::string bos_token() const = 0;

@@ -731,9 +731,14 @@ class Server {
 
   /// `text`: what the chosen token added to the text (TextPipe::last_text; so the `tokens`
   /// join to the text, each at its `text_offset`); `prev`: the token before it.
+  /// `bytes`: the token's own (token_bytes), where the text it adds holds more (a byte
+  /// piece's character finished by it, earlier byte pieces held until it) or less (half a
+  /// character); a skipped special token's are its text's ("").
   TokenLogprob token_logprob(int prev, const std::string& text, const TokenEvent& ev) const {
-    TokenLogprob t{tok_ ? text : std::to_string(ev.id), ev.logprob, {}};
-    for (const auto& [id, lp] : ev.top) t.top.emplace_back(token_text(prev, id), lp);
+    TokenLogprob t{tok_ ? text : std::to_string(ev.id), ev.logprob, {}, std::nullopt};
+    if (tok_ && !tok_->is_special(ev.id)) t.bytes = tok_->token_bytes(ev.id).value_or(token_text(prev, ev.id));
+    for (const auto& [id, lp] : ev.top)
+      t.top.push_back({token_text(prev, id), lp, tok_ ? tok_->token_bytes(id) : std::nullopt});
     return t;
   }
 
@@ -754,7 +759,9 @@ class Server {
   LogprobList take_logprobs(LogprobHoldback& held, std::size_t released_bytes, bool stopped) const {
     LogprobList out;
     for (auto& [h, text] : held.release(released_bytes, stopped)) {
-      if (tok_) h.lp.token = std::move(text);  // cut where the stop string starts inside it
+      // Cut where the stop string starts inside it: its bytes are then the cut text's.
+      if (tok_ && text != h.lp.token) h.lp.bytes.reset();
+      if (tok_) h.lp.token = std::move(text);
       out.entries.push_back(std::move(h.lp));
       out.offsets.push_back(h.offset);
     }

@@ -40,8 +40,12 @@ json logprobs_json(Endpoint ep, const std::vector<TokenLogprob>& lps, const std:
     json content = json::array();
     for (const auto& t : lps) {
       json top = json::array();
-      for (const auto& [s, lp] : t.top) top.push_back({{"token", s}, {"logprob", lp}, {"bytes", bytes_of(s)}});
-      content.push_back({{"token", t.token}, {"logprob", t.logprob}, {"bytes", bytes_of(t.token)}, {"top_logprobs", top}});
+      for (const auto& a : t.top)
+        top.push_back({{"token", a.token}, {"logprob", a.logprob}, {"bytes", bytes_of(a.bytes.value_or(a.token))}});
+      content.push_back({{"token", t.token},
+                         {"logprob", t.logprob},
+                         {"bytes", bytes_of(t.bytes.value_or(t.token))},
+                         {"top_logprobs", top}});
     }
     return {{"content", content}};
   }
@@ -50,7 +54,7 @@ json logprobs_json(Endpoint ep, const std::vector<TokenLogprob>& lps, const std:
     tokens.push_back(t.token);
     token_logprobs.push_back(t.logprob);
     json alt = json::object();
-    for (const auto& [s, lp] : t.top) alt[s] = lp;
+    for (const auto& a : t.top) alt[a.token] = a.logprob;
     top.push_back(alt);
   }
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", text_offset}};

@@ -1,6 +1,7 @@
 #pragma once
 // Server-sent events and the OpenAI response bodies (completion, chat completion, their
 // stream chunks), one place for the field-for-field shapes.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,11 +32,22 @@ struct ResponseHead {
   std::string model;
 };
 
-/// One token's logprobs as the client reads them (token strings already decoded).
+/// One alternative of a token: its text, log-probability and raw bytes (nullopt: its text's).
+struct TopLogprob {
+  std::string token;
+  float logprob = 0;
+  std::optional<std::string> bytes;
+};
+
+/// One token's logprobs as the client reads them (token strings already decoded). `bytes`:
+/// the token's raw bytes where the tokenizer maps it to bytes (Tokenizer::token_bytes: half a
+/// UTF-8 character is its own bytes, while `token` holds the text the token adds), else
+/// nullopt (chat's `bytes` are then the text's).
 struct TokenLogprob {
   std::string token;
   float logprob = 0;
-  std::vector<std::pair<std::string, float>> top;
+  std::vector<TopLogprob> top;
+  std::optional<std::string> bytes;
 };
 
 /// `logprobs` of a choice: completions {tokens, token_logprobs, top_logprobs, text_offset},

@@ -7,6 +7,7 @@
 #include "llmport/tokenizer.hpp"
 #include "tokenizer/added_vocabulary.hpp"
 #include "tokenizer/bpe_model.hpp"
+#include "tokenizer/byte_level.hpp"
 #include "tokenizer/config_agreement.hpp"
 #include "tokenizer/components.hpp"
 #include "tokenizer/tokenizer_json.hpp"
@@ -43,6 +44,7 @@ class HfTokenizer final : public Tokenizer {
       pre_tokenizer_ = tok::make_pre_tokenizer(j.value("pre_tokenizer", json()), where);
       post_processor_ = tok::make_post_processor(j.value("post_processor", json()), where);
       decoder_ = tok::make_decoder(j.value("decoder", json()), where);
+      note_byte_decoders(j.value("decoder", json()));
       std::vector<tok::AddedToken> added;
       if (auto it = j.find("added_tokens"); it != j.end() && !it->is_null()) {
         if (!it->is_array()) throw ConfigError(where + ": 'added_tokens' must be an array");
@@ -143,6 +145,21 @@ class HfTokenizer final : public Tokenizer {
     const tok::AddedToken* a = added_.by_id(id);
     return a && a->special;
   }
+  std::optional<std::string> token_bytes(int id) const override {
+    if (added_.by_id(id)) return std::nullopt;
+    const std::string* piece = model_->id_to_token(id);
+    if (!piece) return std::nullopt;
+    if (const int b = tok::byte_piece_value(*piece); byte_fallback_ && b >= 0)
+      return std::string(1, static_cast<char>(b));
+    if (!byte_level_) return std::nullopt;
+    std::string bytes;
+    for (std::size_t i = 0; i < piece->size();) {
+      const int b = tok::unicode_to_byte(tok::utf8_next(*piece, i));
+      if (b < 0) return std::nullopt;  // the decoder keeps such a piece's text as it is
+      bytes.push_back(static_cast<char>(b));
+    }
+    return bytes;
+  }
   std::string bos_token() const override { return bos_; }
   std::string eos_token() const override { return eos_; }
   std::string chat_template() const override { return chat_template_; }
@@ -198,7 +215,18 @@ class HfTokenizer final : public Tokenizer {
     disagreements_ = tok::config_disagreements(*this, added_, cfg, special_map, cfg_path.string());
   }
 
+  // Which byte-mapping decoders the chain holds (make_decoder has validated it).
+  void note_byte_decoders(const json& d) {
+    if (!d.is_object()) return;
+    const std::string type = d.value("type", "");
+    if (type == "ByteLevel") byte_level_ = true;
+    if (type == "ByteFallback") byte_fallback_ = true;
+    if (auto it = d.find("decoders"); type == "Sequence" && it != d.end() && it->is_array())
+      for (const json& c : *it) note_byte_decoders(c);
+  }
+
   std::unique_ptr<tok::BpeModel> model_;
+  bool byte_level_ = false, byte_fallback_ = false;
   std::unique_ptr<tok::Normalizer> normalizer_;
   std::unique_ptr<tok::PreTokenizer> pre_tokenizer_;
   std::unique_ptr<tok::PostProcessor> post_processor_;
