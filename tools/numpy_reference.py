@@ -73,9 +73,12 @@ def load_weights(model_dir):
 
 
 def inv_freq(cfg, head_dim):
-    theta = float(cfg.get("rope_theta", 10000.0))
+    # transformers v5 writes rope_theta and the scaling into rope_parameters (llmport refuses
+    # a config whose two layouts disagree, so either reading gives the same values).
+    rp = cfg.get("rope_parameters") or {}
+    theta = float(cfg.get("rope_theta", rp.get("rope_theta", 10000.0)))
     f = theta ** (-np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
-    rs = cfg.get("rope_scaling") or {}
+    rs = cfg.get("rope_scaling") or rp
     kind = rs.get("rope_type", rs.get("type", "default"))
     if kind == "default":
         return f

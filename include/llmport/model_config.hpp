@@ -121,6 +121,16 @@ ConfigCheck check_model_config(const std::filesystem::path& path, std::optional<
 ModelConfig load_model_config(const std::filesystem::path& path,
                               std::optional<int> max_seq = std::nullopt);
 
+/// What `dir`'s config.json and generation_config.json ask transformers to run that llmport
+/// does not, one line each naming the file and field (empty when nothing): custom modeling or
+/// tokenizer code that config.json's auto_map names and that exists (a module file in `dir`,
+/// or another repository's; transformers runs it with trust_remote_code=True), and the
+/// generation constraints transformers' generate() applies even greedily (suppress_tokens,
+/// begin_suppress_tokens, bad_words_ids, sequence_bias, no_repeat_ngram_size, min_new_tokens,
+/// min_length, forced_bos/eos_token_id, forced_decoder_ids, exponential_decay_length_penalty).
+/// An absent or unreadable file adds nothing (load_model_config reports it). Never throws.
+std::vector<std::string> unrun_model_settings(const std::filesystem::path& dir);
+
 /// RoPE inverse frequencies [head_dim/2] after rope_scaling, as HF
 /// `_compute_default_rope_parameters` / `_compute_linear_scaling_rope_parameters` /
 /// `_compute_llama3_parameters` compute them (fp64 math, returned as fp32).

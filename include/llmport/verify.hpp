@@ -487,6 +487,11 @@ struct VerifyResult {
   /// tokenizer.json does not, so transformers and llmport (the Rust library's reading)
   /// tokenize the model differently. Caps the verdict; "" when they agree.
   std::string tokenizer_files_disagree;
+  /// What the model's files ask transformers to run that llmport does not, joined by "; ":
+  /// unrun_model_settings (custom code named by auto_map, generation constraints) and the
+  /// weight loader's warnings (a tied model storing a different lm_head.weight). Caps the
+  /// verdict; "" when none.
+  std::string model_files_not_run;
   /// The first prompt whose printed text (PromptVerdict::reference_text) llmport's tokenizer
   /// does not reproduce, with the difference; "" when every one matched or none was stated.
   /// Caps the verdict.

@@ -48,6 +48,13 @@ class SafetensorsFile {
   std::optional<std::string> unclaimed_;
 };
 
+/// The safetensors files a model is loaded from, as transformers chooses them:
+/// `dir`/model.safetensors when present (it wins over an index beside it), else each shard
+/// named by `dir`/model.safetensors.index.json that is present; empty when neither is.
+/// WeightStore::open, check_safetensors_headers and deploy's weight hashes all read this
+/// set. Throws WeightsError for an unreadable index or a dangling link.
+std::vector<std::filesystem::path> weight_files(const std::filesystem::path& dir);
+
 /// The header check of `check` (no weight bytes read): opens, through SafetensorsFile,
 /// `dir`/model.safetensors, else each shard named by `dir`/model.safetensors.index.json that
 /// is present (a config-only Hugging Face snapshot holds none), so a truncated file or a bad

@@ -14,6 +14,7 @@
 #include "llmport/error.hpp"
 #include "llmport/file_io.hpp"
 #include "llmport/model_config.hpp"
+#include "llmport/weights.hpp"
 
 namespace llmport::deploy {
 namespace fs = std::filesystem;
@@ -187,24 +188,18 @@ int Manifest::first_unpassed() const {
 
 std::vector<std::string> model_file_names(const fs::path& model_dir) {
   std::vector<std::string> out;
-  // With an index only the shards it names are model files (a stray
-  // consolidated.safetensors is not read by llmport, so it is not part of the model).
-  std::set<std::string> shards;
-  bool indexed = fs::is_regular_file(model_dir / "model.safetensors.index.json");
-  if (indexed) {
-    auto idx = read_json_file(model_dir / "model.safetensors.index.json");
-    if (idx.contains("weight_map") && idx["weight_map"].is_object())
-      for (const auto& [k, v] : idx["weight_map"].items())
-        if (v.is_string()) shards.insert(v.get<std::string>());
-  }
+  // The weights are the files the loader reads (weight_files): model.safetensors wins over
+  // an index beside it, as in transformers, so one appearing after the deployment is the
+  // model now; a stray consolidated.safetensors is read by no one and is not part of it.
+  std::set<std::string> weights;
+  for (const fs::path& f : weight_files(model_dir)) weights.insert(f.filename().string());
   for (const auto& e : fs::directory_iterator(model_dir)) {
     if (!e.is_regular_file()) continue;
     std::string n = e.path().filename().string();
     bool wanted = n == "config.json" || n == "generation_config.json" ||
                   n == "tokenizer.json" || n == "tokenizer_config.json" ||
                   n == "special_tokens_map.json" || n == "chat_template.jinja" ||
-                  n == "model.safetensors.index.json" ||
-                  (n.ends_with(".safetensors") && (!indexed || shards.count(n)));
+                  n == "model.safetensors.index.json" || n == "added_tokens.json" || weights.count(n);
     if (wanted) out.push_back(n);
   }
   std::sort(out.begin(), out.end());

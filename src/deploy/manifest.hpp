@@ -85,8 +85,9 @@ struct Manifest {
   int first_unpassed() const;
 };
 
-/// The model files llmport reads (config, generation config, weights, tokenizer) in
-/// model_dir, relative to it, sorted.
+/// The model files llmport reads (config, generation config, the weights as weight_files
+/// chooses them, tokenizer files) in model_dir, relative to it, sorted. Throws WeightsError
+/// for an unreadable index.
 std::vector<std::string> model_file_names(const std::filesystem::path& model_dir);
 /// Hashes the model files (model_file_names). Returns file -> sha256 (file relative to
 /// model_dir); `stats`, when given, receives each file's FileStat taken before its hash (a

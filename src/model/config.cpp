@@ -153,6 +153,34 @@ GenerationConfig parse_generation_config(const json& g) {
   return gc;
 }
 
+namespace {
+// transformers v4 reads the top-level rope_theta and rope_scaling; v5 standardizes them into
+// rope_parameters, whose own values rank first (RotaryEmbeddingConfigMixin
+// .convert_rope_params_to_dict: setdefault). A config holding both layouts with different
+// values is run otherwise by the two versions: which the model was trained with cannot be
+// told, so it is refused rather than one reading picked.
+void check_rope_layouts_agree(const json& config) {
+  const json* rp = field(config, "rope_parameters");
+  if (!rp || !rp->is_object()) return;
+  const auto differ = [](const json& a, const json& b) {
+    return a.is_number() && b.is_number() ? a.get<double>() != b.get<double>() : a != b;
+  };
+  const auto refuse = [](const std::string& top, const json& tv, const std::string& key, const json& pv) {
+    throw ConfigError("field 'rope_parameters." + key + "': " + json_excerpt(pv) + " disagrees with '" + top + "' " +
+                      json_excerpt(tv) + " (transformers v5 reads rope_parameters, v4 the top-level field)");
+  };
+  if (const json* t = field(config, "rope_theta"))
+    if (const json* p = field(*rp, "rope_theta"); p && differ(*t, *p)) refuse("rope_theta", *t, "rope_theta", *p);
+  const json* rs = field(config, "rope_scaling");
+  if (!rs || !rs->is_object()) return;
+  if (rope_type_of(rs) != rope_type_of(rp))
+    refuse("rope_scaling.rope_type", json(rope_type_of(rs)), "rope_type", json(rope_type_of(rp)));
+  for (const auto& [key, v] : rs->items())
+    if (key != "type" && key != "rope_type")
+      if (const json* p = field(*rp, key); p && differ(v, *p)) refuse("rope_scaling." + key, v, key, *p);
+}
+}  // namespace
+
 ModelConfig resolve_model_config(const json& config, const json* generation_config) {
   if (!config.is_object()) throw ConfigError("config is not a JSON object");
   ModelConfig cfg;
@@ -193,6 +221,7 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   auto mpe = strict_int(config, "max_position_embeddings", false, 1, who);
   cfg.max_position_embeddings = mpe ? as_int(mpe) : arch.default_max_position_embeddings;
 
+  check_rope_layouts_agree(config);
   cfg.rope_theta = positive_double_within(config, "rope_theta", arch.default_rope_theta, 1.0, kNoBound, kRopeBaseWhy);
   if (!field(config, "rope_theta"))
     if (const json* rp = field(config, "rope_parameters"); rp && rp->is_object())

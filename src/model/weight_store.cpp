@@ -75,7 +75,7 @@ bool weight_file_present(const fs::path& p) {
 
 }  // namespace
 
-std::vector<fs::path> check_safetensors_headers(const fs::path& dir) {
+std::vector<fs::path> weight_files(const fs::path& dir) {
   std::vector<fs::path> files;
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
@@ -87,6 +87,11 @@ std::vector<fs::path> check_safetensors_headers(const fs::path& dir) {
     for (const std::string& shard : shards)
       if (weight_file_present(dir / shard)) files.push_back(dir / shard);
   }
+  return files;
+}
+
+std::vector<fs::path> check_safetensors_headers(const fs::path& dir) {
+  const std::vector<fs::path> files = weight_files(dir);
   for (const fs::path& f : files) {
     const SafetensorsFile validated(f);  // validated on open: mapped, its weight bytes not read
   }
@@ -179,7 +184,8 @@ WeightStore WeightStore::open(const fs::path& dir_or_file, const ModelConfig& cf
       if (v->shape != emb->shape || v->dtype != emb->dtype || std::memcmp(v->data, emb->data, v->nbytes) != 0)
         ws.warnings_.push_back(v->file.string() +
                                ": lm_head.weight differs from model.embed_tokens.weight in a model with "
-                               "tie_word_embeddings true; using the embedding");
+                               "tie_word_embeddings true; using the embedding (transformers v5 does not tie "
+                               "weights the checkpoint stores apart, and computes the logits from lm_head.weight)");
       continue;
     }
     unexpected.push_back(name);

@@ -93,6 +93,7 @@ nlohmann::json VerifyResult::to_json() const {
                     {"independence_unshown", independence_unshown},
                     {"ordinary_stop_ids", ordinary_stop_ids},
                     {"tokenizer_files_disagree", tokenizer_files_disagree},
+                    {"model_files_not_run", model_files_not_run},
                     {"text_differs", reference_text_differs},
                     {"dtype", reference_dtype},
                     {"sequences", reference_sequences},

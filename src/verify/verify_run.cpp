@@ -291,6 +291,9 @@ std::vector<std::string> verdict_caps(const VerifyResult& res, bool builtin_set)
     caps.push_back("the model's tokenizer files disagree (llmport reads tokenizer.json as the Rust tokenizers "
                    "library does; transformers applies tokenizer_config.json on top of it and encodes or decodes "
                    "otherwise): " + res.tokenizer_files_disagree);
+  if (!res.model_files_not_run.empty())
+    caps.push_back("the model's files ask for what llmport does not run, so transformers computes or generates "
+                   "otherwise: " + res.model_files_not_run);
   if (res.backend == "reference") caps.push_back("the engine runner uses the reference backend, not the target's kernels");
   if (!res.fault.empty()) caps.push_back("a test-only fault was planted in the engine: " + res.fault);
   if (res.top_k < kTopK)
@@ -1227,7 +1230,10 @@ VerifyResult run_verify(const fs::path& model_dir, const VerifyOptions& opt) {
       load_model_config(model_dir, opt.max_seq > 0 ? std::optional<int>(opt.max_seq) : std::nullopt);
   const fs::path dir = cfg.dir.empty() ? model_dir : cfg.dir;
   const WeightStore weights = WeightStore::open(dir, cfg);
-  for (const auto& w : weights.warnings()) res.warnings.push_back("weights: " + w);
+  std::vector<std::string> not_run = unrun_model_settings(dir);
+  not_run.insert(not_run.end(), weights.warnings().begin(), weights.warnings().end());
+  for (const std::string& w : not_run)
+    res.model_files_not_run += (res.model_files_not_run.empty() ? "" : "; ") + w;
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(dir)) tok = Tokenizer::load(dir);
   res.ordinary_stop_ids = ordinary_stop_ids(cfg, tok.get(), dir);
