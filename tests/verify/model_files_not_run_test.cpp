@@ -112,6 +112,13 @@ TEST(ModelFilesNotRun, GenerationConstraintsCapTheVerdictAndSamplingDefaultsDoNo
   EXPECT_NE(lines[2].find("no_repeat_ngram_size 3"), std::string::npos) << lines[2];
   const VerifyResult r = verify_golden(m, stories_golden());
   EXPECT_TRUE(has_cap(r, kCap)) << r.verdict_line();
+  // run says so too, once per setting.
+  const auto run = test::run_llmport({"run", m.string(), "--prompt", "Once", "-n", "2"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("generation_config.json: suppress_tokens [432] (transformers' generate() applies it, "
+                         "greedy decoding included) (llmport does not run it)\n"),
+            std::string::npos)
+      << run.err;
 }
 
 }  // namespace
