@@ -305,9 +305,15 @@ std::vector<ValidationRow> validate_kernels(const ModelConfig& cfg, DType dtype,
       const OpCase mine = case_for(c, *be, sel, prefill_m);
       rows.push_back(row_of(mine, mine.kind, harness.run(*be, mine), *be));
     }
-  // A kind the engine needs and the backend claims, with no case: a failing row.
+  // A kind the engine needs and the backend claims, with no case: a failing row. Quantized
+  // cases are needed only where the plan quantizes a matrix (no width a multiple of the
+  // block: every linear stays in the base dtype, and only its cases run).
+  const QuantType runs_quant =
+      quant != QuantType::None && plan_quantization(cfg, dtype, quant, quant_lm_head).n_quantized > 0
+          ? quant
+          : QuantType::None;
   for (Backend* be : backends)
-    for (OpKind kind : uncovered_kinds(*be, cases, needed, dtype, quant)) {
+    for (OpKind kind : uncovered_kinds(*be, cases, needed, dtype, runs_quant)) {
       ValidationRow row;
       row.kernel = std::string(op_name(kind)) + ": no case";
       row.isa = be->isa();

@@ -59,6 +59,9 @@ struct LogprobsFile {
 
 LogprobsFile open_logprobs(const fs::path& f) {
   LogprobsFile lf;
+  // A FIFO or a device would block or stream forever: the base is a file --save-logits wrote.
+  if (std::error_code ec; !fs::is_regular_file(f, ec))
+    throw UsageError(f.string() + ": not a regular file (the KL-divergence base is a file perplexity --save-logits wrote)");
   lf.in.open(f, std::ios::binary);
   if (!lf.in) throw UsageError(f.string() + ": cannot open the KL-divergence base file");
   char magic[8];
@@ -137,7 +140,7 @@ std::string other_weights_note(const fs::path& f, const nlohmann::json& h, const
 // llama-perplexity's --kl-divergence does: one text tokenized two ways has the same sha256,
 // ctx and often the same count, yet its rows predict other tokens.
 void check_base(const fs::path& f, const nlohmann::json& h, const std::string& text_sha, int ctx, int vocab,
-                int64_t n_scored, const std::vector<int>& targets) {
+                int64_t n_scored, const std::vector<int>& targets, const std::vector<int>& evaluated) {
   auto want = [&](const char* key, const nlohmann::json& v) {
     if (!h.contains(key) || h[key] != v)
       throw UsageError(f.string() + ": made for " + key + " " + (h.contains(key) ? h[key].dump() : "(none)") +
@@ -157,6 +160,18 @@ void check_base(const fs::path& f, const nlohmann::json& h, const std::string& t
       throw UsageError(fmt::format("{}: tokens[{}]: the base scored token {}, this run token {} (another "
                                    "tokenization of the text): not comparable",
                                    f.string(), k, (*it)[k].dump(), targets[k]));
+  // The context each scored position was computed from: another tokenizer can agree on the
+  // scored halves of the chunks and differ before them (llama-perplexity's base file holds
+  // every evaluated token for this reason).
+  const auto ev = h.find("evaluated_tokens");
+  if (ev == h.end() || !ev->is_array() || ev->size() != evaluated.size())
+    throw UsageError(f.string() + ": evaluated_tokens: expected the " + std::to_string(evaluated.size()) +
+                     " tokens this run evaluates (a base saved by an older llmport lacks them: save it again)");
+  for (std::size_t k = 0; k < evaluated.size(); ++k)
+    if ((*ev)[k] != evaluated[k])
+      throw UsageError(fmt::format("{}: evaluated_tokens[{}]: the base read token {}, this run token {} (another "
+                                   "tokenization of the text): not comparable",
+                                   f.string(), k, (*ev)[k].dump(), evaluated[k]));
 }
 
 // A base row must be a log-probability distribution: no NaN or +inf, no value above 0
@@ -184,10 +199,12 @@ void check_base_row(const fs::path& f, std::span<const float> lp, int64_t row, i
 }
 
 // The tokenizer's own message (e.g. invalid UTF-8 at a byte offset) does not say which
-// input it was about; the text file's name is the user's handle on it.
+// input it was about; the text file's name is the user's handle on it. Special-token text
+// ("</s>" in the file) is plain text, as llama-perplexity tokenizes (common_tokenize with
+// parse_special false): parsed, it became EOS ids the model was never meant to score.
 std::vector<int> encode_text(const Tokenizer& tok, const std::string& text, const fs::path& f) {
   try {
-    return tok.encode(text);
+    return tok.encode(text, EncodeOptions{.add_special_tokens = true, .split_special_tokens = true});
   } catch (const UsageError& e) {
     throw UsageError(f.string() + ": " + e.what());
   }
@@ -338,11 +355,14 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
   if (need_files)
     for (int c = 0; c < res.n_chunks; ++c)
       for (int i = first; i <= last; ++i) scored_targets.push_back(tokens[static_cast<std::size_t>(c * ctx + i + 1)]);
+  const std::vector<int> evaluated =
+      need_files ? std::vector<int>(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(res.n_chunks) * ctx)
+                 : std::vector<int>();
   std::optional<LogprobsFile> base;
   std::string base_label;
   if (opt.kl_base) {
     base = open_logprobs(*opt.kl_base);
-    check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored, scored_targets);
+    check_base(*opt.kl_base, base->header, text_sha, ctx, vocab, res.n_scored, scored_targets, evaluated);
     const std::string producer = header_string(*opt.kl_base, base->header, "producer");
     const std::string dtype = header_string(*opt.kl_base, base->header, "dtype");
     base_label = (producer.empty() ? std::string("unnamed producer") : producer) + " " + (dtype.empty() ? "?" : dtype);
@@ -382,7 +402,8 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
                               {"vocab", vocab},
                               {"dtype", res.dtype},
                               {"n_scored", res.n_scored},
-                              {"tokens", scored_targets}};
+                              {"tokens", scored_targets},
+                              {"evaluated_tokens", evaluated}};
     const std::string hs = h.dump();
     const uint64_t len = hs.size();
     save.open(*opt.save_logits, std::ios::binary);

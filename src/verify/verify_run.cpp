@@ -8,9 +8,12 @@
 #include <limits>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "llmport/chat_template.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
+#include "llmport/model_config.hpp"
 #include "llmport/quant.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/runner.hpp"
@@ -824,10 +827,10 @@ void describe_engine(EngineRunner& engine, const VerifyOptions& opt, VerifyResul
     res.min_top1 = opt.min_top1.value_or(d.min_top1);
     // (0, 1], as deploy --min-top1: 0 would switch the top-1 check off.
     if (!(res.min_top1 > 0 && res.min_top1 <= 1))
-      throw UsageError("verify: --min-top1 must be a share in (0, 1], got " + fmt_g(res.min_top1));
+      throw UsageError("verify: --min-top1 must be a share in (0, 1], got " + fmt::format("{}", res.min_top1));
   }
   if (!(res.kl_bound > 0) || !std::isfinite(res.kl_bound))
-    throw UsageError("verify: --kl-bound must be a finite number > 0, got " + fmt_g(res.kl_bound));
+    throw UsageError("verify: --kl-bound must be a finite number > 0, got " + fmt::format("{}", res.kl_bound));
 }
 
 // Sums over the prompts of a run.

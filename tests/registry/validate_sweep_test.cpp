@@ -20,6 +20,7 @@
 #include "llmport/backend_decorator.hpp"
 #include "llmport/error.hpp"
 #include "llmport/kernel_cache.hpp"
+#include "llmport/quant_plan.hpp"
 #include "llmport/registry.hpp"
 #include "llmport/tolerance.hpp"
 #include "support/test_support.hpp"
@@ -532,6 +533,27 @@ TEST(ValidateQuant, EveryQuantizedProjectionPassesOnEachIsaWithTheDerivedToleran
     }
     EXPECT_EQ(quant_kernels, (std::set<std::string>{"gemm", "gemv", "linear_group_qkv", "linear_group_gate_up"}));
     EXPECT_EQ(isas.size(), backend_levels("cpu").size());
+  }
+}
+
+// A model whose every linear input width misses the 32-block (hidden 40, MLP 100): q4_0
+// quantizes nothing, the engine runs the base dtype, and validation asks for no quantized
+// case. It once demanded one ("gemm: no case"), failing deploy --dtype q4_0 at phase 1
+// while the same model deployed in fp32 (round of session 37).
+TEST(ValidateQuant, AModelTheFormatQuantizesNothingOfNeedsNoQuantizedCase) {
+  ModelConfig cfg = small_config();
+  cfg.emb_dim = 40;
+  cfg.n_heads = 2;
+  cfg.n_kv_heads = 1;
+  cfg.head_dim = 20;
+  cfg.hidden_dim = 100;
+  ASSERT_EQ(plan_quantization(cfg, DType::BF16, QuantType::Q4_0, QuantType::None).n_quantized, 0);
+  const auto owned = every_isa(2);
+  const auto rows = validate_kernels(cfg, DType::BF16, ptrs(owned), nullptr, 19, QuantType::Q4_0);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    EXPECT_TRUE(r.pass) << validation_row_string(r);
+    EXPECT_EQ(r.quant, QuantType::None) << validation_row_string(r);
   }
 }
 

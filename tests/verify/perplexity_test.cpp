@@ -2,6 +2,7 @@
 // (golden/perplexity_public.json: llama-perplexity's method, fp32), the log-probs file and
 // the KL-divergence statistics, and every bad input as a one-line exit 2.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cctype>
 
@@ -20,6 +21,7 @@
 #include "llmport/engine.hpp"
 #include "llmport/error.hpp"
 #include "llmport/perplexity.hpp"
+#include "llmport/tokenizer.hpp"
 #include "verify/verify_support.hpp"
 
 namespace llmport {
@@ -282,6 +284,15 @@ TEST(Perplexity, ABaseHeaderForAnotherTokenizationOrFormatIsRefused) {
   for (const Refused& c : {Refused{"retokenized", [](nlohmann::json& h) { h["tokens"][5] = h["tokens"][5].get<int>() + 1; },
                                    "tokens[5]: the base scored token"},
                            Refused{"no_tokens", [](nlohmann::json& h) { h.erase("tokens"); }, "tokens: expected the 372"},
+                           // Same scored tokens, another context before them (another tokenizer can
+                           // agree on the scored halves: round of session 37).
+                           Refused{"other_context",
+                                   [](nlohmann::json& h) {
+                                     h["evaluated_tokens"][1] = h["evaluated_tokens"][1].get<int>() + 1;
+                                   },
+                                   "evaluated_tokens[1]: the base read token"},
+                           Refused{"no_context", [](nlohmann::json& h) { h.erase("evaluated_tokens"); },
+                                   "evaluated_tokens: expected the 768 tokens this run evaluates"},
                            Refused{"format_v2", [](nlohmann::json& h) { h["format"] = "llmport-perplexity-logprobs/2"; },
                                    "made for format"},
                            // Optional fields of another type: named, not nlohmann's raw type error,
@@ -475,6 +486,7 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   fs::create_symlink(t.path() / "elsewhere.bin", t.path() / "dangling.bin");
   test::write_file(t.path() / "latin1.txt", "caf\xe9 au lait, once upon a time there was a dog");
   fs::create_directory(t.path() / "adir.txt");
+  ASSERT_EQ(::mkfifo((t.path() / "fifo.bin").c_str(), 0600), 0);  // a read would block for ever
   const std::string m = stories_dir().string(), txt = ppl_text().string();
   struct Case {
     std::vector<std::string> args;
@@ -489,6 +501,8 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
                         Case{{"-f", txt, "-c", "2"}, "--ctx-size: must be >= 3, got 2"},
                         Case{{"-f", txt, "-c", "513"}, "above the model's context of 512"},
                         Case{{"-f", txt, "--kl-divergence-base", (t.path() / "junk.bin").string()}, "not an llmport"},
+                        Case{{"-f", txt, "--kl-divergence-base", (t.path() / "fifo.bin").string()},
+                             "fifo.bin: not a regular file"},
                         Case{{"-f", txt, "--save-logits", (t.path() / "exists.bin").string()}, "not overwriting"},
                         Case{{"-f", txt, "--save-logits", (t.path() / "dangling.bin").string()}, "not overwriting"},
                         Case{{"-f", txt, "-o", "xml"}, "-o"},
@@ -509,6 +523,23 @@ TEST(Perplexity, BadInputIsOneLineExitTwo) {
   auto q4 = run_llmport({"perplexity", m, "-f", txt, "-c", "64", "-t", "1", "--dtype", "q4_0"});
   EXPECT_EQ(q4.exit_code, 0) << q4.err;
   EXPECT_NE(q4.out.find("(q4_0)"), std::string::npos) << q4.out;
+}
+
+// Special-token text in the file is plain text, as llama-perplexity tokenizes it (parse_special
+// false): "</s>" after each sentence once became 31 EOS ids that the model was scored on.
+TEST(Perplexity, SpecialTokenTextIsPlainText) {
+  TempDir t;
+  std::string text = test::read_file(ppl_text());
+  for (std::size_t p = text.find(". "); p != std::string::npos; p = text.find(". ", p + 6)) text.insert(p + 1, "</s>");
+  const fs::path f = t.path() / "eos.txt";
+  test::write_file(f, text);
+  const auto tok = Tokenizer::load(stories_dir());
+  const auto plain = tok->encode(text, EncodeOptions{.add_special_tokens = true, .split_special_tokens = true});
+  const auto parsed = tok->encode(text);
+  ASSERT_NE(plain.size(), parsed.size());
+  ASSERT_EQ(std::count(plain.begin(), plain.end(), *tok->eos_id()), 0);
+  const PerplexityResult r = run_perplexity(stories_dir(), f, fp32_options(64));
+  EXPECT_EQ(r.n_tokens, static_cast<int64_t>(plain.size()));
 }
 
 // A NaN weight (an RMSNorm weight, which no dtype quantizes) makes every logit NaN: the run
