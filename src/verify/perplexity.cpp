@@ -450,10 +450,22 @@ PerplexityResult run_perplexity(const fs::path& model_dir, const fs::path& text_
     throw UsageError(opt.kl_base->string() + ": more rows than its header says (damaged or another run's file)");
   res.mean_nll = sum / static_cast<double>(n);
   res.ppl = std::exp(res.mean_nll);
+  // Past e^709 the perplexity is no double: "PPL = inf" with exit 0 read as a figure (a final
+  // norm weight scaled 2000x gave a mean NLL of 1405 nats from finite logits).
+  if (!std::isfinite(res.ppl))
+    throw GateError(fmt::format("perplexity overflows: mean NLL {:.6g} nats per token (PPL = e^{:.6g}, beyond double "
+                                "range): the model gives the text almost no probability (logits far out of scale?)",
+                                res.mean_nll, res.mean_nll));
   // llama-perplexity's error estimate: the standard error of the mean NLL, carried to PPL.
   const double var = n > 1 ? std::max(0.0, sum2 / static_cast<double>(n) - res.mean_nll * res.mean_nll) : 0.0;
   res.ppl_error = n > 1 ? res.ppl * std::sqrt(var / static_cast<double>(n - 1)) : 0.0;
   if (base) res.kl = kl.finish(res.ppl, base_label);
+  // Every row passed check_base_row, yet a scored token's finite log-prob of -1e30 (an edited
+  // file: its probability was within the row's 1e-3 mass tolerance) made the base's
+  // perplexity infinite and printed a PPL ratio of 0 with exit 0.
+  if (res.kl && !(std::isfinite(res.kl->base_ppl) && std::isfinite(res.kl->ln_ppl_ratio)))
+    throw UsageError(opt.kl_base->string() + ": its scored tokens' log-probs give a perplexity beyond double range: "
+                     "no run of a model gives that (a damaged or edited file)");
   partial.keep = true;
   return res;
 }

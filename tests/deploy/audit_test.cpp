@@ -128,8 +128,9 @@ TEST(Audit, ModelFilesAreHashedAndStatsCatchARewrite) {
   EXPECT_EQ(audit_model_files(m, dir).result, "FAIL");  // the hash can
 
   std::filesystem::remove(dir / "config.json");
-  test::write_file(dir / "model-2.safetensors", "x");
-  EXPECT_EQ(stat_changed_files(m, dir), (std::vector<std::string>{"config.json (missing)", "model-2.safetensors (new)"}));
+  test::write_file(dir / "tokenizer.json", "x");
+  test::write_file(dir / "model-2.safetensors", "x");  // beside model.safetensors, read by no one
+  EXPECT_EQ(stat_changed_files(m, dir), (std::vector<std::string>{"config.json (missing)", "tokenizer.json (new)"}));
   EXPECT_EQ(audit_model_files(m, dir).result, "FAIL");
   EXPECT_EQ(audit_model_files(m, dir / "nope").result, "FAIL");  // no model directory at all
 }

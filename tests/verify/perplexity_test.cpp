@@ -218,6 +218,16 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
   const std::size_t row1 = row0 + vocab * 4;
   const auto target0 = nlohmann::json::parse(good.substr(16, base_header)).at("tokens").at(0).get<std::size_t>();
   const std::string neg_inf_says = "row 0: the scored token " + std::to_string(target0) + " has log-prob -inf";
+  // Row 0's scored token given a finite -1e30 and its probability moved to another token:
+  // the row still sums to 1, so only the perplexity it makes shows the edit.
+  const auto move_target_mass = [&](std::string& b) {
+    float lp = 0, other = 0;
+    const std::size_t at = row0 + target0 * 4, to = row0 + ((target0 + 1) % vocab) * 4;
+    std::memcpy(&lp, b.data() + at, 4);
+    std::memcpy(&other, b.data() + to, 4);
+    put(b, to, static_cast<float>(std::log(std::exp(double{other}) + std::exp(double{lp}))));
+    put(b, at, -1e30f);
+  };
   for (const Case& c : {Case{"nan", [&](std::string& b) { put(b, row0 + 4 * 7, NAN); }, "row 0 token 7"},
                         Case{"positive", [&](std::string& b) { put(b, row1 + 4 * 3, 0.5f); }, "row 1 token 3"},
                         Case{"unnormalised", [&](std::string& b) {
@@ -226,6 +236,8 @@ TEST(Perplexity, DamagedBaseRowsAreRefused) {
                         // The base gave the scored token probability 0: infinite perplexity.
                         Case{"scored -inf", [&](std::string& b) { put(b, row0 + 4 * target0, -INFINITY); },
                              neg_inf_says.c_str()},
+                        Case{"scored -1e30", move_target_mass,
+                             "perplexity beyond double range"},
                         Case{"extra row", [&](std::string& b) { b += b.substr(row0, vocab * 4); }, "more rows"},
                         // Cut short anywhere: named as truncation, not as another format.
                         Case{"cut in magic", [&](std::string& b) { b.resize(5); }, "truncated (5 bytes, inside the 8-byte magic)"},
@@ -578,6 +590,18 @@ TEST(Perplexity, DegenerateLogitsFailTheRunInsteadOfPrintingTheVocabularySize) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_EQ(r.err.rfind("error: degenerate logits in chunk 1 at position 32: all 512 values are 0", 0), 0u) << r.err;
   EXPECT_EQ(r.out.find("512.0000"), std::string::npos) << r.out;
+}
+
+// Finite logits far out of scale (the final norm weight x2000): the mean NLL passes 709
+// nats, whose exp is no double. It printed "PPL = inf +/- inf" (JSON null) with exit 0.
+TEST(Perplexity, APerplexityBeyondDoubleRangeFailsTheRun) {
+  TempDir t;
+  test::copy_stories(t.path());
+  test::edit_f32_tensor(t.path() / "model.safetensors", "model.norm.weight", [](float& v, std::size_t) { v *= 2000; });
+  auto r = run_llmport({"perplexity", t.path().string(), "-f", ppl_text().string(), "-c", "64", "-t", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("error: perplexity overflows: mean NLL ", 0), 0u) << r.err;
+  EXPECT_EQ(r.out.find("PPL = inf"), std::string::npos) << r.out;
 }
 
 // A planted quantization fault (every block scale of one quantized projection x2: o_proj of
