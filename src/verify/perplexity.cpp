@@ -151,27 +151,23 @@ void check_base(const fs::path& f, const nlohmann::json& h, const std::string& t
   want("ctx", ctx);
   want("vocab", vocab);
   want("n_scored", n_scored);
-  const auto it = h.find("tokens");
-  if (it == h.end() || !it->is_array() || it->size() != targets.size())
-    throw UsageError(f.string() + ": tokens: expected the " + std::to_string(targets.size()) +
-                     " scored tokens of this run");
-  for (std::size_t k = 0; k < targets.size(); ++k)
-    if ((*it)[k] != targets[k])
-      throw UsageError(fmt::format("{}: tokens[{}]: the base scored token {}, this run token {} (another "
-                                   "tokenization of the text): not comparable",
-                                   f.string(), k, (*it)[k].dump(), targets[k]));
+  // `key` must hold this run's `ids` (`what`: what they are; `verb`: what the base did with one).
+  auto same_ids = [&](const char* key, const std::vector<int>& ids, const std::string& what, const char* verb) {
+    const auto it = h.find(key);
+    if (it == h.end() || !it->is_array() || it->size() != ids.size())
+      throw UsageError(fmt::format("{}: {}: expected the {} {}", f.string(), key, ids.size(), what));
+    for (std::size_t k = 0; k < ids.size(); ++k)
+      if ((*it)[k] != ids[k])
+        throw UsageError(fmt::format("{}: {}[{}]: the base {} token {}, this run token {} (another tokenization of "
+                                     "the text): not comparable",
+                                     f.string(), key, k, verb, (*it)[k].dump(), ids[k]));
+  };
+  same_ids("tokens", targets, "scored tokens of this run", "scored");
   // The context each scored position was computed from: another tokenizer can agree on the
   // scored halves of the chunks and differ before them (llama-perplexity's base file holds
   // every evaluated token for this reason).
-  const auto ev = h.find("evaluated_tokens");
-  if (ev == h.end() || !ev->is_array() || ev->size() != evaluated.size())
-    throw UsageError(f.string() + ": evaluated_tokens: expected the " + std::to_string(evaluated.size()) +
-                     " tokens this run evaluates (a base saved by an older llmport lacks them: save it again)");
-  for (std::size_t k = 0; k < evaluated.size(); ++k)
-    if ((*ev)[k] != evaluated[k])
-      throw UsageError(fmt::format("{}: evaluated_tokens[{}]: the base read token {}, this run token {} (another "
-                                   "tokenization of the text): not comparable",
-                                   f.string(), k, (*ev)[k].dump(), evaluated[k]));
+  same_ids("evaluated_tokens", evaluated,
+           "tokens this run evaluates (a base saved by an older llmport lacks them: save it again)", "read");
 }
 
 // A base row must be a log-probability distribution: no NaN or +inf, no value above 0
