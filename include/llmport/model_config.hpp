@@ -121,13 +121,14 @@ ConfigCheck check_model_config(const std::filesystem::path& path, std::optional<
 ModelConfig load_model_config(const std::filesystem::path& path,
                               std::optional<int> max_seq = std::nullopt);
 
-/// What `dir`'s config.json and generation_config.json ask transformers to run that llmport
-/// does not, one line each naming the file and field (empty when nothing): custom modeling or
-/// tokenizer code that config.json's auto_map names and that exists (a module file in `dir`,
-/// or another repository's; transformers runs it with trust_remote_code=True), and the
-/// generation constraints transformers' generate() applies even greedily (suppress_tokens,
-/// begin_suppress_tokens, bad_words_ids, sequence_bias, no_repeat_ngram_size, min_new_tokens,
-/// min_length, forced_bos/eos_token_id, forced_decoder_ids, exponential_decay_length_penalty).
+/// What `dir`'s files ask transformers to run that llmport does not, one line each naming the
+/// file and field (empty when nothing): custom code that an auto_map of config.json or
+/// tokenizer_config.json names for AutoConfig, AutoModelForCausalLM or AutoTokenizer and that
+/// exists (a module file in `dir`, or another repository's; transformers runs it with
+/// trust_remote_code=True); and the generation settings generate() acts on even for greedy
+/// decoding, from generation_config.json (or, without one, config.json): token constraints
+/// (suppress_tokens, bad_words_ids, no_repeat_ngram_size, min_new_tokens, forced_*_token_id,
+/// ...) and decoding modes (num_beams > 1, penalty_alpha, dola_layers, guidance_scale, ...).
 /// An absent or unreadable file adds nothing (load_model_config reports it). Never throws.
 std::vector<std::string> unrun_model_settings(const std::filesystem::path& dir);
 

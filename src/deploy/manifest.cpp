@@ -193,13 +193,16 @@ std::vector<std::string> model_file_names(const fs::path& model_dir) {
   // model now; a stray consolidated.safetensors is read by no one and is not part of it.
   std::set<std::string> weights;
   for (const fs::path& f : weight_files(model_dir)) weights.insert(f.filename().string());
+  // The index is read only when it chooses the weights (no model.safetensors beside it).
+  const bool index_read = !weights.empty() && !weights.count("model.safetensors");
   for (const auto& e : fs::directory_iterator(model_dir)) {
     if (!e.is_regular_file()) continue;
     std::string n = e.path().filename().string();
     bool wanted = n == "config.json" || n == "generation_config.json" ||
                   n == "tokenizer.json" || n == "tokenizer_config.json" ||
                   n == "special_tokens_map.json" || n == "chat_template.jinja" ||
-                  n == "model.safetensors.index.json" || n == "added_tokens.json" || weights.count(n);
+                  (n == "model.safetensors.index.json" && index_read) || n == "added_tokens.json" ||
+                  weights.count(n);
     if (wanted) out.push_back(n);
   }
   std::sort(out.begin(), out.end());

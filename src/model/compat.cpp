@@ -103,6 +103,11 @@ std::vector<std::string> variant_problems(const json& c, const Architecture& row
   if (auto f = lenient_double(c, "partial_rotary_factor"); f && *f != 1.0)
     out.push_back("partial_rotary_factor " + json_excerpt(*field(c, "partial_rotary_factor")) +
                   " (RoPE on part of each head) is not implemented");
+  // v5 reads it inside rope_parameters too (standardize_rope_params).
+  else if (const json* rs = rope_scaling_of(c); rs && rs->is_object())
+    if (auto g = lenient_double(*rs, "partial_rotary_factor"); g && *g != 1.0)
+      out.push_back("partial_rotary_factor " + json_excerpt(*field(*rs, "partial_rotary_factor")) +
+                    " in the RoPE parameters (RoPE on part of each head) is not implemented");
   if (const json* lt = field(c, "layer_types"))
     for (const json& t : *lt)
       if (t != "full_attention" && t != "sliding_attention") {

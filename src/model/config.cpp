@@ -154,30 +154,32 @@ GenerationConfig parse_generation_config(const json& g) {
 }
 
 namespace {
-// transformers v4 reads the top-level rope_theta and rope_scaling; v5 standardizes them into
-// rope_parameters, whose own values rank first (RotaryEmbeddingConfigMixin
-// .convert_rope_params_to_dict: setdefault). A config holding both layouts with different
-// values is run otherwise by the two versions: which the model was trained with cannot be
-// told, so it is refused rather than one reading picked.
-void check_rope_layouts_agree(const json& config) {
+// transformers v4 reads the top-level rope_theta and rope_scaling. v5 reads rope_scaling when
+// it holds something, else rope_parameters, and that dict's own rope_theta before the top
+// level (PreTrainedConfig.convert_rope_params_to_dict: `rope_scaling or rope_parameters`,
+// then setdefault("rope_theta", ...)). A config written for one version alone reads the
+// same in both, or is v5's own (rope_parameters and no v4 key); one whose two readings
+// differ cannot say which the model was trained with, so it is refused.
+void check_rope_layouts_agree(const json& config, double default_theta) {
   const json* rp = field(config, "rope_parameters");
-  if (!rp || !rp->is_object()) return;
-  const auto differ = [](const json& a, const json& b) {
-    return a.is_number() && b.is_number() ? a.get<double>() != b.get<double>() : a != b;
-  };
-  const auto refuse = [](const std::string& top, const json& tv, const std::string& key, const json& pv) {
-    throw ConfigError("field 'rope_parameters." + key + "': " + json_excerpt(pv) + " disagrees with '" + top + "' " +
-                      json_excerpt(tv) + " (transformers v5 reads rope_parameters, v4 the top-level field)");
-  };
-  if (const json* t = field(config, "rope_theta"))
-    if (const json* p = field(*rp, "rope_theta"); p && differ(*t, *p)) refuse("rope_theta", *t, "rope_theta", *p);
   const json* rs = field(config, "rope_scaling");
-  if (!rs || !rs->is_object()) return;
-  if (rope_type_of(rs) != rope_type_of(rp))
-    refuse("rope_scaling.rope_type", json(rope_type_of(rs)), "rope_type", json(rope_type_of(rp)));
-  for (const auto& [key, v] : rs->items())
-    if (key != "type" && key != "rope_type")
-      if (const json* p = field(*rp, key); p && differ(v, *p)) refuse("rope_scaling." + key, v, key, *p);
+  const bool v4_keys = config.contains("rope_theta") || config.contains("rope_scaling");
+  const bool inner_theta = rs && rs->is_object() && rs->contains("rope_theta");
+  if (!(rp && v4_keys) && !inner_theta) return;
+  const bool rs_used = rs && rs->is_object() && !rs->empty();
+  const json* v5 = rs_used ? rs : (rp && rp->is_object() ? rp : nullptr);
+  const std::string v5_key = rs_used ? "rope_scaling" : "rope_parameters";
+  const auto refuse = [&](const std::string& what5, const json& val5, const std::string& what4, const json& val4) {
+    throw ConfigError("field '" + what5 + "': " + json_excerpt(val5) + " disagrees with '" + what4 + "' " +
+                      json_excerpt(val4) + " (transformers v5 reads " + v5_key +
+                      ", v4 the top-level rope_theta and rope_scaling)");
+  };
+  const json theta4 = field(config, "rope_theta") ? *field(config, "rope_theta") : json(default_theta);
+  if (const json* t5 = v5 ? field(*v5, "rope_theta") : nullptr)
+    if (!t5->is_number() || !theta4.is_number() || t5->get<double>() != theta4.get<double>())
+      refuse(v5_key + ".rope_theta", *t5, field(config, "rope_theta") ? "rope_theta" : "rope_theta (default)", theta4);
+  const std::string type4 = rope_type_of(rs && rs->is_object() ? rs : nullptr), type5 = rope_type_of(v5);
+  if (type4 != type5) refuse(v5_key + ".rope_type", json(type5), "rope_scaling.rope_type", json(type4));
 }
 }  // namespace
 
@@ -221,7 +223,7 @@ ModelConfig resolve_model_config(const json& config, const json* generation_conf
   auto mpe = strict_int(config, "max_position_embeddings", false, 1, who);
   cfg.max_position_embeddings = mpe ? as_int(mpe) : arch.default_max_position_embeddings;
 
-  check_rope_layouts_agree(config);
+  check_rope_layouts_agree(config, arch.default_rope_theta);
   cfg.rope_theta = positive_double_within(config, "rope_theta", arch.default_rope_theta, 1.0, kNoBound, kRopeBaseWhy);
   if (!field(config, "rope_theta"))
     if (const json* rp = field(config, "rope_parameters"); rp && rp->is_object())

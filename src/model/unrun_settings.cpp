@@ -1,6 +1,6 @@
-// What a model's config.json and generation_config.json ask transformers to run that llmport
-// does not: custom code named by auto_map, and the logits processors generate() builds from
-// generation_config.json even for greedy decoding (GenerationMixin._get_logits_processor).
+// What a model's files ask transformers to run that llmport does not: custom code named by
+// auto_map, and what generate() builds from the generation settings even for greedy decoding
+// (GenerationMixin._get_logits_processor, its choice of decoding mode).
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -42,36 +42,63 @@ bool names_code(const json& target, const fs::path& dir) {
   return dot != std::string::npos && dot > 0 && fs::is_regular_file(dir / (t.substr(0, dot) + ".py"));
 }
 
-void check_auto_map(const json& config, const fs::path& dir, const std::string& where, std::vector<std::string>& out) {
-  const json* am = field(config, "auto_map");
-  if (!am || !am->is_object()) return;
-  for (const auto& [cls, target] : am->items()) {
-    const bool model = cls.rfind("AutoModel", 0) == 0, tokenizer = cls == "AutoTokenizer";
-    if ((!model && !tokenizer) || !names_code(target, dir)) continue;
-    out.push_back(where + ": auto_map " + cls + " names custom " + (model ? "modeling" : "tokenizer") + " code (" +
-                  json_excerpt(target) + ") that transformers runs with trust_remote_code=True");
+// The classes AutoModelForCausalLM.from_pretrained and AutoTokenizer resolve through auto_map
+// (AutoModelForSequenceClassification and the like are never read for generation).
+bool read_for_generation(const std::string& cls) {
+  return cls == "AutoConfig" || cls == "AutoModelForCausalLM" || cls == "AutoTokenizer";
+}
+
+// `file`'s auto_map (config.json, or tokenizer_config.json where AutoTokenizer looks first; the
+// legacy list form there is AutoTokenizer's [slow, fast]).
+void check_auto_map(const json& j, const fs::path& dir, const std::string& where, std::vector<std::string>& out) {
+  const json* am = field(j, "auto_map");
+  if (!am) return;
+  std::vector<std::pair<std::string, json>> entries;
+  if (am->is_array()) entries.emplace_back("AutoTokenizer", *am);
+  if (am->is_object())
+    for (const auto& [cls, target] : am->items()) entries.emplace_back(cls, target);
+  for (const auto& [cls, target] : entries) {
+    if (!read_for_generation(cls) || !names_code(target, dir)) continue;
+    out.push_back(where + ": auto_map " + cls + " names custom code (" + json_excerpt(target) +
+                  ") that transformers runs with trust_remote_code=True");
   }
 }
 
-// A setting generate() turns into a logits processor when it holds something.
-bool set(const json& v) {
+bool present(const json& v) {  // any value, 0 included (transformers tests `is not None`)
   if (v.is_null() || v == false) return false;
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_array() || v.is_object()) return !v.empty();
+  if (v.is_array() || v.is_object() || v.is_string()) return !v.empty();
   return true;
 }
+bool positive(const json& v) { return v.is_number() && v.get<double>() > 0; }
+bool above_one(const json& v) { return v.is_number() && v.get<double>() > 1; }
+bool not_one(const json& v) { return v.is_number() && v.get<double>() != 1; }
 
-void check_generation_constraints(const json& gen, const std::string& where, std::vector<std::string>& out) {
-  // Constraints on which tokens may come, applied by greedy decoding too. Sampling and
-  // length defaults (temperature, top_p, max_new_tokens, repetition_penalty) are a serving
-  // choice that run and serve take or override; these are not.
-  static const char* const kKeys[] = {"suppress_tokens",     "begin_suppress_tokens", "bad_words_ids",
-                                      "sequence_bias",       "no_repeat_ngram_size",  "min_new_tokens",
-                                      "min_length",          "forced_bos_token_id",   "forced_eos_token_id",
-                                      "forced_decoder_ids",  "exponential_decay_length_penalty"};
-  for (const char* k : kKeys)
-    if (const json* v = field(gen, k); v && set(*v))
-      out.push_back(where + ": " + k + " " + json_excerpt(*v) +
+// Settings generate() acts on whatever the decoding (greedy included): token constraints and
+// logits processors, and the settings that replace greedy search itself (beam, contrastive,
+// DoLa, classifier-free guidance). Sampling and length defaults (temperature, top_p,
+// max_new_tokens) are a serving choice run and serve take or override; repetition_penalty
+// llmport's sampler applies.
+struct Rule {
+  const char* key;
+  bool (*applies)(const json&);
+};
+constexpr Rule kRules[] = {{"suppress_tokens", present},       {"begin_suppress_tokens", present},
+                           {"bad_words_ids", present},         {"sequence_bias", present},
+                           {"no_repeat_ngram_size", positive}, {"min_new_tokens", positive},
+                           {"min_length", positive},           {"forced_bos_token_id", present},
+                           {"forced_eos_token_id", present},   {"forced_decoder_ids", present},
+                           {"exponential_decay_length_penalty", present},
+                           {"num_beams", above_one},           {"num_beam_groups", above_one},
+                           {"penalty_alpha", positive},        {"guidance_scale", not_one},
+                           {"dola_layers", present},           {"watermarking_config", present},
+                           {"encoder_repetition_penalty", not_one},
+                           {"token_healing", present},         {"stop_strings", present},
+                           {"force_words_ids", present},       {"constraints", present}};
+
+void check_generation_settings(const json& gen, const std::string& where, std::vector<std::string>& out) {
+  for (const Rule& r : kRules)
+    if (const json* v = field(gen, r.key); v && r.applies(*v))
+      out.push_back(where + ": " + r.key + " " + json_excerpt(*v) +
                     " (transformers' generate() applies it, greedy decoding included)");
 }
 
@@ -79,9 +106,16 @@ void check_generation_constraints(const json& gen, const std::string& where, std
 
 std::vector<std::string> unrun_model_settings(const fs::path& dir) {
   std::vector<std::string> out;
-  const fs::path config = dir / "config.json", gen = dir / "generation_config.json";
-  check_auto_map(read_object(config), dir, config.string(), out);
-  check_generation_constraints(read_object(gen), gen.string(), out);
+  const fs::path config = dir / "config.json", gen = dir / "generation_config.json",
+                 tok = dir / "tokenizer_config.json";
+  const json cfg = read_object(config);
+  check_auto_map(cfg, dir, config.string(), out);
+  check_auto_map(read_object(tok), dir, tok.string(), out);
+  // Without generation_config.json, transformers takes the generation settings config.json
+  // holds (GenerationConfig.from_model_config).
+  const json g = read_object(gen);
+  if (g.is_object()) check_generation_settings(g, gen.string(), out);
+  else if (!fs::exists(gen)) check_generation_settings(cfg, config.string(), out);
   return out;
 }
 

@@ -738,7 +738,11 @@ class Server {
   /// character); a skipped special token's are its text's ("").
   TokenLogprob token_logprob(int prev, const std::string& text, const TokenEvent& ev) const {
     TokenLogprob t{tok_ ? text : std::to_string(ev.id), ev.logprob, {}, std::nullopt};
-    if (tok_ && !tok_->is_special(ev.id)) t.bytes = tok_->token_bytes(ev.id).value_or(token_text(prev, ev.id));
+    // Its text holds earlier bytes only after a byte piece the stream held: then its own
+    // text is what it adds after that piece; else the text it adds (after a special token
+    // too, where decoding it alone would drop a leading space).
+    if (tok_ && !tok_->is_special(ev.id))
+      t.bytes = tok_->token_bytes(ev.id).value_or(tok_->token_bytes(prev) ? token_text(prev, ev.id) : text);
     for (const auto& [id, lp] : ev.top)
       t.top.push_back({token_text(prev, id), lp, tok_ ? tok_->token_bytes(id) : std::nullopt});
     return t;

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "llmport/compat.hpp"
 #include "llmport/error.hpp"
 #include "llmport/model_config.hpp"
 #include "support/test_support.hpp"
@@ -64,21 +65,55 @@ TEST(RopeLayouts, BothLayoutsWithOtherValuesAreRefused) {
   c["rope_theta"] = 10000.0;
   c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}};
   EXPECT_NE(refusal(c).find("field 'rope_parameters.rope_theta': 500000.0 disagrees with 'rope_theta' 10000.0 "
-                            "(transformers v5 reads rope_parameters, v4 the top-level field)"),
+                            "(transformers v5 reads rope_parameters, v4 the top-level rope_theta and rope_scaling)"),
             std::string::npos)
       << refusal(c);
+  // v4 reads no scaling from rope_scaling null; v5 falls back to rope_parameters' llama3.
+  c = base_config();
   c["rope_theta"] = 500000.0;
+  c["rope_scaling"] = nullptr;
   c["rope_parameters"] = kLlama3Scaling;
+  EXPECT_NE(refusal(c).find("field 'rope_parameters.rope_type': \"llama3\" disagrees with 'rope_scaling.rope_type' "
+                            "\"none\""),
+            std::string::npos)
+      << refusal(c);
+  // A rope_theta inside rope_scaling: v5 keeps it (setdefault), v4 reads the top level.
+  c = base_config();
+  c["rope_theta"] = 500000.0;
+  c["rope_scaling"] = kLlama3Scaling;
+  c["rope_scaling"]["rope_theta"] = 1000000.0;
+  EXPECT_NE(refusal(c).find("field 'rope_scaling.rope_theta': 1000000.0 disagrees with 'rope_theta' 500000.0 "
+                            "(transformers v5 reads rope_scaling"),
+            std::string::npos)
+      << refusal(c);
+}
+
+// With rope_scaling holding something, v5 takes it whole and ignores rope_parameters, as v4
+// does: a rope_parameters that says otherwise changes neither reading (round 11 found it
+// refused).
+TEST(RopeLayouts, ARopeParametersBesideAUsedRopeScalingIsReadByNeither) {
+  json c = base_config();
+  c["rope_theta"] = 500000.0;
   c["rope_scaling"] = kLlama3Scaling;
   c["rope_scaling"]["factor"] = 4.0;
-  EXPECT_NE(refusal(c).find("field 'rope_parameters.factor': 8.0 disagrees with 'rope_scaling.factor' 4.0"),
-            std::string::npos)
-      << refusal(c);
-  c["rope_scaling"] = {{"type", "linear"}, {"factor", 8.0}};
-  EXPECT_NE(refusal(c).find("field 'rope_parameters.rope_type': \"llama3\" disagrees with 'rope_scaling.rope_type' "
-                            "\"linear\""),
-            std::string::npos)
-      << refusal(c);
+  c["rope_parameters"] = kLlama3Scaling;
+  c["rope_parameters"]["rope_theta"] = 10000.0;
+  ASSERT_EQ(refusal(c), "");
+  const ModelConfig cfg = resolve_model_config(c);
+  EXPECT_EQ(cfg.rope_scaling.factor, 4.0);
+  EXPECT_EQ(cfg.rope_theta, 500000.0);
+}
+
+// v5 reads partial_rotary_factor inside rope_parameters as well: refused there as at the top
+// level (it ran full rotary with a plain PASS).
+TEST(RopeLayouts, APartialRotaryFactorInsideRopeParametersIsRefused) {
+  json c = base_config();
+  c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 500000.0}, {"partial_rotary_factor", 0.5}};
+  const CompatResult r = check_compat(c);
+  EXPECT_FALSE(r.accepted);
+  EXPECT_NE(r.message.find("partial_rotary_factor 0.5 in the RoPE parameters"), std::string::npos) << r.message;
+  c["rope_parameters"]["partial_rotary_factor"] = 1.0;
+  EXPECT_TRUE(check_compat(c).accepted) << check_compat(c).message;
 }
 
 }  // namespace

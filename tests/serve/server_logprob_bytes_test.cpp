@@ -55,6 +55,21 @@ TEST(ServeLogprobBytes, EachTokenCarriesItsOwnBytes) {
   EXPECT_EQ(joined, content);
   EXPECT_GT(held, 0) << "no byte piece was held: the case is not exercised";
   EXPECT_GT(replaced_alternatives, 0) << "no alternative was half a character: the case is not exercised";
+
+  // After a special piece the next token's own text keeps its leading space (decoded alone
+  // it lost it: bytes "so" where the text said " so"; round 11's sample).
+  json sampled = body;
+  sampled["messages"][0]["content"] = "Once upon a time";
+  sampled["max_tokens"] = 6;
+  sampled["temperature"] = 1.2;
+  sampled["seed"] = 69;
+  const auto res2 = curl("POST", server.url("/v1/chat/completions"), sampled.dump());
+  ASSERT_EQ(res2.status, 200) << res2.body;
+  const json choice2 = json::parse(res2.body)["choices"][0];
+  std::string joined2;
+  for (const auto& t : choice2["logprobs"]["content"])
+    for (int c : byte_list(t["bytes"])) joined2.push_back(static_cast<char>(c));
+  EXPECT_EQ(joined2, choice2["message"]["content"].get<std::string>());
 }
 
 }  // namespace

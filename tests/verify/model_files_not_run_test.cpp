@@ -76,7 +76,7 @@ TEST(ModelFilesNotRun, CustomCodeTheConfigNamesCapsTheVerdictWhenItExists) {
   test::write_file(m / "modeling_custom.py", "# the author's forward\n");
   const std::vector<std::string> lines = unrun_model_settings(m);
   ASSERT_EQ(lines.size(), 1u);
-  EXPECT_NE(lines[0].find("auto_map AutoModelForCausalLM names custom modeling code (\"modeling_custom.CustomForCausalLM\")"),
+  EXPECT_NE(lines[0].find("auto_map AutoModelForCausalLM names custom code (\"modeling_custom.CustomForCausalLM\")"),
             std::string::npos)
       << lines[0];
   c["auto_map"]["AutoModelForCausalLM"] = "someone/repo--modeling_x.X";  // another repository's code
@@ -85,6 +85,55 @@ TEST(ModelFilesNotRun, CustomCodeTheConfigNamesCapsTheVerdictWhenItExists) {
   EXPECT_EQ(unrun_model_settings(m).size(), 1u);
   const VerifyResult r = verify_golden(m, stories_golden());
   EXPECT_TRUE(has_cap(r, kCap)) << r.verdict_line();
+}
+
+// Where else transformers finds custom code (round 11): tokenizer_config.json's auto_map, where
+// AutoTokenizer looks first (also its legacy list form); AutoConfig's code. A class never
+// read for generation (AutoModelForSequenceClassification) names nothing.
+TEST(ModelFilesNotRun, CustomTokenizerAndConfigCodeCountAndOtherHeadsDoNot) {
+  TempDir t;
+  const fs::path m = test::copy_stories(t.path() / "m");
+  test::write_file(m / "tokenization_x.py", "# a tokenizer\n");
+  test::write_file(m / "configuration_x.py", "# a config\n");
+  test::write_file(m / "modeling_x.py", "# a head\n");
+  json c = json::parse(test::read_file(m / "config.json"));
+  c["auto_map"] = {{"AutoModelForSequenceClassification", "modeling_x.XForSequenceClassification"}};
+  test::write_file(m / "config.json", c.dump());
+  EXPECT_TRUE(unrun_model_settings(m).empty());
+  c["auto_map"]["AutoConfig"] = "configuration_x.XConfig";
+  test::write_file(m / "config.json", c.dump());
+  json tc = json::parse(test::read_file(m / "tokenizer_config.json"));
+  tc["auto_map"] = {"tokenization_x.XTokenizer", nullptr};
+  test::write_file(m / "tokenizer_config.json", tc.dump());
+  const std::vector<std::string> lines = unrun_model_settings(m);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("config.json: auto_map AutoConfig names custom code"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("tokenizer_config.json: auto_map AutoTokenizer names custom code"), std::string::npos)
+      << lines[1];
+}
+
+// Settings that replace greedy search (num_beams), an id 0 (`is not None` in transformers), and
+// generation keys config.json holds when there is no generation_config.json
+// (GenerationConfig.from_model_config).
+TEST(ModelFilesNotRun, BeamSearchIdZeroAndConfigJsonGenerationKeysCount) {
+  TempDir t;
+  const fs::path m = test::copy_stories(t.path() / "m");
+  json g = json::parse(test::read_file(m / "generation_config.json"));
+  g["num_beams"] = 4;
+  g["forced_eos_token_id"] = 0;
+  g["guidance_scale"] = 1;  // 1: no guidance
+  test::write_file(m / "generation_config.json", g.dump());
+  std::vector<std::string> lines = unrun_model_settings(m);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("generation_config.json: forced_eos_token_id 0"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("generation_config.json: num_beams 4"), std::string::npos) << lines[1];
+  fs::remove(m / "generation_config.json");
+  json c = json::parse(test::read_file(m / "config.json"));
+  c["no_repeat_ngram_size"] = 3;
+  test::write_file(m / "config.json", c.dump());
+  lines = unrun_model_settings(m);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("config.json: no_repeat_ngram_size 3"), std::string::npos) << lines[0];
 }
 
 // generate() suppresses these ids even greedily: ',' and '.' never come in transformers,
