@@ -3,6 +3,7 @@
 // one engine. Which classes are accepted, and each one's defaults and deltas, is the
 // architecture table (architecture.hpp); resolution applies its row.
 #include <filesystem>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -131,6 +132,9 @@ ModelConfig load_model_config(const std::filesystem::path& path,
 /// ...) and decoding modes (num_beams > 1, penalty_alpha, dola_layers, guidance_scale, ...).
 /// An absent or unreadable file adds nothing (load_model_config reports it). Never throws.
 std::vector<std::string> unrun_model_settings(const std::filesystem::path& dir);
+/// Writes one "warning: ... (llmport does not run it)" line per unrun_model_settings(dir)
+/// entry to `out` (run and serve say so at start).
+void warn_unrun_model_settings(const std::filesystem::path& dir, std::ostream& out);
 
 /// RoPE inverse frequencies [head_dim/2] after rope_scaling, as HF
 /// `_compute_default_rope_parameters` / `_compute_linear_scaling_rope_parameters` /

@@ -378,8 +378,7 @@ int run_run(const RunArgs& a) {
   std::unique_ptr<Tokenizer> tok;
   if (Tokenizer::exists(files_dir(cfg, dir))) tok = Tokenizer::load(files_dir(cfg, dir));
   if (tok) warn_tokenizer_disagreements(*tok, std::cerr);
-  for (const std::string& w : unrun_model_settings(files_dir(cfg, dir)))
-    std::cerr << "warning: " << printable(w) << " (llmport does not run it)\n";
+  warn_unrun_model_settings(files_dir(cfg, dir), std::cerr);
   if (a.chat) return run_chat_mode(a, cfg, dir, tok.get(), context);
 
   const Prompt prompt = build_prompt(a, cfg, dir, tok.get(), context);

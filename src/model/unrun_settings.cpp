@@ -2,6 +2,7 @@
 // auto_map, and what generate() builds from the generation settings even for greedy decoding
 // (GenerationMixin._get_logits_processor, its choice of decoding mode).
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,11 @@ std::vector<std::string> unrun_model_settings(const fs::path& dir) {
   if (g.is_object()) check_generation_settings(g, gen.string(), out);
   else if (!fs::exists(gen)) check_generation_settings(cfg, config.string(), out);
   return out;
+}
+
+void warn_unrun_model_settings(const fs::path& dir, std::ostream& out) {
+  for (const std::string& w : unrun_model_settings(dir))
+    out << "warning: " << printable(w) << " (llmport does not run it)\n";
 }
 
 }  // namespace llmport

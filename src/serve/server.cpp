@@ -305,8 +305,7 @@ class Server {
     const std::filesystem::path mdir = cfg_.dir.empty() ? dir_ : cfg_.dir;
     if (Tokenizer::exists(mdir)) tok_ = Tokenizer::load(mdir);
     if (tok_) warn_tokenizer_disagreements(*tok_, std::cerr);
-    for (const std::string& w : unrun_model_settings(mdir))
-      std::cerr << "warning: " << printable(w) << " (llmport does not run it)\n";
+    warn_unrun_model_settings(mdir, std::cerr);
     if (!opt_.chat_template_file.empty()) {
       chat_template_ = read_chat_template_file(opt_.chat_template_file);
     } else if (tok_) {
